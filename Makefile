@@ -1,0 +1,80 @@
+# libeliza — the two commands a fresh machine needs:
+#   make demo   install what is needed, build, fetch the default models, run the main job
+#   make test   install what is needed, build, run every test (C, sanitizers, aarch64, Python)
+# Everything else here is a step of those two.
+
+PYTHON  ?= python3
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+MODELS  ?= $(HOME)/.cache/eliza/models
+FUZZ_SECONDS ?= 60
+export HF_HUB_OFFLINE := 1
+
+APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
+               gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+
+.PHONY: demo test deps build check-c check-asan check-arm64 check-fuzz check-py wheel fuzz bench clean
+
+demo: deps build
+	$(PYTHON) -m pip install -q .
+	ELIZA_MODEL_CACHE=$(MODELS) $(PYTHON) -m eliza.demo
+
+test: deps build check-c check-asan check-arm64 check-fuzz check-py
+
+# Installs the system and Python packages the build and the tests need. Safe
+# to rerun; a fresh machine gets everything from Debian and PyPI.
+deps:
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  fi; \
+	fi
+	$(PYTHON) -m pip install -q -r requirements-test.txt
+
+build:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+check-c: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+check-asan:
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELIZA_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+
+# The NEON kernels, cross-compiled and run under qemu-user.
+check-arm64:
+	cmake -S . -B $(BUILD)-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+	cmake --build $(BUILD)-arm64 -j $(JOBS)
+	ctest --test-dir $(BUILD)-arm64 --output-on-failure -j $(JOBS)
+
+# A short libFuzzer run of every fuzz target, so they keep building and
+# finding nothing; `make fuzz FUZZ_SECONDS=600` is the developer's long run.
+check-fuzz: build
+	CC=clang cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DELIZA_FUZZ=ON -DELIZA_BUILD_TESTS=OFF
+	cmake --build $(BUILD)-fuzz -j $(JOBS)
+	$(MAKE) fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+
+# Seeds: every valid image the C tests build, written by test_gguf.
+fuzz:
+	@set -e; for f in $(BUILD)-fuzz/fuzz_*; do \
+	  name=$$(basename $$f); corpus=tests/fuzz/corpus/$$name; mkdir -p $$corpus; \
+	  if [ -x $(BUILD)/test_gguf ]; then $(BUILD)/test_gguf --write-corpus $$corpus >/dev/null; fi; \
+	  echo "== $$name for $(FUZZ_SECONDS) s"; \
+	  UBSAN_OPTIONS=halt_on_error=1 $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -print_final_stats=1 $$corpus; \
+	done
+
+check-py: build
+	ELIZA_LIBRARY=$(CURDIR)/$(BUILD)/libeliza.so ELIZA_BUILD_DIR=$(CURDIR)/$(BUILD) \
+	  ELIZA_MODEL_CACHE=$(MODELS) PYTHONPATH=$(CURDIR)/sdk \
+	  $(PYTHON) -m pytest -q tests
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-arm64 $(BUILD)-fuzz dist

@@ -1,0 +1,312 @@
+/*
+ * eliza.h — the public C ABI of libeliza.
+ *
+ * libeliza is an on-device inference library: LLM text generation from GGUF
+ * files, Kokoro-82M text-to-speech, and speaker diarization. This header is
+ * the only one a host needs; it is plain C (C99 or later, or C++).
+ *
+ * Rules that hold for every call below:
+ *  - Calls that can fail return int32_t: ELIZA_OK (0), a small positive value
+ *    where a stream ends (ELIZA_DONE), or a negative ELIZA_E_* code. After a
+ *    failure eliza_last_error() returns a message for this thread.
+ *  - Memory handed out by the library is released with eliza_free(), never
+ *    with the host's free() (the host may use another C runtime).
+ *  - Parameter structs start with `uint32_t struct_size`, are filled by the
+ *    matching *_default_params() call, and only grow at the end within one
+ *    ABI version; the library reads only the fields that fit in struct_size.
+ *  - One handle is used by one thread at a time; distinct handles are
+ *    independent. Functions without a handle are safe from any thread.
+ *  - The library never prints and never calls abort() or exit().
+ *
+ * Licence: MIT (see LICENSE).
+ */
+#ifndef ELIZA_H
+#define ELIZA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ELIZA_STATIC)
+#define ELIZA_API
+#elif defined(_WIN32)
+#if defined(ELIZA_BUILD)
+#define ELIZA_API __declspec(dllexport)
+#else
+#define ELIZA_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define ELIZA_API __attribute__((visibility("default")))
+#else
+#define ELIZA_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Bumped only when an existing function, struct field or code changes
+ * meaning or place. Adding functions, structs, codes, or fields at the end
+ * of a struct does not bump it. */
+#define ELIZA_ABI_VERSION 1
+
+/* The ABI version this binary was built with; compare with
+ * ELIZA_ABI_VERSION to detect a header/binary mismatch at run time. */
+ELIZA_API uint32_t eliza_abi_version(void);
+
+/* The release string, e.g. "0.1.0". Static storage; never freed. */
+ELIZA_API const char *eliza_version(void);
+
+/* A JSON object describing this build and this CPU: "abi", "version",
+ * "simd" (the kernel level chosen at run time), "cpu" (detected features),
+ * "quant_types", "engines" (which capabilities are compiled in),
+ * "espeak_ng" (whether libespeak-ng could be loaded), "force_scalar".
+ * Static storage, computed on first call; never freed. */
+ELIZA_API const char *eliza_capabilities_json(void);
+
+/* A JSON object {"struct_name": {"size": N, "align": N, "fields":
+ * {"field": [offset, size], ...}}, ...} giving sizeof/offsetof of every
+ * public struct as compiled into this binary. Bindings compare it with their
+ * own mirrors. Static storage; never freed. */
+ELIZA_API const char *eliza_abi_layout_json(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes (pinned: values never change)                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum eliza_status {
+    ELIZA_OK = 0,
+    ELIZA_DONE = 1,                /* a stream has no more pieces */
+    ELIZA_E_INVALID_ARG = -1,      /* NULL where not allowed, value out of range */
+    ELIZA_E_IO = -2,               /* file missing, unreadable, cannot be mapped */
+    ELIZA_E_FORMAT = -3,           /* corrupt or truncated file, bad magic, bad extents */
+    ELIZA_E_UNSUPPORTED = -4,      /* valid input this build cannot handle */
+    ELIZA_E_NOMEM = -5,            /* allocation failed or size absurd */
+    ELIZA_E_CANCELLED = -6,        /* a cancel request stopped the work */
+    ELIZA_E_ABI = -7,              /* struct_size too small or unknown version */
+    ELIZA_E_NOT_FOUND = -8,        /* named tensor, key, voice, ... does not exist */
+    ELIZA_E_CONTEXT_FULL = -9,     /* the context window has no room left */
+    ELIZA_E_STATE = -10,           /* call not valid in the handle's current state */
+    ELIZA_E_INTERNAL = -11         /* a bug in libeliza; please report it */
+} eliza_status;
+
+/* The message of the last failed call on this thread ("" if none). Valid
+ * until the next libeliza call on this thread; never freed. */
+ELIZA_API const char *eliza_last_error(void);
+
+/* A short constant name for a status code, e.g. "ELIZA_E_FORMAT". */
+ELIZA_API const char *eliza_status_name(int32_t status);
+
+/* Frees memory the library handed out (JSON strings, arrays). NULL is a
+ * no-op. */
+ELIZA_API void eliza_free(void *ptr);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum eliza_log_level {
+    ELIZA_LOG_ERROR = 0,
+    ELIZA_LOG_WARN = 1,
+    ELIZA_LOG_INFO = 2,
+    ELIZA_LOG_DEBUG = 3
+} eliza_log_level;
+
+/* A log sink. `message` is valid only during the call. Called only on the
+ * host thread that is inside a libeliza call, never on a library worker. */
+typedef void (*eliza_log_fn)(int32_t level, const char *message, void *user_data);
+
+/* Installs a process-wide log sink receiving messages at `max_level` or more
+ * severe. NULL silences the library (the default). Safe from any thread. */
+ELIZA_API void eliza_set_log_callback(eliza_log_fn fn, int32_t max_level, void *user_data);
+
+/* ------------------------------------------------------------------------ */
+/* GGUF inspection                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct eliza_gguf eliza_gguf;
+
+typedef struct eliza_gguf_info_params {
+    uint32_t struct_size;       /* sizeof(eliza_gguf_info_params) */
+    uint32_t max_array_items;   /* arrays longer than this are shown as the
+                                 * first items plus "len"; default 8 */
+    uint32_t include_tensors;   /* nonzero: list every tensor; default 1 */
+    uint32_t reserved;          /* 0 */
+} eliza_gguf_info_params;
+
+/* Fills *params with defaults (params->struct_size set by the library). */
+ELIZA_API void eliza_gguf_info_default_params(eliza_gguf_info_params *params);
+
+/* Opens a GGUF file (v2 or v3), memory-maps it and validates the header,
+ * every metadata entry and every tensor's type, shape and extent against the
+ * file size. On success *out owns the file; release it with
+ * eliza_gguf_close(). Returns ELIZA_OK, ELIZA_E_IO, ELIZA_E_FORMAT (corrupt,
+ * truncated, unknown tensor type id), ELIZA_E_UNSUPPORTED (GGUF v1 or v4+,
+ * big-endian, nested arrays) or ELIZA_E_NOMEM. Known tensor types without
+ * kernels open fine; only eliza_gguf_tensor_f32() refuses them. */
+ELIZA_API int32_t eliza_gguf_open(const char *path, eliza_gguf **out);
+
+/* Releases a file opened by eliza_gguf_open(). NULL is a no-op. */
+ELIZA_API void eliza_gguf_close(eliza_gguf *gguf);
+
+/* A JSON document {"version", "alignment", "data_offset", "file_size",
+ * "architecture", "metadata": {key: value}, "tensor_count", "tensors":
+ * [{"name", "type", "shape", "offset", "nbytes"}]} (shape innermost first,
+ * as stored). params may be NULL for defaults. *out_json is freed with
+ * eliza_free(). */
+ELIZA_API int32_t eliza_gguf_info_json(const eliza_gguf *gguf,
+                                       const eliza_gguf_info_params *params,
+                                       char **out_json);
+
+/* Dequantizes tensor `name` to float32 in storage order (innermost dimension
+ * first). On success *out_data (freed with eliza_free()) holds *out_count
+ * floats. Returns ELIZA_E_NOT_FOUND if no tensor has that name,
+ * ELIZA_E_UNSUPPORTED for a type without kernels in this build. */
+ELIZA_API int32_t eliza_gguf_tensor_f32(const eliza_gguf *gguf, const char *name,
+                                        float **out_data, uint64_t *out_count);
+
+/* ------------------------------------------------------------------------ */
+/* LLM text generation                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct eliza_llm eliza_llm;
+typedef struct eliza_llm_stream eliza_llm_stream;
+
+typedef struct eliza_llm_params {
+    uint32_t struct_size;    /* sizeof(eliza_llm_params) */
+    int32_t n_threads;       /* worker threads incl. the caller; 0 = one per core */
+    uint32_t context_size;   /* KV cache length in tokens; 0 = the model's
+                              * training context capped at 4096 */
+    uint32_t n_batch;        /* prompt tokens per forward pass; 0 = 256 */
+} eliza_llm_params;
+
+/* Fills *params with defaults (params->struct_size set by the library). */
+ELIZA_API void eliza_llm_default_params(eliza_llm_params *params);
+
+/* Opens a GGUF language model (architectures: gemma3, llama, qwen2, qwen3).
+ * Weights stay memory-mapped in their stored types. On success *out owns the
+ * model and its KV cache; release it with eliza_llm_close(). Returns
+ * ELIZA_E_IO, ELIZA_E_FORMAT (corrupt file, missing tensor, shape that
+ * contradicts the hyperparameters), ELIZA_E_UNSUPPORTED (architecture or
+ * tensor type), ELIZA_E_NOMEM or ELIZA_E_ABI (struct_size too small). */
+ELIZA_API int32_t eliza_llm_open(const char *path, const eliza_llm_params *params,
+                                 eliza_llm **out);
+
+/* Releases the model. NULL is a no-op. No stream of it may still be open. */
+ELIZA_API void eliza_llm_close(eliza_llm *llm);
+
+/* A JSON object describing the loaded model: "architecture", "n_vocab",
+ * "n_ctx_train", "context_size", "n_embd", "n_layer", "bos", "eos",
+ * "n_threads". Freed with eliza_free(). */
+ELIZA_API int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json);
+
+enum {
+    ELIZA_TOKENIZE_ADD_BOS = 1u << 0,       /* prepend BOS if the model wants one */
+    ELIZA_TOKENIZE_PARSE_SPECIAL = 1u << 1  /* "<start_of_turn>" etc. become their ids */
+};
+
+/* Tokenizes `text_len` bytes of UTF-8 text. *out_tokens (freed with
+ * eliza_free()) holds *out_count ids. Invalid UTF-8 is ELIZA_E_INVALID_ARG. */
+ELIZA_API int32_t eliza_llm_tokenize(const eliza_llm *llm, const char *text, size_t text_len,
+                                     uint32_t flags, int32_t **out_tokens, size_t *out_count);
+
+enum {
+    ELIZA_DETOKENIZE_RENDER_SPECIAL = 1u << 0  /* control tokens as their text */
+};
+
+/* The text of `count` tokens. *out_text (freed with eliza_free()) is
+ * NUL-terminated and *out_len bytes long; a token id out of range is
+ * ELIZA_E_INVALID_ARG. */
+ELIZA_API int32_t eliza_llm_detokenize(const eliza_llm *llm, const int32_t *tokens, size_t count,
+                                       uint32_t flags, char **out_text, size_t *out_len);
+
+/* Evaluates `count` tokens from position 0 (the KV cache is reset) and
+ * returns the logits of the last position, or of every position when
+ * `all_positions` is nonzero, as *out_logits (freed with eliza_free()) of
+ * *out_count floats (positions x n_vocab). For scoring and tests. */
+ELIZA_API int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count,
+                                   uint32_t all_positions, float **out_logits, size_t *out_count);
+
+typedef struct eliza_llm_stream_config {
+    uint32_t struct_size;          /* sizeof(eliza_llm_stream_config) */
+    uint32_t flags;                /* ELIZA_TOKENIZE_* applied to the prompt;
+                                    * default ADD_BOS | PARSE_SPECIAL */
+    const char *prompt;            /* UTF-8, NUL-terminated, not empty */
+    int32_t max_tokens;            /* tokens to generate; default 256; <= 0
+                                    * means until EOS or a full context */
+    float temperature;             /* 0 = greedy; default 0.8 */
+    int32_t top_k;                 /* 0 = off; default 40 */
+    float top_p;                   /* 1 = off; default 0.95 */
+    float min_p;                   /* 0 = off; default 0.05 */
+    float repeat_penalty;          /* 1 = off; default 1.0 */
+    int32_t repeat_last_n;         /* tokens the penalty looks back on; default 64 */
+    uint64_t seed;                 /* same seed + same input = same output; default 0 */
+    const char *const *stop;       /* n_stop UTF-8 stop strings (not emitted) */
+    uint32_t n_stop;
+    uint32_t context_size;         /* 0 = the handle's; else must not exceed it */
+} eliza_llm_stream_config;
+
+/* Fills *config with defaults (config->struct_size set by the library). */
+ELIZA_API void eliza_llm_stream_default_config(eliza_llm_stream_config *config);
+
+typedef struct eliza_llm_piece {
+    uint32_t struct_size;   /* sizeof(eliza_llm_piece), set by the caller */
+    int32_t token;          /* the last token of this piece */
+    const char *text;       /* UTF-8-complete text, NUL-terminated; valid until
+                             * the next call on the stream */
+    uint32_t text_len;      /* bytes, may be 0 while a multi-byte character or
+                             * a possible stop string is held back */
+} eliza_llm_piece;
+
+typedef enum eliza_llm_stop_reason {
+    ELIZA_STOP_NONE = 0,          /* still running */
+    ELIZA_STOP_EOS = 1,           /* the model ended its text */
+    ELIZA_STOP_MAX_TOKENS = 2,
+    ELIZA_STOP_STRING = 3,        /* a stop string matched */
+    ELIZA_STOP_CONTEXT_FULL = 4,
+    ELIZA_STOP_CANCELLED = 5
+} eliza_llm_stop_reason;
+
+typedef struct eliza_llm_stats {
+    uint32_t struct_size;        /* sizeof(eliza_llm_stats), set by the caller */
+    uint32_t prompt_tokens;
+    uint32_t generated_tokens;
+    int32_t stop_reason;         /* eliza_llm_stop_reason */
+    double prefill_ms;
+    double decode_ms;
+    double prefill_tokens_per_s;
+    double decode_tokens_per_s;
+} eliza_llm_stats;
+
+/* Tokenizes the prompt and prepares generation; the prompt itself is
+ * evaluated on the first eliza_llm_stream_next(). One stream per model at a
+ * time (ELIZA_E_STATE otherwise). Empty prompt or invalid UTF-8:
+ * ELIZA_E_INVALID_ARG; a prompt that does not fit the context:
+ * ELIZA_E_CONTEXT_FULL. */
+ELIZA_API int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *config,
+                                        eliza_llm_stream **out);
+
+/* Generates until a piece of text is ready. Returns ELIZA_OK with *piece
+ * filled, ELIZA_DONE when generation has ended (see the stats' stop_reason;
+ * any held-back text is returned first), ELIZA_E_CANCELLED after a cancel,
+ * or another error. */
+ELIZA_API int32_t eliza_llm_stream_next(eliza_llm_stream *stream, eliza_llm_piece *piece);
+
+/* Asks a running eliza_llm_stream_next() to stop as soon as possible. Safe
+ * from any thread, at any time while the stream is open. */
+ELIZA_API void eliza_llm_stream_cancel(eliza_llm_stream *stream);
+
+/* Counters and timings of the stream so far. */
+ELIZA_API int32_t eliza_llm_stream_stats(const eliza_llm_stream *stream, eliza_llm_stats *stats);
+
+/* Releases the stream. NULL is a no-op. */
+ELIZA_API void eliza_llm_stream_close(eliza_llm_stream *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ELIZA_H */

@@ -1,0 +1,137 @@
+/* Run-time CPU feature detection. x86-64 reads CPUID and XGETBV (the OS must
+ * save the YMM/ZMM state for AVX to be usable); aarch64 reads the kernel's
+ * hwcaps (NEON is architectural on aarch64). */
+#include "cpu.h"
+
+#include "platform.h"
+
+#if defined(EZ_ARCH_X86_64)
+#if defined(_MSC_VER)
+#include <intrin.h>
+static void cpuid(int leaf, int sub, unsigned r[4]) {
+    int v[4];
+    __cpuidex(v, leaf, sub);
+    r[0] = (unsigned)v[0]; r[1] = (unsigned)v[1]; r[2] = (unsigned)v[2]; r[3] = (unsigned)v[3];
+}
+static uint64_t xgetbv0(void) { return _xgetbv(0); }
+#else
+#include <cpuid.h>
+static void cpuid(int leaf, int sub, unsigned r[4]) {
+    __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+}
+static uint64_t xgetbv0(void) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+static uint32_t detect(void) {
+    unsigned r[4];
+    uint32_t f = 0;
+    int osxsave, ymm_ok = 0, zmm_ok = 0;
+
+    cpuid(0, 0, r);
+    if (r[0] < 7) return 0;
+    cpuid(1, 0, r);
+    osxsave = (r[2] >> 27) & 1;
+    if (osxsave) {
+        uint64_t xcr0 = xgetbv0();
+        ymm_ok = (xcr0 & 0x6) == 0x6;
+        zmm_ok = ymm_ok && (xcr0 & 0xe0) == 0xe0;
+    }
+    if (ymm_ok && ((r[2] >> 12) & 1)) f |= EZ_CPU_FMA;
+    if (ymm_ok && ((r[2] >> 29) & 1)) f |= EZ_CPU_F16C;
+    cpuid(7, 0, r);
+    if (ymm_ok && ((r[1] >> 5) & 1)) f |= EZ_CPU_AVX2;
+    if (zmm_ok && ((r[1] >> 16) & 1)) f |= EZ_CPU_AVX512F;
+    if (zmm_ok && ((r[1] >> 30) & 1)) f |= EZ_CPU_AVX512BW;
+    if (zmm_ok && ((r[1] >> 31) & 1)) f |= EZ_CPU_AVX512VL;
+    return f;
+}
+
+#elif defined(EZ_ARCH_AARCH64)
+#if defined(__linux__)
+#include <sys/auxv.h>
+#define EZ_HWCAP_ASIMDHP (1UL << 10)
+#define EZ_HWCAP_ASIMDDP (1UL << 20)
+static uint32_t detect(void) {
+    unsigned long hw = getauxval(AT_HWCAP);
+    uint32_t f = EZ_CPU_NEON;
+    if (hw & EZ_HWCAP_ASIMDDP) f |= EZ_CPU_DOTPROD;
+    if (hw & EZ_HWCAP_ASIMDHP) f |= EZ_CPU_FP16;
+    return f;
+}
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+static int sysctl_flag(const char *name) {
+    int v = 0;
+    size_t n = sizeof v;
+    return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v;
+}
+static uint32_t detect(void) {
+    uint32_t f = EZ_CPU_NEON;
+    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f |= EZ_CPU_DOTPROD;
+    if (sysctl_flag("hw.optional.arm.FEAT_FP16")) f |= EZ_CPU_FP16;
+    return f;
+}
+#else
+/* Other aarch64 systems (Windows on ARM): NEON only, the safe floor. */
+static uint32_t detect(void) { return EZ_CPU_NEON; }
+#endif
+
+#else
+static uint32_t detect(void) { return 0; }
+#endif
+
+static int g_ready;
+static uint32_t g_features;
+static int g_force_scalar;
+static ez_simd_level g_level;
+
+static void init_once(void) {
+    uint32_t f;
+    ez_global_lock();
+    if (!g_ready) {
+        f = detect();
+        g_features = f;
+        g_force_scalar = ez_env_flag("ELIZA_FORCE_SCALAR");
+        if (g_force_scalar)
+            g_level = EZ_SIMD_SCALAR;
+        else if ((f & (EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C)) == (EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C))
+            g_level = EZ_SIMD_AVX2;
+        else if (f & EZ_CPU_DOTPROD)
+            g_level = EZ_SIMD_NEON_DOTPROD;
+        else if (f & EZ_CPU_NEON)
+            g_level = EZ_SIMD_NEON;
+        else
+            g_level = EZ_SIMD_SCALAR;
+        g_ready = 1;
+    }
+    ez_global_unlock();
+}
+
+uint32_t ez_cpu_features(void) {
+    init_once();
+    return g_features;
+}
+
+ez_simd_level ez_simd_level_active(void) {
+    init_once();
+    return g_level;
+}
+
+int ez_force_scalar(void) {
+    init_once();
+    return g_force_scalar;
+}
+
+const char *ez_simd_level_name(ez_simd_level level) {
+    switch (level) {
+    case EZ_SIMD_AVX2: return "avx2";
+    case EZ_SIMD_NEON: return "neon";
+    case EZ_SIMD_NEON_DOTPROD: return "neon+dotprod";
+    case EZ_SIMD_SCALAR: break;
+    }
+    return "scalar";
+}
