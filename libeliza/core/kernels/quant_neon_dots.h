@@ -1,0 +1,226 @@
+/* NEON unpacking helpers and quantized dot kernels, written once over an
+ * int8 multiply-accumulate primitive that the including file defines first:
+ *
+ *   static inline int32x4_t dot_i8x16(int32x4_t acc, int8x16_t a, int8x16_t b);
+ *     acc plus the 16 products a[i] * b[i], spread over the four lanes.
+ *
+ * quant_neon.c defines it with widening multiplies (baseline ARMv8),
+ * quant_dotprod.c with SDOT (ARMv8.2 dotprod). Which lane receives which
+ * product differs between the two, so every accumulator covers exactly one
+ * scale group and is only ever reduced whole. Aarch64 only. */
+#ifndef EZ_QUANT_NEON_DOTS_H
+#define EZ_QUANT_NEON_DOTS_H
+
+#include <arm_neon.h>
+
+#include "quant_kernels.h"
+
+/* Float16 -> float32 of two scales at once, for dots only: the hardware
+ * conversion quiets signalling NaNs, which dequantization must not do. */
+static inline float32x2_t halves_to_float(uint16_t a, uint16_t b) {
+    const uint16x4_t h = vcreate_u16((uint64_t)a | ((uint64_t)b << 16));
+    return vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(h)));
+}
+
+static inline float half_to_float_hw(uint16_t h) {
+    return vget_lane_f32(halves_to_float(h, 0), 0);
+}
+
+static inline float half_product(uint16_t a, uint16_t b) {
+    const float32x2_t v = halves_to_float(a, b);
+    return vget_lane_f32(v, 0) * vget_lane_f32(v, 1);
+}
+
+/* 8 bits -> 8 bytes of 0xff / 0x00, twice: bits of lo for bytes 0-7, of hi
+ * for bytes 8-15. */
+static inline uint8x16_t bits_to_bytes(uint8_t lo, uint8_t hi) {
+    static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    return vtstq_u8(vcombine_u8(vdup_n_u8(lo), vdup_n_u8(hi)), vld1q_u8(bit));
+}
+
+/* Q4_0 quants as signed bytes q - 8: q[0] elements 0-15, q[1] 16-31. */
+static inline void q4_0_bytes(const ez_block_q4_0 *b, int8x16_t q[2]) {
+    const uint8x16_t v = vld1q_u8(b->qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    q[0] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, vdupq_n_u8(0x0f))), eight);
+    q[1] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), eight);
+}
+
+/* Q5_0 quants as signed bytes q - 16, fifth bit j of qh for element j. */
+static inline void q5_0_bytes(const ez_block_q5_0 *b, int8x16_t q[2]) {
+    const uint8x16_t v = vld1q_u8(b->qs);
+    const uint8x16_t m5 = vdupq_n_u8(0x10);
+    const int8x16_t sixteen = vdupq_n_s8(16);
+    const uint8x16_t h0 = vandq_u8(bits_to_bytes(b->qh[0], b->qh[1]), m5);
+    const uint8x16_t h1 = vandq_u8(bits_to_bytes(b->qh[2], b->qh[3]), m5);
+    q[0] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, vdupq_n_u8(0x0f)), h0)), sixteen);
+    q[1] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), h1)), sixteen);
+}
+
+/* The eight 16-element sub-blocks of a Q6_K half as unsigned 6-bit values,
+ * in element order: q[2k] and q[2k+1] are elements 32k..32k+31. */
+static inline void q6_k_half_bytes(const uint8_t *ql, const uint8_t *qh, uint8x16_t q[8]) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m2 = vdupq_n_u8(0x30);
+    int j;
+    for (j = 0; j < 2; j++) {
+        const uint8x16_t l0 = vld1q_u8(ql + 16 * j), l1 = vld1q_u8(ql + 32 + 16 * j);
+        const uint8x16_t h = vld1q_u8(qh + 16 * j);
+        q[0 + j] = vorrq_u8(vandq_u8(l0, m4), vandq_u8(vshlq_n_u8(h, 4), m2));
+        q[2 + j] = vorrq_u8(vandq_u8(l1, m4), vandq_u8(vshlq_n_u8(h, 2), m2));
+        q[4 + j] = vorrq_u8(vshrq_n_u8(l0, 4), vandq_u8(h, m2));
+        q[6 + j] = vorrq_u8(vshrq_n_u8(l1, 4), vandq_u8(vshrq_n_u8(h, 2), m2));
+    }
+}
+
+static inline float32x4_t q4_0_block(const ez_block_q4_0 *a, const ez_block_q8_0 *b, float32x4_t acc) {
+    int8x16_t q[2];
+    int32x4_t s;
+    q4_0_bytes(a, q);
+    s = dot_i8x16(dot_i8x16(vdupq_n_s32(0), q[0], vld1q_s8(b->qs)), q[1], vld1q_s8(b->qs + 16));
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(s), half_product(a->d, b->d));
+}
+
+static inline float32x4_t q5_0_block(const ez_block_q5_0 *a, const ez_block_q8_0 *b, float32x4_t acc) {
+    int8x16_t q[2];
+    int32x4_t s;
+    q5_0_bytes(a, q);
+    s = dot_i8x16(dot_i8x16(vdupq_n_s32(0), q[0], vld1q_s8(b->qs)), q[1], vld1q_s8(b->qs + 16));
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(s), half_product(a->d, b->d));
+}
+
+static inline float32x4_t q8_0_block(const ez_block_q8_0 *a, const ez_block_q8_0 *b, float32x4_t acc) {
+    const int32x4_t s0 = dot_i8x16(vdupq_n_s32(0), vld1q_s8(a->qs), vld1q_s8(b->qs));
+    const int32x4_t s = dot_i8x16(s0, vld1q_s8(a->qs + 16), vld1q_s8(b->qs + 16));
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(s), half_product(a->d, b->d));
+}
+
+/* Two float accumulators, one per alternate block, hide the FMA latency. */
+#define EZ_DOT_BLOCKS32(wtype, block_fn)                                   \
+    const wtype *a = (const wtype *)w;                                     \
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;                     \
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);        \
+    int64_t i = 0, nb = n / EZ_QK;                                         \
+    for (; i + 2 <= nb; i += 2) {                                          \
+        acc0 = block_fn(&a[i], &b[i], acc0);                               \
+        acc1 = block_fn(&a[i + 1], &b[i + 1], acc1);                       \
+    }                                                                      \
+    if (i < nb) acc0 = block_fn(&a[i], &b[i], acc0);                       \
+    return vaddvq_f32(vaddq_f32(acc0, acc1))
+
+static float dot_q4_0_q8_0(int64_t n, const void *w, const void *x) {
+    EZ_DOT_BLOCKS32(ez_block_q4_0, q4_0_block);
+}
+
+static float dot_q5_0_q8_0(int64_t n, const void *w, const void *x) {
+    EZ_DOT_BLOCKS32(ez_block_q5_0, q5_0_block);
+}
+
+static float dot_q8_0_q8_0(int64_t n, const void *w, const void *x) {
+    EZ_DOT_BLOCKS32(ez_block_q8_0, q8_0_block);
+}
+#undef EZ_DOT_BLOCKS32
+
+/* sum(min_k * (bsum[2k] + bsum[2k+1])) of a Q4_K / Q5_K super-block. */
+static inline int k_min_sum(const uint8_t mn[8], const int16_t bsums[16]) {
+    const int16x8_t pairs = vpaddq_s16(vld1q_s16(bsums), vld1q_s16(bsums + 8));
+    const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mn)));
+    const int32x4_t s = vmull_s16(vget_low_s16(pairs), vget_low_s16(m));
+    return vaddvq_s32(vmlal_s16(s, vget_high_s16(pairs), vget_high_s16(m)));
+}
+
+/* Integer sum(scale_k * q * y) of a Q4_K super-block (qh NULL) or a Q5_K
+ * one (qh its 32 fifth-bit bytes). */
+static inline int k_scaled_sum(const uint8_t *qs, const uint8_t *qh, const int8_t *y, const uint8_t sc[8]) {
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m5 = vdupq_n_u8(0x10);
+    uint8x16_t h0 = vdupq_n_u8(0), h1 = vdupq_n_u8(0);
+    int32x4_t acc = vdupq_n_s32(0);
+    int k;
+    if (qh) {
+        h0 = vld1q_u8(qh);
+        h1 = vld1q_u8(qh + 16);
+    }
+    for (k = 0; k < 4; k++) {
+        const uint8x16_t q0 = vld1q_u8(qs + 32 * k), q1 = vld1q_u8(qs + 32 * k + 16);
+        uint8x16_t lo0 = vandq_u8(q0, m4), lo1 = vandq_u8(q1, m4);
+        uint8x16_t hi0 = vshrq_n_u8(q0, 4), hi1 = vshrq_n_u8(q1, 4);
+        int32x4_t s0, s1;
+        if (qh) {
+            /* bit 2k of qh[l] is the fifth bit of sub-block 2k, bit 2k+1 of 2k+1 */
+            lo0 = vorrq_u8(lo0, vandq_u8(vshlq_n_u8(h0, 4), m5));
+            lo1 = vorrq_u8(lo1, vandq_u8(vshlq_n_u8(h1, 4), m5));
+            hi0 = vorrq_u8(hi0, vandq_u8(vshlq_n_u8(h0, 3), m5));
+            hi1 = vorrq_u8(hi1, vandq_u8(vshlq_n_u8(h1, 3), m5));
+            h0 = vshrq_n_u8(h0, 2);
+            h1 = vshrq_n_u8(h1, 2);
+        }
+        s0 = dot_i8x16(vdupq_n_s32(0), vreinterpretq_s8_u8(lo0), vld1q_s8(y + 64 * k));
+        s0 = dot_i8x16(s0, vreinterpretq_s8_u8(lo1), vld1q_s8(y + 64 * k + 16));
+        s1 = dot_i8x16(vdupq_n_s32(0), vreinterpretq_s8_u8(hi0), vld1q_s8(y + 64 * k + 32));
+        s1 = dot_i8x16(s1, vreinterpretq_s8_u8(hi1), vld1q_s8(y + 64 * k + 48));
+        acc = vmlaq_n_s32(acc, s0, sc[2 * k]);
+        acc = vmlaq_n_s32(acc, s1, sc[2 * k + 1]);
+    }
+    return vaddvq_s32(acc);
+}
+
+static float dot_q4_k_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_k *a = (const ez_block_q4_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    for (i = 0; i < nb; i++) {
+        uint8_t sc[8], mn[8];
+        const float32x2_t dd = halves_to_float(a[i].d, a[i].dmin);
+        float d = vget_lane_f32(dd, 0) * b[i].d, dmin = vget_lane_f32(dd, 1) * b[i].d;
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);
+        d *= (float)k_scaled_sum(a[i].qs, NULL, b[i].qs, sc);
+        dmin *= (float)k_min_sum(mn, b[i].bsums);
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q5_k_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_k *a = (const ez_block_q5_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    for (i = 0; i < nb; i++) {
+        uint8_t sc[8], mn[8];
+        const float32x2_t dd = halves_to_float(a[i].d, a[i].dmin);
+        float d = vget_lane_f32(dd, 0) * b[i].d, dmin = vget_lane_f32(dd, 1) * b[i].d;
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);
+        d *= (float)k_scaled_sum(a[i].qs, a[i].qh, b[i].qs, sc);
+        dmin *= (float)k_min_sum(mn, b[i].bsums);
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q6_k_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_q6_k *a = (const ez_block_q6_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const int8x16_t off = vdupq_n_s8(32);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, k;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        float d;
+        for (h = 0; h < 2; h++) {
+            uint8x16_t q[8];
+            q6_k_half_bytes(a[i].ql + 64 * h, a[i].qh + 32 * h, q);
+            for (k = 0; k < 8; k++) {
+                const int8x16_t qs = vsubq_s8(vreinterpretq_s8_u8(q[k]), off);
+                const int32x4_t s = dot_i8x16(vdupq_n_s32(0), qs, vld1q_s8(b[i].qs + 128 * h + 16 * k));
+                acc = vmlaq_n_s32(acc, s, a[i].scales[8 * h + k]);
+            }
+        }
+        d = half_to_float_hw(a[i].d) * b[i].d;
+        d *= (float)vaddvq_s32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+#endif /* EZ_QUANT_NEON_DOTS_H */

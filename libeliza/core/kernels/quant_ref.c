@@ -1,0 +1,425 @@
+/* Scalar reference kernels: the definition every fast variant is checked
+ * against.
+ *
+ * Dequantization reproduces gguf-py's gguf.quants.dequantize bit for bit:
+ * numpy works in float32 with one rounding per operation, and so does the
+ * code below, in numpy's order ((d * scale) * q - dmin * min). Every product
+ * here is exact in float32 (a float16 scale has 11 significant bits, a
+ * sub-block scale at most 7, a quant at most 6: 24 in all), so only the
+ * K-quant subtraction rounds, and a compiler contracting a*b-c into an FMA
+ * cannot change a result.
+ *
+ * Activation quantization follows ggml's reference quantizers
+ * (quantize_row_q8_0_ref, quantize_row_q8_K_ref). Dots keep the integer
+ * products of a block in integers, as ggml does, and apply the float scales
+ * once per block. */
+#include <math.h>
+#include <string.h>
+
+#include "quant_kernels.h"
+
+void ez_dequant_f32_ref(const void *src, float *dst, int64_t n) {
+    memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+static void dequant_f16_ref(const void *src, float *dst, int64_t n) {
+    const uint8_t *p = (const uint8_t *)src;
+    int64_t i;
+    for (i = 0; i < n; i++) dst[i] = ez_half_to_float(ez_load_u16(p + 2 * i));
+}
+
+static void dequant_bf16_ref(const void *src, float *dst, int64_t n) {
+    const uint8_t *p = (const uint8_t *)src;
+    int64_t i;
+    for (i = 0; i < n; i++) dst[i] = ez_bf16_to_f32(ez_load_u16(p + 2 * i));
+}
+
+/* Q4_0: element j < 16 is the low nibble of qs[j], element 16 + j its high
+ * nibble; value d * (q - 8). */
+static void dequant_q4_0_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q4_0 *b = (const ez_block_q4_0 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            dst[j] = d * (float)((b[i].qs[j] & 15) - 8);
+            dst[j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
+        }
+    }
+}
+
+/* Q5_0: as Q4_0 plus a fifth bit, bit j of the little-endian qh word for
+ * element j; value d * (q - 16). */
+static void dequant_q5_0_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q5_0 *b = (const ez_block_q5_0 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d);
+        uint32_t qh;
+        memcpy(&qh, b[i].qh, sizeof qh);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            const int q0 = (int)((b[i].qs[j] & 15) | (((qh >> j) & 1) << 4));
+            const int q1 = (int)((b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+            dst[j] = d * (float)(q0 - 16);
+            dst[j + 16] = d * (float)(q1 - 16);
+        }
+    }
+}
+
+static void dequant_q8_0_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d);
+        for (j = 0; j < EZ_QK; j++) dst[j] = d * (float)b[i].qs[j];
+    }
+}
+
+/* Q4_K: eight sub-blocks of 32; qs byte 32*k + l holds element l of
+ * sub-block 2k (low nibble) and of sub-block 2k+1 (high nibble). Value
+ * (d * scale) * q - (dmin * min), each product rounded to float. */
+static void dequant_q4_k_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q4_k *b = (const ez_block_q4_k *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int k, l;
+    for (i = 0; i < nb; i++) {
+        const float d = ez_half_to_float(b[i].d);
+        const float dmin = ez_half_to_float(b[i].dmin);
+        uint8_t sc[8], mn[8];
+        ez_unpack_q4k_scales(b[i].scales, sc, mn);
+        for (k = 0; k < 8; k++, dst += 32) {
+            const float dl = d * (float)sc[k];
+            const float ml = dmin * (float)mn[k];
+            const uint8_t *q = b[i].qs + 32 * (k / 2);
+            const int shift = 4 * (k % 2);
+            for (l = 0; l < 32; l++) {
+                const float t = dl * (float)((q[l] >> shift) & 15);
+                dst[l] = t - ml;
+            }
+        }
+    }
+}
+
+/* Q5_K: Q4_K's layout plus bit k of qh[l] as the fifth bit of element l of
+ * sub-block k. */
+static void dequant_q5_k_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q5_k *b = (const ez_block_q5_k *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int k, l;
+    for (i = 0; i < nb; i++) {
+        const float d = ez_half_to_float(b[i].d);
+        const float dmin = ez_half_to_float(b[i].dmin);
+        uint8_t sc[8], mn[8];
+        ez_unpack_q4k_scales(b[i].scales, sc, mn);
+        for (k = 0; k < 8; k++, dst += 32) {
+            const float dl = d * (float)sc[k];
+            const float ml = dmin * (float)mn[k];
+            const uint8_t *q = b[i].qs + 32 * (k / 2);
+            const int shift = 4 * (k % 2);
+            for (l = 0; l < 32; l++) {
+                const int v = ((q[l] >> shift) & 15) | (((b[i].qh[l] >> k) & 1) << 4);
+                const float t = dl * (float)v;
+                dst[l] = t - ml;
+            }
+        }
+    }
+}
+
+/* Q6_K: two halves of 128. In half h, byte l < 32 of ql holds the low 4
+ * bits of elements l (low nibble) and 64 + l (high nibble), byte 32 + l
+ * those of 32 + l and 96 + l; byte l of qh holds the high 2 bits of elements
+ * l, 32 + l, 64 + l, 96 + l (bits 0-1, 2-3, 4-5, 6-7). Sixteen sub-blocks of
+ * 16 have int8 scales. Value (d * scale) * (q - 32). */
+static void q6_k_half_quants(const uint8_t *ql, const uint8_t *qh, int l, int q[4]) {
+    q[0] = (int)((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32;
+    q[1] = (int)((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+    q[2] = (int)((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+    q[3] = (int)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+}
+
+static void dequant_q6_k_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q6_k *b = (const ez_block_q6_k *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int h, l, k;
+    for (i = 0; i < nb; i++) {
+        const float d = ez_half_to_float(b[i].d);
+        for (h = 0; h < 2; h++, dst += 128) {
+            float dl[8];
+            for (k = 0; k < 8; k++) dl[k] = d * (float)b[i].scales[8 * h + k];
+            for (l = 0; l < 32; l++) {
+                int q[4];
+                q6_k_half_quants(b[i].ql + 64 * h, b[i].qh + 32 * h, l, q);
+                for (k = 0; k < 4; k++) dst[32 * k + l] = dl[2 * k + l / 16] * (float)q[k];
+            }
+        }
+    }
+}
+
+void ez_quant_q8_0_ref(const float *src, void *dst, int64_t n) {
+    ez_block_q8_0 *y = (ez_block_q8_0 *)dst;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, src += EZ_QK) {
+        float amax = 0.0f, d, id;
+        for (j = 0; j < EZ_QK; j++) amax = EZ_MAX(amax, fabsf(src[j]));
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = ez_f32_to_f16(d);
+        /* roundf: half away from zero, as ggml and gguf-py's np_roundf do. */
+        for (j = 0; j < EZ_QK; j++) y[i].qs[j] = (int8_t)roundf(src[j] * id);
+    }
+}
+
+/* Round to nearest, ties to even, by adding 1.5 * 2^23 so the integer lands
+ * in the low mantissa bits (ggml's nearest_int; |v| <= 2^22). */
+static int nearest_int(float v) {
+    const float t = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &t, sizeof i);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+/* Q8_K: scale from the signed value of largest magnitude (the first one on a
+ * tie), iscale = -127 / max, so quants stay within [-127, 127]; d = 1 /
+ * iscale; bsums hold the sums of each 16 quants for the K-quant min terms. */
+void ez_quant_q8_k_ref(const float *src, void *dst, int64_t n) {
+    ez_block_q8_k *y = (ez_block_q8_k *)dst;
+    int64_t i, nb = n / EZ_QK_K;
+    int j, l;
+    for (i = 0; i < nb; i++, src += EZ_QK_K) {
+        float max = 0.0f, amax = 0.0f, iscale;
+        for (j = 0; j < EZ_QK_K; j++) {
+            const float ax = fabsf(src[j]);
+            if (ax > amax) {
+                amax = ax;
+                max = src[j];
+            }
+        }
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        iscale = -127.0f / max;
+        for (j = 0; j < EZ_QK_K; j++) {
+            const int v = nearest_int(iscale * src[j]);
+            y[i].qs[j] = (int8_t)EZ_MIN(127, v);
+        }
+        for (j = 0; j < EZ_QK_K / 16; j++) {
+            int sum = 0;
+            for (l = 0; l < 16; l++) sum += y[i].qs[16 * j + l];
+            y[i].bsums[j] = (int16_t)sum;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+/* Float dots accumulate each float product in double, like ggml's
+ * ggml_vec_dot_f32 with ggml_float. */
+static float dot_f32_ref(int64_t n, const void *w, const void *x) {
+    const float *a = (const float *)w, *b = (const float *)x;
+    double sum = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        const float p = a[i] * b[i];
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
+static float dot_f16_ref(int64_t n, const void *w, const void *x) {
+    const uint8_t *a = (const uint8_t *)w;
+    const float *b = (const float *)x;
+    double sum = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        const float p = ez_half_to_float(ez_load_u16(a + 2 * i)) * b[i];
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
+static float dot_bf16_ref(int64_t n, const void *w, const void *x) {
+    const uint8_t *a = (const uint8_t *)w;
+    const float *b = (const float *)x;
+    double sum = 0.0;
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        const float p = ez_bf16_to_f32(ez_load_u16(a + 2 * i)) * b[i];
+        sum += (double)p;
+    }
+    return (float)sum;
+}
+
+static float dot_q4_0_q8_0_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_0 *a = (const ez_block_q4_0 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (j = 0; j < EZ_QK / 2; j++) {
+            isum += ((a[i].qs[j] & 15) - 8) * b[i].qs[j];
+            isum += ((a[i].qs[j] >> 4) - 8) * b[i].qs[j + 16];
+        }
+        d = ez_half_to_float(a[i].d) * ez_half_to_float(b[i].d);
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_q5_0_q8_0_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_0 *a = (const ez_block_q5_0 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        uint32_t qh;
+        float d;
+        memcpy(&qh, a[i].qh, sizeof qh);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            const int q0 = (int)((a[i].qs[j] & 15) | (((qh >> j) & 1) << 4)) - 16;
+            const int q1 = (int)((a[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
+            isum += q0 * b[i].qs[j] + q1 * b[i].qs[j + 16];
+        }
+        d = ez_half_to_float(a[i].d) * ez_half_to_float(b[i].d);
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_q8_0_q8_0_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q8_0 *a = (const ez_block_q8_0 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (j = 0; j < EZ_QK; j++) isum += a[i].qs[j] * b[i].qs[j];
+        d = ez_half_to_float(a[i].d) * ez_half_to_float(b[i].d);
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+/* Sum over a super-block of (d * scale) * q * y - (dmin * min) * y, as
+ * d * sum(scale * q * y) - dmin * sum(min * bsum): the min term needs only
+ * the activation's 16-element sums. */
+static float dot_q4_k_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_k *a = (const ez_block_q4_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k, l;
+    for (i = 0; i < nb; i++) {
+        uint8_t sc[8], mn[8];
+        int isum = 0, msum = 0;
+        float d, dmin;
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);
+        for (k = 0; k < 4; k++) {
+            const uint8_t *q = a[i].qs + 32 * k;
+            const int8_t *y = b[i].qs + 64 * k;
+            int s0 = 0, s1 = 0;
+            for (l = 0; l < 32; l++) {
+                s0 += (q[l] & 15) * y[l];
+                s1 += (q[l] >> 4) * y[l + 32];
+            }
+            isum += sc[2 * k] * s0 + sc[2 * k + 1] * s1;
+        }
+        for (k = 0; k < 8; k++) msum += mn[k] * (b[i].bsums[2 * k] + b[i].bsums[2 * k + 1]);
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        dmin = ez_half_to_float(a[i].dmin) * b[i].d;
+        d *= (float)isum;
+        dmin *= (float)msum;
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q5_k_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_k *a = (const ez_block_q5_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k, l;
+    for (i = 0; i < nb; i++) {
+        uint8_t sc[8], mn[8];
+        int isum = 0, msum = 0;
+        float d, dmin;
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);
+        for (k = 0; k < 4; k++) {
+            const uint8_t *q = a[i].qs + 32 * k;
+            const int8_t *y = b[i].qs + 64 * k;
+            int s0 = 0, s1 = 0;
+            for (l = 0; l < 32; l++) {
+                const int q0 = (q[l] & 15) | (((a[i].qh[l] >> (2 * k)) & 1) << 4);
+                const int q1 = (q[l] >> 4) | (((a[i].qh[l] >> (2 * k + 1)) & 1) << 4);
+                s0 += q0 * y[l];
+                s1 += q1 * y[l + 32];
+            }
+            isum += sc[2 * k] * s0 + sc[2 * k + 1] * s1;
+        }
+        for (k = 0; k < 8; k++) msum += mn[k] * (b[i].bsums[2 * k] + b[i].bsums[2 * k + 1]);
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        dmin = ez_half_to_float(a[i].dmin) * b[i].d;
+        d *= (float)isum;
+        dmin *= (float)msum;
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q6_k *a = (const ez_block_q6_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, l, k;
+    for (i = 0; i < nb; i++) {
+        int sub[16] = {0};
+        int isum = 0;
+        float d;
+        for (h = 0; h < 2; h++) {
+            const int8_t *y = b[i].qs + 128 * h;
+            for (l = 0; l < 32; l++) {
+                int q[4];
+                q6_k_half_quants(a[i].ql + 64 * h, a[i].qh + 32 * h, l, q);
+                for (k = 0; k < 4; k++) sub[8 * h + 2 * k + l / 16] += q[k] * y[32 * k + l];
+            }
+        }
+        for (k = 0; k < 16; k++) isum += a[i].scales[k] * sub[k];
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
+    [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_ref},
+    [EZ_TYPE_F16] = {dequant_f16_ref, NULL, dot_f16_ref},
+    [EZ_TYPE_BF16] = {dequant_bf16_ref, NULL, dot_bf16_ref},
+    [EZ_TYPE_Q4_0] = {dequant_q4_0_ref, NULL, dot_q4_0_q8_0_ref},
+    [EZ_TYPE_Q5_0] = {dequant_q5_0_ref, NULL, dot_q5_0_q8_0_ref},
+    [EZ_TYPE_Q8_0] = {dequant_q8_0_ref, ez_quant_q8_0_ref, dot_q8_0_q8_0_ref},
+    [EZ_TYPE_Q4_K] = {dequant_q4_k_ref, NULL, dot_q4_k_q8_k_ref},
+    [EZ_TYPE_Q5_K] = {dequant_q5_k_ref, NULL, dot_q5_k_q8_k_ref},
+    [EZ_TYPE_Q6_K] = {dequant_q6_k_ref, NULL, dot_q6_k_q8_k_ref},
+    [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
+};
+
+const ez_type_kernels *ez_kernels_ref(uint32_t type) {
+    if (!ez_type_traits_of(type)) return NULL;
+    return &g_ref[type];
+}

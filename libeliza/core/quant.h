@@ -1,0 +1,143 @@
+/* Tensor storage types (GGML numbering, as GGUF stores it), their block
+ * layouts, and the kernels over them: row dequantization, activation
+ * quantization, and fused dot products.
+ *
+ * A weight row of type T is dotted with an activation row stored in
+ * traits(T)->vec_dot_type:
+ *   F32, F16, BF16           -> F32 activations
+ *   Q4_0, Q5_0, Q8_0         -> Q8_0 activations (32-element blocks)
+ *   Q4_K, Q5_K, Q6_K         -> Q8_K activations (256-element blocks)
+ *
+ * Every kernel has a scalar reference (the *_ref table) and may have a fast
+ * variant chosen once per process from the CPU features; ELIZA_FORCE_SCALAR=1
+ * makes ez_kernels() return the reference. Fast and reference dequantization
+ * are bit-identical; fast and reference dots differ only by float summation
+ * order. */
+#ifndef EZ_QUANT_H
+#define EZ_QUANT_H
+
+#include "common.h"
+
+typedef enum {
+    EZ_TYPE_F32 = 0,
+    EZ_TYPE_F16 = 1,
+    EZ_TYPE_Q4_0 = 2,
+    EZ_TYPE_Q4_1 = 3,
+    EZ_TYPE_Q5_0 = 6,
+    EZ_TYPE_Q5_1 = 7,
+    EZ_TYPE_Q8_0 = 8,
+    EZ_TYPE_Q8_1 = 9,
+    EZ_TYPE_Q2_K = 10,
+    EZ_TYPE_Q3_K = 11,
+    EZ_TYPE_Q4_K = 12,
+    EZ_TYPE_Q5_K = 13,
+    EZ_TYPE_Q6_K = 14,
+    EZ_TYPE_Q8_K = 15,
+    EZ_TYPE_IQ2_XXS = 16,
+    EZ_TYPE_IQ2_XS = 17,
+    EZ_TYPE_IQ3_XXS = 18,
+    EZ_TYPE_IQ1_S = 19,
+    EZ_TYPE_IQ4_NL = 20,
+    EZ_TYPE_IQ3_S = 21,
+    EZ_TYPE_IQ2_S = 22,
+    EZ_TYPE_IQ4_XS = 23,
+    EZ_TYPE_I8 = 24,
+    EZ_TYPE_I16 = 25,
+    EZ_TYPE_I32 = 26,
+    EZ_TYPE_I64 = 27,
+    EZ_TYPE_F64 = 28,
+    EZ_TYPE_IQ1_M = 29,
+    EZ_TYPE_BF16 = 30,
+    EZ_TYPE_TQ1_0 = 34,
+    EZ_TYPE_TQ2_0 = 35,
+    EZ_TYPE_MXFP4 = 39,
+    EZ_TYPE_NVFP4 = 40,
+    EZ_TYPE_Q1_0 = 41,
+    EZ_TYPE_COUNT = 42    /* upper bound of the table, not a type */
+} ez_type;
+
+#define EZ_QK 32     /* elements per block of Q4_0 / Q5_0 / Q8_0 */
+#define EZ_QK_K 256  /* elements per super-block of the K quants */
+
+/* Block layouts (packed, little-endian, as GGUF stores them). */
+typedef struct { uint16_t d; uint8_t qs[EZ_QK / 2]; } ez_block_q4_0;              /* 18 B */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[EZ_QK / 2]; } ez_block_q5_0; /* 22 B */
+typedef struct { uint16_t d; int8_t qs[EZ_QK]; } ez_block_q8_0;                   /* 34 B */
+typedef struct {
+    uint16_t d, dmin;        /* super-block scales of the 6-bit scales and mins */
+    uint8_t scales[12];      /* 8 x (6-bit scale, 6-bit min), packed */
+    uint8_t qs[EZ_QK_K / 2]; /* 4-bit quants */
+} ez_block_q4_k;             /* 144 B */
+typedef struct {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[EZ_QK_K / 8]; /* 5th bits */
+    uint8_t qs[EZ_QK_K / 2];
+} ez_block_q5_k;             /* 176 B */
+typedef struct {
+    uint8_t ql[EZ_QK_K / 2]; /* low 4 bits */
+    uint8_t qh[EZ_QK_K / 4]; /* high 2 bits */
+    int8_t scales[EZ_QK_K / 16];
+    uint16_t d;
+} ez_block_q6_k;             /* 210 B */
+typedef struct {
+    float d;
+    int8_t qs[EZ_QK_K];
+    int16_t bsums[EZ_QK_K / 16]; /* sums of each 16 quants */
+} ez_block_q8_k;             /* 292 B */
+
+typedef struct {
+    const char *name;       /* "Q4_K", ... */
+    uint32_t block_size;    /* elements per block */
+    uint32_t type_size;     /* bytes per block */
+    int has_kernels;        /* dequantize + dot implemented in this build */
+    ez_type vec_dot_type;   /* activation format of the dot (if has_kernels) */
+} ez_type_traits;
+
+/* Traits of a GGML type id, or NULL for an id no known GGML release uses. */
+EZ_INTERNAL const ez_type_traits *ez_type_traits_of(uint32_t type);
+
+/* Bytes of a row of `n` elements of `type`; 0 when n is not a multiple of the
+ * block size, the type is unknown, or the size overflows. */
+EZ_INTERNAL uint64_t ez_row_bytes(uint32_t type, uint64_t n);
+
+/* dst[0..n) = values of the n elements at src (n a multiple of block_size). */
+typedef void (*ez_dequant_fn)(const void *src, float *dst, int64_t n);
+/* dst = src quantized to this type (activations); n a multiple of block_size. */
+typedef void (*ez_quant_fn)(const float *src, void *dst, int64_t n);
+/* Sum over n elements of w (a row of the weight type) times x (a row of the
+ * weight type's vec_dot_type). */
+typedef float (*ez_dot_fn)(int64_t n, const void *w, const void *x);
+
+typedef struct {
+    ez_dequant_fn dequant;  /* NULL if the type has no kernels */
+    ez_quant_fn quant;      /* set for activation formats: Q8_0, Q8_K; NULL otherwise */
+    ez_dot_fn dot;          /* weight type x vec_dot_type; NULL if none */
+} ez_type_kernels;
+
+/* The kernels in use for `type` (fast when available, reference under
+ * ELIZA_FORCE_SCALAR=1). Never NULL for a type with traits; its members may
+ * be NULL. */
+EZ_INTERNAL const ez_type_kernels *ez_kernels(uint32_t type);
+
+/* The scalar reference kernels, whatever the CPU. */
+EZ_INTERNAL const ez_type_kernels *ez_kernels_ref(uint32_t type);
+
+/* The kernel table of one instruction set for `type`, complete (members the
+ * set does not speed up are its best fallback), or NULL when this build has
+ * no such kernels for `type`: always NULL on other architectures. Callers must
+ * check the CPU first (ez_cpu_features); ez_kernels() does. Tests and the
+ * benchmark use these to compare every level the CPU runs, not only the
+ * active one. */
+EZ_INTERNAL const ez_type_kernels *ez_kernels_avx2(uint32_t type);
+EZ_INTERNAL const ez_type_kernels *ez_kernels_neon(uint32_t type);
+EZ_INTERNAL const ez_type_kernels *ez_kernels_neon_dotprod(uint32_t type);
+
+/* float16 / bfloat16 <-> float32, exact (IEEE rounding to nearest even on
+ * the way down). Widening keeps NaN payloads, signalling ones included, as
+ * numpy does; narrowing a NaN gives a quiet NaN with the top payload bits. */
+EZ_INTERNAL float ez_f16_to_f32(uint16_t h);
+EZ_INTERNAL uint16_t ez_f32_to_f16(float f);
+EZ_INTERNAL float ez_bf16_to_f32(uint16_t h);
+
+#endif /* EZ_QUANT_H */
