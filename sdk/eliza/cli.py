@@ -1,0 +1,241 @@
+"""The ``eliza`` command line.
+
+Example::
+
+    $ eliza info                      # what this build can do on this CPU
+    $ eliza info model.gguf --json    # a GGUF file's metadata and tensors
+
+Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
+:func:`build_parser`. Failures print one line to stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
+from ._native import lib
+from .errors import ElizaError
+from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
+
+__all__ = ["build_parser", "main"]
+
+# Strings longer than this are cut in the text view unless --all-metadata.
+_MAX_STRING = 72
+
+
+def _size(nbytes: int) -> str:
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    value = nbytes / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _scalar(value: Any, full: bool) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    if not full and isinstance(value, str) and len(text) > _MAX_STRING:
+        text = text[: _MAX_STRING - 4] + '..."'
+    return text
+
+
+def _value(value: Any, full: bool) -> str:
+    if not isinstance(value, dict):
+        return _scalar(value, full)
+    items = [_scalar(v, full) for v in value["items"]]
+    more = value["len"] - len(items)
+    tail = [f"... (+{more})"] if more > 0 else []
+    return f"[{value['len']} x {value['type']}] " + ", ".join(items + tail)
+
+
+def _print_capabilities(as_json: bool) -> None:
+    caps = capabilities()
+    if as_json:
+        print(json.dumps(caps, indent=2))
+        return
+    print(f"libeliza {caps.get('version', '?')} (ABI {caps.get('abi', '?')})")
+    rows: list[tuple[str, Any]] = [("library", lib()._name)]
+    rows += [(k, v) for k, v in caps.items() if k not in ("version", "abi")]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        if isinstance(value, dict):
+            text = ", ".join(
+                f"{k}: {'yes' if v is True else 'no' if v is False else v}" for k, v in value.items()
+            )
+        elif isinstance(value, list):
+            text = " ".join(str(v) for v in value) or "-"
+        elif isinstance(value, bool):
+            text = "yes" if value else "no"
+        else:
+            text = str(value)
+        print(f"  {key:<{width}}  {text}")
+
+
+def _print_tensor_summary(tensors: list[TensorInfo], n_listed: int) -> None:
+    total = sum(t.nbytes for t in tensors)
+    print(f"tensors: {len(tensors)}, {_size(total)}")
+    by_type: dict[str, list[int]] = {}
+    for t in tensors:
+        count_bytes = by_type.setdefault(t.type, [0, 0])
+        count_bytes[0] += 1
+        count_bytes[1] += t.nbytes
+    for type_name, (count, nbytes) in sorted(by_type.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {type_name:<8} {count:>5} tensors  {_size(nbytes):>10}")
+    listed = tensors[:n_listed]
+    if not listed:
+        return
+    print(f"first {len(listed)} tensors (shape outermost first):")
+    width = max(len(t.name) for t in listed)
+    for t in listed:
+        shape = " x ".join(str(d) for d in t.shape)
+        print(f"  {t.name:<{width}}  {t.type:<6} {shape:<20} {_size(t.nbytes):>10}")
+
+
+def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> None:
+    with GGUFFile(path) as f:
+        doc = f.info(max_array_items=ALL_ITEMS if all_metadata else 8, include_tensors=True)
+        tensors = f.tensors
+    if as_json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    print(
+        f"{path}: GGUF v{doc['version']}, {_size(doc['file_size'])}, "
+        f"alignment {doc['alignment']}, data at byte {doc['data_offset']}"
+    )
+    print(f"architecture: {doc['architecture'] or '(none)'}")
+    metadata: dict[str, Any] = doc["metadata"]
+    print(f"metadata: {len(metadata)} keys")
+    width = max((len(k) for k in metadata), default=0)
+    for key, value in metadata.items():
+        print(f"  {key:<{width}}  {_value(value, all_metadata)}")
+    _print_tensor_summary(tensors, n_listed)
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    if args.model is None:
+        _print_capabilities(args.json)
+    else:
+        _print_gguf(args.model, args.json, args.all_metadata, args.tensors)
+    return 0
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from .llm import LLM
+
+    out = sys.stdout.buffer
+    with LLM(args.model, n_threads=args.threads, context_size=args.ctx) as llm:
+        pieces = llm.stream(
+            args.prompt,
+            max_tokens=args.max_tokens,
+            temperature=args.temp,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            min_p=args.min_p,
+            repeat_penalty=args.repeat_penalty,
+            seed=args.seed,
+            stop=args.stop or (),
+        )
+        for piece in pieces:
+            out.write(piece.encode("utf-8"))
+            out.flush()
+        out.write(b"\n")
+        out.flush()
+        stats = llm.last_stats
+    if stats is not None:
+        print(
+            f"eliza: {stats.prompt_tokens} prompt tokens ({stats.prefill_tokens_per_s:.1f} tok/s), "
+            f"{stats.generated_tokens} generated ({stats.decode_tokens_per_s:.1f} tok/s), "
+            f"stop: {stats.stop_reason.name.lower()}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _add_generate_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gen = commands.add_parser(
+        "generate",
+        help="generate text with a GGUF language model",
+        description="Streams the model's continuation of PROMPT to stdout, then one line of "
+        "statistics to stderr. Architectures: gemma3, llama, qwen2, qwen3.",
+    )
+    gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
+    gen.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+    gen.add_argument("--max-tokens", type=int, default=256, metavar="N",
+                     help="tokens to generate; <= 0: until EOS or a full context (default 256)")
+    gen.add_argument(
+        "--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy (default 0.8)"
+    )
+    gen.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
+    gen.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
+    gen.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
+    gen.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off (default 1.0)")
+    gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    gen.add_argument("--stop", action="append", metavar="S",
+                     help="stop before this string (not printed); repeatable")
+    gen.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    gen.add_argument("--ctx", type=int, default=0, metavar="N",
+                     help="context size in tokens; 0 = the model's, at most 4096 (default)")
+    gen.set_defaults(func=_cmd_generate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: one subparser per command, each with ``func``."""
+    parser = argparse.ArgumentParser(prog="eliza", description="On-device inference with libeliza.")
+    parser.add_argument("--version", action="version", version=f"eliza {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="show library log messages (-vv: debug)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    info = commands.add_parser(
+        "info",
+        help="describe this build, or a GGUF file",
+        description="Without MODEL: this build's capabilities. With MODEL: the GGUF file's "
+        "architecture, metadata (arrays summarized) and tensors.",
+    )
+    info.add_argument("model", nargs="?", metavar="MODEL.gguf", help="a GGUF file")
+    info.add_argument("--json", action="store_true", help="print the JSON document instead")
+    info.add_argument("--all-metadata", action="store_true", help="print arrays and long strings in full")
+    info.add_argument(
+        "--tensors", type=_count, default=10, metavar="N", help="list the first N tensors (default 10)"
+    )
+    info.set_defaults(func=_cmd_info)
+    _add_generate_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.verbose:
+            logging.basicConfig(format="eliza: %(levelname)s: %(message)s", stream=sys.stderr)
+            logging.getLogger("eliza").setLevel(logging.DEBUG)
+            set_log_handler(forward_to_logging, LogLevel.DEBUG if args.verbose > 1 else LogLevel.INFO)
+        status: int = args.func(args)
+        return status
+    except (ElizaError, OSError) as e:
+        if isinstance(e, BrokenPipeError):
+            # The reader went away (eliza info ... | head): not an error of ours.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        print(f"eliza: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,170 @@
+"""Library-wide entry points through the SDK: versions, capabilities, errors,
+memory and logging."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+import eliza
+from eliza import _native
+from eliza.errors import check, error_for
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _last_error() -> str:
+    raw: bytes = _native.lib().eliza_last_error()
+    return raw.decode()
+
+
+def _open_status(path: str) -> int:
+    handle = ctypes.c_void_p()
+    status = int(_native.lib().eliza_gguf_open(path.encode(), ctypes.byref(handle)))
+    _native.lib().eliza_gguf_close(handle)
+    return status
+
+
+def test_capabilities_has_the_documented_keys() -> None:
+    caps = eliza.capabilities()
+    assert caps["abi"] == eliza.ABI_VERSION
+    assert caps["version"] == eliza.version()
+    assert isinstance(caps["simd"], str) and caps["simd"]
+    assert isinstance(caps["cpu"], list)
+    assert isinstance(caps["quant_types"], list) and "F32" in caps["quant_types"]
+    assert isinstance(caps["engines"], dict)
+    assert isinstance(caps["espeak_ng"], bool)
+    assert isinstance(caps["force_scalar"], bool)
+
+
+def test_version_matches_the_sdk_and_cmake_project() -> None:
+    cmake = (REPO / "CMakeLists.txt").read_text()
+    m = re.search(r"project\(\s*libeliza\s+VERSION\s+([\d.]+)", cmake)
+    assert m is not None
+    assert eliza.version() == eliza.__version__ == m.group(1)
+
+
+def test_last_error_names_the_failure_and_clears_on_success(tiny_gguf: Path, tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-model.gguf")
+    assert _open_status(missing) == eliza.Status.E_IO
+    assert "no-such-model.gguf" in _last_error()
+    assert _open_status(str(tiny_gguf)) == eliza.Status.OK
+    assert _last_error() == ""
+
+
+def test_last_error_is_per_thread(tmp_path: Path) -> None:
+    assert _open_status(str(tmp_path / "main-thread.gguf")) == eliza.Status.E_IO
+    seen: list[str] = []
+
+    def other() -> None:
+        seen.append(_last_error())
+        _open_status(str(tmp_path / "other-thread.gguf"))
+        seen.append(_last_error())
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen[0] == ""
+    assert "other-thread.gguf" in seen[1]
+    assert "main-thread.gguf" in _last_error()
+
+
+def test_check_raises_the_subclass_of_the_status_with_the_message(tmp_path: Path) -> None:
+    status = _open_status(str(tmp_path / "gone.gguf"))
+    with pytest.raises(eliza.ElizaIOError) as info:
+        check(status)
+    assert info.value.code == eliza.Status.E_IO
+    assert "gone.gguf" in info.value.message
+    assert str(info.value).endswith("(ELIZA_E_IO)")
+
+
+def test_check_passes_ok_and_done_through() -> None:
+    assert check(eliza.Status.OK) == 0
+    assert check(eliza.Status.DONE) == 1
+
+
+def test_every_error_status_has_its_own_subclass() -> None:
+    classes = {type(error_for(int(s), "m")) for s in eliza.Status if s < 0}
+    assert len(classes) == sum(1 for s in eliza.Status if s < 0)
+    for status in eliza.Status:
+        if status < 0:
+            err = error_for(int(status), "why")
+            assert isinstance(err, eliza.ElizaError) and err.status == status and err.code == status
+
+
+def test_unknown_status_is_an_internal_error_keeping_its_code() -> None:
+    err = error_for(-99, "from the future")
+    assert isinstance(err, eliza.InternalError)
+    assert err.code == -99
+    assert str(err) == "from the future (status -99)"
+
+
+def test_free_and_close_of_null_are_no_ops() -> None:
+    _native.lib().eliza_free(None)
+    _native.lib().eliza_gguf_close(None)
+
+
+def test_missing_library_is_an_io_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ELIZA_LIBRARY", str(tmp_path / "libnothing.so"))
+    with pytest.raises(eliza.ElizaIOError, match="libnothing"):
+        _native.find_library()
+
+
+def test_unloadable_library_is_an_io_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "libeliza.so"
+    bogus.write_bytes(b"not a shared library")
+    with pytest.raises(eliza.ElizaIOError, match="cannot load"):
+        _native.load(bogus)
+
+
+def test_library_is_silent_without_a_log_handler(tiny_gguf: Path, tmp_path: Path) -> None:
+    # Work that succeeds and work that fails, in a fresh process that exits
+    # with a file still open: nothing may reach stdout or stderr.
+    script = textwrap.dedent(
+        f"""
+        import eliza
+        eliza.capabilities()
+        with eliza.GGUFFile({str(tiny_gguf)!r}) as f:
+            f.info(); f.tensor("weight.f32")
+        try:
+            eliza.GGUFFile({str(tmp_path / "missing.gguf")!r})
+        except eliza.ElizaIOError:
+            pass
+        left_open = eliza.GGUFFile({str(tiny_gguf)!r})  # closed at interpreter exit
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(eliza.__file__).resolve().parents[1]))
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("", "")
+
+
+def test_log_handler_receives_decoded_messages_and_can_be_removed() -> None:
+    got: list[tuple[eliza.LogLevel, str]] = []
+    eliza.set_log_handler(lambda level, message: got.append((level, message)), eliza.LogLevel.DEBUG)
+    try:
+        # The C side calls this trampoline; call it the same way.
+        eliza._log_trampoline(int(eliza.LogLevel.INFO), "caf\u00e9".encode(), None)
+        eliza._log_trampoline(7, None, None)
+    finally:
+        eliza.set_log_handler(None)
+    eliza._log_trampoline(int(eliza.LogLevel.ERROR), b"after removal", None)
+    assert got == [(eliza.LogLevel.INFO, "caf\u00e9"), (eliza.LogLevel.DEBUG, "")]
+
+
+def test_forward_to_logging_maps_levels(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="eliza"):
+        eliza.forward_to_logging(eliza.LogLevel.WARN, "careful")
+        eliza.forward_to_logging(eliza.LogLevel.DEBUG, "details")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", "careful"),
+        ("DEBUG", "details"),
+    ]
