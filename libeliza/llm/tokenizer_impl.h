@@ -1,0 +1,125 @@
+/* Internals shared by tokenizer.c (loading, special tokens, pieces),
+ * tokenizer_spm.c (SentencePiece merges) and tokenizer_bpe.c (pre-tokenizers
+ * and byte-level BPE). Not for use outside libeliza/llm/tokenizer*.c. */
+#ifndef EZ_LLM_TOKENIZER_IMPL_H
+#define EZ_LLM_TOKENIZER_IMPL_H
+
+#include "llm/tokenizer.h"
+
+/* Token attributes, with llama.cpp's meanings. */
+enum {
+    EZ_TA_UNKNOWN = 1u << 0,
+    EZ_TA_UNUSED = 1u << 1,
+    EZ_TA_NORMAL = 1u << 2,
+    EZ_TA_CONTROL = 1u << 3,
+    EZ_TA_USER_DEFINED = 1u << 4,
+    EZ_TA_BYTE = 1u << 5,
+    EZ_TA_RSTRIP = 1u << 8,
+    EZ_TA_EOG = 1u << 15 /* ours: ends generation */
+};
+
+typedef enum { EZ_TOK_SPM = 1, EZ_TOK_BPE = 2 } ez_tok_type;
+
+/* BPE pre-tokenizers: how text is cut into words before the merges. */
+typedef enum {
+    EZ_PRE_DEFAULT = 1, /* punctuation runs, GPT-2 regex, digit runs, digit triples */
+    EZ_PRE_GPT2,        /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+    EZ_PRE_LLAMA3,      /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|... */
+    EZ_PRE_QWEN2,       /* as LLAMA3 with \p{N} one digit at a time */
+    EZ_PRE_QWEN35       /* as QWEN2 with [\p{L}\p{M}]+ letter runs */
+} ez_pre_type;
+
+/* Open-addressing hash table: per slot the entry's index + 1 (0 = empty)
+ * and 32 bits of its hash, so that a probe rarely touches the entry. */
+typedef struct {
+    uint32_t (*slots)[2];
+    uint32_t mask; /* capacity - 1, capacity a power of two */
+} ez_htab;
+
+struct ez_tokenizer {
+    ez_tok_type type;
+    ez_pre_type pre;
+    int32_t n_vocab;
+
+    char *text;          /* all token texts back to back */
+    uint32_t *text_off;  /* [n_vocab + 1]: token i is text[text_off[i] .. text_off[i+1]) */
+    float *score;        /* [n_vocab] */
+    uint16_t *attr;      /* [n_vocab] EZ_TA_* */
+    ez_htab vocab;       /* text -> id */
+
+    /* BPE merges "left right": rank i is merge_text[merge_off[i] ..
+     * merge_off[i+1]), the left part merge_split[i] bytes long, a space, the
+     * right part. */
+    int32_t n_merges;
+    char *merge_text;
+    uint32_t *merge_off;
+    uint32_t *merge_split;
+    ez_htab merges;      /* (left, right) -> rank */
+
+    /* Special (control, user-defined, unknown) tokens, and every prefix of
+     * their texts: the prefix of `len` bytes of token `rep`'s text; `full` is
+     * the special token whose whole text it is, or -1. rep == -1: empty. */
+    int32_t *special;
+    int32_t n_special;
+    struct ez_prefix {
+        int32_t rep, full;
+        uint32_t len;
+    } *prefix;
+    uint32_t prefix_mask;
+
+    int32_t byte_token[256]; /* SPM byte fallback: <0xHH> (or the byte itself); -1 */
+    int32_t char_token[256]; /* the one-byte text, -1 if none (BPE leftovers) */
+
+    int32_t bos, eos, unk;   /* -1 when absent */
+    int add_bos, add_eos;
+    int add_space_prefix;    /* SPM: " " before text that starts a fragment */
+    int ignore_merges;       /* BPE: a word that is a token is taken whole */
+    int clean_spaces;        /* BPE detokenize: " ." -> "." and similar */
+};
+
+/* Growable id list. */
+typedef struct {
+    int32_t *ids;
+    size_t n, cap;
+} ez_idvec;
+
+EZ_INTERNAL int32_t ez_idvec_push(ez_idvec *v, int32_t id);
+
+/* Bytes hash (FNV-1a, 64-bit), continuing from h (start with EZ_HASH_INIT). */
+#define EZ_HASH_INIT 0xcbf29ce484222325ull
+static inline uint64_t ez_hash_bytes(uint64_t h, const char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        h ^= (uint8_t)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Hash of a byte string for the vocabulary and merge tables. */
+EZ_INTERNAL uint64_t ez_hash_span(const char *s, size_t n);
+
+/* id of the token whose text is s[0..n), or -1. */
+EZ_INTERNAL int32_t ez_vocab_find(const ez_tokenizer *tok, const char *s, size_t n);
+/* rank of the merge (left, right), or -1. */
+EZ_INTERNAL int32_t ez_merge_find(const ez_tokenizer *tok, const char *l, size_t nl,
+                                  const char *r, size_t nr);
+
+/* Appends the ids of one raw text fragment (valid UTF-8, no special tokens
+ * left in it). SPM: prefix_space adds the space that add_space_prefix asks
+ * for. */
+EZ_INTERNAL int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
+                                    int prefix_space, ez_idvec *out);
+EZ_INTERNAL int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
+                                    ez_idvec *out);
+
+/* Cuts text[0..len) into words for tok->pre: *out_lens (malloc'd) receives
+ * the byte length of each word, *n_out their count. Exposed for tests. */
+EZ_INTERNAL int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len,
+                                       size_t **out_lens, size_t *n_out);
+
+/* GPT-2's byte <-> printable code point mapping. */
+EZ_INTERNAL uint32_t ez_bpe_byte_to_cp(uint8_t b);
+EZ_INTERNAL int ez_bpe_cp_to_byte(uint32_t cp); /* -1 if cp is not a mapped byte */
+
+#endif /* EZ_LLM_TOKENIZER_IMPL_H */
