@@ -1,0 +1,223 @@
+/* GFLOP/s of the reference and the fast F32 GEMM at the shapes of a small
+ * LLM (K = 640: GEMV for decode, M = 256 for prefill), the quantized matmul
+ * at the decode shape, and the thread pool's dispatch overhead.
+ *
+ *   bench_gemm            all of it
+ *   bench_gemm --quick    fewer repetitions (a smoke run)
+ *
+ * Build: configure with -DELIZA_BUILD_BENCH=ON (bench_*.c link against the
+ * static library).
+ *
+ * Each figure is the best of several timed batches, so other load on the
+ * machine shows up as noise in fewer of them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/gemm.h"
+#include "core/platform.h"
+#include "core/pool.h"
+#include "core/quant.h"
+
+static int g_batches = 5;
+static double g_batch_seconds = 0.05;
+
+typedef void (*bench_fn)(void *ctx);
+
+/* Seconds per call: best batch of calls, each batch about g_batch_seconds. */
+static double seconds_per_call(bench_fn fn, void *ctx) {
+    uint64_t t0 = ez_time_ns();
+    int64_t reps = 1;
+    double best = 1e30, once;
+    fn(ctx);
+    once = (double)(ez_time_ns() - t0) * 1e-9;
+    if (once > 0) reps = (int64_t)(g_batch_seconds / once) + 1;
+    for (int b = 0; b < g_batches; b++) {
+        uint64_t start = ez_time_ns();
+        double per_call;
+        for (int64_t r = 0; r < reps; r++) fn(ctx);
+        per_call = (double)(ez_time_ns() - start) * 1e-9 / (double)reps;
+        if (per_call < best) best = per_call;
+    }
+    return best;
+}
+
+typedef struct {
+    ez_pool *pool;
+    int use_ref;
+    int64_t M, N, K;
+    int trans_b;
+    const float *A, *B;
+    float *C;
+} gemm_ctx;
+
+static void run_gemm(void *p) {
+    gemm_ctx *g = (gemm_ctx *)p;
+    int64_t ldb = g->trans_b ? g->K : g->N;
+    if (g->use_ref)
+        ez_gemm_f32_ref(g->M, g->N, g->K, g->A, g->K, g->B, ldb, g->trans_b, g->C, g->N, 0);
+    else
+        ez_gemm_f32(g->pool, g->M, g->N, g->K, g->A, g->K, g->B, ldb, g->trans_b, g->C, g->N, 0);
+}
+
+static float *filled(size_t n) {
+    float *p = (float *)ez_aligned_alloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) p[i] = (float)((i * 7919u) % 1000u) / 1000.0f - 0.5f;
+    return p;
+}
+
+static void bench_gemm_shape(ez_pool *pools[2], int64_t M, int64_t N, int64_t K, int trans_b) {
+    gemm_ctx g = {NULL, 1, M, N, K, trans_b, NULL, NULL, NULL};
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    double ref, fast1, fast2;
+    g.A = filled((size_t)(M * K));
+    g.B = filled((size_t)(N * K));
+    g.C = filled((size_t)(M * N));
+    ref = seconds_per_call(run_gemm, &g);
+    g.use_ref = 0;
+    g.pool = pools[0];
+    fast1 = seconds_per_call(run_gemm, &g);
+    g.pool = pools[1];
+    fast2 = seconds_per_call(run_gemm, &g);
+    printf("%5lld %5lld %5lld %7s | %9.2f | %9.2f %9.2f | %8.1f\n", (long long)M, (long long)N, (long long)K,
+           trans_b ? "[N,K]" : "[K,N]", flops / ref * 1e-9, flops / fast1 * 1e-9, flops / fast2 * 1e-9,
+           fast2 * 1e6);
+    ez_aligned_free((void *)g.A);
+    ez_aligned_free((void *)g.B);
+    ez_aligned_free(g.C);
+}
+
+typedef struct {
+    ez_pool *pool;
+    uint32_t type;
+    const void *W;
+    int64_t N, K, M;
+    const float *X;
+    float *Y;
+} matmul_ctx;
+
+static void run_matmul(void *p) {
+    matmul_ctx *m = (matmul_ctx *)p;
+    ez_matmul(m->pool, m->type, m->W, m->N, m->K, m->X, m->M, m->Y);
+}
+
+/* Timing does not depend on the weight values; a constant byte pattern
+ * gives finite scales in every format. */
+static void bench_matmul_type(ez_pool *pools[2], uint32_t type, int64_t M, int64_t N, int64_t K) {
+    size_t bytes = (size_t)ez_row_bytes(type, (uint64_t)K) * (size_t)N;
+    matmul_ctx m = {NULL, type, NULL, N, K, M, NULL, NULL};
+    double flops = 2.0 * (double)M * (double)N * (double)K, t1, t2;
+    uint8_t *W = (uint8_t *)ez_aligned_alloc(bytes);
+    memset(W, 0x11, bytes);
+    m.W = W;
+    m.X = filled((size_t)(M * K));
+    m.Y = filled((size_t)(M * N));
+    m.pool = pools[0];
+    t1 = seconds_per_call(run_matmul, &m);
+    m.pool = pools[1];
+    t2 = seconds_per_call(run_matmul, &m);
+    printf("%-6s %5lld %5lld %5lld | %9.2f %9.2f | %8.1f\n", ez_type_traits_of(type)->name, (long long)M,
+           (long long)N, (long long)K, flops / t1 * 1e-9, flops / t2 * 1e-9, t2 * 1e6);
+    ez_aligned_free(W);
+    ez_aligned_free((void *)m.X);
+    ez_aligned_free(m.Y);
+}
+
+/* Dispatch: loops of one BUSY_NS item per thread. The overhead of a loop
+ * is its wall time minus BUSY_NS when every thread took part. On a loaded
+ * machine a worker is often not running when the loop starts; the caller
+ * then does its item too (the loop takes 2 x BUSY_NS) instead of waiting,
+ * which the participation figure shows. */
+#define BUSY_NS 2000
+#define DISPATCH_LOOPS 20000
+
+typedef struct {
+    int ran_on[2];
+} dispatch_record;
+
+static void busy_item(void *ctx, int64_t begin, int64_t end, int thread_index) {
+    dispatch_record *r = (dispatch_record *)ctx;
+    uint64_t start = ez_time_ns();
+    for (int64_t i = begin; i < end; i++) r->ran_on[i] = thread_index;
+    while (ez_time_ns() - start < (uint64_t)(end - begin) * BUSY_NS) {
+    }
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void bench_dispatch(ez_pool *pool, int loops) {
+    uint64_t *overhead = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)loops);
+    int n = 0, all = 0;
+    for (int l = 0; l < loops; l++) {
+        dispatch_record r = {{-1, -1}};
+        uint64_t t0 = ez_time_ns(), t;
+        ez_pool_for(pool, 2, 1, busy_item, &r);
+        t = ez_time_ns() - t0;
+        if (r.ran_on[0] != r.ran_on[1]) {
+            overhead[n++] = t > BUSY_NS ? t - BUSY_NS : 0;
+            all++;
+        }
+    }
+    qsort(overhead, (size_t)n, sizeof overhead[0], compare_u64);
+    printf("2 threads, %d loops of 2 x %d us items: both threads took part in %.1f%%", loops, BUSY_NS / 1000,
+           100.0 * all / loops);
+    if (n > 0)
+        printf("; overhead then: p10 %.2f us, median %.2f us, p90 %.2f us", overhead[n / 10] * 1e-3,
+               overhead[n / 2] * 1e-3, overhead[n * 9 / 10] * 1e-3);
+    printf("\n");
+    free(overhead);
+}
+
+static void empty_range(void *ctx, int64_t begin, int64_t end, int thread_index) {
+    (void)ctx;
+    (void)begin;
+    (void)end;
+    (void)thread_index;
+}
+
+static void run_empty_loop(void *p) { ez_pool_for((ez_pool *)p, 2, 1, empty_range, NULL); }
+
+int main(int argc, char **argv) {
+    static const int64_t gemm_shapes[][3] = {{1, 2048, 640}, {1, 640, 640}, {256, 2048, 640}, {256, 640, 640}};
+    static const uint32_t types[] = {EZ_TYPE_F16, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
+    ez_pool *pools[2];
+    if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
+        g_batches = 2;
+        g_batch_seconds = 0.005;
+    }
+    pools[0] = ez_pool_create(1);
+    pools[1] = ez_pool_create(2);
+    if (!pools[0] || !pools[1]) {
+        fprintf(stderr, "cannot create thread pools\n");
+        return 1;
+    }
+    printf("simd level: %s, %d logical CPUs\n\n", ez_simd_level_name(ez_simd_level_active()), ez_cpu_count());
+
+    printf("F32 GEMM, GFLOP/s (B layout [N,K] is a GGUF weight)\n");
+    printf("%5s %5s %5s %7s | %9s | %9s %9s | %8s\n", "M", "N", "K", "B", "ref 1t", "fast 1t", "fast 2t",
+           "us (2t)");
+    for (size_t i = 0; i < sizeof gemm_shapes / sizeof gemm_shapes[0]; i++)
+        for (int trans_b = 1; trans_b >= 0; trans_b--)
+            bench_gemm_shape(pools, gemm_shapes[i][0], gemm_shapes[i][1], gemm_shapes[i][2], trans_b);
+
+    printf("\nez_matmul, GFLOP/s\n");
+    printf("%-6s %5s %5s %5s | %9s %9s | %8s\n", "type", "M", "N", "K", "1t", "2t", "us (2t)");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        /* K-quant rows are whole 256-element super-blocks: 768 stands in for 640. */
+        int64_t K = 640 % ez_type_traits_of(types[i])->block_size == 0 ? 640 : 768;
+        bench_matmul_type(pools, types[i], 1, 2048, K);
+        bench_matmul_type(pools, types[i], 64, 2048, K);
+    }
+
+    printf("\npool dispatch\n");
+    printf("empty 2-item loop: %.3f us (1 thread), %.3f us (2 threads)\n",
+           seconds_per_call(run_empty_loop, pools[0]) * 1e6, seconds_per_call(run_empty_loop, pools[1]) * 1e6);
+    bench_dispatch(pools[1], g_batches == 5 ? DISPATCH_LOOPS : DISPATCH_LOOPS / 10);
+    ez_pool_destroy(pools[0]);
+    ez_pool_destroy(pools[1]);
+    return 0;
+}

@@ -1,0 +1,382 @@
+/* F32 GEMM (packed, register-blocked, threaded) and the matmul of quantized
+ * weights with F32 activations. See gemm.h for the contracts and
+ * kernels/gemm_kernels.h for the packed layouts. */
+#include "gemm.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "error.h"
+#include "kernels/gemm_kernels.h"
+#include "platform.h"
+#include "quant.h"
+
+/* ---- reference ------------------------------------------------------------------ */
+
+/* Accumulates in double: the reference is the yardstick the fast paths are
+ * measured against, so its own rounding error should be negligible. With
+ * accumulate, C + sum is also formed in double and rounded once. */
+void ez_gemm_f32_ref(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                     int trans_b, float *C, int64_t ldc, int accumulate) {
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double sum = accumulate ? (double)C[m * ldc + n] : 0.0;
+            for (int64_t k = 0; k < K; k++) {
+                float b = trans_b ? B[n * ldb + k] : B[k * ldb + n];
+                sum += (double)A[m * lda + k] * (double)b;
+            }
+            C[m * ldc + n] = (float)sum;
+        }
+}
+
+/* ---- what every path shares: the problem, and column offsets into B ----------- */
+
+typedef struct {
+    int64_t M, N, K;
+    const float *A;
+    int64_t lda;
+    const float *B;
+    int64_t ldb;
+    int trans_b;
+    float *C;
+    int64_t ldc;
+    int accumulate;
+} gemm_problem;
+
+/* op(B) at depth k, column n. */
+static const float *b_at(const gemm_problem *p, int64_t k, int64_t n) {
+    return p->trans_b ? p->B + n * p->ldb + k : p->B + k * p->ldb + n;
+}
+
+/* ---- scalar: the reference, split over column ranges ---------------------------- */
+
+static void ref_columns(void *ctx, int64_t n0, int64_t n1, int thread_index) {
+    const gemm_problem *p = (const gemm_problem *)ctx;
+    (void)thread_index;
+    ez_gemm_f32_ref(p->M, n1 - n0, p->K, p->A, p->lda, b_at(p, 0, n0), p->ldb, p->trans_b, p->C + n0, p->ldc,
+                    p->accumulate);
+}
+
+/* ---- small M: direct row kernels, split over column ranges ------------------------ */
+
+typedef struct {
+    gemm_problem p;
+    const ez_gemm_kernels *kern;
+} direct_job;
+
+static void direct_block(const ez_gemm_kernels *kern, const gemm_problem *p, int64_t m0, int64_t m_len,
+                         int64_t n0, int64_t n_len) {
+    const float *a = p->A + m0 * p->lda;
+    float *c = p->C + m0 * p->ldc + n0;
+    if (p->trans_b)
+        kern->rows_nk(m_len, n_len, p->K, a, p->lda, b_at(p, 0, n0), p->ldb, c, p->ldc, p->accumulate);
+    else
+        kern->rows_kn(m_len, n_len, p->K, a, p->lda, b_at(p, 0, n0), p->ldb, c, p->ldc, p->accumulate);
+}
+
+static void direct_columns(void *ctx, int64_t n0, int64_t n1, int thread_index) {
+    const direct_job *job = (const direct_job *)ctx;
+    (void)thread_index;
+    direct_block(job->kern, &job->p, 0, job->p.M, n0, n1 - n0);
+}
+
+/* ---- packed path ------------------------------------------------------------------ */
+
+/* rows [0, m_len) x depth [0, kc) of A, as ceil(m_len / mr) zero-padded
+ * micro-panels. */
+static void pack_a(int mr, int64_t kc, int64_t m_len, const float *A, int64_t lda, float *dst) {
+    for (int64_t i0 = 0; i0 < m_len; i0 += mr) {
+        int rows = (int)EZ_MIN((int64_t)mr, m_len - i0);
+        for (int64_t k = 0; k < kc; k++) {
+            for (int i = 0; i < rows; i++) dst[i] = A[(i0 + i) * lda + k];
+            for (int i = rows; i < mr; i++) dst[i] = 0.0f;
+            dst += mr;
+        }
+    }
+}
+
+/* columns [n0, n0 + n_len) x depth [k0, k0 + kc) of op(B), as ceil(n_len / nr)
+ * zero-padded micro-panels. */
+static void pack_b(const ez_gemm_kernels *kern, const gemm_problem *p, int64_t k0, int64_t kc, int64_t n0,
+                   int64_t n_len, float *dst) {
+    const int nr = kern->nr;
+    if (p->trans_b && kern->pack_b_nk) {
+        kern->pack_b_nk(kc, n_len, b_at(p, k0, n0), p->ldb, dst);
+        return;
+    }
+    for (int64_t j0 = 0; j0 < n_len; j0 += nr) {
+        int cols = (int)EZ_MIN((int64_t)nr, n_len - j0);
+        if (p->trans_b) {
+            for (int j = 0; j < cols; j++) {
+                const float *src = b_at(p, k0, n0 + j0 + j);
+                for (int64_t k = 0; k < kc; k++) dst[k * nr + j] = src[k];
+            }
+        } else {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = b_at(p, k0 + k, n0 + j0);
+                for (int j = 0; j < cols; j++) dst[k * nr + j] = src[j];
+            }
+        }
+        for (int64_t k = 0; k < kc; k++)
+            for (int j = cols; j < nr; j++) dst[k * nr + j] = 0.0f;
+        dst += kc * nr;
+    }
+}
+
+/* A tile that sticks out of C: computed whole into a buffer, then the part
+ * inside C is added (or copied), with the same operations as the tile kernel
+ * uses in place. */
+static void edge_tile(const ez_gemm_kernels *kern, int64_t kc, const float *a, const float *b, float *c,
+                      int64_t ldc, int accumulate, int rows, int cols) {
+    float tile[EZ_GEMM_MAX_TILE];
+    kern->tile(kc, a, b, tile, kern->nr, 0);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            float *ci = c + i * ldc + j;
+            *ci = accumulate ? *ci + tile[i * kern->nr + j] : tile[i * kern->nr + j];
+        }
+}
+
+/* One task: C[m0 .. m0+m_len, n0 .. n0+n_len), depth sliced by kc. Every
+ * element sees the same kc slices in the same order whatever the task
+ * shape, so results do not depend on the thread count. */
+static void packed_block(const ez_gemm_kernels *kern, const gemm_problem *p, float *ws, int64_t m0,
+                         int64_t m_len, int64_t n0, int64_t n_len) {
+    const int mr = kern->mr, nr = kern->nr;
+    float *a_pack = ws;
+    float *b_pack = ws + (int64_t)kern->mc * kern->kc;
+    for (int64_t k0 = 0; k0 < p->K; k0 += kern->kc) {
+        int64_t kc = EZ_MIN((int64_t)kern->kc, p->K - k0);
+        int accumulate = k0 > 0 || p->accumulate;
+        pack_b(kern, p, k0, kc, n0, n_len, b_pack);
+        pack_a(mr, kc, m_len, p->A + m0 * p->lda + k0, p->lda, a_pack);
+        for (int64_t j = 0; j < n_len; j += nr) {
+            const float *b = b_pack + j * kc;
+            for (int64_t i = 0; i < m_len; i += mr) {
+                const float *a = a_pack + i * kc;
+                float *c = p->C + (m0 + i) * p->ldc + n0 + j;
+                if (i + mr <= m_len && j + nr <= n_len)
+                    kern->tile(kc, a, b, c, p->ldc, accumulate);
+                else
+                    edge_tile(kern, kc, a, b, c, p->ldc, accumulate, (int)EZ_MIN((int64_t)mr, m_len - i),
+                              (int)EZ_MIN((int64_t)nr, n_len - j));
+            }
+        }
+    }
+}
+
+typedef struct {
+    gemm_problem p;
+    const ez_gemm_kernels *kern;
+    ez_pool *pool;
+    int64_t mb, nb;       /* task shape: rows of A (<= mc), columns of B (<= nc) */
+    int64_t m_blocks;
+    size_t ws_bytes;      /* packed A block + packed B panel */
+    float *private_ws;    /* set when there is no pool */
+} packed_job;
+
+static void packed_tasks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
+    const packed_job *job = (const packed_job *)ctx;
+    float *ws = job->private_ws ? job->private_ws
+                                : (float *)ez_pool_scratch(job->pool, thread_index, job->ws_bytes);
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t m0 = (t % job->m_blocks) * job->mb;
+        int64_t n0 = (t / job->m_blocks) * job->nb;
+        int64_t m_len = EZ_MIN(job->mb, job->p.M - m0);
+        int64_t n_len = EZ_MIN(job->nb, job->p.N - n0);
+        /* Without scratch the direct kernels still give the right answer. */
+        if (ws)
+            packed_block(job->kern, &job->p, ws, m0, m_len, n0, n_len);
+        else
+            direct_block(job->kern, &job->p, m0, m_len, n0, n_len);
+    }
+}
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/* Tasks are (row block, column block) pairs: row blocks of mc, and column
+ * blocks cut so that there are a few tasks per thread (for balance) but no
+ * wider than nc. Each task repacks its panels, which costs (mb + nb) / (2 mb nb)
+ * of the arithmetic: under 1% at these sizes. */
+static void plan_tasks(packed_job *job, int n_threads) {
+    const ez_gemm_kernels *kern = job->kern;
+    int64_t want = 4 * (int64_t)n_threads;
+    int64_t n_blocks;
+    job->mb = EZ_MIN(round_up(job->p.M, kern->mr), (int64_t)kern->mc);
+    job->m_blocks = (job->p.M + job->mb - 1) / job->mb;
+    n_blocks = EZ_MAX((int64_t)1, (want + job->m_blocks - 1) / job->m_blocks);
+    job->nb = round_up((job->p.N + n_blocks - 1) / n_blocks, kern->nr);
+    job->nb = EZ_MIN(job->nb, (int64_t)kern->nc);
+    job->ws_bytes = sizeof(float) * (size_t)kern->kc * (size_t)(kern->mc + job->nb);
+}
+
+static void gemm_packed(ez_pool *pool, const ez_gemm_kernels *kern, const gemm_problem *p) {
+    packed_job job;
+    int64_t tasks;
+    job.p = *p;
+    job.kern = kern;
+    job.pool = pool;
+    plan_tasks(&job, ez_pool_threads(pool));
+    job.private_ws = pool ? NULL : (float *)ez_aligned_alloc(job.ws_bytes);
+    tasks = job.m_blocks * ((p->N + job.nb - 1) / job.nb);
+    ez_pool_for(pool, tasks, 1, packed_tasks, &job);
+    ez_aligned_free(job.private_ws);
+}
+
+/* ---- dispatch ----------------------------------------------------------------------- */
+
+static const ez_gemm_kernels *active_kernels(void) {
+    switch (ez_simd_level_active()) {
+    case EZ_SIMD_AVX2: return ez_gemm_kernels_avx2();
+    case EZ_SIMD_NEON:
+    case EZ_SIMD_NEON_DOTPROD: return ez_gemm_kernels_neon();
+    case EZ_SIMD_SCALAR: break;
+    }
+    return NULL;
+}
+
+static void clear_or_keep(const gemm_problem *p) {
+    if (p->accumulate) return;
+    for (int64_t m = 0; m < p->M; m++) memset(p->C + m * p->ldc, 0, sizeof(float) * (size_t)p->N);
+}
+
+/* Columns per chunk of the column-split paths: whole micro-tiles of the row
+ * kernels, and enough work per chunk to pay for claiming it. */
+#define COLUMN_GRAIN 64
+
+void ez_gemm_f32(ez_pool *pool, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                 int64_t ldb, int trans_b, float *C, int64_t ldc, int accumulate) {
+    const ez_gemm_kernels *kern = active_kernels();
+    gemm_problem p = {M, N, K, A, lda, B, ldb, trans_b, C, ldc, accumulate};
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        clear_or_keep(&p);
+        return;
+    }
+    if (!kern) {
+        ez_pool_for(pool, N, COLUMN_GRAIN, ref_columns, &p);
+    } else if (M <= (trans_b ? kern->small_m_nk : kern->small_m_kn)) {
+        direct_job job = {p, kern};
+        ez_pool_for(pool, N, COLUMN_GRAIN, direct_columns, &job);
+    } else {
+        gemm_packed(pool, kern, &p);
+    }
+}
+
+/* ---- quantized matmul ------------------------------------------------------------------ */
+
+/* Weight rows per inner block: their bytes stay in L1 while every activation
+ * row passes over them. */
+#define W_ROW_BLOCK 8
+/* Elements per chunk of the activation quantization: a chunk is worth a
+ * thread only when it is this big. */
+#define QUANT_GRAIN_ELEMENTS 16384
+
+typedef struct {
+    const float *X;
+    int64_t K;
+    uint8_t *xq;
+    size_t xq_row_bytes;
+    ez_quant_fn quant;
+} quant_job;
+
+static void quantize_rows(void *ctx, int64_t m0, int64_t m1, int thread_index) {
+    const quant_job *job = (const quant_job *)ctx;
+    (void)thread_index;
+    for (int64_t m = m0; m < m1; m++) job->quant(job->X + m * job->K, job->xq + (size_t)m * job->xq_row_bytes, job->K);
+}
+
+typedef struct {
+    ez_dot_fn dot;
+    const uint8_t *W;
+    size_t w_row_bytes;
+    const uint8_t *x;     /* activation rows in the weight type's vec_dot_type */
+    size_t x_row_bytes;
+    int64_t M, N, K;
+    float *Y;
+} dot_job;
+
+static void dot_rows(void *ctx, int64_t n0, int64_t n1, int thread_index) {
+    const dot_job *job = (const dot_job *)ctx;
+    (void)thread_index;
+    for (int64_t nb = n0; nb < n1; nb += W_ROW_BLOCK) {
+        int64_t ne = EZ_MIN(nb + W_ROW_BLOCK, n1);
+        for (int64_t m = 0; m < job->M; m++) {
+            const uint8_t *x = job->x + (size_t)m * job->x_row_bytes;
+            float *y = job->Y + m * job->N;
+            for (int64_t n = nb; n < ne; n++) y[n] = job->dot(job->K, job->W + (size_t)n * job->w_row_bytes, x);
+        }
+    }
+}
+
+/* X rows in the dot's activation format: X itself for F32 activations,
+ * otherwise quantized once into *owned or the calling thread's scratch slot
+ * (slot 0 unless ez_matmul is called from inside a loop body of the pool). */
+static int32_t activations_for_dot(ez_pool *pool, ez_type vdt, const float *X, int64_t M, int64_t K,
+                                   dot_job *job, void **owned) {
+    const ez_type_kernels *kq = ez_kernels(vdt);
+    quant_job q;
+    uint64_t total;
+    if (vdt == EZ_TYPE_F32) {
+        job->x = (const uint8_t *)X;
+        job->x_row_bytes = sizeof(float) * (size_t)K;
+        return ELIZA_OK;
+    }
+    job->x_row_bytes = (size_t)ez_row_bytes(vdt, (uint64_t)K);
+    if (!kq->quant || job->x_row_bytes == 0)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: no quantizer to %s for rows of %" PRId64,
+                       ez_type_traits_of(vdt)->name, K);
+    if (!ez_mul_u64(job->x_row_bytes, (uint64_t)M, &total) || total > SIZE_MAX)
+        return ez_fail(ELIZA_E_NOMEM, "matmul: %" PRId64 " activation rows of %" PRId64 " do not fit in memory", M, K);
+    if (pool)
+        q.xq = (uint8_t *)ez_pool_scratch(pool, ez_pool_thread_index(pool), (size_t)total);
+    else
+        q.xq = (uint8_t *)(*owned = ez_aligned_alloc((size_t)total));
+    if (!q.xq)
+        return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes for quantized activations", total);
+    q.X = X;
+    q.K = K;
+    q.xq_row_bytes = job->x_row_bytes;
+    q.quant = kq->quant;
+    ez_pool_for(pool, M, EZ_MAX((int64_t)1, QUANT_GRAIN_ELEMENTS / K), quantize_rows, &q);
+    job->x = q.xq;
+    return ELIZA_OK;
+}
+
+int32_t ez_matmul(ez_pool *pool, uint32_t w_type, const void *W, int64_t N, int64_t K, const float *X, int64_t M,
+                  float *Y) {
+    const ez_type_traits *traits = ez_type_traits_of(w_type);
+    const ez_type_kernels *kw = ez_kernels(w_type);
+    dot_job job;
+    void *owned = NULL;
+    int32_t rc;
+    if (M < 0 || N < 0 || K < 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "matmul: negative shape M=%" PRId64 " N=%" PRId64 " K=%" PRId64, M, N, K);
+    if (w_type == EZ_TYPE_F32) {
+        ez_gemm_f32(pool, M, N, K, X, K, (const float *)W, K, 1, Y, N, 0);
+        return ELIZA_OK;
+    }
+    if (!traits || !traits->has_kernels || !kw->dot)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: no kernels for weight type %u (%s)", w_type,
+                       traits ? traits->name : "unknown");
+    if (K % traits->block_size != 0)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: rows of %" PRId64 " are not whole %s blocks of %u", K,
+                       traits->name, traits->block_size);
+    if (M == 0 || N == 0) return ELIZA_OK;
+    if (K == 0) {
+        memset(Y, 0, sizeof(float) * (size_t)M * (size_t)N);
+        return ELIZA_OK;
+    }
+    job.dot = kw->dot;
+    job.W = (const uint8_t *)W;
+    job.w_row_bytes = (size_t)ez_row_bytes(w_type, (uint64_t)K);
+    job.M = M;
+    job.N = N;
+    job.K = K;
+    job.Y = Y;
+    rc = activations_for_dot(pool, traits->vec_dot_type, X, M, K, &job, &owned);
+    if (rc == ELIZA_OK) ez_pool_for(pool, N, W_ROW_BLOCK, dot_rows, &job);
+    ez_aligned_free(owned);
+    return rc;
+}

@@ -1,0 +1,510 @@
+/* ez_gemm_f32 against the reference triple loop on many shapes (1x1x1,
+ * primes, GEMV, a prefill-sized product, both B layouts, accumulate, padded
+ * leading dimensions, with and without a pool), bit-identical results for
+ * any thread count, and ez_matmul for every weight type with kernels against
+ * dequantize-then-reference. Run it a second time with ELIZA_FORCE_SCALAR=1
+ * to check that the scalar mode is exactly the reference. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/gemm.h"
+#include "core/pool.h"
+#include "core/quant.h"
+
+static int g_passed, g_failed;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (cond) {                                                       \
+            g_passed++;                                                   \
+        } else {                                                          \
+            g_failed++;                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_u32(void) {
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return (uint32_t)((g_rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* Uniform in [-1, 1). */
+static float next_f32(void) { return (float)next_u32() / 2147483648.0f - 1.0f; }
+
+static float *random_floats(size_t n) {
+    float *p = (float *)malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) p[i] = next_f32();
+    return p;
+}
+
+/* Float rounding of a sum of K products: errors grow about like sqrt(K)
+ * times the sum of magnitudes; a wrong index or a lost term is far larger. */
+static double sum_tolerance(int64_t K, double magnitude) {
+    return (8.0 * sqrt((double)K) + 4.0) * FLT_EPSILON * magnitude;
+}
+
+typedef struct {
+    int64_t M, N, K;
+} shape;
+
+typedef struct {
+    shape s;
+    int trans_b, accumulate;
+    int64_t lda, ldb, ldc;
+    float *A, *B, *C0, *C_fast, *C_ref;
+} gemm_case;
+
+static const float PAD_SENTINEL = 777.0f;
+
+static void case_init(gemm_case *c, shape s, int trans_b, int accumulate, int pad) {
+    size_t c_size;
+    c->s = s;
+    c->trans_b = trans_b;
+    c->accumulate = accumulate;
+    c->lda = s.K + 3 * pad;
+    c->ldb = (trans_b ? s.K : s.N) + 5 * pad;
+    c->ldc = s.N + 2 * pad;
+    c->A = random_floats((size_t)(s.M * c->lda));
+    c->B = random_floats((size_t)((trans_b ? s.N : s.K) * c->ldb));
+    c_size = (size_t)(s.M * c->ldc);
+    c->C0 = random_floats(c_size);
+    for (int64_t m = 0; m < s.M; m++)
+        for (int64_t n = s.N; n < c->ldc; n++) c->C0[m * c->ldc + n] = PAD_SENTINEL;
+    c->C_fast = (float *)malloc(sizeof(float) * (c_size ? c_size : 1));
+    c->C_ref = (float *)malloc(sizeof(float) * (c_size ? c_size : 1));
+    memcpy(c->C_fast, c->C0, sizeof(float) * c_size);
+    memcpy(c->C_ref, c->C0, sizeof(float) * c_size);
+}
+
+static void case_free(gemm_case *c) {
+    free(c->A);
+    free(c->B);
+    free(c->C0);
+    free(c->C_fast);
+    free(c->C_ref);
+}
+
+static void case_run_fast(gemm_case *c, ez_pool *pool) {
+    ez_gemm_f32(pool, c->s.M, c->s.N, c->s.K, c->A, c->lda, c->B, c->ldb, c->trans_b, c->C_fast, c->ldc,
+                c->accumulate);
+}
+
+static void case_run_ref(gemm_case *c) {
+    ez_gemm_f32_ref(c->s.M, c->s.N, c->s.K, c->A, c->lda, c->B, c->ldb, c->trans_b, c->C_ref, c->ldc,
+                    c->accumulate);
+}
+
+/* ||A row m|| * ||op(B) column n|| (Cauchy-Schwarz: at least the sum of
+ * |A[m,k] op(B)[k,n]|, and cheap to get for every element), plus |C0|
+ * when accumulating. */
+static double magnitude(const gemm_case *c, const double *a_norm, const double *b_norm, int64_t m, int64_t n) {
+    double s = a_norm[m] * b_norm[n];
+    return c->accumulate ? s + fabs((double)c->C0[m * c->ldc + n]) : s;
+}
+
+static void norms(const gemm_case *c, double *a_norm, double *b_norm) {
+    for (int64_t m = 0; m < c->s.M; m++) {
+        double s = 0.0;
+        for (int64_t k = 0; k < c->s.K; k++) s += (double)c->A[m * c->lda + k] * c->A[m * c->lda + k];
+        a_norm[m] = sqrt(s);
+    }
+    for (int64_t n = 0; n < c->s.N; n++) {
+        double s = 0.0;
+        for (int64_t k = 0; k < c->s.K; k++) {
+            double b = c->trans_b ? c->B[n * c->ldb + k] : c->B[k * c->ldb + n];
+            s += b * b;
+        }
+        b_norm[n] = sqrt(s);
+    }
+}
+
+/* Returns the number of elements out of tolerance, and of padding cells
+ * written. */
+static int64_t case_mismatches(const gemm_case *c, int64_t *pad_written) {
+    int64_t bad = 0;
+    double *a_norm = (double *)malloc(sizeof(double) * (size_t)c->s.M);
+    double *b_norm = (double *)malloc(sizeof(double) * (size_t)c->s.N);
+    norms(c, a_norm, b_norm);
+    *pad_written = 0;
+    for (int64_t m = 0; m < c->s.M; m++) {
+        for (int64_t n = 0; n < c->s.N; n++) {
+            double d = fabs((double)c->C_fast[m * c->ldc + n] - (double)c->C_ref[m * c->ldc + n]);
+            if (!(d <= sum_tolerance(c->s.K, magnitude(c, a_norm, b_norm, m, n)) + 1e-30)) bad++;
+        }
+        for (int64_t n = c->s.N; n < c->ldc; n++) *pad_written += c->C_fast[m * c->ldc + n] != PAD_SENTINEL;
+    }
+    free(a_norm);
+    free(b_norm);
+    return bad;
+}
+
+static void check_gemm(ez_pool *pool, shape s, int trans_b, int accumulate, int pad) {
+    gemm_case c;
+    int64_t bad, pad_written;
+    case_init(&c, s, trans_b, accumulate, pad);
+    case_run_fast(&c, pool);
+    case_run_ref(&c);
+    bad = case_mismatches(&c, &pad_written);
+    CHECK(bad == 0 && pad_written == 0,
+          "gemm M=%lld N=%lld K=%lld trans_b=%d acc=%d pad=%d threads=%d: %lld out of tolerance, %lld padding cells "
+          "written",
+          (long long)s.M, (long long)s.N, (long long)s.K, trans_b, accumulate, pad, ez_pool_threads(pool),
+          (long long)bad, (long long)pad_written);
+    case_free(&c);
+}
+
+static const shape k_shapes[] = {
+    {1, 1, 1},     {1, 2, 3},     {2, 1, 1},     {1, 17, 5},    {1, 64, 640}, {1, 1000, 33},  {2, 37, 19},
+    {3, 50, 257},  {4, 33, 100},  {5, 7, 9},     {6, 16, 8},    {7, 17, 3},   {12, 32, 256}, {13, 31, 29},
+    {31, 37, 41},  {97, 101, 103}, {6, 600, 1},  {150, 20, 300}, {64, 1, 64},  {1, 513, 1031}, {75, 200, 270},
+    {24, 70, 33},  {25, 70, 33},  {40, 50, 600}, /* around the direct-path cut-off; three depth slices */
+};
+
+static void test_gemm_fast_matches_reference(void) {
+    ez_pool *pools[3];
+    pools[0] = NULL;
+    pools[1] = ez_pool_create(2);
+    pools[2] = ez_pool_create(3);
+    for (size_t i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
+        for (int p = 0; p < 3; p++)
+            for (int trans_b = 0; trans_b <= 1; trans_b++)
+                for (int acc = 0; acc <= 1; acc++)
+                    for (int pad = 0; pad <= 1; pad++) check_gemm(pools[p], k_shapes[i], trans_b, acc, pad);
+    ez_pool_destroy(pools[1]);
+    ez_pool_destroy(pools[2]);
+}
+
+/* The prefill shape of a small LLM projection. */
+static void test_gemm_prefill_sized_product(void) {
+    ez_pool *pool = ez_pool_create(2);
+    shape big = {256, 2048, 640};
+    check_gemm(pool, big, 1, 0, 0);
+    check_gemm(pool, big, 0, 1, 1);
+    ez_pool_destroy(pool);
+}
+
+static void test_gemm_same_bits_for_any_thread_count(void) {
+    static const shape shapes[] = {{1, 300, 700}, {3, 77, 65}, {50, 300, 600}, {200, 100, 513}};
+    static const int threads[] = {1, 2, 3, 5};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int trans_b = 0; trans_b <= 1; trans_b++) {
+            gemm_case c;
+            int same = 1;
+            case_init(&c, shapes[i], trans_b, 1, 0);
+            case_run_fast(&c, NULL);
+            for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+                ez_pool *pool = ez_pool_create(threads[t]);
+                memcpy(c.C_ref, c.C0, sizeof(float) * (size_t)(c.s.M * c.ldc));
+                ez_gemm_f32(pool, c.s.M, c.s.N, c.s.K, c.A, c.lda, c.B, c.ldb, c.trans_b, c.C_ref, c.ldc, 1);
+                same &= memcmp(c.C_ref, c.C_fast, sizeof(float) * (size_t)(c.s.M * c.ldc)) == 0;
+                ez_pool_destroy(pool);
+            }
+            CHECK(same, "gemm M=%lld N=%lld K=%lld trans_b=%d: results differ between thread counts",
+                  (long long)c.s.M, (long long)c.s.N, (long long)c.s.K, trans_b);
+            case_free(&c);
+        }
+}
+
+static void test_gemm_zero_depth_clears_or_keeps(void) {
+    float A[1] = {1.0f}, B[1] = {1.0f}, C[6] = {1, 2, 3, 4, 5, 6};
+    ez_gemm_f32(NULL, 2, 3, 0, A, 1, B, 3, 0, C, 3, 1);
+    CHECK(C[0] == 1.0f && C[5] == 6.0f, "K=0 with accumulate must leave C alone");
+    ez_gemm_f32(NULL, 2, 3, 0, A, 1, B, 3, 0, C, 3, 0);
+    CHECK(C[0] == 0.0f && C[5] == 0.0f, "K=0 without accumulate must clear C");
+}
+
+/* Under ELIZA_FORCE_SCALAR=1 ez_gemm_f32 must be the reference, bit for bit. */
+static void test_gemm_scalar_mode_is_the_reference(void) {
+    ez_pool *pool;
+    gemm_case c;
+    shape s = {37, 129, 300};
+    if (!ez_force_scalar()) {
+        printf("note: ELIZA_FORCE_SCALAR not set (level %s); scalar-mode identity not checked\n",
+               ez_simd_level_name(ez_simd_level_active()));
+        return;
+    }
+    CHECK(ez_simd_level_active() == EZ_SIMD_SCALAR, "forced scalar but level is %s",
+          ez_simd_level_name(ez_simd_level_active()));
+    pool = ez_pool_create(2);
+    for (int trans_b = 0; trans_b <= 1; trans_b++) {
+        case_init(&c, s, trans_b, trans_b, 1);
+        case_run_fast(&c, pool);
+        case_run_ref(&c);
+        CHECK(memcmp(c.C_fast, c.C_ref, sizeof(float) * (size_t)(s.M * c.ldc)) == 0,
+              "scalar mode differs from the reference (trans_b=%d)", trans_b);
+        case_free(&c);
+    }
+    ez_pool_destroy(pool);
+}
+
+/* ---- ez_matmul ---------------------------------------------------------------- */
+
+static uint16_t random_scale_f16(float lo, float hi) {
+    return ez_f32_to_f16(lo + (hi - lo) * (next_f32() + 1.0f) * 0.5f);
+}
+
+/* Random bytes with sane block scales (random f16 bits could be inf/NaN). */
+static void *random_weights(uint32_t type, int64_t N, int64_t K) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    size_t bytes = (size_t)ez_row_bytes(type, (uint64_t)K) * (size_t)N;
+    int64_t blocks = N * K / tr->block_size;
+    uint8_t *w = (uint8_t *)malloc(bytes);
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)next_u32();
+    for (int64_t b = 0; b < blocks; b++) {
+        uint8_t *blk = w + (size_t)b * tr->type_size;
+        switch (type) {
+        case EZ_TYPE_F32: {
+            float f = next_f32();
+            memcpy(blk, &f, 4);
+            break;
+        }
+        case EZ_TYPE_F16: ((uint16_t *)blk)[0] = ez_f32_to_f16(next_f32()); break;
+        case EZ_TYPE_BF16: {
+            float f = next_f32();
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            ((uint16_t *)blk)[0] = (uint16_t)(bits >> 16);
+            break;
+        }
+        case EZ_TYPE_Q4_0: ((ez_block_q4_0 *)blk)->d = random_scale_f16(0.01f, 0.1f); break;
+        case EZ_TYPE_Q5_0: ((ez_block_q5_0 *)blk)->d = random_scale_f16(0.01f, 0.1f); break;
+        case EZ_TYPE_Q8_0: ((ez_block_q8_0 *)blk)->d = random_scale_f16(0.001f, 0.01f); break;
+        case EZ_TYPE_Q4_K:
+            ((ez_block_q4_k *)blk)->d = random_scale_f16(0.001f, 0.01f);
+            ((ez_block_q4_k *)blk)->dmin = random_scale_f16(0.001f, 0.01f);
+            break;
+        case EZ_TYPE_Q5_K:
+            ((ez_block_q5_k *)blk)->d = random_scale_f16(0.001f, 0.01f);
+            ((ez_block_q5_k *)blk)->dmin = random_scale_f16(0.001f, 0.01f);
+            break;
+        case EZ_TYPE_Q6_K: ((ez_block_q6_k *)blk)->d = random_scale_f16(0.0005f, 0.005f); break;
+        default: break;
+        }
+    }
+    return w;
+}
+
+static const uint32_t k_weight_types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0,
+                                          EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+
+static int known_weight_type(uint32_t type) {
+    for (size_t i = 0; i < sizeof k_weight_types / sizeof k_weight_types[0]; i++)
+        if (k_weight_types[i] == type) return 1;
+    return 0;
+}
+
+/* Every type the build has dot kernels for is covered here. */
+static void test_matmul_covers_every_type_with_kernels(void) {
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        const ez_type_traits *tr = ez_type_traits_of(t);
+        if (!tr || !tr->has_kernels || !ez_kernels(t)->dot) continue;
+        CHECK(known_weight_type(t), "type %s has dot kernels but no matmul test", tr->name);
+    }
+}
+
+/* Largest |x| of each activation block: the Q8 step of that block is
+ * amax / 127, so rounding moves each x by at most half a step, plus the
+ * F16 rounding of the scale (2^-11 relative) for Q8_0. */
+static double q8_error_bound(const float *x, const float *w, int64_t K, int block) {
+    double bound = 0.0;
+    for (int64_t b0 = 0; b0 < K; b0 += block) {
+        double amax = 0.0, wsum = 0.0;
+        for (int64_t k = b0; k < b0 + block; k++) {
+            amax = fmax(amax, fabs((double)x[k]));
+            wsum += fabs((double)w[k]);
+        }
+        bound += amax * (0.5 / 127.0 + 1.0 / 2048.0) * wsum;
+    }
+    return bound;
+}
+
+static double abs_dot(const float *x, const float *w, int64_t K) {
+    double s = 0.0;
+    for (int64_t k = 0; k < K; k++) s += fabs((double)x[k] * (double)w[k]);
+    return s;
+}
+
+static void check_matmul(ez_pool *pool, uint32_t type, int64_t M, int64_t N, int64_t K) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    ez_type vdt = tr->vec_dot_type;
+    void *W = random_weights(type, N, K);
+    float *X = random_floats((size_t)(M * K));
+    float *Wf = (float *)malloc(sizeof(float) * (size_t)(N * K));
+    float *Y = (float *)malloc(sizeof(float) * (size_t)(M * N));
+    float *Yref = (float *)malloc(sizeof(float) * (size_t)(M * N));
+    size_t row_bytes = (size_t)ez_row_bytes(type, (uint64_t)K);
+    int64_t bad = 0;
+    int32_t rc;
+    for (int64_t n = 0; n < N; n++)
+        ez_kernels_ref(type)->dequant((const uint8_t *)W + (size_t)n * row_bytes, Wf + n * K, K);
+    ez_gemm_f32_ref(M, N, K, X, K, Wf, K, 1, Yref, N, 0);
+    rc = ez_matmul(pool, type, W, N, K, X, M, Y);
+    CHECK(rc == ELIZA_OK, "matmul %s: returned %d (%s)", tr->name, rc, ez_error_message());
+    for (int64_t m = 0; m < M && rc == ELIZA_OK; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const float *x = X + m * K, *w = Wf + n * K;
+            double tol = sum_tolerance(K, abs_dot(x, w, K));
+            if (vdt != EZ_TYPE_F32) tol += q8_error_bound(x, w, K, (int)ez_type_traits_of(vdt)->block_size);
+            if (!(fabs((double)Y[m * N + n] - (double)Yref[m * N + n]) <= tol)) bad++;
+        }
+    CHECK(bad == 0, "matmul %s M=%lld N=%lld K=%lld threads=%d: %lld of %lld outputs off the dequantized reference",
+          tr->name, (long long)M, (long long)N, (long long)K, ez_pool_threads(pool), (long long)bad,
+          (long long)(M * N));
+    free(W);
+    free(X);
+    free(Wf);
+    free(Y);
+    free(Yref);
+}
+
+static void test_matmul_matches_dequantized_reference(void) {
+    static const shape shapes[] = {{1, 37, 256}, {4, 64, 512}, {33, 100, 768}, {1, 2048, 512}};
+    ez_pool *pool = ez_pool_create(2);
+    for (size_t t = 0; t < sizeof k_weight_types / sizeof k_weight_types[0]; t++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            check_matmul(NULL, k_weight_types[t], shapes[s].M, shapes[s].N, shapes[s].K);
+            check_matmul(pool, k_weight_types[t], shapes[s].M, shapes[s].N, shapes[s].K);
+        }
+    ez_pool_destroy(pool);
+}
+
+/* The tight check: against the activations as they were actually quantized,
+ * so only summation order separates the two. */
+static void dequantize_activation_row(ez_type vdt, const void *xq, float *x, int64_t K) {
+    if (vdt == EZ_TYPE_Q8_0) {
+        const ez_block_q8_0 *b = (const ez_block_q8_0 *)xq;
+        for (int64_t k = 0; k < K; k++) x[k] = ez_f16_to_f32(b[k / EZ_QK].d) * (float)b[k / EZ_QK].qs[k % EZ_QK];
+    } else {
+        const ez_block_q8_k *b = (const ez_block_q8_k *)xq;
+        for (int64_t k = 0; k < K; k++) x[k] = b[k / EZ_QK_K].d * (float)b[k / EZ_QK_K].qs[k % EZ_QK_K];
+    }
+}
+
+static void check_matmul_exact_activations(uint32_t type, int64_t M, int64_t N, int64_t K) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    ez_type vdt = tr->vec_dot_type;
+    void *W = random_weights(type, N, K);
+    float *X = random_floats((size_t)(M * K));
+    float *Xd = (float *)malloc(sizeof(float) * (size_t)(M * K));
+    float *Wf = (float *)malloc(sizeof(float) * (size_t)(N * K));
+    float *Y = (float *)malloc(sizeof(float) * (size_t)(M * N));
+    float *Yref = (float *)malloc(sizeof(float) * (size_t)(M * N));
+    size_t w_row = (size_t)ez_row_bytes(type, (uint64_t)K), x_row = (size_t)ez_row_bytes(vdt, (uint64_t)K);
+    void *xq = malloc(x_row);
+    int64_t bad = 0;
+    for (int64_t n = 0; n < N; n++) ez_kernels_ref(type)->dequant((const uint8_t *)W + (size_t)n * w_row, Wf + n * K, K);
+    for (int64_t m = 0; m < M; m++) {
+        ez_kernels(vdt)->quant(X + m * K, xq, K);
+        dequantize_activation_row(vdt, xq, Xd + m * K, K);
+    }
+    ez_gemm_f32_ref(M, N, K, Xd, K, Wf, K, 1, Yref, N, 0);
+    CHECK(ez_matmul(NULL, type, W, N, K, X, M, Y) == ELIZA_OK, "matmul %s failed", tr->name);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double tol = sum_tolerance(K, abs_dot(Xd + m * K, Wf + n * K, K));
+            if (!(fabs((double)Y[m * N + n] - (double)Yref[m * N + n]) <= tol)) bad++;
+        }
+    CHECK(bad == 0, "matmul %s M=%lld N=%lld K=%lld: %lld outputs off the exactly-quantized reference", tr->name,
+          (long long)M, (long long)N, (long long)K, (long long)bad);
+    free(W);
+    free(X);
+    free(Xd);
+    free(Wf);
+    free(Y);
+    free(Yref);
+    free(xq);
+}
+
+static void test_matmul_matches_reference_on_quantized_activations(void) {
+    for (size_t t = 0; t < sizeof k_weight_types / sizeof k_weight_types[0]; t++) {
+        uint32_t type = k_weight_types[t];
+        ez_type vdt = ez_type_traits_of(type)->vec_dot_type;
+        if (vdt == EZ_TYPE_Q8_0 || vdt == EZ_TYPE_Q8_K) check_matmul_exact_activations(type, 3, 29, 512);
+    }
+}
+
+/* Per-head products issued from inside a loop body of the same pool (as
+ * attention does) run inline on each thread with its own scratch. */
+typedef struct {
+    ez_pool *pool;
+    const void *W;  /* [HEADS * N, K] Q8_0 */
+    const float *B; /* [N, K] f32 */
+    const float *X; /* [HEADS * M, K] */
+    float *Y;       /* [HEADS * M, N] */
+    int64_t N, K, M;
+    int32_t rc;
+} head_job;
+
+static void matmul_per_head(void *ctx, int64_t h0, int64_t h1, int thread_index) {
+    head_job *job = (head_job *)ctx;
+    size_t w_head = (size_t)ez_row_bytes(EZ_TYPE_Q8_0, (uint64_t)job->K) * (size_t)job->N;
+    (void)thread_index;
+    for (int64_t h = h0; h < h1; h++) {
+        int32_t rc = ez_matmul(job->pool, EZ_TYPE_Q8_0, (const uint8_t *)job->W + (size_t)h * w_head, job->N,
+                               job->K, job->X + h * job->M * job->K, job->M, job->Y + h * job->M * job->N);
+        if (rc != ELIZA_OK) job->rc = rc;
+        ez_gemm_f32(job->pool, job->M, job->N, job->K, job->X + h * job->M * job->K, job->K, job->B, job->K, 1,
+                    job->Y + h * job->M * job->N, job->N, 1);
+    }
+}
+
+static void test_matmul_nested_in_pool_loop_matches_direct(void) {
+    enum { HEADS = 8, N = 48, K = 64, M = 30 }; /* M past the direct path: packing uses scratch */
+    ez_pool *pool = ez_pool_create(3);
+    void *W = random_weights(EZ_TYPE_Q8_0, HEADS * N, K);
+    float *B = random_floats(N * K);
+    float *X = random_floats(HEADS * M * K);
+    float *Y = (float *)malloc(sizeof(float) * HEADS * M * N);
+    float *Y_direct = (float *)malloc(sizeof(float) * HEADS * M * N);
+    head_job job = {pool, W, B, X, Y, N, K, M, ELIZA_OK};
+    head_job direct = {NULL, W, B, X, Y_direct, N, K, M, ELIZA_OK};
+    ez_pool_for(pool, HEADS, 1, matmul_per_head, &job);
+    matmul_per_head(&direct, 0, HEADS, 0);
+    CHECK(job.rc == ELIZA_OK && direct.rc == ELIZA_OK, "nested matmul failed");
+    CHECK(memcmp(Y, Y_direct, sizeof(float) * HEADS * M * N) == 0,
+          "products inside a pool loop differ from the same products without a pool");
+    ez_pool_destroy(pool);
+    free(W);
+    free(B);
+    free(X);
+    free(Y);
+    free(Y_direct);
+}
+
+static void test_matmul_refuses_what_it_cannot_do(void) {
+    float X[64] = {0}, Y[4];
+    uint8_t W[256] = {0};
+    CHECK(ez_matmul(NULL, EZ_TYPE_Q4_1, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "Q4_1 has no kernels");
+    CHECK(ez_matmul(NULL, 99, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "type 99 is unknown");
+    CHECK(ez_matmul(NULL, EZ_TYPE_Q4_0, W, 1, 48, X, 1, Y) == ELIZA_E_UNSUPPORTED,
+          "K=48 is not whole Q4_0 blocks");
+    CHECK(ez_error_message()[0] != '\0', "refusal without a message");
+    CHECK(ez_matmul(NULL, EZ_TYPE_Q8_0, W, 1, -32, X, 1, Y) == ELIZA_E_INVALID_ARG, "negative K");
+}
+
+int main(void) {
+    test_gemm_fast_matches_reference();
+    test_gemm_prefill_sized_product();
+    test_gemm_same_bits_for_any_thread_count();
+    test_gemm_zero_depth_clears_or_keeps();
+    test_gemm_scalar_mode_is_the_reference();
+    test_matmul_covers_every_type_with_kernels();
+    test_matmul_matches_dequantized_reference();
+    test_matmul_matches_reference_on_quantized_activations();
+    test_matmul_nested_in_pool_loop_matches_direct();
+    test_matmul_refuses_what_it_cannot_do();
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed != 0;
+}
