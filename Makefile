@@ -11,7 +11,8 @@ FUZZ_SECONDS ?= 60
 export HF_HUB_OFFLINE := 1
 
 APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
-               gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+               gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+               llvm mingw-w64 wine64 openjdk-17-jdk-headless
 
 .PHONY: demo test deps build check-c check-asan check-arm64 check-fuzz check-py wheel fuzz bench clean
 
@@ -19,7 +20,7 @@ demo: deps build
 	$(PYTHON) -m pip install -q .
 	ELIZA_MODEL_CACHE=$(MODELS) $(PYTHON) -m eliza.demo
 
-test: deps build check-c check-asan check-arm64 check-fuzz check-py
+test: deps build check-c check-asan check-fuzz check-py
 
 # Installs the system and Python packages the build and the tests need. Safe
 # to rerun; a fresh machine gets everything from Debian and PyPI.
@@ -46,12 +47,11 @@ check-asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
 
-# The NEON kernels, cross-compiled and run under qemu-user.
+# The NEON kernels, cross-compiled and run under qemu-user; then the ABI probe
+# under qemu and an aarch64 wheel that auditwheel accepts (wheels/proofs.py).
+# tests/test_packaging.py runs it, so check-py covers it.
 check-arm64:
-	cmake -S . -B $(BUILD)-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
-	cmake --build $(BUILD)-arm64 -j $(JOBS)
-	ctest --test-dir $(BUILD)-arm64 --output-on-failure -j $(JOBS)
+	ELIZA_PKG_ARM64_BUILD=$(CURDIR)/$(BUILD)-arm64 $(PYTHON) wheels/proofs.py arm64
 
 # A short libFuzzer run of every fuzz target, so they keep building and
 # finding nothing; `make fuzz FUZZ_SECONDS=600` is the developer's long run.
@@ -67,8 +67,10 @@ fuzz:
 	  name=$$(basename $$f); corpus=tests/fuzz/corpus/$$name; mkdir -p $$corpus; \
 	  if [ -x $(BUILD)/test_gguf ]; then $(BUILD)/test_gguf --write-corpus $$corpus >/dev/null; fi; \
 	  echo "== $$name for $(FUZZ_SECONDS) s"; \
+	  log=$(BUILD)-fuzz/$$name.log; \
 	  UBSAN_OPTIONS=halt_on_error=1 $$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-	    -print_final_stats=1 $$corpus; \
+	    -print_final_stats=1 $$corpus >$$log 2>&1 || { tail -60 $$log; exit 1; }; \
+	  grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $$log; \
 	done
 
 check-py: build
@@ -77,4 +79,28 @@ check-py: build
 	  $(PYTHON) -m pytest -q tests
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-arm64 $(BUILD)-fuzz dist
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-arm64 $(BUILD)-fuzz dist build-pkg build-android build-ios
+
+# ---- packaging proofs (wheels/proofs.py; tests/test_packaging.py runs each one,
+# so `make test` covers them through check-py) ---------------------------------
+PKG_PROOFS = check-wheel check-portable check-windows check-macos check-ios check-android-proxy check-jni
+.PHONY: wheels check-packaging $(PKG_PROOFS)
+
+wheels:
+	$(PYTHON) wheels/proofs.py all
+check-packaging:
+	$(PYTHON) -m pytest -q tests/test_packaging.py
+check-wheel:
+	$(PYTHON) wheels/proofs.py wheel
+check-portable:
+	$(PYTHON) wheels/proofs.py portable
+check-windows:
+	$(PYTHON) wheels/proofs.py windows
+check-macos:
+	$(PYTHON) wheels/proofs.py macos
+check-ios:
+	$(PYTHON) wheels/proofs.py ios
+check-android-proxy:
+	$(PYTHON) wheels/proofs.py android
+check-jni:
+	$(PYTHON) wheels/proofs.py jni

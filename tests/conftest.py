@@ -19,6 +19,10 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# tests/wheel/ is the smoke suite of an installed wheel; the packaging proofs
+# run it inside the fresh environments they build.
+collect_ignore = ["wheel"]
 HEADER = REPO / "include" / "eliza.h"
 
 if "ELIZA_LIBRARY" not in os.environ:

@@ -9,14 +9,26 @@
 
 #include "eliza.h"
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(_WIN32)
+/* PE/COFF exports only what ELIZA_API marks; there is no "hidden". */
+#define EZ_INTERNAL
+#elif defined(__GNUC__) || defined(__clang__)
 #define EZ_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define EZ_INTERNAL
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* With __USE_MINGW_ANSI_STDIO the C99 printf is used, not msvcrt's. */
+#define EZ_PRINTF(fmt_idx, arg_idx) __attribute__((format(gnu_printf, fmt_idx, arg_idx)))
+#else
 #define EZ_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
+#endif
 #define EZ_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define EZ_ALIGNED(n) __attribute__((aligned(n)))
 #else
-#define EZ_INTERNAL
 #define EZ_PRINTF(fmt_idx, arg_idx)
 #define EZ_LIKELY(x) (x)
 #define EZ_UNLIKELY(x) (x)

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/error.h"
 #include "core/gguf.h"
+#include "core/platform.h"
 #include "eliza.h"
 #include "llm/tokenizer.h"
 #include "llm/tokenizer_impl.h"
@@ -845,11 +845,7 @@ static int32_t open_tokenizer(const char *path, ez_tokenizer **tok) {
     return rc;
 }
 
-static double now(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return 1e-9 * (double)ez_time_ns(); }
 
 static void put_hex(FILE *out, const char *tag, const char *s, size_t n) {
     size_t i;

@@ -2,7 +2,7 @@
 # gcc-aarch64-linux-gnu, and runs the C tests through qemu user mode:
 #
 #   cmake -S . -B build-arm64 -G Ninja \
-#         -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
+#         -DCMAKE_TOOLCHAIN_FILE=wheels/toolchains/aarch64-linux-gnu.cmake
 #   cmake --build build-arm64 && ctest --test-dir build-arm64
 #
 # ELIZA_AARCH64_SYSROOT names the target's libc tree (the qemu -L root too).
