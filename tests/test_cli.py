@@ -110,3 +110,23 @@ def test_a_command_is_required(capsys: pytest.CaptureFixture[str]) -> None:
         main([])
     assert info.value.code == 2
     assert "COMMAND" in capsys.readouterr().err
+
+
+def test_models_list_names_every_pinned_model(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("models", "list", env={"ELIZA_MODEL_CACHE": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "gemma3-270m" in result.stdout and "not fetched" in result.stdout
+
+
+def test_models_path_of_an_unfetched_or_unknown_model_fails(run_cli: RunCli, tmp_path: Path) -> None:
+    env = {"ELIZA_MODEL_CACHE": str(tmp_path)}
+    unfetched = run_cli("models", "path", "gemma3-270m", env=env)
+    assert unfetched.returncode == 1 and "eliza models fetch gemma3-270m" in unfetched.stderr
+    unknown = run_cli("models", "path", "no-such-model", env=env)
+    assert unknown.returncode == 1 and "unknown model 'no-such-model'" in unknown.stderr
+
+
+def test_models_path_of_a_fetched_model_is_the_verified_file(run_cli: RunCli, gemma_path: Path) -> None:
+    result = run_cli("models", "path", "gemma3-270m", env={"ELIZA_MODEL_CACHE": str(gemma_path.parent)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(gemma_path)

