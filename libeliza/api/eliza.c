@@ -107,7 +107,7 @@ static const char *build_capabilities(void) {
     append_cpu_features(&sb, ez_cpu_features());
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
-    ez_sb_puts(&sb, ", \"engines\": {\"llm\": false, \"tts\": false, \"diarization\": false}");
+    ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": false, \"diarization\": false}");
     ez_sb_printf(&sb, ", \"espeak_ng\": %s}", espeak_ng_loadable() ? "true" : "false");
     return ez_sb_take(&sb);
 }

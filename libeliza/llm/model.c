@@ -1,0 +1,420 @@
+/* Loading a decoder-only LLM from GGUF: architecture, hyperparameters,
+ * then every tensor checked against them. Conventions that the files do not
+ * spell out follow llama.cpp (src/llama-model.cpp, src/models/<arch>.cpp),
+ * since that is what wrote and runs these files; each is noted where used. */
+#include "model.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/quant.h"
+
+/* Bounds that no real model comes near; they keep every size product below
+ * overflow and turn absurd metadata into a clear error. */
+#define MAX_EMBD 65536
+#define MAX_LAYERS 1024
+#define MAX_HEADS 1024
+#define MAX_HEAD_DIM 1024
+#define MAX_FF (1 << 20)
+#define MAX_VOCAB (1 << 24)
+
+typedef struct {
+    const char *name;
+    ez_llm_arch arch;
+} arch_entry;
+
+static const arch_entry ARCHS[] = {
+    {"llama", EZ_LLM_ARCH_LLAMA},
+    {"qwen2", EZ_LLM_ARCH_QWEN2},
+    {"qwen3", EZ_LLM_ARCH_QWEN3},
+    {"gemma3", EZ_LLM_ARCH_GEMMA3},
+};
+
+/* ---- metadata -------------------------------------------------------------------- */
+
+typedef struct {
+    const ez_gguf *g;
+    const char *arch;
+    char key[160];
+} keys;
+
+static const char *arch_key(keys *k, const char *suffix) {
+    snprintf(k->key, sizeof k->key, "%s.%s", k->arch, suffix);
+    return k->key;
+}
+
+static int32_t need_u32(keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
+    uint32_t v;
+    const char *key = arch_key(k, suffix);
+    int32_t rc;
+    if (!ez_gguf_find_kv(k->g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
+    rc = ez_gguf_get_u32(k->g, key, &v);
+    if (rc) return rc == ELIZA_E_NOT_FOUND ? ELIZA_E_FORMAT : rc;
+    if (v < lo || v > hi)
+        return ez_fail(ELIZA_E_FORMAT, "LLM metadata '%s' = %" PRIu32 " is out of range [%" PRIu32 ", %" PRIu32 "]",
+                       key, v, lo, hi);
+    *out = (int32_t)v;
+    return ELIZA_OK;
+}
+
+/* Absent keys keep *out. */
+static int32_t opt_u32(keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
+    if (!ez_gguf_find_kv(k->g, arch_key(k, suffix))) return ELIZA_OK;
+    return need_u32(k, suffix, lo, hi, out);
+}
+
+static int32_t opt_f32(keys *k, const char *suffix, float *out) {
+    const char *key = arch_key(k, suffix);
+    float v;
+    int32_t rc;
+    if (!ez_gguf_find_kv(k->g, key)) return ELIZA_OK;
+    rc = ez_gguf_get_f32(k->g, key, &v);
+    if (rc) return rc;
+    if (!isfinite(v)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata '%s' is not a finite number", key);
+    *out = v;
+    return ELIZA_OK;
+}
+
+static int str_is(ez_str s, const char *lit) {
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+/* rope.scaling.type: none and linear are plain rope; YaRN and LongRoPE change
+ * the rotation itself and are not implemented. */
+static int32_t load_rope_scaling(keys *k, ez_llm_hparams *hp) {
+    const char *key = arch_key(k, "rope.scaling.type");
+    ez_str type;
+    float factor = 0.0f;
+    int32_t rc;
+    if (ez_gguf_find_kv(k->g, key)) {
+        rc = ez_gguf_get_str(k->g, key, &type);
+        if (rc) return rc;
+        if (!str_is(type, "none") && !str_is(type, "linear"))
+            return ez_fail(ELIZA_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear)",
+                           (int)EZ_MIN(type.len, 32u), type.ptr);
+        if (str_is(type, "none")) return ELIZA_OK;
+    }
+    rc = opt_f32(k, "rope.scaling.factor", &factor);
+    if (rc) return rc;
+    if (factor < 0.0f) return ez_fail(ELIZA_E_FORMAT, "rope scaling factor %g is negative", (double)factor);
+    /* llama.cpp: freq_scale = 1 / factor, and a factor of 0 means none. */
+    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    return ELIZA_OK;
+}
+
+static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp) {
+    keys k;
+    ez_str arch;
+    size_t i;
+    int32_t rc, n_embd_head_default;
+    const char *key;
+
+    memset(hp, 0, sizeof *hp);
+    if (!ez_gguf_find_kv(g, "general.architecture"))
+        return ez_fail(ELIZA_E_FORMAT, "not a model file: 'general.architecture' is missing");
+    rc = ez_gguf_get_str(g, "general.architecture", &arch);
+    if (rc) return rc;
+    for (i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (str_is(arch, ARCHS[i].name)) break;
+    if (i == sizeof ARCHS / sizeof ARCHS[0])
+        return ez_fail(ELIZA_E_UNSUPPORTED,
+                       "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3)",
+                       (int)EZ_MIN(arch.len, 64u), arch.ptr);
+    hp->arch = ARCHS[i].arch;
+    hp->arch_name = ARCHS[i].name;
+    k.g = g;
+    k.arch = hp->arch_name;
+
+    if ((rc = need_u32(&k, "context_length", 1, INT32_MAX, &hp->n_ctx_train)) ||
+        (rc = need_u32(&k, "embedding_length", 1, MAX_EMBD, &hp->n_embd)) ||
+        (rc = need_u32(&k, "block_count", 1, MAX_LAYERS, &hp->n_layer)) ||
+        (rc = need_u32(&k, "feed_forward_length", 1, MAX_FF, &hp->n_ff)) ||
+        (rc = need_u32(&k, "attention.head_count", 1, MAX_HEADS, &hp->n_head)))
+        return rc;
+    hp->n_head_kv = hp->n_head;
+    if ((rc = opt_u32(&k, "attention.head_count_kv", 1, MAX_HEADS, &hp->n_head_kv))) return rc;
+    if (hp->n_head % hp->n_head_kv != 0)
+        return ez_fail(ELIZA_E_FORMAT, "attention.head_count %d is not a multiple of head_count_kv %d", hp->n_head,
+                       hp->n_head_kv);
+    /* llama.cpp: head size defaults to n_embd / n_head, rotated dims to the head size. */
+    n_embd_head_default = hp->n_embd / hp->n_head;
+    hp->head_dim = n_embd_head_default;
+    hp->head_dim_v = n_embd_head_default;
+    if ((rc = opt_u32(&k, "attention.key_length", 1, MAX_HEAD_DIM, &hp->head_dim)) ||
+        (rc = opt_u32(&k, "attention.value_length", 1, MAX_HEAD_DIM, &hp->head_dim_v)))
+        return rc;
+    if (hp->head_dim < 2 || hp->head_dim_v < 1)
+        return ez_fail(ELIZA_E_FORMAT, "head size %d (n_embd %d / %d heads) is too small", hp->head_dim, hp->n_embd,
+                       hp->n_head);
+    if (hp->head_dim_v != hp->head_dim)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "key head size %d differs from value head size %d", hp->head_dim,
+                       hp->head_dim_v);
+    hp->n_rot = hp->head_dim;
+    if ((rc = opt_u32(&k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
+    if (hp->n_rot % 2 != 0) return ez_fail(ELIZA_E_FORMAT, "rope.dimension_count %d is odd", hp->n_rot);
+
+    key = arch_key(&k, "attention.layer_norm_rms_epsilon");
+    if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
+    hp->norm_eps = -1.0f;
+    if ((rc = opt_f32(&k, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return rc;
+    if (!(hp->norm_eps >= 0.0f && hp->norm_eps < 1.0f))
+        return ez_fail(ELIZA_E_FORMAT, "RMSNorm epsilon %g is out of range", (double)hp->norm_eps);
+
+    hp->rope_base = 10000.0f;
+    hp->rope_base_swa = 10000.0f; /* llama.cpp's default for gemma3's local layers */
+    hp->rope_freq_scale = 1.0f;
+    if ((rc = opt_f32(&k, "rope.freq_base", &hp->rope_base)) ||
+        (rc = opt_f32(&k, "rope.freq_base_swa", &hp->rope_base_swa)))
+        return rc;
+    if (!(hp->rope_base > 1.0f) || !(hp->rope_base_swa > 1.0f))
+        return ez_fail(ELIZA_E_FORMAT, "rope base %g / %g must be above 1", (double)hp->rope_base,
+                       (double)hp->rope_base_swa);
+    if ((rc = load_rope_scaling(&k, hp))) return rc;
+    /* Normal rope for llama (its converter permutes q/k rows to match);
+     * NEOX (halves) for qwen2, qwen3 and gemma3, as llama_model_rope_type(). */
+    hp->rope_neox = hp->arch != EZ_LLM_ARCH_LLAMA;
+
+    /* 1/sqrt(head_dim) for all four; llama.cpp's gemma3 makes one exception,
+     * Gemma 3 27B (62 layers), whose query_pre_attn_scalar is n_embd / n_head.
+     * (Gemma's query_pre_attn_scalar is not stored in GGUF.) */
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (hp->arch == EZ_LLM_ARCH_GEMMA3 && hp->n_layer == 62)
+        hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+
+    hp->embd_scale = 1.0f;
+    hp->ffn_gelu = 0;
+    if (hp->arch == EZ_LLM_ARCH_GEMMA3) {
+        hp->embd_scale = sqrtf((float)hp->n_embd);
+        hp->ffn_gelu = 1;
+        if ((rc = opt_u32(&k, "attention.sliding_window", 0, INT32_MAX, &hp->n_swa)) ||
+            (rc = opt_f32(&k, "final_logit_softcapping", &hp->final_softcap)))
+            return rc;
+        if (hp->final_softcap < 0.0f)
+            return ez_fail(ELIZA_E_FORMAT, "final_logit_softcapping %g is negative", (double)hp->final_softcap);
+    }
+    return ELIZA_OK;
+}
+
+/* Which layers attend through the sliding window. llama.cpp (gemma3,
+ * load_swa_pattern with its default 6): `attention.sliding_window_pattern`
+ * is either one bool per layer or a period n, where layer il is local when
+ * il % n < n - 1 (five local layers, then a global one); no key means 6. */
+static int32_t load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers) {
+    char key[160];
+    const ez_gguf_kv *kv;
+    int32_t il;
+    uint32_t period = 6;
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
+    kv = ez_gguf_find_kv(g, key);
+    if (kv && kv->type == EZ_GGUF_ARRAY) {
+        if (kv->arr_type != EZ_GGUF_BOOL && kv->arr_type != EZ_GGUF_U8 && kv->arr_type != EZ_GGUF_I8 &&
+            kv->arr_type != EZ_GGUF_U32 && kv->arr_type != EZ_GGUF_I32)
+            return ez_fail(ELIZA_E_FORMAT, "'%s' must be an array of bools", key);
+        if (kv->arr_len != (uint64_t)hp->n_layer)
+            return ez_fail(ELIZA_E_FORMAT, "'%s' has %" PRIu64 " entries for %d layers", key, kv->arr_len,
+                           hp->n_layer);
+        for (il = 0; il < hp->n_layer; il++) {
+            size_t w = (kv->arr_type == EZ_GGUF_U32 || kv->arr_type == EZ_GGUF_I32) ? 4 : 1;
+            const uint8_t *p = kv->arr_data + (size_t)il * w;
+            layers[il].is_swa = w == 1 ? p[0] != 0 : (p[0] | p[1] | p[2] | p[3]) != 0;
+        }
+        return ELIZA_OK;
+    }
+    if (kv) {
+        int32_t rc = ez_gguf_get_u32(g, key, &period);
+        if (rc) return rc;
+    }
+    for (il = 0; il < hp->n_layer; il++)
+        layers[il].is_swa = period == 0 || (uint32_t)il % period < period - 1;
+    return ELIZA_OK;
+}
+
+/* ---- tensors ----------------------------------------------------------------------- */
+
+static int32_t track(ez_llm_model *m, void *p) {
+    if (m->n_allocs == m->cap_allocs) {
+        size_t cap = m->cap_allocs ? 2 * m->cap_allocs : 64;
+        void **a = (void **)realloc(m->allocs, cap * sizeof *a);
+        if (!a) {
+            free(p);
+            return ez_fail(ELIZA_E_NOMEM, "out of memory loading the model");
+        }
+        m->allocs = a;
+        m->cap_allocs = cap;
+    }
+    m->allocs[m->n_allocs++] = p;
+    return ELIZA_OK;
+}
+
+static int32_t shape_error(const ez_gguf_tensor *t, int64_t want0, int64_t want1) {
+    return ez_fail(ELIZA_E_FORMAT,
+                   "tensor '%s' has shape [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                   "], expected [%" PRId64 ", %" PRId64 "] from the hyperparameters",
+                   t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], want0, want1);
+}
+
+/* A matrix of n_rows x n_cols (GGUF ne = {n_cols, n_rows}). n_rows < 0
+ * accepts any row count (the vocabulary). Absent and optional: data NULL. */
+static int32_t get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int64_t n_cols, int required,
+                          ez_llm_matrix *out) {
+    const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, name);
+    const ez_type_traits *tr;
+    const ez_type_kernels *kw;
+    memset(out, 0, sizeof *out);
+    if (!t) return required ? ez_fail(ELIZA_E_FORMAT, "tensor '%s' is missing", name) : ELIZA_OK;
+    if (t->ne[2] != 1 || t->ne[3] != 1 || t->ne[0] != (uint64_t)n_cols ||
+        (n_rows >= 0 && t->ne[1] != (uint64_t)n_rows) || t->ne[1] == 0 || t->ne[1] > MAX_VOCAB)
+        return shape_error(t, n_cols, n_rows);
+    tr = ez_type_traits_of(t->type);
+    kw = ez_kernels(t->type);
+    if (!tr || !tr->has_kernels || !kw->dot || !kw->dequant)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "tensor '%s': type %s has no kernels in this build", name,
+                       tr ? tr->name : "unknown");
+    if (tr->vec_dot_type != EZ_TYPE_F32 && !ez_kernels(tr->vec_dot_type)->quant)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "tensor '%s': no quantizer for its activations (%s)", name,
+                       ez_type_traits_of(tr->vec_dot_type)->name);
+    out->name = t->name;
+    out->type = t->type;
+    out->n_rows = (int64_t)t->ne[1];
+    out->n_cols = n_cols;
+    out->row_bytes = (size_t)ez_row_bytes(t->type, (uint64_t)n_cols);
+    out->data = t->data;
+    if (out->row_bytes == 0 || out->row_bytes * (uint64_t)out->n_rows != t->nbytes)
+        return ez_fail(ELIZA_E_FORMAT, "tensor '%s': %" PRIu64 " bytes do not hold %" PRId64 " rows of %" PRId64,
+                       name, t->nbytes, out->n_rows, n_cols);
+    return ELIZA_OK;
+}
+
+/* A vector of n elements, dequantized to F32 and owned by the model. */
+static int32_t get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out) {
+    const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, name);
+    const ez_type_traits *tr;
+    float *v;
+    int32_t rc;
+    *out = NULL;
+    if (!t) return required ? ez_fail(ELIZA_E_FORMAT, "tensor '%s' is missing", name) : ELIZA_OK;
+    if (t->n_elements != (uint64_t)n || t->ne[0] != (uint64_t)n) return shape_error(t, n, 1);
+    tr = ez_type_traits_of(t->type);
+    if (!tr || !tr->has_kernels || !ez_kernels(t->type)->dequant)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "tensor '%s': type %s has no kernels in this build", name,
+                       tr ? tr->name : "unknown");
+    if (n % tr->block_size != 0)
+        return ez_fail(ELIZA_E_FORMAT, "tensor '%s': %" PRId64 " elements are not whole %s blocks", name, n, tr->name);
+    v = (float *)malloc(sizeof(float) * (size_t)n);
+    if (!v) return ez_fail(ELIZA_E_NOMEM, "out of memory for tensor '%s'", name);
+    if ((rc = track(m, v))) return rc;
+    ez_kernels(t->type)->dequant(t->data, v, n);
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return ez_fail(ELIZA_E_FORMAT, "tensor '%s' holds a non-finite value at %" PRId64, name, i);
+    *out = v;
+    return ELIZA_OK;
+}
+
+static const char *blk(char *buf, size_t cap, int il, const char *what) {
+    snprintf(buf, cap, "blk.%d.%s", il, what);
+    return buf;
+}
+
+static int32_t load_layer(ez_llm_model *m, int il) {
+    const ez_llm_hparams *hp = &m->hp;
+    ez_llm_layer *L = &m->layers[il];
+    const int64_t n_embd = hp->n_embd, n_q = (int64_t)hp->n_head * hp->head_dim,
+                  n_kv = (int64_t)hp->n_head_kv * hp->head_dim, n_v = (int64_t)hp->n_head_kv * hp->head_dim_v,
+                  n_ff = hp->n_ff;
+    const int gemma = hp->arch == EZ_LLM_ARCH_GEMMA3;
+    const int qk_norm = hp->arch == EZ_LLM_ARCH_QWEN3 || gemma;
+    char b[96];
+    int32_t rc;
+
+    if ((rc = get_vector(m, blk(b, sizeof b, il, "attn_norm.weight"), n_embd, 1, &L->attn_norm)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_q.weight"), n_q, n_embd, 1, &L->wq)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_k.weight"), n_kv, n_embd, 1, &L->wk)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_v.weight"), n_v, n_embd, 1, &L->wv)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "attn_q.bias"), n_q, 0, &L->bq)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "attn_k.bias"), n_kv, 0, &L->bk)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "attn_v.bias"), n_v, 0, &L->bv)) ||
+        (qk_norm && (rc = get_vector(m, blk(b, sizeof b, il, "attn_q_norm.weight"), hp->head_dim, 1, &L->q_norm))) ||
+        (qk_norm && (rc = get_vector(m, blk(b, sizeof b, il, "attn_k_norm.weight"), hp->head_dim, 1, &L->k_norm))) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_output.weight"), n_embd, (int64_t)hp->n_head * hp->head_dim_v,
+                         1, &L->wo)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "attn_output.bias"), n_embd, 0, &L->bo)) ||
+        (gemma && (rc = get_vector(m, blk(b, sizeof b, il, "post_attention_norm.weight"), n_embd, 1,
+                                   &L->post_attn_norm))) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_norm.weight"), n_embd, 1, &L->ffn_norm)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_gate.weight"), n_ff, n_embd, 1, &L->ffn_gate)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_up.weight"), n_ff, n_embd, 1, &L->ffn_up)) ||
+        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_down.weight"), n_embd, n_ff, 1, &L->ffn_down)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_gate.bias"), n_ff, 0, &L->b_gate)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_up.bias"), n_ff, 0, &L->b_up)) ||
+        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_down.bias"), n_embd, 0, &L->b_down)) ||
+        (gemma && (rc = get_vector(m, blk(b, sizeof b, il, "post_ffw_norm.weight"), n_embd, 1, &L->post_ffw_norm))))
+        return rc;
+    /* Gemma 3's local layers use their own rope base and no scaling. */
+    L->is_swa = L->is_swa && hp->n_swa > 0;
+    L->rope_base = L->is_swa ? hp->rope_base_swa : hp->rope_base;
+    L->rope_freq_scale = L->is_swa ? 1.0f : hp->rope_freq_scale;
+    return ELIZA_OK;
+}
+
+static int32_t load_weights(ez_llm_model *m) {
+    ez_llm_hparams *hp = &m->hp;
+    int32_t rc, il;
+
+    if ((rc = get_matrix(m, "token_embd.weight", -1, hp->n_embd, 1, &m->tok_embd)) ||
+        (rc = get_vector(m, "output_norm.weight", hp->n_embd, 1, &m->output_norm)) ||
+        (rc = get_matrix(m, "output.weight", m->tok_embd.n_rows, hp->n_embd, 0, &m->output)))
+        return rc;
+    m->tied_output = m->output.data == NULL;
+    if (m->tied_output) m->output = m->tok_embd;
+    hp->n_vocab = (int32_t)m->output.n_rows;
+    if ((rc = get_vector(m, "output.bias", hp->n_vocab, 0, &m->output_bias)) ||
+        (rc = get_vector(m, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_factors)))
+        return rc;
+    if (m->rope_factors)
+        for (il = 0; il < hp->n_rot / 2; il++)
+            if (!(m->rope_factors[il] > 0.0f))
+                return ez_fail(ELIZA_E_FORMAT, "rope_freqs.weight[%d] = %g is not positive", il,
+                               (double)m->rope_factors[il]);
+
+    m->layers = (ez_llm_layer *)calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d layers", hp->n_layer);
+    if (hp->n_swa > 0 && (rc = load_swa_pattern(m->gguf, hp, m->layers))) return rc;
+    for (il = 0; il < hp->n_layer; il++)
+        if ((rc = load_layer(m, il))) return rc;
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out) {
+    ez_llm_model *m;
+    int32_t rc;
+    *out = NULL;
+    m = (ez_llm_model *)calloc(1, sizeof *m);
+    if (!m) {
+        ez_gguf_close(g);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory loading the model");
+    }
+    m->gguf = g;
+    rc = load_hparams(g, &m->hp);
+    if (rc == ELIZA_OK) rc = load_weights(m);
+    if (rc) {
+        ez_llm_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return ELIZA_OK;
+}
+
+void ez_llm_model_free(ez_llm_model *m) {
+    size_t i;
+    if (!m) return;
+    for (i = 0; i < m->n_allocs; i++) free(m->allocs[i]);
+    free(m->allocs);
+    free(m->layers);
+    ez_gguf_close(m->gguf);
+    free(m);
+}

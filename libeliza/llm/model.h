@@ -1,0 +1,117 @@
+/* Decoder-only language models read from GGUF: hyperparameters and weights
+ * by architecture, validated against the file before anything runs.
+ *
+ * One model description covers the four supported architectures; they are
+ * the same pre-norm transformer and differ only in the pieces below:
+ *
+ *               llama      qwen2      qwen3      gemma3
+ *   rope        normal     neox       neox       neox
+ *   q/k/v bias  optional   yes        no         no
+ *   q/k norm    -          -          yes        yes
+ *   post norms  -          -          -          after attention and FFN
+ *   FFN gate    SiLU       SiLU       SiLU       GELU (tanh)
+ *   embedding   x 1        x 1        x 1        x sqrt(n_embd)
+ *   attention   global     global     global     sliding window on local
+ *                                                layers, own rope base
+ *
+ * Tensor names and metadata keys are those llama.cpp's convert_hf_to_gguf.py
+ * writes (docs/llm.md lists them). Matrices stay in the mapping in their
+ * stored type; the small vectors (norm weights, biases) are copied to F32.
+ *
+ * Shapes are written [rows, cols] in the row-major sense: a matrix
+ * [n_out, n_in] has n_out rows of n_in elements, GGUF ne = {n_in, n_out}, and
+ * computes y[n_out] = W x[n_in]. */
+#ifndef EZ_LLM_MODEL_H
+#define EZ_LLM_MODEL_H
+
+#include "core/common.h"
+#include "core/gguf.h"
+
+typedef enum {
+    EZ_LLM_ARCH_LLAMA = 0,
+    EZ_LLM_ARCH_QWEN2 = 1,
+    EZ_LLM_ARCH_QWEN3 = 2,
+    EZ_LLM_ARCH_GEMMA3 = 3
+} ez_llm_arch;
+
+/* A weight matrix in the mapping: n_rows rows of n_cols elements of `type`. */
+typedef struct {
+    const char *name;       /* GGUF tensor name (owned by the gguf) */
+    uint32_t type;          /* ez_type, with kernels in this build */
+    int64_t n_rows;         /* outputs */
+    int64_t n_cols;         /* inputs */
+    size_t row_bytes;
+    const uint8_t *data;    /* n_rows * row_bytes bytes */
+} ez_llm_matrix;
+
+typedef struct {
+    ez_llm_arch arch;
+    const char *arch_name;     /* "gemma3", ... (static storage) */
+    int32_t n_vocab;           /* rows of the output projection */
+    int32_t n_ctx_train;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_ff;
+    int32_t n_head;
+    int32_t n_head_kv;         /* divides n_head (grouped-query attention) */
+    int32_t head_dim;          /* of queries and keys */
+    int32_t head_dim_v;        /* of values; equal to head_dim in all four */
+    int32_t n_rot;             /* rotated dimensions of each head (even, <= head_dim) */
+    float norm_eps;            /* RMSNorm epsilon */
+    float rope_base;           /* global layers */
+    float rope_base_swa;       /* sliding-window layers (gemma3) */
+    float rope_freq_scale;     /* 1 / linear scaling factor (global layers) */
+    int rope_neox;             /* rotate (i, i + n_rot/2) pairs, else (2i, 2i+1) */
+    int32_t n_swa;             /* sliding window in tokens, 0 = none */
+    float attn_scale;          /* multiplies q.k */
+    float embd_scale;          /* multiplies the token embedding */
+    float final_softcap;       /* logits = c * tanh(logits / c); 0 = off */
+    int ffn_gelu;              /* gate activation: 1 GELU-tanh, 0 SiLU */
+} ez_llm_hparams;
+
+typedef struct {
+    int is_swa;                 /* sliding-window (local) attention */
+    float rope_base;            /* this layer's base */
+    float rope_freq_scale;
+
+    const float *attn_norm;     /* [n_embd] */
+    ez_llm_matrix wq;           /* [n_head * head_dim, n_embd] */
+    ez_llm_matrix wk;           /* [n_head_kv * head_dim, n_embd] */
+    ez_llm_matrix wv;           /* [n_head_kv * head_dim_v, n_embd] */
+    const float *bq, *bk, *bv;  /* [rows of wq/wk/wv] or NULL */
+    const float *q_norm;        /* [head_dim] per-head RMSNorm, or NULL */
+    const float *k_norm;        /* [head_dim] or NULL */
+    ez_llm_matrix wo;           /* [n_embd, n_head * head_dim_v] */
+    const float *bo;            /* [n_embd] or NULL */
+    const float *post_attn_norm; /* [n_embd] (gemma3) or NULL */
+
+    const float *ffn_norm;      /* [n_embd] */
+    ez_llm_matrix ffn_gate;     /* [n_ff, n_embd] */
+    ez_llm_matrix ffn_up;       /* [n_ff, n_embd] */
+    ez_llm_matrix ffn_down;     /* [n_embd, n_ff] */
+    const float *b_gate, *b_up, *b_down; /* or NULL */
+    const float *post_ffw_norm; /* [n_embd] (gemma3) or NULL */
+} ez_llm_layer;
+
+typedef struct {
+    ez_llm_hparams hp;
+    ez_gguf *gguf;              /* owns the mapping every matrix points into */
+    ez_llm_matrix tok_embd;     /* [n_vocab_embd, n_embd] */
+    const float *output_norm;   /* [n_embd] */
+    ez_llm_matrix output;       /* [n_vocab, n_embd]; tok_embd when tied */
+    const float *output_bias;   /* [n_vocab] or NULL */
+    const float *rope_factors;  /* [n_rot / 2] frequency divisors (llama 3), or NULL */
+    int tied_output;
+    ez_llm_layer *layers;       /* [n_layer] */
+    void **allocs;              /* own every `const float *` above */
+    size_t n_allocs, cap_allocs;
+} ez_llm_model;
+
+/* Takes ownership of `g` (closed by ez_llm_model_free, also on failure).
+ * ELIZA_E_UNSUPPORTED for an architecture or type this build lacks,
+ * ELIZA_E_FORMAT for missing keys/tensors or shapes that contradict the
+ * hyperparameters, ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out);
+EZ_INTERNAL void ez_llm_model_free(ez_llm_model *m);
+
+#endif /* EZ_LLM_MODEL_H */

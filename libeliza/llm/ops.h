@@ -1,0 +1,187 @@
+/* The element-wise and reduction operations of the LLM forward pass, and the
+ * matrix products over the stored (quantized) weights.
+ *
+ * Vector ops come as a table: the scalar reference (ops.c) and an AVX2+FMA
+ * variant (ops_avx2.c), chosen once from ez_simd_level_active(), so
+ * ELIZA_FORCE_SCALAR=1 selects the reference. The two agree to float
+ * rounding (summation order, a polynomial exp within 2 ulp); tests/c/
+ * test_llm_ops.c holds them to it. */
+#ifndef EZ_LLM_OPS_H
+#define EZ_LLM_OPS_H
+
+#include "core/common.h"
+#include "core/pool.h"
+#include "model.h"
+
+typedef struct {
+    /* sum of a[i] * b[i] */
+    float (*dot)(const float *a, const float *b, int64_t n);
+    /* y[i] += a * x[i] */
+    void (*axpy)(float *y, float a, const float *x, int64_t n);
+    /* out[r] = sum of a[r * lda + i] * b[i], r < 4: four rows against one
+     * vector read once (attention scores of the heads sharing a key) */
+    void (*dot4)(const float *a, int64_t lda, const float *b, int64_t n, float out[4]);
+    /* y[r * ldy + i] += w[r] * x[i], r < 4 (the same heads' weighted values) */
+    void (*axpy4)(float *y, int64_t ldy, const float w[4], const float *x, int64_t n);
+    /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; y may alias x */
+    void (*rms_norm)(float *y, const float *x, const float *w, int64_t n, float eps);
+    /* g[i] = gelu_tanh(g[i]) * u[i]  (GeGLU, PyTorch's approximate="tanh") */
+    void (*gelu_tanh_mul)(float *g, const float *u, int64_t n);
+    /* g[i] = silu(g[i]) * u[i]  (SwiGLU) */
+    void (*silu_mul)(float *g, const float *u, int64_t n);
+    /* x = softmax(x), in place */
+    void (*softmax)(float *x, int64_t n);
+    /* n floats -> n/32 Q8_0 blocks, rounded as llama.cpp's CPU backend does
+     * on this architecture (see ez_llm_quant_q8_0_ref) */
+    void (*quant_q8_0)(const float *x, void *dst, int64_t n);
+} ez_llm_ops;
+
+/* Q8_0 activation blocks exactly as llama.cpp's CPU backend makes them, so
+ * the integer codes (and hence every dot) agree with it: d = amax / 127
+ * stored as F16; codes round(x * id) to nearest, ties to even, with
+ * id = 127 / amax on x86-64 (ggml's AVX path) and id = 1 / d elsewhere
+ * (its NEON and generic paths; the generic one rounds ties away from zero).
+ * core's ez_quant_q8_0_ref follows ggml's generic reference, whose codes
+ * differ from the x86 ones in about one element per thousand: enough to move
+ * Gemma's logits by tenths. */
+EZ_INTERNAL void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n);
+
+/* The table in use (AVX2 when the CPU has it and ELIZA_FORCE_SCALAR is unset). */
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
+/* NULL when this build has no AVX2 variant (not x86-64); callers check the CPU. */
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx2(void);
+
+/* Rotary position embedding of one vector of n_heads heads of head_dim
+ * values, rotating the first n_rot dims of each head by the angles whose
+ * cosines and sines are cs[2i], cs[2i+1] (i < n_rot/2). neox pairs (i,
+ * i + n_rot/2) (GPT-NeoX / HF rotate_half); otherwise (2i, 2i+1) (GPT-J /
+ * original llama layout). */
+EZ_INTERNAL void ez_rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int neox);
+
+/* cs[2i], cs[2i+1] = cos, sin of pos * freq_scale * base^(-2i/n_rot) / factors[i]
+ * for i < n_rot/2 (factors may be NULL). Computed in double. */
+EZ_INTERNAL void ez_rope_angles(float *cs, int32_t pos, int n_rot, float base, float freq_scale,
+                                const float *factors);
+
+/* ---- matrix products over stored weights ------------------------------------------ */
+
+
+/* Activations quantized to the formats the weights' dot kernels read. One
+ * input (e.g. the normed hidden state) is quantized once and shared by every
+ * matrix that reads it (q, k and v; gate and up). Buffers grow on demand
+ * and are reused across calls. */
+typedef struct {
+    const float *x;         /* [n_rows, n_cols] row-major F32 */
+    int64_t n_rows, n_cols;
+    uint32_t q_type[2];     /* the vec_dot_types prepared so far (EZ_TYPE_COUNT = none) */
+    uint8_t *q_data[2];
+    size_t q_row_bytes[2];
+    size_t q_cap[2];
+    void *x8[2];             /* q_data[slot] repacked for the x8 kernels, or NULL */
+    size_t x8_cap[2];        /* bytes */
+    int x8_ready[2];         /* x8[slot] holds this call's activations */
+} ez_llm_acts;
+
+EZ_INTERNAL void ez_llm_acts_init(ez_llm_acts *a);
+EZ_INTERNAL void ez_llm_acts_free(ez_llm_acts *a);
+
+/* One matrix product of a group: y[m * ldy + r] = W[r] . x[m] for every row
+ * r of W and every activation row m. */
+typedef struct {
+    const ez_llm_matrix *w;
+    float *y;
+    int64_t ldy;
+} ez_llm_mm;
+
+/* Computes every product of `mm` (all reading activations x [M, K], K =
+ * n_cols of each matrix) in one parallel pass. ELIZA_E_NOMEM if a buffer
+ * cannot grow. */
+EZ_INTERNAL int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t M,
+                                  const ez_llm_mm *mm, int n_mm);
+
+/* ---- tile kernels: many activation rows at once (prompt batches) ------------------ */
+
+/* A group of EZ_LLM_TILE_ROWS weight rows is unpacked once into bytes and
+ * dotted with every activation row; the per-pair dots would unpack it once
+ * per row. Q4_0, Q5_0, Q8_0 weights (Q8_0 activations) and Q4_K, Q5_K, Q6_K
+ * (Q8_K activations); ops_qtile.c has the layouts. Computes y[m * ldy + r]
+ * for r in [r0, r1), m in [0, M); scratch holds ez_llm_tile_scratch() bytes. */
+#define EZ_LLM_TILE_ROWS 4
+
+/* One K-quant super-block of one row, unpacked. */
+typedef struct {
+    uint8_t codes[256];       /* unsigned codes in element order */
+    int16_t scale[8][16];     /* per 32-element chunk: lanes 0-7 scale its first 16, 8-15 its last 16 */
+    int16_t offset[16];       /* per 16 elements, times the activation sums (bsums) */
+    int32_t zp;               /* integer zero point: isum = sum scale*code*x - zp * sum offset*bsum */
+    float d, c;               /* dot = dx * (d * isum - c * sum offset*bsum) */
+    uint8_t pad[20];          /* 576 bytes: codes stay 32-byte aligned in arrays */
+} ez_llm_ktile;
+
+typedef void (*ez_llm_tile_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8_t *x,
+                               size_t x_row_bytes, int64_t M, float *y, int64_t ldy, void *scratch);
+
+EZ_INTERNAL size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols);
+/* 8 for Q4_0, 16 for Q5_0 (codes are stored unsigned), 0 for Q8_0 (signed). */
+EZ_INTERNAL int ez_llm_tile_zero_point(uint32_t w_type);
+/* Unpacks rows [r0, r0 + n_rows) into codes [nb][TILE_ROWS][32] and scales
+ * [nb][TILE_ROWS] (rows past n_rows zero). */
+EZ_INTERNAL void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
+                                        float *scales);
+/* K quants: tiles[sb * TILE_ROWS + r] for every super-block sb. */
+EZ_INTERNAL void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
+/* NULL when the type has no tile kernel (or, for _active, under
+ * ELIZA_FORCE_SCALAR, where the per-pair reference dots are used). */
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type);
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type);
+/* AVX2 plus AVX-VNNI's vpdpbusd where it pays (the Q*_0 family); NULL when
+ * this build has no VNNI kernels. Callers check ez_llm_cpu_has_avxvnni(). */
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type);
+EZ_INTERNAL int ez_llm_cpu_has_avxvnni(void);
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
+
+/* ---- x8 kernels: eight activation rows per vector lane ------------------------------
+ *
+ * For Q4_0 / Q5_0 (Q8_0 activations) and Q4_K / Q5_K / Q6_K weights (Q8_K
+ * activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
+ * The activations are repacked once per product into groups of 8 rows whose
+ * blocks interleave the rows 4 bytes at a time, so one 32-byte load holds 4
+ * elements of 8 rows: a weight's 4 codes broadcast against it give 8
+ * partial dots at once, and each block's scale product and FMA serve 8 rows
+ * instead of 1. */
+#define EZ_LLM_X8_MIN_ROWS 8
+
+typedef struct ez_llm_x8_block_s {
+    int8_t q[8][8][4];   /* [4-byte group][row][byte]: one Q8_0 block of 8 rows */
+    float d[8];          /* block scales of the 8 rows */
+    int32_t sum[8];      /* sum of each row's 32 codes (for the weight's zero point) */
+} ez_llm_x8_block;       /* 320 bytes */
+
+/* The same for one Q8_K super-block of 8 rows. */
+typedef struct ez_llm_x8k_block_s {
+    int8_t q[64][8][4];      /* [4-byte group][row][byte] */
+    float d[8];              /* super-block scales */
+    int16_t bsums[8][8][2];  /* [pair i][row]: the row's sums of elements 32i..32i+15 and 32i+16..32i+31 */
+} ez_llm_x8k_block;          /* 2336 bytes */
+
+/* Rows [0, M) of Q8_0 activations (rows of x_row_bytes) into ceil(M / 8)
+ * groups of K/32 blocks each; rows past M are zero. */
+EZ_INTERNAL void ez_llm_pack_x8(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8_block *dst);
+/* Q8_K rows into ceil(M / 8) groups of K/256 super-blocks. */
+EZ_INTERNAL void ez_llm_pack_x8k(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8k_block *dst);
+
+/* y[m * ldy + r] for r in [r0, r1), m in [0, M), from activations packed for
+ * the weight's family (ez_llm_x8_block or ez_llm_x8k_block); scratch as for
+ * the tile kernels. */
+typedef void (*ez_llm_x8_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, int64_t M, float *y,
+                             int64_t ldy, void *scratch);
+
+/* NULL for types without x8 kernels (all but Q4_0, Q5_0, Q4_K, Q5_K, Q6_K). */
+EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type);
+EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type);
+EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2_vnni(uint32_t w_type);
+/* The fast kernel for this CPU, or NULL (also under ELIZA_FORCE_SCALAR). */
+EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
+
+#endif /* EZ_LLM_OPS_H */

@@ -1,0 +1,240 @@
+/* Products of activations with stored weights through the fused quant dot
+ * kernels of core/quant.h: the activations are quantized once to each
+ * weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K
+ * quants, F32 as is for F32/F16/BF16) exactly as llama.cpp does, then every
+ * output is one dot of a weight row with an activation row.
+ *
+ * Work is split over tiles of weight rows; a tile stays in L1 while all
+ * activation rows pass over it, so each weight byte comes from memory once
+ * per call whatever the number of tokens. The matrices of a group (q, k, v
+ * or gate, up) share one parallel pass, which saves a pool dispatch each. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/platform.h"
+#include "core/quant.h"
+#include "ops.h"
+
+/* Weight rows per task tile. */
+#define ROW_TILE 16
+/* Activation rows from which unpacking a weight tile once beats unpacking it
+ * in every per-pair dot. */
+#define MIN_ROWS_FOR_TILES 4
+/* Activation elements per quantization task. */
+#define QUANT_GRAIN 16384
+#define MAX_GROUP 4
+
+void ez_llm_acts_init(ez_llm_acts *a) {
+    memset(a, 0, sizeof *a);
+    a->q_type[0] = a->q_type[1] = EZ_TYPE_COUNT;
+}
+
+void ez_llm_acts_free(ez_llm_acts *a) {
+    for (int i = 0; i < 2; i++) {
+        ez_aligned_free(a->q_data[i]);
+        ez_aligned_free(a->x8[i]);
+    }
+    ez_llm_acts_init(a);
+}
+
+typedef struct {
+    uint32_t vdt;
+    const uint8_t *xq;
+    size_t row_bytes;
+    int64_t M, K;
+    void *dst;
+    size_t group_bytes;
+} pack_job;
+
+static void pack_groups(void *ctx, int64_t g0, int64_t g1, int thread_index) {
+    const pack_job *j = (const pack_job *)ctx;
+    const uint8_t *xq = j->xq + (size_t)(g0 * 8) * j->row_bytes;
+    const int64_t rows = EZ_MIN(j->M - g0 * 8, (g1 - g0) * 8);
+    uint8_t *dst = (uint8_t *)j->dst + (size_t)g0 * j->group_bytes;
+    (void)thread_index;
+    if (j->vdt == EZ_TYPE_Q8_0) ez_llm_pack_x8(xq, j->row_bytes, rows, j->K, (ez_llm_x8_block *)dst);
+    else ez_llm_pack_x8k(xq, j->row_bytes, rows, j->K, (ez_llm_x8k_block *)dst);
+}
+
+/* The quantized activation rows of `slot` repacked for the x8 kernels, once
+ * per call. */
+static int32_t x8_activations(ez_pool *pool, ez_llm_acts *a, int slot, const void **out) {
+    const uint32_t vdt = a->q_type[slot];
+    const int64_t n_groups = (a->n_rows + 7) / 8;
+    pack_job job;
+    size_t need;
+    job.group_bytes = vdt == EZ_TYPE_Q8_0 ? (size_t)(a->n_cols / EZ_QK) * sizeof(ez_llm_x8_block)
+                                          : (size_t)(a->n_cols / EZ_QK_K) * sizeof(ez_llm_x8k_block);
+    need = (size_t)n_groups * job.group_bytes;
+    if (!a->x8_ready[slot]) {
+        if (a->x8_cap[slot] < need) {
+            void *p = ez_aligned_alloc(need);
+            if (!p)
+                return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes of packed activations",
+                               (uint64_t)need);
+            ez_aligned_free(a->x8[slot]);
+            a->x8[slot] = p;
+            a->x8_cap[slot] = need;
+        }
+        job.vdt = vdt;
+        job.xq = a->q_data[slot];
+        job.row_bytes = a->q_row_bytes[slot];
+        job.M = a->n_rows;
+        job.K = a->n_cols;
+        job.dst = a->x8[slot];
+        ez_pool_for(pool, n_groups, 1, pack_groups, &job);
+        a->x8_ready[slot] = 1;
+    }
+    *out = a->x8[slot];
+    return ELIZA_OK;
+}
+
+typedef struct {
+    const float *x;
+    int64_t K;
+    uint8_t *dst;
+    size_t row_bytes;
+    ez_quant_fn quant;
+} quant_job;
+
+static void quantize_rows(void *ctx, int64_t m0, int64_t m1, int thread_index) {
+    const quant_job *j = (const quant_job *)ctx;
+    (void)thread_index;
+    for (int64_t m = m0; m < m1; m++) j->quant(j->x + m * j->K, j->dst + (size_t)m * j->row_bytes, j->K);
+}
+
+/* The activation rows in format `vdt`: x itself for F32, else a quantized
+ * copy made on first use in this call. */
+static int32_t activations(ez_pool *pool, ez_llm_acts *a, uint32_t vdt, const uint8_t **rows, size_t *row_bytes) {
+    int slot;
+    size_t rb, need;
+    quant_job job;
+    if (vdt == EZ_TYPE_F32) {
+        *rows = (const uint8_t *)a->x;
+        *row_bytes = sizeof(float) * (size_t)a->n_cols;
+        return ELIZA_OK;
+    }
+    for (slot = 0; slot < 2; slot++)
+        if (a->q_type[slot] == vdt) {
+            *rows = a->q_data[slot];
+            *row_bytes = a->q_row_bytes[slot];
+            return ELIZA_OK;
+        }
+    for (slot = 0; slot < 2 && a->q_type[slot] != EZ_TYPE_COUNT; slot++) {}
+    if (slot == 2) return ez_fail(ELIZA_E_INTERNAL, "matmul: more than two activation formats in one group");
+    rb = (size_t)ez_row_bytes(vdt, (uint64_t)a->n_cols);
+    if (rb == 0 || !ez_kernels(vdt)->quant)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: cannot quantize rows of %" PRId64 " to %s", a->n_cols,
+                       ez_type_traits_of(vdt)->name);
+    need = rb * (size_t)a->n_rows;
+    if (a->q_cap[slot] < need) {
+        uint8_t *p = (uint8_t *)ez_aligned_alloc(need);
+        if (!p)
+            return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes of activations", (uint64_t)need);
+        ez_aligned_free(a->q_data[slot]);
+        a->q_data[slot] = p;
+        a->q_cap[slot] = need;
+    }
+    job.x = a->x;
+    job.K = a->n_cols;
+    job.dst = a->q_data[slot];
+    job.row_bytes = rb;
+    /* Q8_0 rounded as llama.cpp rounds it (ops.h); Q8_K is ggml's reference. */
+    job.quant = vdt == EZ_TYPE_Q8_0 ? ez_llm_ops_active()->quant_q8_0 : ez_kernels(vdt)->quant;
+    ez_pool_for(pool, a->n_rows, EZ_MAX((int64_t)1, QUANT_GRAIN / a->n_cols), quantize_rows, &job);
+    a->q_type[slot] = vdt;
+    a->q_row_bytes[slot] = rb;
+    *rows = a->q_data[slot];
+    *row_bytes = rb;
+    return ELIZA_OK;
+}
+
+typedef struct {
+    const ez_llm_matrix *w;
+    ez_dot_fn dot;
+    ez_llm_tile_fn tile;       /* NULL: per-pair dots */
+    ez_llm_x8_fn x8;           /* set: packed activations in x8_data */
+    const void *x8_data;
+    const uint8_t *x;
+    size_t x_row_bytes;
+    float *y;
+    int64_t ldy;
+    int64_t first_tile;   /* index of this matrix's first tile in the group */
+} mm_part;
+
+typedef struct {
+    mm_part part[MAX_GROUP];
+    int n_part;
+    int64_t M;
+    ez_pool *pool;
+    size_t tile_scratch;
+} mm_job;
+
+static void mm_tiles(void *ctx, int64_t t0, int64_t t1, int thread_index) {
+    const mm_job *job = (const mm_job *)ctx;
+    void *scratch = job->tile_scratch ? ez_pool_scratch(job->pool, thread_index, job->tile_scratch) : NULL;
+    for (int64_t t = t0; t < t1; t++) {
+        int p = job->n_part - 1;
+        while (job->part[p].first_tile > t) p--;
+        {
+            const mm_part *pt = &job->part[p];
+            const ez_llm_matrix *w = pt->w;
+            const int64_t r0 = (t - pt->first_tile) * ROW_TILE;
+            const int64_t r1 = EZ_MIN(r0 + ROW_TILE, w->n_rows);
+            if (pt->x8 && scratch) {
+                pt->x8(w, r0, r1, pt->x8_data, job->M, pt->y, pt->ldy, scratch);
+                continue;
+            }
+            if (pt->tile && scratch) {
+                pt->tile(w, r0, r1, pt->x, pt->x_row_bytes, job->M, pt->y, pt->ldy, scratch);
+                continue;
+            }
+            for (int64_t m = 0; m < job->M; m++) {
+                const uint8_t *x = pt->x + (size_t)m * pt->x_row_bytes;
+                float *y = pt->y + m * pt->ldy;
+                for (int64_t r = r0; r < r1; r++) y[r] = pt->dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x);
+            }
+        }
+    }
+}
+
+int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t M, const ez_llm_mm *mm, int n_mm) {
+    mm_job job;
+    int64_t tiles = 0;
+    int32_t rc;
+    if (n_mm < 1 || n_mm > MAX_GROUP) return ez_fail(ELIZA_E_INTERNAL, "matmul: group of %d", n_mm);
+    acts->x = x;
+    acts->n_rows = M;
+    acts->n_cols = mm[0].w->n_cols;
+    acts->q_type[0] = acts->q_type[1] = EZ_TYPE_COUNT;
+    acts->x8_ready[0] = acts->x8_ready[1] = 0;
+    job.n_part = n_mm;
+    job.M = M;
+    job.pool = pool;
+    job.tile_scratch = 0;
+    for (int i = 0; i < n_mm; i++) {
+        const ez_llm_matrix *w = mm[i].w;
+        mm_part *pt = &job.part[i];
+        if (w->n_cols != acts->n_cols) return ez_fail(ELIZA_E_INTERNAL, "matmul: group with different inputs");
+        pt->w = w;
+        pt->dot = ez_kernels(w->type)->dot;
+        pt->tile = M >= MIN_ROWS_FOR_TILES ? ez_llm_tile_active(w->type) : NULL;
+        if (pt->tile) job.tile_scratch = EZ_MAX(job.tile_scratch, ez_llm_tile_scratch(w->type, w->n_cols));
+        pt->y = mm[i].y;
+        pt->ldy = mm[i].ldy;
+        pt->first_tile = tiles;
+        rc = activations(pool, acts, ez_type_traits_of(w->type)->vec_dot_type, &pt->x, &pt->x_row_bytes);
+        if (rc) return rc;
+        pt->x8 = M >= EZ_LLM_X8_MIN_ROWS ? ez_llm_x8_active(w->type) : NULL;
+        pt->x8_data = NULL;
+        if (pt->x8) {
+            const int slot = acts->q_type[0] == ez_type_traits_of(w->type)->vec_dot_type ? 0 : 1;
+            if ((rc = x8_activations(pool, acts, slot, &pt->x8_data))) return rc;
+        }
+        if (pt->x8) job.tile_scratch = EZ_MAX(job.tile_scratch, ez_llm_tile_scratch(w->type, w->n_cols));
+        tiles += (w->n_rows + ROW_TILE - 1) / ROW_TILE;
+    }
+    ez_pool_for(pool, tiles, 1, mm_tiles, &job);
+    return ELIZA_OK;
+}

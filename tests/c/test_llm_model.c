@@ -1,0 +1,1181 @@
+/* LLM engine end to end on tiny random models written as GGUF files by the
+ * writer below: the forward pass of each architecture (llama, qwen2, qwen3,
+ * gemma3) against a naive double-precision reference written here from the
+ * architecture's definition; incremental decoding against full recompute;
+ * load errors; the stream's contract (context full, max tokens, stop strings,
+ * EOS, cancel from another thread, seeds, struct sizes). Runs under
+ * -DELIZA_SANITIZE=ON too. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/platform.h"
+#include "core/quant.h"
+#include "eliza.h"
+
+/* ---- harness ------------------------------------------------------------------- */
+
+static int g_failed;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            g_failed = 1;                                                             \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                                             \
+    do {                                                                                                 \
+        int32_t rc_ = (expr);                                                                            \
+        if (rc_ != (want)) {                                                                             \
+            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; message: %s\n", __FILE__, __LINE__, \
+                    #expr, rc_, eliza_status_name(rc_), #want, eliza_last_error());                      \
+            g_failed = 1;                                                                                \
+        }                                                                                                \
+    } while (0)
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "test: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* ---- a GGUF writer --------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} buf;
+
+static void put(buf *b, const void *d, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->len + n) cap *= 2;
+        b->p = (uint8_t *)realloc(b->p, cap);
+        if (!b->p) exit(2);
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, d, n);
+    b->len += n;
+}
+static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); } /* little-endian hosts, as GGUF */
+static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(buf *b, const char *s) {
+    put_u64(b, strlen(s));
+    put(b, s, strlen(s));
+}
+
+enum { T_U32 = 4, T_I32 = 5, T_F32 = 6, T_BOOL = 7, T_STR = 8, T_ARR = 9 };
+
+#define MAX_TENSORS 256
+
+typedef struct {
+    char name[64];
+    uint32_t type;
+    uint64_t ne[2];
+    uint8_t *data;
+    size_t nbytes;
+} wtensor;
+
+typedef struct {
+    buf kv;
+    uint64_t n_kv;
+    wtensor t[MAX_TENSORS];
+    int n_t;
+} gguf_w;
+
+static void kv_key(gguf_w *w, const char *key, uint32_t type) {
+    put_str(&w->kv, key);
+    put_u32(&w->kv, type);
+    w->n_kv++;
+}
+static void kv_u32(gguf_w *w, const char *key, uint32_t v) {
+    kv_key(w, key, T_U32);
+    put_u32(&w->kv, v);
+}
+static void kv_f32(gguf_w *w, const char *key, float v) {
+    kv_key(w, key, T_F32);
+    put(&w->kv, &v, 4);
+}
+static void kv_bool(gguf_w *w, const char *key, int v) {
+    uint8_t x = (uint8_t)(v != 0);
+    kv_key(w, key, T_BOOL);
+    put(&w->kv, &x, 1);
+}
+static void kv_str(gguf_w *w, const char *key, const char *s) {
+    kv_key(w, key, T_STR);
+    put_str(&w->kv, s);
+}
+static void kv_arr_head(gguf_w *w, const char *key, uint32_t elem, uint64_t n) {
+    kv_key(w, key, T_ARR);
+    put_u32(&w->kv, elem);
+    put_u64(&w->kv, n);
+}
+
+/* Takes ownership of data. */
+static void add_tensor(gguf_w *w, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, uint8_t *data,
+                       size_t nbytes) {
+    wtensor *t = &w->t[w->n_t++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->type = type;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->data = data;
+    t->nbytes = nbytes;
+}
+
+static void drop_tensor(gguf_w *w, const char *name) {
+    for (int i = 0; i < w->n_t; i++)
+        if (strcmp(w->t[i].name, name) == 0) {
+            free(w->t[i].data);
+            w->t[i] = w->t[--w->n_t];
+            return;
+        }
+}
+
+static wtensor *find_tensor(gguf_w *w, const char *name) {
+    for (int i = 0; i < w->n_t; i++)
+        if (strcmp(w->t[i].name, name) == 0) return &w->t[i];
+    return NULL;
+}
+
+static buf gguf_bytes(gguf_w *w) {
+    buf out = {0};
+    uint64_t off = 0;
+    put(&out, "GGUF", 4);
+    put_u32(&out, 3);
+    put_u64(&out, (uint64_t)w->n_t);
+    put_u64(&out, w->n_kv);
+    put(&out, w->kv.p, w->kv.len);
+    for (int i = 0; i < w->n_t; i++) {
+        wtensor *t = &w->t[i];
+        put_str(&out, t->name);
+        put_u32(&out, t->ne[1] == 1 ? 1 : 2);
+        put_u64(&out, t->ne[0]);
+        if (t->ne[1] != 1) put_u64(&out, t->ne[1]);
+        put_u32(&out, t->type);
+        put_u64(&out, off);
+        off += (t->nbytes + 31) / 32 * 32;
+    }
+    while (out.len % 32) put(&out, "", 1);
+    for (int i = 0; i < w->n_t; i++) {
+        put(&out, w->t[i].data, w->t[i].nbytes);
+        while (out.len % 32) put(&out, "", 1);
+    }
+    return out;
+}
+
+static void gguf_free(gguf_w *w) {
+    for (int i = 0; i < w->n_t; i++) free(w->t[i].data);
+    free(w->kv.p);
+    memset(w, 0, sizeof *w);
+}
+
+static void write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n) {
+        fprintf(stderr, "test: cannot write %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+}
+
+/* ---- tiny models ------------------------------------------------------------------- */
+
+/* Vocabulary: <unk> <s> </s>, the 256 byte tokens, then a few pieces. */
+static const char *const k_pieces[] = {"\xe2\x96\x81", "a", "b", "c", "d", "e", "\xe2\x96\x81the", "he", "llo",
+                                       "\xe2\x96\x81hello", "wor", "ld", "<start_of_turn>"};
+#define N_PIECES ((int)(sizeof k_pieces / sizeof k_pieces[0]))
+#define N_VOCAB (3 + 256 + N_PIECES)
+#define EOS_ID 2
+
+typedef struct {
+    const char *arch;
+    int n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    int n_ctx_train;
+    float rope_base, rope_base_swa, eps;
+    int n_swa, swa_period;      /* gemma3 */
+    float softcap;              /* gemma3 final_logit_softcapping; 0 = absent */
+    int qkv_bias, tied, out_bias;
+    uint32_t wtype;             /* matrices: F32, F16 or Q8_0 */
+    float eos_bias;             /* output.bias[EOS] when out_bias */
+} spec;
+
+/* The model as float arrays (dequantized from what was written), for the
+ * reference. Matrices are [rows][cols] (rows = outputs). */
+typedef struct {
+    float *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *q_norm, *k_norm, *wo, *post_attn_norm;
+    float *ffn_norm, *wg, *wu, *wd, *post_ffw_norm;
+    int is_swa;
+} ref_layer;
+
+typedef struct {
+    spec s;
+    float *embd, *out_norm, *out, *out_b;
+    ref_layer L[8];
+} ref_model;
+
+static uint64_t g_rng = 1;
+static float frand(void) { /* uniform in [-1, 1) */
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static int is_gemma(const spec *s) { return strcmp(s->arch, "gemma3") == 0; }
+static int has_qk_norm(const spec *s) { return is_gemma(s) || strcmp(s->arch, "qwen3") == 0; }
+
+/* Q4_0 as llama.cpp's reference quantizer writes it: d = (signed value of
+ * largest magnitude) / -8, codes round(x / d) + 8 clamped to 15. (The library
+ * only quantizes activations, so the test brings its own weight quantizer.) */
+static void quant_q4_0(const float *x, uint8_t *dst, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++, x += 32, dst += 18) {
+        float amax = 0.0f, max = 0.0f, d, id;
+        uint16_t h;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        d = max / -8.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        h = ez_f32_to_f16(d);
+        memcpy(dst, &h, 2);
+        for (int j = 0; j < 16; j++) {
+            int lo = (int)(x[j] * id + 8.5f), hi = (int)(x[16 + j] * id + 8.5f);
+            lo = lo > 15 ? 15 : lo;
+            hi = hi > 15 ? 15 : hi;
+            dst[2 + j] = (uint8_t)(lo | hi << 4);
+        }
+    }
+}
+
+/* A matrix [rows, cols] of random values of scale `amp`, written as s->wtype;
+ * returns the float values the file holds. */
+static float *add_matrix(gguf_w *w, const spec *s, const char *name, int rows, int cols, float amp) {
+    size_t n = (size_t)rows * (size_t)cols;
+    float *v = (float *)xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) v[i] = amp * frand();
+    if (s->wtype == EZ_TYPE_F32) {
+        float *d = (float *)xmalloc(n * sizeof(float));
+        memcpy(d, v, n * sizeof(float));
+        add_tensor(w, name, EZ_TYPE_F32, (uint64_t)cols, (uint64_t)rows, (uint8_t *)d, n * sizeof(float));
+    } else if (s->wtype == EZ_TYPE_F16) {
+        uint16_t *d = (uint16_t *)xmalloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            d[i] = ez_f32_to_f16(v[i]);
+            v[i] = ez_f16_to_f32(d[i]);
+        }
+        add_tensor(w, name, EZ_TYPE_F16, (uint64_t)cols, (uint64_t)rows, (uint8_t *)d, n * 2);
+    } else {
+        size_t nb = (size_t)ez_row_bytes(s->wtype, (uint64_t)cols) * (size_t)rows;
+        uint8_t *d = (uint8_t *)xmalloc(nb);
+        if (s->wtype == EZ_TYPE_Q4_0) quant_q4_0(v, d, (int64_t)n);
+        else ez_kernels_ref(s->wtype)->quant(v, d, (int64_t)n);
+        ez_kernels_ref(s->wtype)->dequant(d, v, (int64_t)n);
+        add_tensor(w, name, s->wtype, (uint64_t)cols, (uint64_t)rows, d, nb);
+    }
+    return v;
+}
+
+static float *add_vector(gguf_w *w, const char *name, int n, float base, float amp) {
+    float *v = (float *)xmalloc((size_t)n * sizeof(float));
+    float *d = (float *)xmalloc((size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) v[i] = base + amp * frand();
+    memcpy(d, v, (size_t)n * sizeof(float));
+    add_tensor(w, name, EZ_TYPE_F32, (uint64_t)n, 1, (uint8_t *)d, (size_t)n * sizeof(float));
+    return v;
+}
+
+static void add_tokenizer(gguf_w *w) {
+    char name[16];
+    kv_str(w, "tokenizer.ggml.model", "llama");
+    kv_arr_head(w, "tokenizer.ggml.tokens", T_STR, N_VOCAB);
+    put_str(&w->kv, "<unk>");
+    put_str(&w->kv, "<s>");
+    put_str(&w->kv, "</s>");
+    for (int i = 0; i < 256; i++) {
+        snprintf(name, sizeof name, "<0x%02X>", i);
+        put_str(&w->kv, name);
+    }
+    for (int i = 0; i < N_PIECES; i++) put_str(&w->kv, k_pieces[i]);
+    kv_arr_head(w, "tokenizer.ggml.scores", T_F32, N_VOCAB);
+    for (int i = 0; i < N_VOCAB; i++) {
+        float sc = i < 259 ? 0.0f : (float)strlen(k_pieces[i - 259]) - 10.0f;
+        put(&w->kv, &sc, 4);
+    }
+    kv_arr_head(w, "tokenizer.ggml.token_type", T_I32, N_VOCAB);
+    for (int i = 0; i < N_VOCAB; i++) {
+        int32_t ty = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+        if (i == N_VOCAB - 1) ty = 4; /* <start_of_turn>: user-defined */
+        put(&w->kv, &ty, 4);
+    }
+    kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    kv_u32(w, "tokenizer.ggml.eos_token_id", EOS_ID);
+    kv_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    kv_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    kv_bool(w, "tokenizer.ggml.add_space_prefix", 0);
+}
+
+static void build_model(const spec *s, gguf_w *w, ref_model *r) {
+    char key[128], name[96];
+    const int d = s->n_embd, hd = s->head_dim, nq = s->n_head * hd, nkv = s->n_head_kv * hd;
+    const float a_in = 1.0f / sqrtf((float)d);
+    const int gemma = is_gemma(s);
+    memset(w, 0, sizeof *w);
+    memset(r, 0, sizeof *r);
+    r->s = *s;
+    g_rng = 12345;
+    kv_str(w, "general.architecture", s->arch);
+#define AK(suffix) (snprintf(key, sizeof key, "%s." suffix, s->arch), key)
+    kv_u32(w, AK("context_length"), (uint32_t)s->n_ctx_train);
+    kv_u32(w, AK("embedding_length"), (uint32_t)d);
+    kv_u32(w, AK("block_count"), (uint32_t)s->n_layer);
+    kv_u32(w, AK("feed_forward_length"), (uint32_t)s->n_ff);
+    kv_u32(w, AK("attention.head_count"), (uint32_t)s->n_head);
+    kv_u32(w, AK("attention.head_count_kv"), (uint32_t)s->n_head_kv);
+    kv_u32(w, AK("attention.key_length"), (uint32_t)hd);
+    kv_u32(w, AK("attention.value_length"), (uint32_t)hd);
+    kv_f32(w, AK("attention.layer_norm_rms_epsilon"), s->eps);
+    kv_f32(w, AK("rope.freq_base"), s->rope_base);
+    if (gemma) {
+        kv_u32(w, AK("attention.sliding_window"), (uint32_t)s->n_swa);
+        kv_u32(w, AK("attention.sliding_window_pattern"), (uint32_t)s->swa_period);
+        kv_f32(w, AK("rope.freq_base_swa"), s->rope_base_swa);
+        if (s->softcap > 0) kv_f32(w, AK("final_logit_softcapping"), s->softcap);
+    }
+#undef AK
+    add_tokenizer(w);
+
+    r->embd = add_matrix(w, s, "token_embd.weight", N_VOCAB, d, 1.0f);
+    r->out_norm = add_vector(w, "output_norm.weight", d, 1.0f, 0.2f);
+    if (s->tied) r->out = r->embd;
+    else r->out = add_matrix(w, s, "output.weight", N_VOCAB, d, a_in);
+    if (s->out_bias) {
+        r->out_b = add_vector(w, "output.bias", N_VOCAB, 0.0f, 0.1f);
+        r->out_b[EOS_ID] = s->eos_bias;
+        ((float *)find_tensor(w, "output.bias")->data)[EOS_ID] = s->eos_bias;
+    }
+    for (int il = 0; il < s->n_layer; il++) {
+        ref_layer *L = &r->L[il];
+#define BN(what) (snprintf(name, sizeof name, "blk.%d." what, il), name)
+        L->attn_norm = add_vector(w, BN("attn_norm.weight"), d, 1.0f, 0.2f);
+        L->wq = add_matrix(w, s, BN("attn_q.weight"), nq, d, a_in);
+        L->wk = add_matrix(w, s, BN("attn_k.weight"), nkv, d, a_in);
+        L->wv = add_matrix(w, s, BN("attn_v.weight"), nkv, d, a_in);
+        if (s->qkv_bias) {
+            L->bq = add_vector(w, BN("attn_q.bias"), nq, 0.0f, 0.1f);
+            L->bk = add_vector(w, BN("attn_k.bias"), nkv, 0.0f, 0.1f);
+            L->bv = add_vector(w, BN("attn_v.bias"), nkv, 0.0f, 0.1f);
+        }
+        if (has_qk_norm(s)) {
+            L->q_norm = add_vector(w, BN("attn_q_norm.weight"), hd, 1.0f, 0.2f);
+            L->k_norm = add_vector(w, BN("attn_k_norm.weight"), hd, 1.0f, 0.2f);
+        }
+        L->wo = add_matrix(w, s, BN("attn_output.weight"), d, nq, 1.0f / sqrtf((float)nq));
+        if (gemma) L->post_attn_norm = add_vector(w, BN("post_attention_norm.weight"), d, 1.0f, 0.2f);
+        L->ffn_norm = add_vector(w, BN("ffn_norm.weight"), d, 1.0f, 0.2f);
+        L->wg = add_matrix(w, s, BN("ffn_gate.weight"), s->n_ff, d, a_in);
+        L->wu = add_matrix(w, s, BN("ffn_up.weight"), s->n_ff, d, a_in);
+        L->wd = add_matrix(w, s, BN("ffn_down.weight"), d, s->n_ff, 1.0f / sqrtf((float)s->n_ff));
+        if (gemma) L->post_ffw_norm = add_vector(w, BN("post_ffw_norm.weight"), d, 1.0f, 0.2f);
+        L->is_swa = gemma && s->n_swa > 0 && (s->swa_period == 0 || il % s->swa_period < s->swa_period - 1);
+#undef BN
+    }
+}
+
+static void ref_free(ref_model *r) {
+    free(r->embd);
+    free(r->out_norm);
+    if (!r->s.tied) free(r->out);
+    free(r->out_b);
+    for (int il = 0; il < r->s.n_layer; il++) {
+        ref_layer *L = &r->L[il];
+        float *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->bq, L->bk, L->bv, L->q_norm,
+                        L->k_norm, L->wo, L->post_attn_norm, L->ffn_norm, L->wg, L->wu, L->wd, L->post_ffw_norm};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+    }
+}
+
+/* ---- the naive reference forward pass (double precision) ---------------------------- */
+
+static void ref_rms_norm(double *y, const double *x, const float *w, int n, double eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    ss = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++) y[i] = x[i] * ss * w[i];
+}
+
+static void ref_matvec(double *y, const float *W, const float *b, const double *x, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        double s = b ? b[r] : 0.0;
+        for (int c = 0; c < cols; c++) s += (double)W[(size_t)r * cols + c] * x[c];
+        y[r] = s;
+    }
+}
+
+/* HF's rotate_half (neox) or GPT-J's interleaved pairs (llama in GGUF). */
+static void ref_rope(double *v, int hd, int pos, double base, int neox) {
+    for (int i = 0; i < hd / 2; i++) {
+        double th = pos * pow(base, -2.0 * i / hd), c = cos(th), s = sin(th);
+        int a = neox ? i : 2 * i, b = neox ? i + hd / 2 : 2 * i + 1;
+        double x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+    }
+}
+
+/* logits [n, N_VOCAB] of tokens[0..n) from position 0. */
+static void ref_forward(const ref_model *r, const int32_t *tokens, int n, double *logits) {
+    const spec *s = &r->s;
+    const int d = s->n_embd, hd = s->head_dim, nq = s->n_head * hd, nkv = s->n_head_kv * hd, ff = s->n_ff;
+    const int gemma = is_gemma(s), neox = strcmp(s->arch, "llama") != 0;
+    double *x = (double *)xmalloc(sizeof(double) * (size_t)n * d);
+    double *h = (double *)xmalloc(sizeof(double) * d), *o = (double *)xmalloc(sizeof(double) * d);
+    double *q = (double *)xmalloc(sizeof(double) * (size_t)n * nq);
+    double *k = (double *)xmalloc(sizeof(double) * (size_t)n * nkv);
+    double *v = (double *)xmalloc(sizeof(double) * (size_t)n * nkv);
+    double *att = (double *)xmalloc(sizeof(double) * nq), *w = (double *)xmalloc(sizeof(double) * n);
+    double *g = (double *)xmalloc(sizeof(double) * ff), *u = (double *)xmalloc(sizeof(double) * ff);
+    const double scale = 1.0 / sqrt((double)hd);
+
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < d; i++)
+            x[(size_t)t * d + i] = r->embd[(size_t)tokens[t] * d + i] * (gemma ? sqrt((double)d) : 1.0);
+    for (int il = 0; il < s->n_layer; il++) {
+        const ref_layer *L = &r->L[il];
+        const double base = L->is_swa ? s->rope_base_swa : s->rope_base;
+        for (int t = 0; t < n; t++) {
+            double *qt = q + (size_t)t * nq, *kt = k + (size_t)t * nkv;
+            ref_rms_norm(h, x + (size_t)t * d, L->attn_norm, d, s->eps);
+            ref_matvec(qt, L->wq, L->bq, h, nq, d);
+            ref_matvec(kt, L->wk, L->bk, h, nkv, d);
+            ref_matvec(v + (size_t)t * nkv, L->wv, L->bv, h, nkv, d);
+            for (int hh = 0; hh < s->n_head; hh++) {
+                if (L->q_norm) ref_rms_norm(qt + hh * hd, qt + hh * hd, L->q_norm, hd, s->eps);
+                ref_rope(qt + hh * hd, hd, t, base, neox);
+            }
+            for (int hh = 0; hh < s->n_head_kv; hh++) {
+                if (L->k_norm) ref_rms_norm(kt + hh * hd, kt + hh * hd, L->k_norm, hd, s->eps);
+                ref_rope(kt + hh * hd, hd, t, base, neox);
+            }
+        }
+        for (int t = 0; t < n; t++) {
+            double *xt = x + (size_t)t * d;
+            const int lo = L->is_swa ? (t - s->n_swa + 1 > 0 ? t - s->n_swa + 1 : 0) : 0;
+            for (int hh = 0; hh < s->n_head; hh++) {
+                const int gk = hh / (s->n_head / s->n_head_kv);
+                double mx = -1e300, sum = 0;
+                for (int p = lo; p <= t; p++) {
+                    double dot = 0;
+                    for (int i = 0; i < hd; i++) dot += q[(size_t)t * nq + hh * hd + i] * k[(size_t)p * nkv + gk * hd + i];
+                    w[p] = dot * scale;
+                    mx = w[p] > mx ? w[p] : mx;
+                }
+                for (int p = lo; p <= t; p++) sum += (w[p] = exp(w[p] - mx));
+                for (int i = 0; i < hd; i++) {
+                    double acc = 0;
+                    for (int p = lo; p <= t; p++) acc += w[p] / sum * v[(size_t)p * nkv + gk * hd + i];
+                    att[hh * hd + i] = acc;
+                }
+            }
+            ref_matvec(o, L->wo, NULL, att, d, nq);
+            if (L->post_attn_norm) ref_rms_norm(o, o, L->post_attn_norm, d, s->eps);
+            for (int i = 0; i < d; i++) xt[i] += o[i];
+        }
+        for (int t = 0; t < n; t++) {
+            double *xt = x + (size_t)t * d;
+            ref_rms_norm(h, xt, L->ffn_norm, d, s->eps);
+            ref_matvec(g, L->wg, NULL, h, ff, d);
+            ref_matvec(u, L->wu, NULL, h, ff, d);
+            for (int i = 0; i < ff; i++) {
+                double a = g[i];
+                if (gemma) a = 0.5 * a * (1.0 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+                else a = a / (1.0 + exp(-a));
+                g[i] = a * u[i];
+            }
+            ref_matvec(o, L->wd, NULL, g, d, ff);
+            if (L->post_ffw_norm) ref_rms_norm(o, o, L->post_ffw_norm, d, s->eps);
+            for (int i = 0; i < d; i++) xt[i] += o[i];
+        }
+    }
+    for (int t = 0; t < n; t++) {
+        double *lt = logits + (size_t)t * N_VOCAB;
+        ref_rms_norm(h, x + (size_t)t * d, r->out_norm, d, s->eps);
+        ref_matvec(lt, r->out, r->out_b, h, N_VOCAB, d);
+        if (s->softcap > 0)
+            for (int i = 0; i < N_VOCAB; i++) lt[i] = s->softcap * tanh(lt[i] / s->softcap);
+    }
+    free(x);
+    free(h);
+    free(o);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(w);
+    free(g);
+    free(u);
+}
+
+/* ---- fixtures -------------------------------------------------------------------------- */
+
+static spec base_spec(const char *arch) {
+    spec s;
+    memset(&s, 0, sizeof s);
+    s.arch = arch;
+    s.n_embd = 64;
+    s.n_layer = 3;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.head_dim = 16;
+    s.n_ff = 96;
+    s.n_ctx_train = 128;
+    s.rope_base = 10000.0f;
+    s.rope_base_swa = 10000.0f;
+    s.eps = 1e-6f;
+    s.wtype = EZ_TYPE_F32;
+    if (strcmp(arch, "llama") == 0) s.eps = 1e-5f;
+    if (strcmp(arch, "qwen2") == 0) s.qkv_bias = 1, s.rope_base = 1e6f;
+    if (strcmp(arch, "qwen3") == 0) s.tied = 1;
+    if (strcmp(arch, "gemma3") == 0) {
+        s.tied = 1;
+        s.head_dim = 32; /* head_dim * n_head != n_embd, as in Gemma 3 */
+        s.n_swa = 5;
+        s.swa_period = 2;
+        s.rope_base = 1e6f;
+        s.softcap = 3.0f;
+    }
+    return s;
+}
+
+static const char *k_path = "test_llm_tmp.gguf";
+
+static void write_model(const spec *s, ref_model *r) {
+    gguf_w w;
+    buf b;
+    build_model(s, &w, r);
+    b = gguf_bytes(&w);
+    write_file(k_path, b.p, b.len);
+    free(b.p);
+    gguf_free(&w);
+}
+
+static eliza_llm *open_model(int32_t n_ctx, int32_t n_batch, int32_t n_threads) {
+    eliza_llm_params p;
+    eliza_llm *llm = NULL;
+    eliza_llm_default_params(&p);
+    p.context_size = (uint32_t)n_ctx;
+    p.n_batch = (uint32_t)n_batch;
+    p.n_threads = n_threads;
+    CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_OK);
+    return llm;
+}
+
+static void random_tokens(int32_t *t, int n) {
+    t[0] = 1;
+    for (int i = 1; i < n; i++) t[i] = 3 + (int32_t)((frand() + 1.0f) * 0.5f * (N_VOCAB - 4));
+}
+
+/* ---- forward pass vs the reference ------------------------------------------------------- */
+
+static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads) {
+    ref_model r;
+    eliza_llm *llm;
+    int32_t tokens[64];
+    float *logits = NULL;
+    size_t count = 0;
+    double *want = (double *)xmalloc(sizeof(double) * (size_t)n_tokens * N_VOCAB);
+    double max_err = 0, max_ref = 0;
+
+    write_model(s, &r);
+    llm = open_model(n_ctx, n_batch, n_threads);
+    g_rng = 777;
+    random_tokens(tokens, n_tokens);
+    ref_forward(&r, tokens, n_tokens, want);
+    if (llm) {
+        CHECK_RC(eliza_llm_logits(llm, tokens, (size_t)n_tokens, 1, &logits, &count), ELIZA_OK);
+        CHECK(count == (size_t)n_tokens * N_VOCAB);
+        for (size_t i = 0; logits && i < count; i++) {
+            double e = fabs((double)logits[i] - want[i]);
+            max_err = e > max_err ? e : max_err;
+            max_ref = fabs(want[i]) > max_ref ? fabs(want[i]) : max_ref;
+        }
+        eliza_free(logits);
+        /* The last-position form returns the same row. */
+        CHECK_RC(eliza_llm_logits(llm, tokens, (size_t)n_tokens, 0, &logits, &count), ELIZA_OK);
+        CHECK(count == N_VOCAB);
+        for (size_t i = 0; logits && i < count; i++)
+            CHECK(fabs((double)logits[i] - want[(size_t)(n_tokens - 1) * N_VOCAB + i]) <= max_err + 1e-6);
+        eliza_free(logits);
+    }
+    eliza_llm_close(llm);
+    ref_free(&r);
+    free(want);
+    return max_ref > 0 ? max_err / max_ref : 1.0;
+}
+
+static void test_llm_forward_matches_reference_per_arch(void) {
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gemma3"};
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
+        spec s = base_spec(archs[i]);
+        /* Batches of 4 over 23 tokens: several passes, a partial last one, and
+         * gemma3's ring-buffered window (5) wrapping its cache (5 + 4 slots). */
+        double err1 = compare_with_reference(&s, 23, 40, 4, 2);
+        double err2 = compare_with_reference(&s, 23, 40, 256, 1);
+        if (getenv("ELIZA_TEST_VERBOSE") || !(err1 < 2e-5 && err2 < 2e-5))
+            fprintf(stderr, "%s: relative logit error %.3g (batch 4) %.3g (one batch)\n", archs[i], err1, err2);
+        CHECK(err1 < 2e-5);
+        CHECK(err2 < 2e-5);
+    }
+}
+
+static void test_llm_forward_quantized_weights_close_to_reference(void) {
+    /* Q4_0 runs the prompt-batch kernels (x8 at 8 rows, tiles below) and the
+     * per-pair dots for the single last token; Q8_0 the signed tile kernel. */
+    static const uint32_t types[] = {EZ_TYPE_Q8_0, EZ_TYPE_F16, EZ_TYPE_Q4_0};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        spec s = base_spec("gemma3");
+        double err;
+        s.wtype = types[i];
+        s.softcap = 0.0f;
+        err = compare_with_reference(&s, 17, 32, 8, 2);
+        /* Q8_0 weights also mean Q8_0 activations (as llama.cpp): about 1% of
+         * scale; F16 weights take F32 activations. */
+        if (getenv("ELIZA_TEST_VERBOSE") || !(err < (types[i] == EZ_TYPE_F16 ? 1e-4 : 1e-2))) fprintf(stderr, "type %u: relative error %.3g\n", types[i], err);
+        CHECK(err < (types[i] == EZ_TYPE_F16 ? 1e-4 : 1e-2));
+    }
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t tokens[512];
+    int n_tokens;
+    char text[4096];
+    size_t text_len;
+    int32_t rc;
+    eliza_llm_stats stats;
+} run_result;
+
+static void stream_config(eliza_llm_stream_config *c, const char *prompt) {
+    eliza_llm_stream_default_config(c);
+    c->prompt = prompt;
+    c->temperature = 0.0f;
+    c->max_tokens = 20;
+}
+
+/* Runs a stream to its end; collects tokens, text and stats. */
+static run_result run_stream(eliza_llm *llm, const eliza_llm_stream_config *c) {
+    run_result r;
+    eliza_llm_stream *st = NULL;
+    memset(&r, 0, sizeof r);
+    r.rc = eliza_llm_stream_open(llm, c, &st);
+    if (r.rc) return r;
+    for (;;) {
+        eliza_llm_piece piece;
+        memset(&piece, 0, sizeof piece);
+        piece.struct_size = sizeof piece;
+        r.rc = eliza_llm_stream_next(st, &piece);
+        if (r.rc != ELIZA_OK) break;
+        CHECK(piece.text != NULL && strlen(piece.text) == piece.text_len);
+        if (r.n_tokens < 512) r.tokens[r.n_tokens++] = piece.token;
+        if (r.text_len + piece.text_len < sizeof r.text) {
+            memcpy(r.text + r.text_len, piece.text, piece.text_len);
+            r.text_len += piece.text_len;
+        }
+    }
+    r.stats.struct_size = sizeof r.stats;
+    CHECK_RC(eliza_llm_stream_stats(st, &r.stats), ELIZA_OK);
+    eliza_llm_stream_close(st);
+    return r;
+}
+
+static void test_llm_stream_greedy_matches_full_recompute(void) {
+    spec s = base_spec("gemma3");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    eliza_llm_stream *st = NULL;
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    int32_t seq[128];
+    int n_seq;
+
+    write_model(&s, &r);
+    llm = open_model(64, 3, 2);
+    if (!llm) goto done;
+    stream_config(&c, "hello world");
+    c.max_tokens = 12;
+    CHECK_RC(eliza_llm_tokenize(llm, c.prompt, strlen(c.prompt), ELIZA_TOKENIZE_ADD_BOS | ELIZA_TOKENIZE_PARSE_SPECIAL,
+                                &prompt, &n_prompt),
+             ELIZA_OK);
+    CHECK(n_prompt >= 2 && prompt[0] == 1);
+    memcpy(seq, prompt, n_prompt * sizeof(int32_t));
+    n_seq = (int)n_prompt;
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+    for (int step = 0; st && step < 12; step++) {
+        eliza_llm_piece piece;
+        float *logits = NULL;
+        size_t count = 0;
+        int32_t best = 0;
+        piece.struct_size = sizeof piece;
+        CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_OK);
+        /* The same choice from scratch: every token evaluated in one pass. */
+        eliza_llm_stream_close(st);
+        CHECK_RC(eliza_llm_logits(llm, seq, (size_t)n_seq, 0, &logits, &count), ELIZA_OK);
+        for (int i = 1; logits && i < N_VOCAB; i++)
+            if (logits[i] > logits[best]) best = i;
+        eliza_free(logits);
+        CHECK(best == piece.token);
+        seq[n_seq++] = piece.token;
+        /* Reopen and replay to the same point. */
+        c.max_tokens = 12;
+        st = NULL;
+        CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+        for (int k = 0; st && k <= step; k++) {
+            piece.struct_size = sizeof piece;
+            CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_OK);
+        }
+    }
+    eliza_llm_stream_close(st);
+    eliza_free(prompt);
+done:
+    eliza_llm_close(llm);
+    ref_free(&r);
+}
+
+static void test_llm_stream_context_full_and_limits(void) {
+    spec s = base_spec("llama");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    run_result res;
+    eliza_llm_stream *st = NULL, *st2 = NULL;
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+
+    write_model(&s, &r);
+    llm = open_model(32, 4, 2);
+    if (!llm) goto done;
+    stream_config(&c, "abcde");
+    CHECK_RC(eliza_llm_tokenize(llm, c.prompt, strlen(c.prompt), ELIZA_TOKENIZE_ADD_BOS, &prompt, &n_prompt), ELIZA_OK);
+
+    /* Generation fills the stream's context (16): DONE, CONTEXT_FULL. */
+    c.context_size = 16;
+    c.max_tokens = 0;
+    res = run_stream(llm, &c);
+    CHECK_RC(res.rc, ELIZA_DONE);
+    CHECK(res.stats.stop_reason == ELIZA_STOP_CONTEXT_FULL);
+    CHECK(res.stats.generated_tokens == 16 - n_prompt + 1);
+    CHECK(res.stats.prompt_tokens == n_prompt);
+
+    /* max_tokens */
+    c.context_size = 0;
+    c.max_tokens = 7;
+    res = run_stream(llm, &c);
+    CHECK_RC(res.rc, ELIZA_DONE);
+    CHECK(res.stats.stop_reason == ELIZA_STOP_MAX_TOKENS);
+    CHECK(res.stats.generated_tokens == 7);
+    CHECK(res.stats.decode_ms >= 0 && res.stats.prefill_ms > 0);
+
+    /* Prompt longer than the context. */
+    c.context_size = (uint32_t)n_prompt - 1;
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_CONTEXT_FULL);
+    CHECK(st == NULL);
+    c.context_size = 33; /* above the handle's */
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    c.context_size = 0;
+
+    /* Empty prompt, invalid UTF-8, NULL prompt. */
+    c.prompt = "";
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    c.prompt = "ab\xff";
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    c.prompt = NULL;
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    c.prompt = "abcde";
+
+    /* struct sizes */
+    c.struct_size = 4;
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_ABI);
+    c.struct_size = sizeof c;
+
+    /* One stream per model; logits refused while it is open. */
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st2), ELIZA_E_STATE);
+    {
+        float *lg = NULL;
+        size_t cnt = 0;
+        eliza_llm_piece piece;
+        eliza_llm_stats stats;
+        CHECK_RC(eliza_llm_logits(llm, prompt, n_prompt, 0, &lg, &cnt), ELIZA_E_STATE);
+        piece.struct_size = 4;
+        CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_E_ABI);
+        stats.struct_size = 4;
+        CHECK_RC(eliza_llm_stream_stats(st, &stats), ELIZA_E_ABI);
+    }
+    eliza_llm_stream_close(st);
+    eliza_llm_stream_close(NULL);
+    eliza_free(prompt);
+done:
+    eliza_llm_close(llm);
+    ref_free(&r);
+}
+
+static void test_llm_stream_stop_strings_are_held_back_and_never_emitted(void) {
+    spec s = base_spec("qwen3");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    run_result full, cut;
+    char stop[8];
+    const char *stops[2];
+
+    write_model(&s, &r);
+    llm = open_model(64, 8, 2);
+    if (!llm) goto done;
+    stream_config(&c, "hello");
+    c.max_tokens = 30;
+    full = run_stream(llm, &c);
+    CHECK_RC(full.rc, ELIZA_DONE);
+    CHECK(full.text_len > 12);
+    if (full.text_len > 12) {
+        /* Stop at a 3-byte string that first occurs at byte >= 6. */
+        size_t at = 6, first;
+        char *hit;
+        memcpy(stop, full.text + at, 3);
+        stop[3] = '\0';
+        full.text[full.text_len] = '\0';
+        hit = strstr(full.text, stop);
+        first = (size_t)(hit - full.text);
+        stops[0] = "never-appears-\x01";
+        stops[1] = stop;
+        c.stop = stops;
+        c.n_stop = 2;
+        cut = run_stream(llm, &c);
+        CHECK_RC(cut.rc, ELIZA_DONE);
+        CHECK(cut.stats.stop_reason == ELIZA_STOP_STRING);
+        CHECK(cut.text_len == first);
+        CHECK(memcmp(cut.text, full.text, first) == 0);
+    }
+    c.n_stop = 1;
+    stops[0] = NULL;
+    {
+        eliza_llm_stream *st = NULL;
+        CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    }
+done:
+    eliza_llm_close(llm);
+    ref_free(&r);
+}
+
+static void test_llm_stream_eos_and_seeds(void) {
+    spec s = base_spec("qwen2");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    run_result a, b, other;
+
+    /* An output bias that makes EOS certain: the stream ends at once. */
+    s.out_bias = 1;
+    s.eos_bias = 1000.0f;
+    write_model(&s, &r);
+    llm = open_model(64, 8, 2);
+    if (llm) {
+        stream_config(&c, "abc");
+        a = run_stream(llm, &c);
+        CHECK_RC(a.rc, ELIZA_DONE);
+        CHECK(a.stats.stop_reason == ELIZA_STOP_EOS);
+        CHECK(a.stats.generated_tokens == 0);
+        CHECK(a.text_len == 0);
+    }
+    eliza_llm_close(llm);
+    ref_free(&r);
+
+    s = base_spec("qwen2");
+    write_model(&s, &r);
+    llm = open_model(64, 8, 2);
+    if (!llm) goto done;
+    stream_config(&c, "abc");
+    c.temperature = 1.5f;
+    c.top_k = 0;
+    c.top_p = 1.0f;
+    c.min_p = 0.0f;
+    c.max_tokens = 24;
+    c.seed = 42;
+    a = run_stream(llm, &c);
+    b = run_stream(llm, &c);
+    CHECK(a.stats.generated_tokens == 24 && b.stats.generated_tokens == 24);
+    CHECK(a.text_len == b.text_len && memcmp(a.text, b.text, a.text_len) == 0);
+    c.seed = 43;
+    other = run_stream(llm, &c);
+    CHECK(other.text_len != a.text_len || memcmp(other.text, a.text, a.text_len) != 0);
+    /* Penalties and truncations run too. */
+    c.top_k = 5;
+    c.top_p = 0.9f;
+    c.min_p = 0.1f;
+    c.repeat_penalty = 1.3f;
+    other = run_stream(llm, &c);
+    CHECK_RC(other.rc, ELIZA_DONE);
+    c.temperature = NAN;
+    {
+        eliza_llm_stream *st = NULL;
+        CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_E_INVALID_ARG);
+    }
+done:
+    eliza_llm_close(llm);
+    ref_free(&r);
+}
+
+/* ---- cancel ------------------------------------------------------------------------------- */
+
+typedef struct {
+    eliza_llm_stream *st;
+    uint64_t delay_ns;
+    uint64_t cancelled_at;
+} canceller;
+
+static void cancel_later(void *arg) {
+    canceller *cn = (canceller *)arg;
+    uint64_t t0 = ez_time_ns();
+    while (ez_time_ns() - t0 < cn->delay_ns) {}
+    cn->cancelled_at = ez_time_ns();
+    eliza_llm_stream_cancel(cn->st);
+}
+
+static void test_llm_stream_cancel(void) {
+    spec s = base_spec("llama");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    eliza_llm_stream *st = NULL;
+    eliza_llm_piece piece;
+    eliza_llm_stats stats;
+    char prompt[480];
+
+    s.n_embd = 256;
+    s.head_dim = 64;
+    s.n_ff = 768;
+    s.n_layer = 8;
+    write_model(&s, &r);
+    llm = open_model(512, 32, 2);
+    if (!llm) goto done;
+    for (int i = 0; i < (int)sizeof prompt - 1; i++) prompt[i] = (char)('a' + i % 5);
+    prompt[sizeof prompt - 1] = '\0';
+    stream_config(&c, prompt);
+    c.max_tokens = 0;
+
+    /* Cancelled before it starts. */
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+    eliza_llm_stream_cancel(st);
+    piece.struct_size = sizeof piece;
+    CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_E_CANCELLED);
+    CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_E_CANCELLED);
+    stats.struct_size = sizeof stats;
+    CHECK_RC(eliza_llm_stream_stats(st, &stats), ELIZA_OK);
+    CHECK(stats.stop_reason == ELIZA_STOP_CANCELLED);
+    eliza_llm_stream_close(st);
+
+    /* Cancelled from another thread while the prompt runs: the running call
+     * returns within a small part of the prompt's time (it polls between
+     * layers: 8 layers x 15 batches here), whatever the machine's speed (the
+     * test also runs under qemu). */
+    {
+        canceller cn;
+        ez_thread *th;
+        int32_t rc = ELIZA_OK;
+        uint64_t returned_at, t0, full_ns;
+        int32_t *ids = NULL;
+        size_t n_ids = 0;
+        float *lg = NULL;
+        size_t cnt = 0;
+        CHECK_RC(eliza_llm_tokenize(llm, prompt, strlen(prompt), ELIZA_TOKENIZE_ADD_BOS, &ids, &n_ids), ELIZA_OK);
+        t0 = ez_time_ns();
+        CHECK_RC(eliza_llm_logits(llm, ids, n_ids, 0, &lg, &cnt), ELIZA_OK);
+        full_ns = ez_time_ns() - t0;
+        eliza_free(lg);
+        eliza_free(ids);
+        CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+        cn.st = st;
+        cn.delay_ns = full_ns / 4;
+        cn.cancelled_at = 0;
+        th = ez_thread_start(cancel_later, &cn);
+        CHECK(th != NULL);
+        for (int i = 0; i < 100000 && rc == ELIZA_OK; i++) {
+            piece.struct_size = sizeof piece;
+            rc = eliza_llm_stream_next(st, &piece);
+        }
+        returned_at = ez_time_ns();
+        ez_thread_join(th);
+        CHECK_RC(rc, ELIZA_E_CANCELLED);
+        CHECK(cn.cancelled_at > 0 && returned_at - cn.cancelled_at < full_ns / 4);
+        if (getenv("ELIZA_TEST_VERBOSE"))
+            fprintf(stderr, "cancel: prompt %.1f ms, returned %.2f ms after the cancel\n", (double)full_ns / 1e6,
+                    (double)(returned_at - cn.cancelled_at) / 1e6);
+        eliza_llm_stream_close(st);
+    }
+    /* The model is usable afterwards. */
+    stream_config(&c, "abc");
+    {
+        run_result res = run_stream(llm, &c);
+        CHECK_RC(res.rc, ELIZA_DONE);
+        CHECK(res.stats.generated_tokens == 20);
+    }
+done:
+    eliza_llm_close(llm);
+    ref_free(&r);
+}
+
+/* ---- load errors --------------------------------------------------------------------------- */
+
+static int32_t open_bytes(const buf *b) {
+    eliza_llm *llm = NULL;
+    int32_t rc;
+    write_file(k_path, b->p, b->len);
+    rc = eliza_llm_open(k_path, NULL, &llm);
+    CHECK((rc == ELIZA_OK) == (llm != NULL));
+    eliza_llm_close(llm);
+    return rc;
+}
+
+static int message_has(const char *needle) {
+    if (strstr(eliza_last_error(), needle)) return 1;
+    fprintf(stderr, "message '%s' lacks '%s'\n", eliza_last_error(), needle);
+    return 0;
+}
+
+static void test_llm_open_rejects_bad_files(void) {
+    spec s = base_spec("llama");
+    ref_model r;
+    gguf_w w;
+    buf b;
+    eliza_llm *llm = NULL;
+    eliza_llm_params p;
+
+    /* Valid, then truncated at many points: FORMAT (or IO), never a crash. */
+    build_model(&s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_OK);
+    for (size_t cut = 0; cut < b.len; cut += 1 + b.len / 97) {
+        buf t = b;
+        int32_t rc;
+        t.len = cut;
+        rc = open_bytes(&t);
+        CHECK(rc == ELIZA_E_FORMAT || rc == ELIZA_E_IO);
+    }
+    free(b.p);
+
+    /* A missing tensor names itself. */
+    drop_tensor(&w, "blk.1.ffn_up.weight");
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
+    CHECK(message_has("blk.1.ffn_up.weight"));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+
+    /* A shape that contradicts the hyperparameters. */
+    build_model(&s, &w, &r);
+    find_tensor(&w, "blk.0.attn_q.weight")->ne[1] = 32;
+    find_tensor(&w, "blk.0.attn_q.weight")->nbytes = 32 * 64 * 4;
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
+    CHECK(message_has("blk.0.attn_q.weight"));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+
+    /* Not a language model. */
+    s.arch = "kokoro";
+    build_model(&s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_UNSUPPORTED);
+    CHECK(message_has("kokoro"));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+
+    /* Heads that do not divide. */
+    s = base_spec("llama");
+    s.n_head_kv = 3;
+    build_model(&s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+
+    /* Missing file; NULL arguments; struct_size too small. */
+    CHECK_RC(eliza_llm_open("/nonexistent/model.gguf", NULL, &llm), ELIZA_E_IO);
+    CHECK_RC(eliza_llm_open(NULL, NULL, &llm), ELIZA_E_INVALID_ARG);
+    CHECK_RC(eliza_llm_open(k_path, NULL, NULL), ELIZA_E_INVALID_ARG);
+    eliza_llm_default_params(&p);
+    p.struct_size = 4;
+    s = base_spec("llama");
+    write_model(&s, &r);
+    CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_E_ABI);
+    eliza_llm_default_params(&p);
+    p.n_threads = -2;
+    CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_E_INVALID_ARG);
+    ref_free(&r);
+}
+
+static void test_llm_api_arguments(void) {
+    spec s = base_spec("llama");
+    ref_model r;
+    eliza_llm *llm;
+    int32_t *ids = NULL, bad[2] = {1, N_VOCAB + 5};
+    size_t n = 0, len = 0;
+    char *text = NULL, *json = NULL;
+    float *lg = NULL;
+
+    write_model(&s, &r);
+    llm = open_model(16, 4, 1);
+    if (!llm) goto done;
+    CHECK_RC(eliza_llm_tokenize(llm, "hello", 5, ELIZA_TOKENIZE_ADD_BOS, &ids, &n), ELIZA_OK);
+    CHECK_RC(eliza_llm_detokenize(llm, ids, n, 0, &text, &len), ELIZA_OK);
+    CHECK(text && len == 5 && strcmp(text, "hello") == 0);
+    eliza_free(text);
+    CHECK_RC(eliza_llm_detokenize(llm, bad, 2, 0, &text, &len), ELIZA_E_INVALID_ARG);
+    CHECK_RC(eliza_llm_logits(llm, bad, 2, 0, &lg, &n), ELIZA_E_INVALID_ARG);
+    CHECK_RC(eliza_llm_logits(llm, ids, 0, 0, &lg, &n), ELIZA_E_INVALID_ARG);
+    {
+        int32_t many[17] = {1};
+        CHECK_RC(eliza_llm_logits(llm, many, 17, 0, &lg, &n), ELIZA_E_CONTEXT_FULL);
+    }
+    CHECK_RC(eliza_llm_info_json(llm, &json), ELIZA_OK);
+    CHECK(json && strstr(json, "\"architecture\": \"llama\"") && strstr(json, "\"context_size\": 16"));
+    eliza_free(json);
+    CHECK_RC(eliza_llm_info_json(NULL, &json), ELIZA_E_INVALID_ARG);
+    eliza_free(ids);
+done:
+    eliza_llm_close(llm);
+    eliza_llm_close(NULL);
+    ref_free(&r);
+}
+
+int main(void) {
+    test_llm_forward_matches_reference_per_arch();
+    test_llm_forward_quantized_weights_close_to_reference();
+    test_llm_stream_greedy_matches_full_recompute();
+    test_llm_stream_context_full_and_limits();
+    test_llm_stream_stop_strings_are_held_back_and_never_emitted();
+    test_llm_stream_eos_and_seeds();
+    test_llm_stream_cancel();
+    test_llm_open_rejects_bad_files();
+    test_llm_api_arguments();
+    remove(k_path);
+    if (g_failed) {
+        fprintf(stderr, "test_llm_model: FAILED\n");
+        return 1;
+    }
+    printf("test_llm_model: ok\n");
+    return 0;
+}

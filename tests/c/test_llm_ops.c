@@ -1,0 +1,571 @@
+/* LLM building blocks in isolation: the AVX2 vector ops against the scalar
+ * reference (every length up to a few hundred, so every tail path runs) and
+ * against double-precision formulas; rope; the grouped quantized matmul
+ * against one dot per output; and the sampler's contract (greedy, top-k,
+ * top-p, min-p, penalties, seeds, the distribution it draws from). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/platform.h"
+#include "core/pool.h"
+#include "core/quant.h"
+#include "llm/ops.h"
+#include "llm/sampler.h"
+
+static int g_failed;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            g_failed = 1;                                                             \
+        }                                                                             \
+    } while (0)
+
+static uint64_t g_rng = 99;
+static float frand(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void fill(float *v, int n, float amp) {
+    for (int i = 0; i < n; i++) v[i] = amp * frand();
+}
+
+static double rel_err(const float *a, const float *b, int n) {
+    double e = 0, m = 1e-30;
+    for (int i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        e = d > e ? d : e;
+        m = fabs((double)b[i]) > m ? fabs((double)b[i]) : m;
+    }
+    return e / m;
+}
+
+/* ---- vector ops ------------------------------------------------------------------- */
+
+static void check_table_against_reference(const ez_llm_ops *fast, const char *name) {
+    const ez_llm_ops *ref = ez_llm_ops_ref();
+    enum { MAXN = 300 };
+    float a[MAXN], b[MAXN], w[MAXN], y1[MAXN], y2[MAXN], u[MAXN];
+    for (int n = 1; n <= MAXN; n += (n < 40 ? 1 : 13)) {
+        double e;
+        fill(a, n, 3.0f);
+        fill(b, n, 3.0f);
+        fill(w, n, 1.0f);
+        fill(u, n, 2.0f);
+        e = fabs((double)fast->dot(a, b, n) - (double)ref->dot(a, b, n));
+        CHECK(e <= 1e-5 * n);
+
+        {
+            float a4[4 * MAXN], o1[4], o2[4], yy1[4 * MAXN], yy2[4 * MAXN];
+            const float w4[4] = {0.5f, -1.25f, 2.0f, 0.0625f};
+            fill(a4, 4 * n, 2.0f);
+            fast->dot4(a4, n, b, n, o1);
+            ref->dot4(a4, n, b, n, o2);
+            for (int r = 0; r < 4; r++) CHECK(fabs((double)o1[r] - (double)o2[r]) <= 1e-5 * n);
+            fill(yy1, 4 * n, 1.0f);
+            memcpy(yy2, yy1, sizeof(float) * 4 * (size_t)n);
+            fast->axpy4(yy1, n, w4, a, n);
+            ref->axpy4(yy2, n, w4, a, n);
+            CHECK(rel_err(yy1, yy2, 4 * n) < 1e-6);
+        }
+        memcpy(y1, b, sizeof(float) * (size_t)n);
+        memcpy(y2, b, sizeof(float) * (size_t)n);
+        fast->axpy(y1, 0.37f, a, n);
+        ref->axpy(y2, 0.37f, a, n);
+        CHECK(rel_err(y1, y2, n) < 1e-6);
+
+        fast->rms_norm(y1, a, w, n, 1e-6f);
+        ref->rms_norm(y2, a, w, n, 1e-6f);
+        CHECK(rel_err(y1, y2, n) < 1e-5);
+
+        for (int i = 0; i < n; i++) a[i] *= 3.0f; /* reach both GELU tails */
+        memcpy(y1, a, sizeof(float) * (size_t)n);
+        memcpy(y2, a, sizeof(float) * (size_t)n);
+        fast->gelu_tanh_mul(y1, u, n);
+        ref->gelu_tanh_mul(y2, u, n);
+        CHECK(rel_err(y1, y2, n) < 1e-5);
+
+        memcpy(y1, a, sizeof(float) * (size_t)n);
+        memcpy(y2, a, sizeof(float) * (size_t)n);
+        fast->silu_mul(y1, u, n);
+        ref->silu_mul(y2, u, n);
+        CHECK(rel_err(y1, y2, n) < 1e-5);
+
+        for (int i = 0; i < n; i++) y1[i] = y2[i] = 20.0f * a[i];
+        fast->softmax(y1, n);
+        ref->softmax(y2, n);
+        CHECK(rel_err(y1, y2, n) < 1e-5);
+
+        if (n % 32 == 0) { /* bit-identical codes and scales */
+            uint8_t q1[MAXN / 32 * 34], q2[MAXN / 32 * 34];
+            fast->quant_q8_0(a, q1, n);
+            ref->quant_q8_0(a, q2, n);
+            CHECK(memcmp(q1, q2, (size_t)n / 32 * 34) == 0);
+        }
+    }
+    if (g_failed) fprintf(stderr, "ops table '%s' differs from the reference\n", name);
+}
+
+static void test_llm_ops_fast_matches_reference(void) {
+    check_table_against_reference(ez_llm_ops_ref(), "ref");
+    if (ez_llm_ops_avx2() && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
+        check_table_against_reference(ez_llm_ops_avx2(), "avx2");
+    check_table_against_reference(ez_llm_ops_active(), "active");
+}
+
+static void test_llm_ops_match_formulas(void) {
+    const ez_llm_ops *ops = ez_llm_ops_active();
+    float x[16] = {-30, -12, -5, -2, -1, -0.5f, -0.01f, 0, 0.01f, 0.5f, 1, 2, 5, 12, 30, 88};
+    float g[16], one[16], s[4] = {1000.0f, -1000.0f, 999.0f, 0.0f};
+    for (int i = 0; i < 16; i++) one[i] = 1.0f;
+    memcpy(g, x, sizeof g);
+    ops->gelu_tanh_mul(g, one, 16);
+    for (int i = 0; i < 16; i++) {
+        double a = x[i], want = 0.5 * a * (1.0 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)));
+        CHECK(isfinite(g[i]) && fabs(g[i] - want) <= 1e-6 + 1e-5 * fabs(want));
+    }
+    memcpy(g, x, sizeof g);
+    ops->silu_mul(g, one, 16);
+    for (int i = 0; i < 16; i++) {
+        double a = x[i], want = a / (1.0 + exp(-a));
+        CHECK(isfinite(g[i]) && fabs(g[i] - want) <= 1e-6 + 1e-5 * fabs(want));
+    }
+    /* No overflow with large logits. */
+    ops->softmax(s, 4);
+    CHECK(fabs(s[0] - 1.0 / (1.0 + exp(-1.0))) < 1e-6 && s[1] == 0.0f && fabs(s[2] - 1.0 / (1.0 + exp(1.0))) < 1e-6);
+}
+
+/* Ties round to even, and on x86-64 the inverse scale is 127 / amax (ggml's
+ * AVX path): a block whose largest value is 127 keeps exact halves. */
+static void test_llm_quant_q8_0_rounds_like_llama_cpp(void) {
+    float x[32];
+    uint8_t q[34];
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)q;
+    for (int i = 0; i < 32; i++) x[i] = 0.0f;
+    x[0] = 127.0f;
+    x[1] = 2.5f;
+    x[2] = -3.5f;
+    x[3] = 0.5f;
+    ez_llm_ops_active()->quant_q8_0(x, q, 32);
+    CHECK(b->qs[0] == 127 && ez_f16_to_f32(b->d) == 1.0f);
+#if EZ_ARCH_X86_64 || EZ_ARCH_AARCH64
+    CHECK(b->qs[1] == 2 && b->qs[2] == -4 && b->qs[3] == 0);
+#endif
+}
+
+static void test_llm_rope_rotates_pairs(void) {
+    float v[2 * 8], w[2 * 8], cs[8];
+    double n0 = 0, n1 = 0;
+    fill(v, 16, 1.0f);
+    memcpy(w, v, sizeof v);
+    /* Position 0 is the identity. */
+    ez_rope_angles(cs, 0, 8, 10000.0f, 1.0f, NULL);
+    ez_rope(w, 2, 8, 8, cs, 1);
+    CHECK(memcmp(v, w, sizeof v) == 0);
+    /* Pair 0 turns by pos radians; neox pairs (0,4), normal pairs (0,1). */
+    ez_rope_angles(cs, 3, 8, 10000.0f, 1.0f, NULL);
+    CHECK(fabs(cs[0] - cos(3.0)) < 1e-7 && fabs(cs[1] - sin(3.0)) < 1e-7);
+    CHECK(fabs(cs[2] - cos(3.0 * pow(10000.0, -0.25))) < 1e-7);
+    memcpy(w, v, sizeof v);
+    ez_rope(w, 2, 8, 8, cs, 1);
+    CHECK(fabs(w[0] - (v[0] * cos(3.0) - v[4] * sin(3.0))) < 1e-6);
+    CHECK(fabs(w[4] - (v[0] * sin(3.0) + v[4] * cos(3.0))) < 1e-6);
+    memcpy(w, v, sizeof v);
+    ez_rope(w, 2, 8, 8, cs, 0);
+    CHECK(fabs(w[8] - (v[8] * cos(3.0) - v[9] * sin(3.0))) < 1e-6);
+    for (int i = 0; i < 16; i++) n0 += (double)v[i] * v[i], n1 += (double)w[i] * w[i];
+    CHECK(fabs(n0 - n1) < 1e-5);
+    /* Linear scaling: position 6 at scale 0.5 is position 3. */
+    {
+        float cs2[8];
+        ez_rope_angles(cs2, 6, 8, 10000.0f, 0.5f, NULL);
+        for (int i = 0; i < 8; i++) CHECK(fabs(cs2[i] - cs[i]) < 1e-7);
+    }
+}
+
+/* ---- grouped matmul and tile kernels --------------------------------------------------- */
+
+/* Random but valid rows of `type`: random code bytes, small finite scales. */
+static uint8_t *random_rows(uint32_t type, int rows, int K) {
+    size_t rb = (size_t)ez_row_bytes(type, (uint64_t)K), n = rb * (size_t)rows;
+    uint8_t *d = (uint8_t *)malloc(n);
+    if (type == EZ_TYPE_F32) {
+        for (size_t i = 0; i < n / 4; i++) ((float *)d)[i] = frand();
+    } else if (type == EZ_TYPE_F16) {
+        for (size_t i = 0; i < n / 2; i++) ((uint16_t *)d)[i] = ez_f32_to_f16(frand());
+    } else {
+        const ez_type_traits *tr = ez_type_traits_of(type);
+        for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(frand() * 127.0f + 128.0f);
+        for (size_t b = 0; b < n / tr->type_size; b++) { /* small finite f16 scales */
+            uint16_t h = ez_f32_to_f16(0.01f + 0.02f * (frand() + 1.0f));
+            uint16_t h2 = ez_f32_to_f16(0.005f + 0.01f * (frand() + 1.0f));
+            uint8_t *blk = d + b * tr->type_size;
+            if (type == EZ_TYPE_Q4_0 || type == EZ_TYPE_Q5_0 || type == EZ_TYPE_Q8_0) memcpy(blk, &h, 2);
+            if (type == EZ_TYPE_Q4_K || type == EZ_TYPE_Q5_K) {
+                memcpy(blk, &h, 2);
+                memcpy(blk + 2, &h2, 2);
+            }
+            if (type == EZ_TYPE_Q6_K) {
+                /* int8 scales of a realistic size (llama.cpp's quantizer keeps them within +-63
+                 * and below); full-range random ones push integer sums past 2^24, where the
+                 * float conversions of the kernels under test round differently. */
+                for (int j = 0; j < 16; j++) blk[192 + j] = (uint8_t)(int8_t)(frand() * 31.0f);
+                memcpy(blk + tr->type_size - 2, &h, 2);
+            }
+        }
+        if (type == EZ_TYPE_Q8_0) /* codes in [-127, 127] as llama.cpp's quantizer writes them */
+            for (size_t b = 0; b < n / tr->type_size; b++)
+                for (int j = 0; j < 32; j++)
+                    if ((int8_t)d[b * tr->type_size + 2 + j] == -128) d[b * tr->type_size + 2 + j] = 0x81;
+    }
+    return d;
+}
+
+static int close_to(float got, float want, float scale) { return fabsf(got - want) <= 1e-5f * scale + 1e-6f; }
+
+static void test_llm_matmul_group_matches_single_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_F32, EZ_TYPE_F16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0};
+    static const int Ms[] = {1, 3, 4, 5, 8};
+    ez_pool *pool = ez_pool_create(2);
+    const int K = 256;
+    const int rows[3] = {37, 16, 70};
+    float x[8 * 256];
+    uint8_t xq[8 * 1024];
+    int bad = 0;
+    CHECK(pool != NULL);
+    fill(x, 8 * K, 1.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t t = types[ti];
+        const ez_type_traits *tr = ez_type_traits_of(t);
+        ez_llm_matrix w[3];
+        ez_llm_mm mm[3];
+        float *y[3];
+        ez_llm_acts acts;
+        ez_llm_acts_init(&acts);
+        for (int i = 0; i < 3; i++) {
+            w[i].name = "w";
+            w[i].type = t;
+            w[i].n_rows = rows[i];
+            w[i].n_cols = K;
+            w[i].row_bytes = (size_t)ez_row_bytes(t, (uint64_t)K);
+            w[i].data = random_rows(t, rows[i], K);
+            y[i] = (float *)malloc(sizeof(float) * 8 * (size_t)(rows[i] + 3));
+            mm[i].w = &w[i];
+            mm[i].y = y[i];
+            mm[i].ldy = rows[i] + 3;
+        }
+        for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
+            const int M = Ms[mi];
+            CHECK(ez_llm_matmul(pool, &acts, x, M, mm, 3) == ELIZA_OK);
+            for (int m = 0; m < M; m++) {
+                const uint8_t *xr = (const uint8_t *)(x + m * K);
+                if (tr->vec_dot_type != EZ_TYPE_F32) {
+                    ez_kernels(tr->vec_dot_type)->quant(x + m * K, xq, K);
+                    xr = xq;
+                }
+                for (int i = 0; i < 3; i++)
+                    for (int r = 0; r < rows[i]; r++) {
+                        float want = ez_kernels(t)->dot(K, w[i].data + (size_t)r * w[i].row_bytes, xr);
+                        bad += !close_to(y[i][m * mm[i].ldy + r], want, 10.0f);
+                    }
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            free((void *)w[i].data);
+            free(y[i]);
+        }
+        ez_llm_acts_free(&acts);
+    }
+    CHECK(bad == 0);
+    ez_pool_destroy(pool);
+}
+
+/* The AVX2 tile kernel, the scalar tile reference and the per-pair
+ * reference dots agree for every tile type, ragged row counts and odd M. */
+static void test_llm_tile_kernels_match_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    enum { K = 512, R = 11, M = 7 };
+    float x[M * K], y_ref[M * R], y_fast[M * R];
+    uint8_t xq[M * 600];
+    int bad = 0;
+    fill(x, M * K, 2.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        ez_llm_matrix w;
+        ez_llm_tile_fn fast = ez_llm_tile_avx2(types[ti]);
+        const uint32_t vdt = ez_type_traits_of(types[ti])->vec_dot_type;
+        const size_t xrb = (size_t)ez_row_bytes(vdt, (uint64_t)K);
+        void *scratch = malloc(ez_llm_tile_scratch(types[ti], K) + 64);
+        for (int m = 0; m < M; m++) ez_kernels_ref(vdt)->quant(x + m * K, xq + (size_t)m * xrb, K);
+        w.name = "w";
+        w.type = types[ti];
+        w.n_rows = R;
+        w.n_cols = K;
+        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
+        w.data = random_rows(types[ti], R, K);
+        CHECK(ez_llm_tile_ref(types[ti]) != NULL);
+        ez_llm_tile_ref(types[ti])(&w, 1, R, xq, xrb, M, y_ref, R, scratch);
+        for (int m = 0; m < M; m++)
+            for (int r = 1; r < R; r++) {
+                float want = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq + (size_t)m * xrb);
+                if (!close_to(y_ref[m * R + r], want, fabsf(want) + 1.0f)) {
+                    if (getenv("ELIZA_TEST_VERBOSE")) fprintf(stderr, "type %u m %d r %d: tile %g dot %g\n", types[ti], m, r, y_ref[m * R + r], want);
+                    bad++;
+                }
+            }
+        if (fast && (ez_cpu_features() & EZ_CPU_AVX2)) {
+            fast(&w, 1, R, xq, xrb, M, y_fast, R, scratch);
+            for (int m = 0; m < M; m++)
+                for (int r = 1; r < R; r++) {
+                    if (!close_to(y_fast[m * R + r], y_ref[m * R + r], fabsf(y_ref[m * R + r]) + 10.0f)) {
+                        if (getenv("ELIZA_TEST_VERBOSE"))
+                            fprintf(stderr, "type %u m %d r %d: avx2 %g ref %g\n", types[ti], m, r, y_fast[m * R + r], y_ref[m * R + r]);
+                        bad++;
+                    }
+                }
+        }
+        if (bad) fprintf(stderr, "tile kernel of type %u disagrees\n", types[ti]);
+        free((void *)w.data);
+        free(scratch);
+    }
+    CHECK(ez_llm_tile_ref(EZ_TYPE_F16) == NULL);
+    CHECK(bad == 0);
+}
+
+/* The x8 kernels (packed activations, 8 rows per lane) against the per-pair
+ * reference dots: every kernel the CPU runs, ragged row counts, a partial
+ * group of activation rows. */
+static void test_llm_x8_kernels_match_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    enum { K = 512, R = 11, M = 13 };
+    static float x[M * K], y[M * R];
+    static uint8_t xq[M * 600];
+    int bad = 0;
+    fill(x, M * K, 3.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const uint32_t vdt = ez_type_traits_of(types[ti])->vec_dot_type;
+        const size_t xrb = (size_t)ez_row_bytes(vdt, (uint64_t)K);
+        void *pack = ez_aligned_alloc(2 * (vdt == EZ_TYPE_Q8_0 ? (K / 32) * sizeof(ez_llm_x8_block)
+                                                               : (K / 256) * sizeof(ez_llm_x8k_block)));
+        void *scratch = malloc(ez_llm_tile_scratch(types[ti], K) + 64);
+        ez_llm_x8_fn fns[3];
+        ez_llm_matrix w;
+        for (int m = 0; m < M; m++) {
+            if (vdt == EZ_TYPE_Q8_0) ez_llm_quant_q8_0_ref(x + m * K, xq + (size_t)m * xrb, K);
+            else ez_kernels_ref(vdt)->quant(x + m * K, xq + (size_t)m * xrb, K);
+        }
+        if (vdt == EZ_TYPE_Q8_0) ez_llm_pack_x8(xq, xrb, M, K, (ez_llm_x8_block *)pack);
+        else ez_llm_pack_x8k(xq, xrb, M, K, (ez_llm_x8k_block *)pack);
+        fns[0] = ez_llm_x8_ref(types[ti]);
+        fns[1] = (ez_cpu_features() & EZ_CPU_AVX2) ? ez_llm_x8_avx2(types[ti]) : NULL;
+        fns[2] = (ez_cpu_features() & EZ_CPU_AVX2) && ez_llm_cpu_has_avxvnni() ? ez_llm_x8_avx2_vnni(types[ti]) : NULL;
+        CHECK(fns[0] != NULL);
+        w.name = "w";
+        w.type = types[ti];
+        w.n_rows = R;
+        w.n_cols = K;
+        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
+        w.data = random_rows(types[ti], R, K);
+        for (int f = 0; f < 3; f++) {
+            if (!fns[f]) continue;
+            for (int i = 0; i < M * R; i++) y[i] = NAN;
+            fns[f](&w, 1, R, pack, M, y, R, scratch);
+            for (int m = 0; m < M; m++)
+                for (int r = 1; r < R; r++) {
+                    float want = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq + (size_t)m * xrb);
+                    if (!close_to(y[m * R + r], want, fabsf(want) + 10.0f)) {
+                        if (getenv("ELIZA_TEST_VERBOSE"))
+                            fprintf(stderr, "x8 kernel %d type %u m %d r %d: %g, dot %g\n", f, types[ti], m, r, y[m * R + r], want);
+                        bad++;
+                    }
+                }
+        }
+        free((void *)w.data);
+        free(scratch);
+        ez_aligned_free(pack);
+    }
+    CHECK(ez_llm_x8_ref(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_ref(EZ_TYPE_F16) == NULL);
+    CHECK(bad == 0);
+}
+
+/* ---- sampler ---------------------------------------------------------------------------- */
+
+static ez_sampler_params greedy_params(void) {
+    ez_sampler_params p;
+    memset(&p, 0, sizeof p);
+    p.temperature = 0.0f;
+    p.top_p = 1.0f;
+    p.repeat_penalty = 1.0f;
+    p.repeat_last_n = 64;
+    return p;
+}
+
+static int32_t sample_once(const ez_sampler_params *p, const float *logits, int n, const int32_t *hist, size_t nh) {
+    ez_sampler *s = NULL;
+    float *l = (float *)malloc(sizeof(float) * (size_t)n);
+    int32_t id = -1;
+    memcpy(l, logits, sizeof(float) * (size_t)n);
+    if (ez_sampler_create(p, n, &s) == ELIZA_OK) id = ez_sampler_sample(s, l, hist, nh);
+    ez_sampler_free(s);
+    free(l);
+    return id;
+}
+
+static void test_llm_sampler_contract(void) {
+    enum { N = 1000 };
+    float logits[N];
+    ez_sampler_params p = greedy_params();
+    int32_t best = 0, hist[3];
+    ez_sampler *s = NULL;
+    fill(logits, N, 5.0f);
+    for (int i = 1; i < N; i++)
+        if (logits[i] > logits[best]) best = i;
+
+    CHECK(sample_once(&p, logits, N, NULL, 0) == best);
+    /* top_k 1, min_p 1, or a tiny top_p all leave only the best token. */
+    p.temperature = 2.0f;
+    p.top_k = 1;
+    CHECK(sample_once(&p, logits, N, NULL, 0) == best);
+    p.top_k = 0;
+    p.min_p = 1.0f;
+    CHECK(sample_once(&p, logits, N, NULL, 0) == best);
+    p.min_p = 0.0f;
+    p.top_p = 1e-6f;
+    CHECK(sample_once(&p, logits, N, NULL, 0) == best);
+
+    /* A repetition penalty moves greedy off the best token once it is recent. */
+    p = greedy_params();
+    p.repeat_penalty = 1e6f;
+    hist[0] = best;
+    CHECK(sample_once(&p, logits, N, hist, 1) != best);
+    p.repeat_last_n = 0;
+    CHECK(sample_once(&p, logits, N, hist, 1) == best);
+
+    /* The same seed draws the same sequence; draws follow the distribution:
+     * logits (0, ln 3) at temperature 1 give token 1 three times in four. */
+    {
+        float two[2] = {0.0f, logf(3.0f)};
+        int count1 = 0, n_draws = 20000, same = 1;
+        ez_sampler *a = NULL, *b = NULL;
+        p = greedy_params();
+        p.temperature = 1.0f;
+        p.seed = 7;
+        CHECK(ez_sampler_create(&p, 2, &a) == ELIZA_OK);
+        CHECK(ez_sampler_create(&p, 2, &b) == ELIZA_OK);
+        for (int i = 0; a && b && i < n_draws; i++) {
+            float l1[2] = {two[0], two[1]}, l2[2] = {two[0], two[1]};
+            int32_t x = ez_sampler_sample(a, l1, NULL, 0), y = ez_sampler_sample(b, l2, NULL, 0);
+            same &= x == y;
+            count1 += x == 1;
+        }
+        CHECK(same);
+        CHECK(fabs((double)count1 / n_draws - 0.75) < 0.015);
+        ez_sampler_free(a);
+        ez_sampler_free(b);
+    }
+    /* top_k keeps the k best: with k = 3 only they are ever drawn. */
+    {
+        int32_t order[N];
+        int hits_outside = 0;
+        p = greedy_params();
+        p.temperature = 100.0f; /* nearly flat */
+        p.top_k = 3;
+        p.seed = 1;
+        for (int i = 0; i < N; i++) order[i] = i;
+        for (int i = 0; i < 3; i++) /* selection of the 3 best */
+            for (int j = i + 1; j < N; j++)
+                if (logits[order[j]] > logits[order[i]]) {
+                    int32_t t = order[i];
+                    order[i] = order[j];
+                    order[j] = t;
+                }
+        CHECK(ez_sampler_create(&p, N, &s) == ELIZA_OK);
+        for (int i = 0; s && i < 300; i++) {
+            float l[N];
+            int32_t id;
+            memcpy(l, logits, sizeof l);
+            id = ez_sampler_sample(s, l, NULL, 0);
+            hits_outside += id != order[0] && id != order[1] && id != order[2];
+        }
+        CHECK(hits_outside == 0);
+        ez_sampler_free(s);
+    }
+    /* top-p without top-k (the sampler selects instead of sorting 1000 ids):
+     * every draw is inside the nucleus a full sort gives, and min-p narrows
+     * it further. */
+    {
+        int32_t order[N];
+        double total = 0.0, cum = 0.0, mx;
+        int in_nucleus[N], n_nucleus = 0, outside = 0, outside_min_p = 0;
+        for (int i = 0; i < N; i++) order[i] = i;
+        for (int i = 0; i < N; i++) /* insertion sort, descending */
+            for (int j = i; j > 0 && logits[order[j]] > logits[order[j - 1]]; j--) {
+                int32_t t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        mx = logits[order[0]];
+        for (int i = 0; i < N; i++) total += exp(logits[i] - mx);
+        memset(in_nucleus, 0, sizeof in_nucleus);
+        for (int i = 0; i < N && cum < 0.9; i++) {
+            cum += exp(logits[order[i]] - mx) / total;
+            in_nucleus[order[i]] = 1;
+            n_nucleus++;
+        }
+        CHECK(n_nucleus > 64); /* past the first selection round */
+        p = greedy_params();
+        p.temperature = 1.0f;
+        p.top_p = 0.9f;
+        p.seed = 5;
+        CHECK(ez_sampler_create(&p, N, &s) == ELIZA_OK);
+        for (int i = 0; s && i < 2000; i++) {
+            float l[N];
+            memcpy(l, logits, sizeof l);
+            outside += !in_nucleus[ez_sampler_sample(s, l, NULL, 0)];
+        }
+        ez_sampler_free(s);
+        CHECK(outside == 0);
+        p.min_p = 0.5f;
+        CHECK(ez_sampler_create(&p, N, &s) == ELIZA_OK);
+        for (int i = 0; s && i < 500; i++) {
+            float l[N];
+            int32_t id;
+            memcpy(l, logits, sizeof l);
+            id = ez_sampler_sample(s, l, NULL, 0);
+            outside_min_p += !in_nucleus[id] || logits[id] < mx + log(0.5) - 1e-6;
+        }
+        ez_sampler_free(s);
+        CHECK(outside_min_p == 0);
+    }
+    /* Bad parameters. */
+    p = greedy_params();
+    p.top_p = -1.0f;
+    CHECK(ez_sampler_create(&p, N, &s) == ELIZA_E_INVALID_ARG);
+    p = greedy_params();
+    p.repeat_penalty = 0.0f;
+    CHECK(ez_sampler_create(&p, N, &s) == ELIZA_E_INVALID_ARG);
+    p = greedy_params();
+    p.min_p = 2.0f;
+    CHECK(ez_sampler_create(&p, N, &s) == ELIZA_E_INVALID_ARG);
+}
+
+int main(void) {
+    test_llm_ops_fast_matches_reference();
+    test_llm_ops_match_formulas();
+    test_llm_quant_q8_0_rounds_like_llama_cpp();
+    test_llm_rope_rotates_pairs();
+    test_llm_matmul_group_matches_single_dots();
+    test_llm_tile_kernels_match_dots();
+    test_llm_x8_kernels_match_dots();
+    test_llm_sampler_contract();
+    if (g_failed) {
+        fprintf(stderr, "test_llm_ops: FAILED\n");
+        return 1;
+    }
+    printf("test_llm_ops: ok\n");
+    return 0;
+}
