@@ -1,0 +1,68 @@
+"""Model converters: checkpoints of other frameworks to the GGUF files
+libeliza loads (written with the ``gguf`` package; docs/convert.md pins the
+schemas).
+
+From the command line::
+
+    python -m eliza.convert hf path/to/hf-checkpoint out.gguf --outtype q8_0
+
+From Python::
+
+    from eliza.convert import convert_hf
+    convert_hf("path/to/hf-checkpoint", "out.gguf", outtype="f16")
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ..errors import ElizaError
+from .hf import ARCHITECTURES, OUTTYPES, ConversionReport, convert_hf
+
+__all__ = ["ARCHITECTURES", "OUTTYPES", "ConversionReport", "build_parser", "convert_hf", "main"]
+
+
+def build_parser(prog: str = "python -m eliza.convert") -> argparse.ArgumentParser:
+    """The converter's argument parser (one subcommand per source format)."""
+    parser = argparse.ArgumentParser(prog=prog, description="Convert model checkpoints to GGUF.")
+    formats = parser.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    hf = formats.add_parser(
+        "hf",
+        help="a Hugging Face transformers checkpoint directory",
+        description=f"Converts a transformers checkpoint ({', '.join(ARCHITECTURES)}) to GGUF "
+        "with the tensor names and metadata llama.cpp's converter writes.",
+    )
+    hf.add_argument("model_dir", metavar="DIR", help="directory with config.json, weights, tokenizer")
+    hf.add_argument("out", metavar="OUT.gguf", help="the GGUF file to write")
+    hf.add_argument(
+        "--outtype", choices=OUTTYPES, default="f16", help="type of the weight matrices (default f16)"
+    )
+    hf.add_argument("--name", help="general.name (default: the directory's name)")
+    hf.add_argument("-q", "--quiet", action="store_true", help="no progress line on a terminal")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m eliza.convert") -> int:
+    """Runs the converter's command line; returns the exit status."""
+    args = build_parser(prog).parse_args(argv)
+    show = not args.quiet and sys.stderr.isatty()
+
+    def progress(i: int, n: int, name: str) -> None:
+        if show:
+            print(f"\rconverting {i + 1}/{n} {name:<40.40}", end="", file=sys.stderr, flush=True)
+
+    try:
+        report: ConversionReport = convert_hf(args.model_dir, args.out, args.outtype, args.name, progress)
+    except (ElizaError, OSError) as e:
+        print(f"{chr(10) if show else ''}eliza.convert: error: {e}", file=sys.stderr)
+        return 1
+    if show:
+        print(file=sys.stderr)
+    types = ", ".join(f"{n} {t}" for t, n in sorted(report.tensor_types.items()))
+    print(
+        f"{report.path}: {report.architecture}, {report.n_tensors} tensors ({types}), "
+        f"{report.n_params / 1e6:.1f}M parameters, vocab {report.n_vocab} ({report.tokenizer_model})"
+    )
+    return 0

@@ -1,0 +1,507 @@
+"""Text generation with a GGUF language model (gemma3, llama, qwen2, qwen3)
+through libeliza's ``eliza_llm_*`` calls.
+
+Example::
+
+    with eliza.LLM("gemma-3-270m-q4_k_m.gguf") as llm:
+        for piece in llm.stream("The capital of France is", max_tokens=16, temperature=0):
+            print(piece, end="", flush=True)
+        print("\\n", llm.last_stats)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import enum
+import json
+import os
+import threading
+import weakref
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
+from .errors import InternalError, InvalidArgumentError, StateError, Status, check
+
+__all__ = ["LLM", "LLMStats", "StopReason"]
+
+_TOKENIZE_ADD_BOS = 1 << 0
+_TOKENIZE_PARSE_SPECIAL = 1 << 1
+_DETOKENIZE_RENDER_SPECIAL = 1 << 0
+_U64_MAX = (1 << 64) - 1
+
+
+class StopReason(enum.IntEnum):
+    """``eliza_llm_stop_reason``: why a stream ended."""
+
+    NONE = 0  # still running
+    EOS = 1  # the model ended its text
+    MAX_TOKENS = 2
+    STRING = 3  # a stop string matched
+    CONTEXT_FULL = 4
+    CANCELLED = 5
+
+
+@dataclass(frozen=True)
+class LLMStats:
+    """``eliza_llm_stats`` of one stream: token counts, why it stopped, and
+    the time spent on the prompt (prefill) and on each new token (decode)."""
+
+    prompt_tokens: int
+    generated_tokens: int
+    stop_reason: StopReason
+    prefill_ms: float
+    decode_ms: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+
+    @classmethod
+    def _from_c(cls, s: LlmStats) -> LLMStats:
+        try:
+            reason = StopReason(s.stop_reason)
+        except ValueError:
+            reason = StopReason.NONE
+        return cls(
+            prompt_tokens=int(s.prompt_tokens),
+            generated_tokens=int(s.generated_tokens),
+            stop_reason=reason,
+            prefill_ms=float(s.prefill_ms),
+            decode_ms=float(s.decode_ms),
+            prefill_tokens_per_s=float(s.prefill_tokens_per_s),
+            decode_tokens_per_s=float(s.decode_tokens_per_s),
+        )
+
+
+def _utf8(text: str | bytes) -> bytes:
+    # Lone surrogates pass through as the invalid UTF-8 they encode to, so
+    # the library refuses them like any other invalid input.
+    return text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+
+
+def _c_string(text: str | bytes, what: str) -> bytes:
+    data = _utf8(text)
+    if b"\0" in data:
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} contains a NUL character")
+    return data
+
+
+def _token_array(ids: Iterable[int] | npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
+    values = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids))
+    if values.ndim != 1 or (values.size and not np.issubdtype(values.dtype, np.integer)):
+        raise InvalidArgumentError(Status.E_INVALID_ARG, "token ids must be a flat sequence of integers")
+    if values.size and (values.min() < -(1 << 31) or values.max() >= 1 << 31):
+        raise InvalidArgumentError(Status.E_INVALID_ARG, "a token id does not fit in int32")
+    return np.ascontiguousarray(values, dtype=np.int32)
+
+
+def _int32_ptr(arr: npt.NDArray[np.int32]) -> Any:
+    return arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+
+
+def _take_string(ptr: ctypes.c_char_p, n: int) -> bytes:
+    """The n bytes at a library-allocated string, which is then freed."""
+    address = ctypes.cast(ptr, ctypes.c_void_p).value
+    try:
+        return ctypes.string_at(address, n) if address else b""
+    finally:
+        lib().eliza_free(address)
+
+
+class _Stream:
+    """One open ``eliza_llm_stream``. ``cancel`` may come from any thread;
+    the lock keeps it from racing ``close``."""
+
+    def __init__(self, llm: LLM, handle: ctypes.c_void_p, keepalive: tuple[Any, ...]) -> None:
+        self._llm = llm
+        self._handle: ctypes.c_void_p | None = handle
+        self._keepalive = keepalive  # prompt and stop strings, for the stream's life
+        self._lock = threading.Lock()
+        self._piece = LlmPiece()
+        self._piece.struct_size = ctypes.sizeof(LlmPiece)
+        self._text_offset = LlmPiece.text.offset
+
+    def next_text(self) -> str | None:
+        """The next piece of text ("" while text is held back), or None once
+        the stream has ended (also after a cancel)."""
+        if self._handle is None:
+            return None
+        status = lib().eliza_llm_stream_next(self._handle, ctypes.byref(self._piece))
+        if status == Status.DONE or status == Status.E_CANCELLED:
+            return None
+        check(status)
+        n = int(self._piece.text_len)
+        if n == 0:
+            return ""
+        address = ctypes.c_void_p.from_buffer(self._piece, self._text_offset).value
+        if address is None:
+            raise InternalError(Status.E_INTERNAL, f"eliza_llm_stream_next: {n} bytes of text at NULL")
+        return ctypes.string_at(address, n).decode("utf-8", "replace")
+
+    def stats(self) -> LLMStats | None:
+        if self._handle is None:
+            return None
+        stats = LlmStats()
+        stats.struct_size = ctypes.sizeof(LlmStats)
+        check(lib().eliza_llm_stream_stats(self._handle, ctypes.byref(stats)))
+        return LLMStats._from_c(stats)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                lib().eliza_llm_stream_cancel(self._handle)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is None:
+                return
+            handle, self._handle = self._handle, None
+            try:
+                stats = LlmStats()
+                stats.struct_size = ctypes.sizeof(LlmStats)
+                if lib().eliza_llm_stream_stats(handle, ctypes.byref(stats)) == Status.OK:
+                    self._llm._last_stats = LLMStats._from_c(stats)
+            finally:
+                lib().eliza_llm_stream_close(handle)
+                self._llm._forget(self)
+
+    def __del__(self) -> None:
+        # A stream dropped before it was iterated still holds the model's
+        # one stream slot; give it back.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class LLM:
+    """A language model opened from one GGUF file, with its KV cache.
+
+    ``n_threads`` 0 uses one thread per core; ``context_size`` 0 takes the
+    model's training context capped at 4096 tokens; ``n_batch`` 0 evaluates
+    the prompt 256 tokens at a time. Use it as a context manager (or call
+    :meth:`close`) to free the weights' mapping and the cache at a known
+    point. One thread at a time may use it; :meth:`cancel` is the exception.
+
+    Failures raise :class:`eliza.ElizaError` subclasses: a missing file
+    :class:`~eliza.ElizaIOError`, a corrupt one :class:`~eliza.FormatError`,
+    an empty prompt or invalid UTF-8 :class:`~eliza.InvalidArgumentError`, a
+    prompt longer than the context :class:`~eliza.ContextFullError`, a second
+    stream while one is open or any use after :meth:`close`
+    :class:`~eliza.StateError`.
+
+    Example::
+
+        with eliza.LLM("model.gguf", context_size=2048) as llm:
+            text = llm.generate("Once upon a time", max_tokens=64, seed=42)
+            print(text, llm.last_stats.decode_tokens_per_s)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        n_threads: int = 0,
+        context_size: int = 0,
+        n_batch: int = 0,
+    ) -> None:
+        self._handle: ctypes.c_void_p | None = None
+        # Weak: a stream whose iterator is dropped unstarted must be able to
+        # die (and close) on its own.
+        self._stream: weakref.ref[_Stream] | None = None
+        self._last_stats: LLMStats | None = None
+        self._stream_lock = threading.Lock()
+        self.path = os.fspath(path)
+        params = LlmParams()
+        lib().eliza_llm_default_params(ctypes.byref(params))
+        params.n_threads = n_threads
+        params.context_size = _unsigned(context_size, "context_size")
+        params.n_batch = _unsigned(n_batch, "n_batch")
+        handle = ctypes.c_void_p()
+        check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
+        self._handle = handle
+
+    # -- lifetime -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes an open stream, then frees the model. Idempotent."""
+        stream = self._open_stream_object()
+        if stream is not None:
+            stream.close()
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            lib().eliza_llm_close(handle)
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> LLM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"<eliza.LLM {self.path!r}{' closed' if self.closed else ''}>"
+
+    def _live(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise StateError(Status.E_STATE, f"the LLM {self.path!r} is closed")
+        return self._handle
+
+    def _open_stream_object(self) -> _Stream | None:
+        with self._stream_lock:
+            return self._stream() if self._stream is not None else None
+
+    def _forget(self, stream: _Stream) -> None:
+        with self._stream_lock:
+            if self._stream is not None and self._stream() in (stream, None):
+                self._stream = None
+
+    # -- model ------------------------------------------------------------------
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """``eliza_llm_info_json``: architecture, n_vocab, n_ctx_train,
+        context_size, n_embd, n_layer, bos, eos, n_threads."""
+        out = ctypes.c_char_p()
+        check(lib().eliza_llm_info_json(self._live(), ctypes.byref(out)))
+        raw = out.value or b""
+        lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
+        return doc
+
+    def tokenize(self, text: str | bytes, add_bos: bool = True, special: bool = True) -> list[int]:
+        """Token ids of ``text``. ``add_bos`` prepends BOS if the model asks for
+        one; ``special`` turns control-token texts ("<start_of_turn>") into
+        their ids instead of tokenizing them as plain text."""
+        data = _utf8(text)
+        flags = (_TOKENIZE_ADD_BOS if add_bos else 0) | (_TOKENIZE_PARSE_SPECIAL if special else 0)
+        out = ctypes.POINTER(ctypes.c_int32)()
+        count = ctypes.c_size_t()
+        check(
+            lib().eliza_llm_tokenize(
+                self._live(), data, len(data), flags, ctypes.byref(out), ctypes.byref(count)
+            )
+        )
+        try:
+            return [int(out[i]) for i in range(count.value)]
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+    def detokenize(
+        self, ids: Iterable[int] | npt.NDArray[np.integer[Any]], render_special: bool = False
+    ) -> str:
+        """The text of ``ids``; control tokens are dropped unless
+        ``render_special``. Bytes that do not form UTF-8 (a character cut
+        between token lists) become U+FFFD."""
+        arr = _token_array(ids)
+        out = ctypes.c_char_p()
+        n = ctypes.c_size_t()
+        flags = _DETOKENIZE_RENDER_SPECIAL if render_special else 0
+        check(
+            lib().eliza_llm_detokenize(
+                self._live(), _int32_ptr(arr), len(arr), flags, ctypes.byref(out), ctypes.byref(n)
+            )
+        )
+        return _take_string(out, n.value).decode("utf-8", "replace")
+
+    def logits(
+        self, ids: Iterable[int] | npt.NDArray[np.integer[Any]], all_positions: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """Evaluates ``ids`` from position 0 (the cache is reset) and returns
+        the logits of the last position, float32 [n_vocab], or of every
+        position, [len(ids), n_vocab]."""
+        arr = _token_array(ids)
+        out = ctypes.POINTER(ctypes.c_float)()
+        count = ctypes.c_size_t()
+        check(
+            lib().eliza_llm_logits(
+                self._live(),
+                _int32_ptr(arr),
+                len(arr),
+                int(all_positions),
+                ctypes.byref(out),
+                ctypes.byref(count),
+            )
+        )
+        try:
+            flat = (
+                np.ctypeslib.as_array(out, shape=(count.value,)).copy()
+                if count.value
+                else np.zeros(0, np.float32)
+            )
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        return flat.reshape(len(arr), -1) if all_positions else flat
+
+    # -- generation -------------------------------------------------------------
+
+    def stream(
+        self,
+        prompt: str | bytes,
+        max_tokens: int = 256,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        seed: int = 0,
+        stop: str | Sequence[str] = (),
+        repeat_last_n: int = 64,
+        add_bos: bool = True,
+        special: bool = True,
+        context_size: int = 0,
+    ) -> Generator[str, None, None]:
+        """Generates text after ``prompt``, piece by piece, as it is made.
+
+        ``max_tokens`` <= 0 runs to EOS or a full context; ``temperature`` 0
+        is greedy; ``top_k`` 0, ``top_p`` 1, ``min_p`` 0 and
+        ``repeat_penalty`` 1 switch those filters off. The same ``seed`` and
+        input give the same text. Generation ends before the first ``stop``
+        string, which is not returned. ``add_bos`` and ``special`` apply to
+        the prompt as in :meth:`tokenize`; ``context_size`` (0: the model's)
+        limits this stream's context.
+
+        The prompt is checked and tokenized here, so a bad one raises at
+        once; the model runs as the iterator is consumed. Leaving the loop
+        early (break, an exception, ``close()`` on the iterator) closes the
+        stream; :meth:`cancel` from another thread ends it at the next token.
+        :attr:`last_stats` then tells why it stopped.
+        """
+        stream = self._open_stream(
+            prompt,
+            max_tokens,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repeat_penalty,
+            seed,
+            stop,
+            repeat_last_n,
+            add_bos,
+            special,
+            context_size,
+        )
+        return self._pieces(stream)
+
+    def generate(
+        self,
+        prompt: str | bytes,
+        max_tokens: int = 256,
+        temperature: float = 0.8,
+        top_k: int = 40,
+        top_p: float = 0.95,
+        min_p: float = 0.05,
+        repeat_penalty: float = 1.0,
+        seed: int = 0,
+        stop: str | Sequence[str] = (),
+        repeat_last_n: int = 64,
+        add_bos: bool = True,
+        special: bool = True,
+        context_size: int = 0,
+    ) -> str:
+        """The whole text :meth:`stream` produces with the same arguments."""
+        return "".join(
+            self.stream(
+                prompt,
+                max_tokens,
+                temperature,
+                top_k,
+                top_p,
+                min_p,
+                repeat_penalty,
+                seed,
+                stop,
+                repeat_last_n,
+                add_bos,
+                special,
+                context_size,
+            )
+        )
+
+    def cancel(self) -> None:
+        """Asks the open stream, if any, to stop at its next token; its
+        iterator then ends and :attr:`last_stats` says CANCELLED. Safe from
+        any thread."""
+        stream = self._open_stream_object()
+        if stream is not None:
+            stream.cancel()
+
+    @property
+    def last_stats(self) -> LLMStats | None:
+        """Counters and timings of the open stream, or else of the last one
+        closed; None before the first stream."""
+        stream = self._open_stream_object()
+        live = stream.stats() if stream is not None else None
+        return live if live is not None else self._last_stats
+
+    def _open_stream(
+        self,
+        prompt: str | bytes,
+        max_tokens: int,
+        temperature: float,
+        top_k: int,
+        top_p: float,
+        min_p: float,
+        repeat_penalty: float,
+        seed: int,
+        stop: str | Sequence[str],
+        repeat_last_n: int,
+        add_bos: bool,
+        special: bool,
+        context_size: int,
+    ) -> _Stream:
+        handle = self._live()
+        stops = [stop] if isinstance(stop, str) else list(stop)
+        if not 0 <= seed <= _U64_MAX:
+            raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
+        prompt_bytes = _c_string(prompt, "the prompt")
+        stop_bytes = [_c_string(s, "a stop string") for s in stops]
+        stop_array = (ctypes.c_char_p * max(len(stop_bytes), 1))(*stop_bytes)
+        cfg = LlmStreamConfig()
+        lib().eliza_llm_stream_default_config(ctypes.byref(cfg))
+        cfg.flags = (_TOKENIZE_ADD_BOS if add_bos else 0) | (_TOKENIZE_PARSE_SPECIAL if special else 0)
+        cfg.prompt = prompt_bytes
+        cfg.max_tokens = max_tokens
+        cfg.temperature = temperature
+        cfg.top_k = top_k
+        cfg.top_p = top_p
+        cfg.min_p = min_p
+        cfg.repeat_penalty = repeat_penalty
+        cfg.repeat_last_n = repeat_last_n
+        cfg.seed = seed
+        cfg.stop = ctypes.cast(stop_array, ctypes.POINTER(ctypes.c_char_p))
+        cfg.n_stop = len(stop_bytes)
+        cfg.context_size = _unsigned(context_size, "context_size")
+        out = ctypes.c_void_p()
+        check(lib().eliza_llm_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))
+        stream = _Stream(self, out, (prompt_bytes, stop_bytes, stop_array))
+        with self._stream_lock:
+            self._stream = weakref.ref(stream)
+        return stream
+
+    @staticmethod
+    def _pieces(stream: _Stream) -> Generator[str, None, None]:
+        try:
+            while True:
+                text = stream.next_text()
+                if text is None:
+                    return
+                if text:
+                    yield text
+        finally:
+            stream.close()
+
+
+def _unsigned(value: int, what: str) -> int:
+    if not 0 <= value < 1 << 32:
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} {value} is out of range")
+    return value
