@@ -261,3 +261,19 @@ def test_llm_refuses_a_file_of_another_architecture(tiny_gguf: Path) -> None:
     with pytest.raises(eliza.ElizaError) as info:
         eliza.LLM(tiny_gguf)
     assert info.value.code in (eliza.Status.E_UNSUPPORTED, eliza.Status.E_FORMAT), info.value
+
+
+def test_llm_generates_from_a_tiny_model(tiny_llama_gguf: Path) -> None:
+    """Tokenize, evaluate and stream greedy tokens from a random 2-layer
+    llama: the whole engine runs on this platform, deterministically."""
+    with eliza.LLM(tiny_llama_gguf, n_threads=2) as llm:
+        ids = llm.tokenize("the cat sat")
+        assert ids[0] == 1 and len(ids) > 1
+        assert llm.detokenize(llm.tokenize("the cat sat", add_bos=False)) == "the cat sat"
+        logits = llm.logits(ids)
+        assert logits.shape == (3 + 256 + 8,)
+        first = llm.generate("the cat", max_tokens=8, temperature=0.0)
+        again = llm.generate("the cat", max_tokens=8, temperature=0.0)
+        stats = llm.last_stats
+    assert first == again
+    assert stats is not None and stats.generated_tokens >= 1
