@@ -1080,3 +1080,44 @@ int32_t ez_detokenize(const ez_tokenizer *tok, const int32_t *ids, size_t n, int
     *len = s.len;
     return ELIZA_OK;
 }
+
+/* ---- merge queue (SPM and BPE) ------------------------------------------------- */
+
+static int bigram_before(const ez_bigram *a, const ez_bigram *b) {
+    return a->priority > b->priority || (a->priority == b->priority && a->left < b->left);
+}
+
+int ez_bigram_push(ez_bigram_queue *q, ez_bigram b) {
+    size_t i;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        ez_bigram *items = (ez_bigram *)realloc(q->items, cap * sizeof *items);
+        if (!items) return 0;
+        q->items = items;
+        q->cap = cap;
+    }
+    i = q->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!bigram_before(&b, &q->items[parent])) break;
+        q->items[i] = q->items[parent];
+        i = parent;
+    }
+    q->items[i] = b;
+    return 1;
+}
+
+ez_bigram ez_bigram_pop(ez_bigram_queue *q) {
+    ez_bigram top = q->items[0], last = q->items[--q->n];
+    size_t i = 0, n = q->n;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && bigram_before(&q->items[c + 1], &q->items[c])) c++;
+        if (!bigram_before(&q->items[c], &last)) break;
+        q->items[i] = q->items[c];
+        i = c;
+    }
+    if (n > 0) q->items[i] = last;
+    return top;
+}

@@ -315,12 +315,6 @@ done:
 /* ---- merges ------------------------------------------------------------------ */
 
 typedef struct {
-    int32_t rank;
-    int32_t left, right;
-    uint32_t size;
-} bigram;
-
-typedef struct {
     int32_t prev, next;
     uint32_t start, n;
 } symbol;
@@ -331,61 +325,24 @@ typedef struct {
     size_t cap_enc;
     symbol *sym;
     size_t cap_sym;
-    bigram *heap;
-    size_t n_heap, cap_heap;
+    ez_bigram_queue queue;
 } session;
 
-static int before(const bigram *a, const bigram *b) {
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(session *s, bigram b) {
-    size_t i;
-    if (s->n_heap == s->cap_heap) {
-        size_t cap = s->cap_heap ? s->cap_heap * 2 : 64;
-        bigram *h = (bigram *)realloc(s->heap, cap * sizeof *h);
-        if (!h) return 0;
-        s->heap = h;
-        s->cap_heap = cap;
-    }
-    i = s->n_heap++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&b, &s->heap[parent])) break;
-        s->heap[i] = s->heap[parent];
-        i = parent;
-    }
-    s->heap[i] = b;
-    return 1;
-}
-
-static bigram heap_pop(session *s) {
-    bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0, n = s->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!before(&s->heap[c], &last)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n > 0) s->heap[i] = last;
-    return top;
-}
 
 static int try_pair(session *s, int32_t left, int32_t right) {
-    bigram b;
+    ez_bigram b;
     const symbol *l, *r;
+    int32_t rank;
     if (left < 0 || right < 0) return 1;
     l = &s->sym[left];
     r = &s->sym[right];
-    b.rank = ez_merge_find(s->tok, s->enc + l->start, l->n, s->enc + r->start, r->n);
-    if (b.rank < 0) return 1;
+    rank = ez_merge_find(s->tok, s->enc + l->start, l->n, s->enc + r->start, r->n);
+    if (rank < 0) return 1;
+    b.priority = -(double)rank;
     b.left = left;
     b.right = right;
     b.size = l->n + r->n;
-    return heap_push(s, b);
+    return ez_bigram_push(&s->queue, b);
 }
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -423,12 +380,12 @@ static int bpe_word(session *s, const char *word, size_t len, ez_idvec *out) {
         if (id >= 0) return ez_idvec_push(out, id);
     }
 
-    s->n_heap = 0;
+    s->queue.n = 0;
     for (i = 1; i < n_sym; i++) {
         if (!try_pair(s, (int32_t)i - 1, (int32_t)i)) return 0;
     }
-    while (s->n_heap > 0) {
-        bigram b = heap_pop(s);
+    while (s->queue.n > 0) {
+        ez_bigram b = ez_bigram_pop(&s->queue);
         symbol *l = &s->sym[b.left], *r = &s->sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;
         l->n += r->n;
@@ -472,7 +429,7 @@ int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len, e
         }
         at += lens[w];
     }
-    free(s.heap);
+    free(s.queue.items);
     free(s.sym);
     free(s.enc);
     free(lens);

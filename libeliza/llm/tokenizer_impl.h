@@ -118,6 +118,24 @@ EZ_INTERNAL int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, s
 EZ_INTERNAL int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len,
                                        size_t **out_lens, size_t *n_out);
 
+/* A candidate merge of two adjacent symbols, queued by both tokenizers. */
+typedef struct {
+    double priority;       /* higher merges first: SPM piece score, BPE -rank */
+    int32_t left, right;   /* symbol indices */
+    uint32_t size;         /* bytes of left + right when queued: stale if it changed */
+} ez_bigram;
+
+/* A binary heap of bigrams: highest priority first, then the leftmost. */
+typedef struct {
+    ez_bigram *items;      /* malloc'd; free(items) when done */
+    size_t n, cap;
+} ez_bigram_queue;
+
+/* 0 on allocation failure (the queue is unchanged). */
+EZ_INTERNAL int ez_bigram_push(ez_bigram_queue *q, ez_bigram b);
+/* Removes and returns the first bigram; q->n must be > 0. */
+EZ_INTERNAL ez_bigram ez_bigram_pop(ez_bigram_queue *q);
+
 /* GPT-2's byte <-> printable code point mapping. */
 EZ_INTERNAL uint32_t ez_bpe_byte_to_cp(uint8_t b);
 EZ_INTERNAL int ez_bpe_cp_to_byte(uint32_t cp); /* -1 if cp is not a mapped byte */

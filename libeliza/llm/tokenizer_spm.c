@@ -16,71 +16,25 @@ typedef struct {
 } symbol;
 
 typedef struct {
-    float score;
-    int32_t left, right;
-    uint32_t size; /* bytes of left + right when queued: stale if it changed */
-} bigram;
-
-typedef struct {
     const ez_tokenizer *tok;
     const char *buf;
     symbol *sym;
-    bigram *heap;
-    size_t n_heap, cap_heap;
+    ez_bigram_queue queue;
 } session;
 
-/* a leaves the queue before b: higher score first, then the leftmost. */
-static int before(const bigram *a, const bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(session *s, bigram b) {
-    size_t i;
-    if (s->n_heap == s->cap_heap) {
-        size_t cap = s->cap_heap ? s->cap_heap * 2 : 64;
-        bigram *h = (bigram *)realloc(s->heap, cap * sizeof *h);
-        if (!h) return 0;
-        s->heap = h;
-        s->cap_heap = cap;
-    }
-    i = s->n_heap++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&b, &s->heap[parent])) break;
-        s->heap[i] = s->heap[parent];
-        i = parent;
-    }
-    s->heap[i] = b;
-    return 1;
-}
-
-static bigram heap_pop(session *s) {
-    bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0, n = s->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!before(&s->heap[c], &last)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n > 0) s->heap[i] = last;
-    return top;
-}
 
 /* Queues (left, right) if their concatenation is a token. */
 static int try_pair(session *s, int32_t left, int32_t right) {
-    bigram b;
+    ez_bigram b;
     int32_t id;
     if (left < 0 || right < 0) return 1;
     b.size = s->sym[left].n + s->sym[right].n;
     id = ez_vocab_find(s->tok, s->buf + s->sym[left].start, b.size);
     if (id < 0) return 1;
-    b.score = s->tok->score[id];
+    b.priority = s->tok->score[id];
     b.left = left;
     b.right = right;
-    return heap_push(s, b);
+    return ez_bigram_push(&s->queue, b);
 }
 
 int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int prefix_space,
@@ -131,8 +85,8 @@ int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, i
         if (!try_pair(&s, (int32_t)i - 1, (int32_t)i)) goto nomem;
     }
 
-    while (s.n_heap > 0) {
-        bigram b = heap_pop(&s);
+    while (s.queue.n > 0) {
+        ez_bigram b = ez_bigram_pop(&s.queue);
         symbol *l = &s.sym[b.left], *r = &s.sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;
         l->n += r->n;
@@ -165,7 +119,7 @@ int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, i
 nomem:
     rc = ez_fail(ELIZA_E_NOMEM, "out of memory tokenizing %zu bytes", len);
 done:
-    free(s.heap);
+    free(s.queue.items);
     free(s.sym);
     free(buf);
     return rc;
