@@ -3,6 +3,7 @@
  * hwcaps (NEON is architectural on aarch64). */
 #include "cpu.h"
 
+#include "atomic.h"
 #include "platform.h"
 
 #if defined(EZ_ARCH_X86_64)
@@ -84,15 +85,19 @@ static uint32_t detect(void) { return EZ_CPU_NEON; }
 static uint32_t detect(void) { return 0; }
 #endif
 
-static int g_ready;
+/* Written once under the global lock, then published through g_ready: the
+ * kernels ask for the level on every product, so after the first call the
+ * answer costs one atomic load, not a lock. */
+static ez_atomic_int g_ready;
 static uint32_t g_features;
 static int g_force_scalar;
 static ez_simd_level g_level;
 
 static void init_once(void) {
     uint32_t f;
+    if (ez_atomic_int_load(&g_ready)) return;
     ez_global_lock();
-    if (!g_ready) {
+    if (!ez_atomic_int_load(&g_ready)) {
         f = detect();
         g_features = f;
         g_force_scalar = ez_env_flag("ELIZA_FORCE_SCALAR");
@@ -106,7 +111,7 @@ static void init_once(void) {
             g_level = EZ_SIMD_NEON;
         else
             g_level = EZ_SIMD_SCALAR;
-        g_ready = 1;
+        ez_atomic_int_store(&g_ready, 1);
     }
     ez_global_unlock();
 }

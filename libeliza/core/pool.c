@@ -24,64 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic.h"
 #include "error.h"
 #include "platform.h"
 
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-#else
-#include <stdatomic.h>
-#if EZ_ARCH_X86_64
+#if EZ_ARCH_X86_64 && !(defined(_MSC_VER) && !defined(__clang__))
 #include <immintrin.h>
-#endif
-#endif
-
-/* ---- atomics: C11 where available, Interlocked* on MSVC ----------------------- */
-
-#if defined(_MSC_VER) && !defined(__clang__)
-typedef volatile long ez_atomic_int;
-typedef volatile __int64 ez_atomic_i64;
-
-/* x64 loads are acquire loads and MSVC keeps volatile accesses in order;
- * elsewhere an interlocked no-op gives the ordering. */
-static inline int atomic_int_load(ez_atomic_int *a) {
-#if defined(_M_X64)
-    long v = *a;
-    _ReadWriteBarrier();
-    return (int)v;
-#else
-    return (int)_InterlockedOr(a, 0);
-#endif
-}
-static inline int64_t atomic_i64_load(ez_atomic_i64 *a) {
-#if defined(_M_X64)
-    __int64 v = *a;
-    _ReadWriteBarrier();
-    return v;
-#else
-    return _InterlockedOr64(a, 0);
-#endif
-}
-static inline void atomic_int_store(ez_atomic_int *a, int v) { _InterlockedExchange(a, v); }
-static inline int atomic_int_add(ez_atomic_int *a, int v) { return (int)_InterlockedExchangeAdd(a, v); }
-static inline void atomic_i64_store(ez_atomic_i64 *a, int64_t v) { _InterlockedExchange64(a, v); }
-static inline int64_t atomic_i64_add(ez_atomic_i64 *a, int64_t v) { return _InterlockedExchangeAdd64(a, v); }
-static inline int atomic_i64_cas(ez_atomic_i64 *a, int64_t expected, int64_t desired) {
-    return _InterlockedCompareExchange64(a, desired, expected) == expected;
-}
-#else
-typedef atomic_int ez_atomic_int;
-typedef _Atomic int64_t ez_atomic_i64;
-
-static inline int atomic_int_load(ez_atomic_int *a) { return atomic_load(a); }
-static inline int64_t atomic_i64_load(ez_atomic_i64 *a) { return atomic_load(a); }
-static inline void atomic_int_store(ez_atomic_int *a, int v) { atomic_store(a, v); }
-static inline int atomic_int_add(ez_atomic_int *a, int v) { return atomic_fetch_add(a, v); }
-static inline void atomic_i64_store(ez_atomic_i64 *a, int64_t v) { atomic_store(a, v); }
-static inline int64_t atomic_i64_add(ez_atomic_i64 *a, int64_t v) { return atomic_fetch_add(a, v); }
-static inline int atomic_i64_cas(ez_atomic_i64 *a, int64_t expected, int64_t desired) {
-    return atomic_compare_exchange_strong(a, &expected, desired);
-}
 #endif
 
 /* Tells the core (and a hyper-threaded sibling) that this is a spin loop. */
@@ -168,7 +116,7 @@ static void run_chunks(ez_pool *pool, int thread_index) {
     tls_pool = pool;
     tls_thread_index = thread_index;
     for (;;) {
-        int64_t begin = atomic_i64_add(&pool->next_item, pool->chunk);
+        int64_t begin = ez_atomic_i64_add(&pool->next_item, pool->chunk);
         if (begin >= pool->n) break;
         pool->fn(pool->ctx, begin, EZ_MIN(begin + pool->chunk, pool->n), thread_index);
     }
@@ -193,32 +141,32 @@ static int spin_until(ez_pool *pool, int (*done)(ez_pool *, int64_t), int64_t ar
 }
 
 static int new_generation(ez_pool *pool, int64_t seen) {
-    return gate_generation(atomic_i64_load(&pool->gate)) != seen;
+    return gate_generation(ez_atomic_i64_load(&pool->gate)) != seen;
 }
 
 /* Returns once the gate holds a generation other than `seen`. */
 static void wait_for_job(ez_pool *pool, int64_t seen) {
     if (spin_until(pool, new_generation, seen)) return;
     ez_mutex_lock(pool->mutex);
-    atomic_int_add(&pool->sleepers, 1);
+    ez_atomic_int_add(&pool->sleepers, 1);
     while (!new_generation(pool, seen)) ez_cond_wait(pool->wake, pool->mutex);
-    atomic_int_add(&pool->sleepers, -1);
+    ez_atomic_int_add(&pool->sleepers, -1);
     ez_mutex_unlock(pool->mutex);
 }
 
 /* Enters the open job of generation `gen`; 0 if it is closed or gone. */
 static int join_job(ez_pool *pool, int64_t gen) {
     for (;;) {
-        int64_t gate = atomic_i64_load(&pool->gate);
+        int64_t gate = ez_atomic_i64_load(&pool->gate);
         if (gate_generation(gate) != gen || (gate & GATE_CLOSED)) return 0;
-        if (atomic_i64_cas(&pool->gate, gate, gate + 1)) return 1;
+        if (ez_atomic_i64_cas(&pool->gate, gate, gate + 1)) return 1;
     }
 }
 
 static void leave_job(ez_pool *pool) {
-    int64_t gate = atomic_i64_add(&pool->gate, -1);
+    int64_t gate = ez_atomic_i64_add(&pool->gate, -1);
     if (gate_workers(gate) != 1 || !(gate & GATE_CLOSED)) return;
-    if (atomic_int_load(&pool->caller_asleep)) {
+    if (ez_atomic_int_load(&pool->caller_asleep)) {
         ez_mutex_lock(pool->mutex);
         ez_cond_broadcast(pool->done);
         ez_mutex_unlock(pool->mutex);
@@ -231,8 +179,8 @@ static void worker_main(void *arg) {
     int64_t seen = 0;
     for (;;) {
         wait_for_job(pool, seen);
-        if (atomic_int_load(&pool->stop)) break;
-        seen = gate_generation(atomic_i64_load(&pool->gate));
+        if (ez_atomic_int_load(&pool->stop)) break;
+        seen = gate_generation(ez_atomic_i64_load(&pool->gate));
         if (join_job(pool, seen)) {
             run_chunks(pool, w->index);
             leave_job(pool);
@@ -243,8 +191,8 @@ static void worker_main(void *arg) {
 /* Opens a new generation (the job fields are already written). */
 static void open_gate(ez_pool *pool) {
     pool->generation++;
-    atomic_i64_store(&pool->gate, pool->generation << GATE_GEN_SHIFT);
-    if (atomic_int_load(&pool->sleepers) > 0) {
+    ez_atomic_i64_store(&pool->gate, pool->generation << GATE_GEN_SHIFT);
+    if (ez_atomic_int_load(&pool->sleepers) > 0) {
         ez_mutex_lock(pool->mutex);
         ez_cond_broadcast(pool->wake);
         ez_mutex_unlock(pool->mutex);
@@ -253,22 +201,22 @@ static void open_gate(ez_pool *pool) {
 
 static int workers_gone(ez_pool *pool, int64_t unused) {
     (void)unused;
-    return gate_workers(atomic_i64_load(&pool->gate)) == 0;
+    return gate_workers(ez_atomic_i64_load(&pool->gate)) == 0;
 }
 
 /* Closes the gate and waits for the workers that joined to leave. */
 static void close_gate(ez_pool *pool) {
-    int64_t gate = atomic_i64_add(&pool->gate, GATE_CLOSED);
+    int64_t gate = ez_atomic_i64_add(&pool->gate, GATE_CLOSED);
     if (gate_workers(gate) == 0 || spin_until(pool, workers_gone, 0)) return;
     ez_mutex_lock(pool->mutex);
-    atomic_int_store(&pool->caller_asleep, 1);
+    ez_atomic_int_store(&pool->caller_asleep, 1);
     while (!workers_gone(pool, 0)) ez_cond_wait(pool->done, pool->mutex);
-    atomic_int_store(&pool->caller_asleep, 0);
+    ez_atomic_int_store(&pool->caller_asleep, 0);
     ez_mutex_unlock(pool->mutex);
 }
 
 static void stop_workers(ez_pool *pool, int n_started) {
-    atomic_int_store(&pool->stop, 1);
+    ez_atomic_int_store(&pool->stop, 1);
     open_gate(pool);
     for (int i = 0; i < n_started; i++) ez_thread_join(pool->workers[i].thread);
 }
@@ -368,7 +316,7 @@ void ez_pool_for(ez_pool *pool, int64_t n, int64_t grain, ez_range_fn fn, void *
     pool->ctx = ctx;
     pool->n = n;
     pool->chunk = chunk_size(n, grain, pool->n_threads);
-    atomic_i64_store(&pool->next_item, 0);
+    ez_atomic_i64_store(&pool->next_item, 0);
     open_gate(pool);
     run_chunks(pool, 0);
     close_gate(pool);

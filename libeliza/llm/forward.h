@@ -9,22 +9,15 @@
 #ifndef EZ_LLM_FORWARD_H
 #define EZ_LLM_FORWARD_H
 
+#include "core/atomic.h"
 #include "core/common.h"
 #include "core/pool.h"
 #include "model.h"
 
 /* A flag one thread sets and another polls (the cancel request). */
-#if defined(_MSC_VER) && !defined(__clang__)
-#include <intrin.h>
-typedef volatile long ez_llm_flag;
-static inline int ez_llm_flag_get(ez_llm_flag *f) { return (int)_InterlockedOr(f, 0); }
-static inline void ez_llm_flag_set(ez_llm_flag *f, int v) { _InterlockedExchange(f, v); }
-#else
-#include <stdatomic.h>
-typedef atomic_int ez_llm_flag;
-static inline int ez_llm_flag_get(ez_llm_flag *f) { return atomic_load(f); }
-static inline void ez_llm_flag_set(ez_llm_flag *f, int v) { atomic_store(f, v); }
-#endif
+typedef ez_atomic_int ez_llm_flag;
+static inline int ez_llm_flag_get(ez_llm_flag *f) { return ez_atomic_int_load(f); }
+static inline void ez_llm_flag_set(ez_llm_flag *f, int v) { ez_atomic_int_store(f, v); }
 
 /* Where the time went, cumulative since the context was made (ns). */
 typedef enum {
