@@ -44,6 +44,11 @@ static inline int64_t ez_atomic_i64_add(ez_atomic_i64 *a, int64_t v) { return _I
 static inline int ez_atomic_i64_cas(ez_atomic_i64 *a, int64_t expected, int64_t desired) {
     return _InterlockedCompareExchange64(a, desired, expected) == expected;
 }
+/* A full barrier: an interlocked operation orders everything on MSVC targets. */
+static inline void ez_atomic_fence(void) {
+    static volatile long fence_target;
+    _InterlockedOr(&fence_target, 0);
+}
 #else
 typedef atomic_int ez_atomic_int;
 typedef _Atomic int64_t ez_atomic_i64;
@@ -57,6 +62,7 @@ static inline int64_t ez_atomic_i64_add(ez_atomic_i64 *a, int64_t v) { return at
 static inline int ez_atomic_i64_cas(ez_atomic_i64 *a, int64_t expected, int64_t desired) {
     return atomic_compare_exchange_strong(a, &expected, desired);
 }
+static inline void ez_atomic_fence(void) { atomic_thread_fence(memory_order_seq_cst); }
 #endif
 
 #endif /* EZ_ATOMIC_H */

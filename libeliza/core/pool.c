@@ -18,7 +18,11 @@
  * the sleeper announces itself (`sleepers` / `caller_asleep`) and re-checks
  * its condition under the mutex; the waker changes the condition and then
  * looks at the announcement. One of the two always sees the other, so no
- * wake-up is lost and the spinning path takes no lock at all. */
+ * wake-up is lost and the spinning path takes no lock at all. Each side puts
+ * a full fence between its write and its read: seq_cst accesses alone
+ * already order them in C11, but emulators (qemu-user on an x86 host, seen
+ * deadlocking here) implement aarch64's acquire loads and release stores
+ * without the store-load barrier the handshake depends on. */
 #include "pool.h"
 
 #include <stdlib.h>
@@ -149,6 +153,7 @@ static void wait_for_job(ez_pool *pool, int64_t seen) {
     if (spin_until(pool, new_generation, seen)) return;
     ez_mutex_lock(pool->mutex);
     ez_atomic_int_add(&pool->sleepers, 1);
+    ez_atomic_fence();
     while (!new_generation(pool, seen)) ez_cond_wait(pool->wake, pool->mutex);
     ez_atomic_int_add(&pool->sleepers, -1);
     ez_mutex_unlock(pool->mutex);
@@ -166,6 +171,7 @@ static int join_job(ez_pool *pool, int64_t gen) {
 static void leave_job(ez_pool *pool) {
     int64_t gate = ez_atomic_i64_add(&pool->gate, -1);
     if (gate_workers(gate) != 1 || !(gate & GATE_CLOSED)) return;
+    ez_atomic_fence();
     if (ez_atomic_int_load(&pool->caller_asleep)) {
         ez_mutex_lock(pool->mutex);
         ez_cond_broadcast(pool->done);
@@ -192,6 +198,7 @@ static void worker_main(void *arg) {
 static void open_gate(ez_pool *pool) {
     pool->generation++;
     ez_atomic_i64_store(&pool->gate, pool->generation << GATE_GEN_SHIFT);
+    ez_atomic_fence();
     if (ez_atomic_int_load(&pool->sleepers) > 0) {
         ez_mutex_lock(pool->mutex);
         ez_cond_broadcast(pool->wake);
@@ -210,6 +217,7 @@ static void close_gate(ez_pool *pool) {
     if (gate_workers(gate) == 0 || spin_until(pool, workers_gone, 0)) return;
     ez_mutex_lock(pool->mutex);
     ez_atomic_int_store(&pool->caller_asleep, 1);
+    ez_atomic_fence();
     while (!workers_gone(pool, 0)) ez_cond_wait(pool->done, pool->mutex);
     ez_atomic_int_store(&pool->caller_asleep, 0);
     ez_mutex_unlock(pool->mutex);
