@@ -305,6 +305,199 @@ ELIZA_API int32_t eliza_llm_stream_stats(const eliza_llm_stream *stream, eliza_l
 /* Releases the stream. NULL is a no-op. */
 ELIZA_API void eliza_llm_stream_close(eliza_llm_stream *stream);
 
+/* ------------------------------------------------------------------------ */
+/* Text-to-speech (Kokoro-82M)                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct eliza_tts eliza_tts;
+typedef struct eliza_tts_stream eliza_tts_stream;
+
+typedef struct eliza_tts_params {
+    uint32_t struct_size;        /* sizeof(eliza_tts_params) */
+    int32_t n_threads;           /* worker threads incl. the caller; 0 = one per core */
+    const char *espeak_library;  /* libespeak-ng to load for text input; NULL =
+                                  * $ELIZA_ESPEAK_LIBRARY, then the system's */
+    const char *espeak_data;     /* its espeak-ng-data directory; NULL =
+                                  * $ELIZA_ESPEAK_DATA, then the library's default */
+    const char *language;        /* espeak-ng voice used for G2P; NULL = "en-us" */
+} eliza_tts_params;
+
+/* Fills *params with defaults (params->struct_size set by the library). */
+ELIZA_API void eliza_tts_default_params(eliza_tts_params *params);
+
+/* Opens a Kokoro model (one GGUF file, docs/kokoro.md), voices included. On
+ * success *out owns the model; release it with eliza_tts_close(). espeak-ng
+ * is loaded lazily, on the first call that needs text -> phonemes, so a host
+ * that passes phonemes never needs it. Returns ELIZA_E_IO, ELIZA_E_FORMAT
+ * (corrupt file, missing tensor, shape that contradicts the
+ * hyperparameters), ELIZA_E_UNSUPPORTED, ELIZA_E_NOMEM or ELIZA_E_ABI. */
+ELIZA_API int32_t eliza_tts_open(const char *path, const eliza_tts_params *params,
+                                 eliza_tts **out);
+
+/* Releases the model. NULL is a no-op. No stream of it may still be open. */
+ELIZA_API void eliza_tts_close(eliza_tts *tts);
+
+/* Output sample rate in Hz (24000 for Kokoro). */
+ELIZA_API int32_t eliza_tts_sample_rate(const eliza_tts *tts);
+
+/* Number of voices in the model, and the name of voice `index` (NULL when out
+ * of range; valid while the model is open). */
+ELIZA_API int32_t eliza_tts_voice_count(const eliza_tts *tts);
+ELIZA_API const char *eliza_tts_voice_name(const eliza_tts *tts, int32_t index);
+
+enum {
+    ELIZA_TTS_PHONEMES = 1u << 0,  /* `text` is Kokoro phonemes, not text: no G2P */
+    ELIZA_TTS_NO_NOISE = 1u << 1   /* no random phase or noise in the harmonic
+                                    * source: repeatable output, as the
+                                    * reference with its random draws zeroed */
+};
+
+typedef struct eliza_tts_config {
+    uint32_t struct_size;    /* sizeof(eliza_tts_config) */
+    const char *text;        /* UTF-8, NUL-terminated: text, or phonemes with
+                              * ELIZA_TTS_PHONEMES (sentences split on '\n') */
+    const char *voice;       /* a voice name, or a weighted blend
+                              * "jf_alpha:0.7,jm_kumo:0.3" (weights > 0, normalised);
+                              * NULL = the first voice */
+    float speed;             /* speaking rate, 1 = normal; 0.25..4; default 1 */
+    uint32_t flags;          /* ELIZA_TTS_*; default 0 */
+    uint64_t seed;           /* seeds the source noise; default 0 */
+} eliza_tts_config;
+
+/* Fills *config with defaults (config->struct_size set by the library). */
+ELIZA_API void eliza_tts_default_config(eliza_tts_config *config);
+
+/* Text -> Kokoro phonemes, the way synthesis would see them: one line per
+ * chunk (sentence, or part of one that would exceed 510 tokens), lines
+ * separated by '\n'. *out_phonemes is freed with eliza_free(). Returns
+ * ELIZA_E_UNSUPPORTED with instructions when no espeak-ng can be loaded,
+ * ELIZA_E_INVALID_ARG for invalid UTF-8. */
+ELIZA_API int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phonemes);
+
+/* Synthesizes the whole text: *out_pcm (freed with eliza_free()) holds
+ * *out_count float32 samples, mono, at eliza_tts_sample_rate(). Text with
+ * nothing to say (empty, only punctuation) gives ELIZA_OK and 0 samples.
+ * Unknown voice: ELIZA_E_NOT_FOUND; bad speed or blend weight, invalid UTF-8:
+ * ELIZA_E_INVALID_ARG. */
+ELIZA_API int32_t eliza_tts_synthesize(eliza_tts *tts, const eliza_tts_config *config,
+                                       float **out_pcm, size_t *out_count);
+
+typedef struct eliza_tts_chunk {
+    uint32_t struct_size;     /* sizeof(eliza_tts_chunk), set by the caller */
+    uint32_t index;           /* 0, 1, ... */
+    const float *pcm;         /* n_samples float32 samples; valid until the next
+                               * call on the stream */
+    size_t n_samples;
+    const char *phonemes;     /* the phonemes this chunk speaks, NUL-terminated */
+} eliza_tts_chunk;
+
+/* Prepares a pull stream over `config` (copied: its strings need not outlive
+ * the call): one chunk of audio per sentence. One stream per model at a time
+ * (ELIZA_E_STATE otherwise). */
+ELIZA_API int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config,
+                                        eliza_tts_stream **out);
+
+/* Synthesizes the next chunk. ELIZA_OK with *chunk filled, ELIZA_DONE after
+ * the last one, ELIZA_E_CANCELLED after a cancel, or another error. */
+ELIZA_API int32_t eliza_tts_stream_next(eliza_tts_stream *stream, eliza_tts_chunk *chunk);
+
+/* Asks a running eliza_tts_stream_next() to stop as soon as possible. Safe
+ * from any thread, at any time while the stream is open. */
+ELIZA_API void eliza_tts_stream_cancel(eliza_tts_stream *stream);
+
+/* Releases the stream. NULL is a no-op. */
+ELIZA_API void eliza_tts_stream_close(eliza_tts_stream *stream);
+
+/* Per-phase wall times (ms) of the model's last synthesis, as a JSON object
+ * {"phase": ms, ...}; also logged at INFO when ELIZA_PROFILE=1. Freed with
+ * eliza_free(). */
+ELIZA_API int32_t eliza_tts_profile_json(const eliza_tts *tts, char **out_json);
+
+/* ------------------------------------------------------------------------ */
+/* Speaker diarization                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct eliza_diarizer eliza_diarizer;
+
+typedef struct eliza_diarizer_params {
+    uint32_t struct_size;   /* sizeof(eliza_diarizer_params) */
+    int32_t n_threads;      /* worker threads incl. the caller; 0 = one per core */
+} eliza_diarizer_params;
+
+/* Fills *params with defaults (params->struct_size set by the library). */
+ELIZA_API void eliza_diarizer_default_params(eliza_diarizer_params *params);
+
+/* Opens a segmentation model and a speaker-embedding model (GGUF files,
+ * docs/diarization.md). On success *out owns both; release it with
+ * eliza_diarizer_close(). Returns ELIZA_E_IO, ELIZA_E_FORMAT (corrupt file,
+ * missing tensor or LSTM gate order, shape that contradicts the
+ * hyperparameters), ELIZA_E_UNSUPPORTED, ELIZA_E_NOMEM or ELIZA_E_ABI. */
+ELIZA_API int32_t eliza_diarizer_open(const char *segmentation_path, const char *embedding_path,
+                                      const eliza_diarizer_params *params,
+                                      eliza_diarizer **out);
+
+/* Releases the diarizer. NULL is a no-op. */
+ELIZA_API void eliza_diarizer_close(eliza_diarizer *diarizer);
+
+typedef struct eliza_diarize_options {
+    uint32_t struct_size;     /* sizeof(eliza_diarize_options) */
+    float step;               /* window step in seconds; default 1.0 (windows are
+                               * the model's chunk, 10 s) */
+    int32_t num_speakers;     /* exact number of speakers; 0 = estimate */
+    int32_t min_speakers;     /* 0 = no bound */
+    int32_t max_speakers;     /* 0 = no bound */
+    float threshold;          /* agglomerative clustering threshold (cosine
+                               * distance) when the number is estimated */
+    float min_duration_on;    /* turns shorter than this (s) are dropped; default 0 */
+    float min_duration_off;   /* gaps shorter than this (s) within one speaker are
+                               * filled; default 0 */
+    int32_t batch_size;       /* windows per segmentation batch; default 8 */
+} eliza_diarize_options;
+
+/* Fills *options with defaults (options->struct_size set by the library). */
+ELIZA_API void eliza_diarize_default_options(eliza_diarize_options *options);
+
+typedef struct eliza_diarize_turn {
+    double start;        /* seconds from the start of the audio */
+    double end;
+    int32_t speaker;     /* 0, 1, ... in order of first appearance */
+    float confidence;    /* mean speaker-activity probability over the turn */
+} eliza_diarize_turn;
+
+/* Who spoke when in n_samples float32 mono samples at sample_rate Hz
+ * (resampled to the model's rate inside; 8000..192000 Hz). *out_turns (freed
+ * with eliza_free()) holds *out_count turns sorted by start; overlapping
+ * speech gives overlapping turns. Silence gives ELIZA_OK and 0 turns. NaN or
+ * Inf samples, a bad rate or option: ELIZA_E_INVALID_ARG; after
+ * eliza_diarizer_cancel(): ELIZA_E_CANCELLED. Memory stays bounded however
+ * long the audio is (windows are processed as a stream). */
+ELIZA_API int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_samples,
+                                int32_t sample_rate, const eliza_diarize_options *options,
+                                eliza_diarize_turn **out_turns, size_t *out_count);
+
+/* Asks a running eliza_diarize() to stop as soon as possible. Safe from any
+ * thread; a later eliza_diarize() starts afresh. */
+ELIZA_API void eliza_diarizer_cancel(eliza_diarizer *diarizer);
+
+/* Progress of the running (or last) eliza_diarize(), 0..1. Safe from any
+ * thread: poll it to draw a progress bar. */
+ELIZA_API float eliza_diarizer_progress(const eliza_diarizer *diarizer);
+
+/* The segmentation model on n_chunks chunks of chunk_samples samples each
+ * (16 kHz, contiguous): *out_logprobs (freed with eliza_free()) holds
+ * n_chunks x *out_frames x *out_classes log-probabilities of the powerset
+ * classes, as the model outputs them. For tests and inspection. */
+ELIZA_API int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *pcm,
+                                         size_t n_chunks, size_t chunk_samples,
+                                         float **out_logprobs, size_t *out_frames,
+                                         size_t *out_classes);
+
+/* The speaker embedding of n_samples samples at 16 kHz: *out_embedding (freed
+ * with eliza_free()) holds *out_dim floats, L2-normalised. For tests and
+ * inspection. */
+ELIZA_API int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm,
+                                       size_t n_samples, float **out_embedding, size_t *out_dim);
+
 #ifdef __cplusplus
 }
 #endif

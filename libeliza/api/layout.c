@@ -22,7 +22,14 @@
       F(context_size))                                                                            \
     S(eliza_llm_piece, F(struct_size) F(token) F(text) F(text_len))                               \
     S(eliza_llm_stats, F(struct_size) F(prompt_tokens) F(generated_tokens) F(stop_reason)         \
-      F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s))
+      F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s))                 \
+    S(eliza_tts_params, F(struct_size) F(n_threads) F(espeak_library) F(espeak_data) F(language)) \
+    S(eliza_tts_config, F(struct_size) F(text) F(voice) F(speed) F(flags) F(seed))                \
+    S(eliza_tts_chunk, F(struct_size) F(index) F(pcm) F(n_samples) F(phonemes))                   \
+    S(eliza_diarizer_params, F(struct_size) F(n_threads))                                         \
+    S(eliza_diarize_options, F(struct_size) F(step) F(num_speakers) F(min_speakers)               \
+      F(max_speakers) F(threshold) F(min_duration_on) F(min_duration_off) F(batch_size))          \
+    S(eliza_diarize_turn, F(start) F(end) F(speaker) F(confidence))
 
 #define ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
 #define FIELD_END(T, f) (offsetof(T, f) + sizeof(((T *)0)->f))

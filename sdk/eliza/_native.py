@@ -62,7 +62,7 @@ _u32, _i32, _u64, _f32, _f64 = (
     ctypes.c_double,
 )
 _size, _str, _ptr = ctypes.c_size_t, ctypes.c_char_p, ctypes.c_void_p
-_handle = ctypes.c_void_p  # opaque handles: eliza_gguf *, eliza_llm *, eliza_llm_stream *
+_handle = ctypes.c_void_p  # opaque handles: eliza_gguf *, eliza_llm *, eliza_tts *, ...
 
 
 class GgufInfoParams(ctypes.Structure):
@@ -134,6 +134,79 @@ class LlmStats(ctypes.Structure):
     ]
 
 
+class TtsParams(ctypes.Structure):
+    """eliza_tts_params."""
+
+    _fields_ = [
+        ("struct_size", _u32),
+        ("n_threads", _i32),
+        ("espeak_library", _str),
+        ("espeak_data", _str),
+        ("language", _str),
+    ]
+
+
+class TtsConfig(ctypes.Structure):
+    """eliza_tts_config."""
+
+    _fields_ = [
+        ("struct_size", _u32),
+        ("text", _str),
+        ("voice", _str),
+        ("speed", _f32),
+        ("flags", _u32),
+        ("seed", _u64),
+    ]
+
+
+class TtsChunk(ctypes.Structure):
+    """eliza_tts_chunk."""
+
+    _fields_ = [
+        ("struct_size", _u32),
+        ("index", _u32),
+        ("pcm", _P(_f32)),
+        ("n_samples", _size),
+        ("phonemes", _str),
+    ]
+
+
+class DiarizerParams(ctypes.Structure):
+    """eliza_diarizer_params."""
+
+    _fields_ = [
+        ("struct_size", _u32),
+        ("n_threads", _i32),
+    ]
+
+
+class DiarizeOptions(ctypes.Structure):
+    """eliza_diarize_options."""
+
+    _fields_ = [
+        ("struct_size", _u32),
+        ("step", _f32),
+        ("num_speakers", _i32),
+        ("min_speakers", _i32),
+        ("max_speakers", _i32),
+        ("threshold", _f32),
+        ("min_duration_on", _f32),
+        ("min_duration_off", _f32),
+        ("batch_size", _i32),
+    ]
+
+
+class DiarizeTurn(ctypes.Structure):
+    """eliza_diarize_turn."""
+
+    _fields_ = [
+        ("start", _f64),
+        ("end", _f64),
+        ("speaker", _i32),
+        ("confidence", _f32),
+    ]
+
+
 # Every public struct of eliza.h by its C name.
 STRUCTS: dict[str, type[ctypes.Structure]] = {
     "eliza_gguf_info_params": GgufInfoParams,
@@ -141,6 +214,12 @@ STRUCTS: dict[str, type[ctypes.Structure]] = {
     "eliza_llm_stream_config": LlmStreamConfig,
     "eliza_llm_piece": LlmPiece,
     "eliza_llm_stats": LlmStats,
+    "eliza_tts_params": TtsParams,
+    "eliza_tts_config": TtsConfig,
+    "eliza_tts_chunk": TtsChunk,
+    "eliza_diarizer_params": DiarizerParams,
+    "eliza_diarize_options": DiarizeOptions,
+    "eliza_diarize_turn": DiarizeTurn,
 }
 
 # Every exported function: name -> (restype, argtypes).
@@ -171,6 +250,35 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_llm_stream_cancel": (None, (_handle,)),
     "eliza_llm_stream_stats": (_i32, (_handle, _P(LlmStats))),
     "eliza_llm_stream_close": (None, (_handle,)),
+    "eliza_tts_default_params": (None, (_P(TtsParams),)),
+    "eliza_tts_open": (_i32, (_str, _P(TtsParams), _P(_handle))),
+    "eliza_tts_close": (None, (_handle,)),
+    "eliza_tts_sample_rate": (_i32, (_handle,)),
+    "eliza_tts_voice_count": (_i32, (_handle,)),
+    "eliza_tts_voice_name": (_str, (_handle, _i32)),
+    "eliza_tts_default_config": (None, (_P(TtsConfig),)),
+    "eliza_tts_phonemize": (_i32, (_handle, _str, _P(_str))),
+    "eliza_tts_synthesize": (_i32, (_handle, _P(TtsConfig), _P(_P(_f32)), _P(_size))),
+    "eliza_tts_stream_open": (_i32, (_handle, _P(TtsConfig), _P(_handle))),
+    "eliza_tts_stream_next": (_i32, (_handle, _P(TtsChunk))),
+    "eliza_tts_stream_cancel": (None, (_handle,)),
+    "eliza_tts_stream_close": (None, (_handle,)),
+    "eliza_tts_profile_json": (_i32, (_handle, _P(_str))),
+    "eliza_diarizer_default_params": (None, (_P(DiarizerParams),)),
+    "eliza_diarizer_open": (_i32, (_str, _str, _P(DiarizerParams), _P(_handle))),
+    "eliza_diarizer_close": (None, (_handle,)),
+    "eliza_diarize_default_options": (None, (_P(DiarizeOptions),)),
+    "eliza_diarize": (
+        _i32,
+        (_handle, _P(_f32), _size, _i32, _P(DiarizeOptions), _P(_P(DiarizeTurn)), _P(_size)),
+    ),
+    "eliza_diarizer_cancel": (None, (_handle,)),
+    "eliza_diarizer_progress": (_f32, (_handle,)),
+    "eliza_diarizer_segment": (
+        _i32,
+        (_handle, _P(_f32), _size, _size, _P(_P(_f32)), _P(_size), _P(_size)),
+    ),
+    "eliza_diarizer_embed": (_i32, (_handle, _P(_f32), _size, _P(_P(_f32)), _P(_size))),
 }
 
 
