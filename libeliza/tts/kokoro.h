@@ -1,0 +1,50 @@
+/* Kokoro-82M: the model (weights, voices, hyperparameters from one GGUF,
+ * docs/kokoro.md) and its forward pass, phoneme ids -> 24 kHz audio.
+ * The api layer (api/tts_api.c) owns G2P, voice blending, chunking and
+ * streaming; this module knows one chunk of at most 510 phonemes. */
+#ifndef EZ_TTS_KOKORO_H
+#define EZ_TTS_KOKORO_H
+
+#include "core/common.h"
+#include "core/pool.h"
+
+typedef struct ez_kokoro ez_kokoro;
+
+#define EZ_KOKORO_MAX_PHONEMES 510   /* per chunk, without the two pad ids */
+#define EZ_KOKORO_STYLE_DIM 256      /* a voice row: [decoder style 128, predictor style 128] */
+
+/* Loads and validates the GGUF (every tensor, its shape against the
+ * hyperparameters). *out owns the model. */
+EZ_INTERNAL int32_t ez_kokoro_load(const char *path, ez_kokoro **out);
+EZ_INTERNAL void ez_kokoro_free(ez_kokoro *m);
+
+EZ_INTERNAL int ez_kokoro_sample_rate(const ez_kokoro *m);
+EZ_INTERNAL int ez_kokoro_voice_count(const ez_kokoro *m);
+EZ_INTERNAL const char *ez_kokoro_voice_name(const ez_kokoro *m, int index);
+/* The voice pack of voice `index`: [EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM],
+ * row n - 1 is the style for an utterance of n phonemes. */
+EZ_INTERNAL const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index);
+
+/* The id of one Kokoro phoneme symbol (a UTF-8 code point, `len` bytes at
+ * sym), or -1 when the vocabulary has no such symbol. */
+EZ_INTERNAL int ez_kokoro_symbol_id(const ez_kokoro *m, const char *sym, int len);
+
+/* Per-phase wall times of the last ez_kokoro_forward, milliseconds. */
+typedef struct {
+    const char *name;
+    double ms;
+} ez_kokoro_phase;
+#define EZ_KOKORO_MAX_PHASES 16
+EZ_INTERNAL int ez_kokoro_profile(const ez_kokoro *m, ez_kokoro_phase *out, int max);
+
+/* One chunk: ids [n] (1 <= n <= EZ_KOKORO_MAX_PHONEMES, without the pad ids
+ * the model adds at both ends), style [256], speed > 0. no_noise zeroes the
+ * random phase and noise of the harmonic source; otherwise they are drawn
+ * from `seed`. *out_pcm (malloc'd) holds *out_n samples. `cancel`, if not
+ * NULL, is polled between stages: a nonzero value gives ELIZA_E_CANCELLED. */
+EZ_INTERNAL int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
+                                      const float *style, float speed, int no_noise,
+                                      uint64_t seed, volatile const int *cancel,
+                                      float **out_pcm, size_t *out_n);
+
+#endif /* EZ_TTS_KOKORO_H */

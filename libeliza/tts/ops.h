@@ -1,0 +1,83 @@
+/* The layers Kokoro is built from, on float32 buffers.
+ *
+ * Layouts follow the reference (PyTorch, batch 1): convolution inputs and
+ * outputs are channel-major [C, T] (row c holds T samples), linear layers
+ * and LSTMs work on time-major [T, C]. Weights are as stored in the GGUF
+ * (docs/kokoro.md), dequantized to float32 at load.
+ *
+ * Each op has a scalar reference (ops_ref.c, ez_tts_*_ref) and a fast path
+ * (ops.c) chosen at run time; ELIZA_FORCE_SCALAR=1 selects the reference.
+ * tests/c/test_tts_ops.c holds fast == reference. Outputs never alias
+ * inputs unless an op says it works in place. */
+#ifndef EZ_TTS_OPS_H
+#define EZ_TTS_OPS_H
+
+#include "core/common.h"
+#include "core/pool.h"
+
+/* Output length of a Conv1d / ConvTranspose1d. */
+static inline int ez_conv1d_out_len(int t_in, int k, int stride, int pad, int dilation) {
+    return (t_in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+}
+static inline int ez_conv_transpose1d_out_len(int t_in, int k, int stride, int pad, int out_pad) {
+    return (t_in - 1) * stride - 2 * pad + (k - 1) + out_pad + 1;
+}
+
+/* y[T, n_out] = x[T, n_in] . w^T + b; w: [n_out, n_in]; b: [n_out] or NULL. */
+EZ_INTERNAL void ez_tts_linear(ez_pool *pool, const float *x, int T, int n_in,
+                               const float *w, const float *b, int n_out, float *y);
+
+/* Conv1d, zero padding. x: [c_in, t_in]; w: [c_out, c_in / groups, k];
+ * b: [c_out] or NULL; y: [c_out, ez_conv1d_out_len(...)]. */
+EZ_INTERNAL void ez_tts_conv1d(ez_pool *pool, const float *x, int c_in, int t_in,
+                               const float *w, const float *b, int c_out, int k,
+                               int stride, int pad, int dilation, int groups, float *y);
+
+/* ConvTranspose1d. x: [c_in, t_in]; w: [c_in, c_out / groups, k] (PyTorch's
+ * layout); b: [c_out] or NULL; y: [c_out, ez_conv_transpose1d_out_len(...)]. */
+EZ_INTERNAL void ez_tts_conv_transpose1d(ez_pool *pool, const float *x, int c_in, int t_in,
+                                         const float *w, const float *b, int c_out, int k,
+                                         int stride, int pad, int out_pad, int groups, float *y);
+
+/* One direction of a PyTorch LSTM layer (gates i, f, g, o).
+ * x: [T, n_in]; w_ih: [4H, n_in]; w_hh: [4H, H]; b_ih, b_hh: [4H] or NULL.
+ * Writes h_t to y + t * y_stride (y_stride >= H), so the two directions of a
+ * bidirectional layer fill the halves of one [T, 2H] buffer. reverse runs
+ * t = T-1 .. 0. Initial state zero. */
+EZ_INTERNAL void ez_tts_lstm(ez_pool *pool, const float *x, int T, int n_in, int H,
+                             const float *w_ih, const float *w_hh,
+                             const float *b_ih, const float *b_hh, int reverse,
+                             float *y, int y_stride);
+
+/* LayerNorm over the last dimension of x: [T, C], in place; gamma, beta:
+ * [C] or NULL. */
+EZ_INTERNAL void ez_tts_layer_norm(float *x, int T, int C, const float *gamma,
+                                   const float *beta, float eps);
+
+/* AdaIN: x: [C, T] in place, x = (1 + gamma[c]) * instance_norm(x)[c] + beta[c],
+ * with gamma_beta = [gamma (C), beta (C)] (the style projection's output).
+ * Instance norm: biased variance over T, eps inside the square root. */
+EZ_INTERNAL void ez_tts_adain1d(float *x, int C, int T, const float *gamma_beta, float eps);
+
+/* Snake: x: [C, T] in place, x + sin(alpha[c] x)^2 / alpha[c]. */
+EZ_INTERNAL void ez_tts_snake(float *x, int C, int T, const float *alpha);
+
+/* x = x >= 0 ? x : slope * x, in place over n values. */
+EZ_INTERNAL void ez_tts_leaky_relu(float *x, int64_t n, float slope);
+
+/* Scalar references of the ops above (same contracts). */
+EZ_INTERNAL void ez_tts_linear_ref(const float *x, int T, int n_in, const float *w,
+                                   const float *b, int n_out, float *y);
+EZ_INTERNAL void ez_tts_conv1d_ref(const float *x, int c_in, int t_in, const float *w,
+                                   const float *b, int c_out, int k, int stride, int pad,
+                                   int dilation, int groups, float *y);
+EZ_INTERNAL void ez_tts_conv_transpose1d_ref(const float *x, int c_in, int t_in, const float *w,
+                                             const float *b, int c_out, int k, int stride,
+                                             int pad, int out_pad, int groups, float *y);
+EZ_INTERNAL void ez_tts_lstm_ref(const float *x, int T, int n_in, int H, const float *w_ih,
+                                 const float *w_hh, const float *b_ih, const float *b_hh,
+                                 int reverse, float *y, int y_stride);
+EZ_INTERNAL void ez_tts_adain1d_ref(float *x, int C, int T, const float *gamma_beta, float eps);
+EZ_INTERNAL void ez_tts_snake_ref(float *x, int C, int T, const float *alpha);
+
+#endif /* EZ_TTS_OPS_H */
