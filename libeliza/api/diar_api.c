@@ -1,10 +1,18 @@
-/* The eliza_diarizer_* entry points. Placeholder until the diarization
- * engine lands (issue #5): every call that would need the models reports
- * ELIZA_E_UNSUPPORTED. */
+/* The eliza_diarizer_* entry points that wrap the two models: open, close,
+ * and the model calls for tests and inspection (segment, embed). The
+ * pipeline call is in diarize_api.c. */
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
 #include "core/error.h"
+#include "core/pool.h"
+#include "diar/diarizer.h"
+
+#define FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
 void eliza_diarizer_default_params(eliza_diarizer_params *params) {
     if (!params) return;
@@ -12,33 +20,114 @@ void eliza_diarizer_default_params(eliza_diarizer_params *params) {
     params->struct_size = (uint32_t)sizeof *params;
 }
 
-static int32_t not_built(void) {
-    return ez_fail(ELIZA_E_UNSUPPORTED, "diarization is not in this build yet (issue #5)");
+static int32_t read_params(const eliza_diarizer_params *in, eliza_diarizer_params *p) {
+    eliza_diarizer_default_params(p);
+    if (!in) return ELIZA_OK;
+    if (!FITS(in, eliza_diarizer_params, n_threads))
+        return ez_fail(ELIZA_E_ABI, "eliza_diarizer_params.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
+                       in->struct_size, (uint64_t)sizeof(eliza_diarizer_params));
+    p->n_threads = in->n_threads;
+    if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", (int)p->n_threads);
+    return ELIZA_OK;
+}
+
+void eliza_diarizer_close(eliza_diarizer *diarizer) {
+    if (!diarizer) return;
+    ez_pool_destroy(diarizer->pool);
+    ez_seg_free(diarizer->seg);
+    ez_emb_free(diarizer->emb);
+    free(diarizer);
 }
 
 int32_t eliza_diarizer_open(const char *segmentation_path, const char *embedding_path,
                             const eliza_diarizer_params *params, eliza_diarizer **out) {
-    (void)segmentation_path, (void)embedding_path, (void)params;
+    eliza_diarizer_params p;
+    eliza_diarizer *d;
+    int32_t rc;
+    ez_clear_error();
     if (out) *out = NULL;
-    return not_built();
+    if (!out) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_open: out is NULL");
+    if (!segmentation_path) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_open: segmentation_path is NULL");
+    if (!embedding_path) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_open: embedding_path is NULL");
+    if ((rc = read_params(params, &p))) return rc;
+    d = (eliza_diarizer *)calloc(1, sizeof *d);
+    if (!d) return ez_fail(ELIZA_E_NOMEM, "out of memory opening the diarizer");
+    rc = ez_seg_load(segmentation_path, &d->seg);
+    if (rc == ELIZA_OK) rc = ez_emb_load(embedding_path, &d->emb);
+    if (rc == ELIZA_OK && ez_seg_sample_rate(d->seg) != ez_emb_sample_rate(d->emb))
+        rc = ez_fail(ELIZA_E_FORMAT, "the segmentation model runs at %d Hz, the embedding model at %d Hz",
+                     ez_seg_sample_rate(d->seg), ez_emb_sample_rate(d->emb));
+    if (rc == ELIZA_OK) {
+        d->pool = ez_pool_create(p.n_threads);
+        if (!d->pool) rc = ELIZA_E_NOMEM; /* ez_pool_create set the message */
+    }
+    if (rc) {
+        eliza_diarizer_close(d);
+        return rc;
+    }
+    d->n_threads = ez_pool_threads(d->pool);
+    ez_atomic_int_store(&d->cancel, 0);
+    ez_atomic_int_store(&d->progress, 0);
+    *out = d;
+    return ELIZA_OK;
 }
-
-void eliza_diarizer_close(eliza_diarizer *diarizer) { (void)diarizer; }
 
 int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *pcm, size_t n_chunks,
                                size_t chunk_samples, float **out_logprobs, size_t *out_frames,
                                size_t *out_classes) {
-    (void)diarizer, (void)pcm, (void)n_chunks, (void)chunk_samples;
+    int frames, classes;
+    float *buf;
+    int32_t rc;
+    ez_clear_error();
     if (out_logprobs) *out_logprobs = NULL;
     if (out_frames) *out_frames = 0;
     if (out_classes) *out_classes = 0;
-    return not_built();
+    if (!diarizer || !pcm || !out_logprobs || !out_frames || !out_classes)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_segment: a required pointer is NULL");
+    if (n_chunks == 0 || n_chunks > INT32_MAX || chunk_samples > INT32_MAX)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_segment: %zu chunks of %zu samples", n_chunks,
+                       chunk_samples);
+    frames = ez_seg_frames(diarizer->seg, (int)chunk_samples);
+    classes = ez_seg_n_classes(diarizer->seg);
+    if (frames < 1)
+        return ez_fail(ELIZA_E_INVALID_ARG,
+                       "eliza_diarizer_segment: %zu samples is shorter than one frame of the model (%.1f ms)",
+                       chunk_samples, ez_seg_frame_duration(diarizer->seg) * 1e3);
+    if ((uint64_t)n_chunks * (uint64_t)frames * (uint64_t)classes > ((uint64_t)1 << 36) / sizeof(float))
+        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: %zu chunks of %d frames is too much output", n_chunks,
+                       frames);
+    buf = (float *)malloc(n_chunks * (size_t)frames * (size_t)classes * sizeof(float));
+    if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: no memory for the output");
+    rc = ez_seg_forward(diarizer->seg, diarizer->pool, pcm, (int)n_chunks, (int)chunk_samples, buf);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out_logprobs = buf;
+    *out_frames = (size_t)frames;
+    *out_classes = (size_t)classes;
+    return ELIZA_OK;
 }
 
 int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm, size_t n_samples,
                              float **out_embedding, size_t *out_dim) {
-    (void)diarizer, (void)pcm, (void)n_samples;
+    int dim;
+    float *buf;
+    int32_t rc;
+    ez_clear_error();
     if (out_embedding) *out_embedding = NULL;
     if (out_dim) *out_dim = 0;
-    return not_built();
+    if (!diarizer || !pcm || !out_embedding || !out_dim)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_embed: a required pointer is NULL");
+    dim = ez_emb_dim(diarizer->emb);
+    buf = (float *)malloc((size_t)dim * sizeof(float));
+    if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_embed: no memory for the output");
+    rc = ez_emb_embed(diarizer->emb, diarizer->pool, pcm, n_samples, buf);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out_embedding = buf;
+    *out_dim = (size_t)dim;
+    return ELIZA_OK;
 }

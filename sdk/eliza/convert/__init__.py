@@ -5,6 +5,9 @@ schemas).
 From the command line::
 
     python -m eliza.convert hf path/to/hf-checkpoint out.gguf --outtype q8_0
+    python -m eliza.convert kokoro kokoro.gguf          # the shipped Kokoro-82M int8 ONNX
+    python -m eliza.convert pyannote segmentation-3.0.onnx seg.gguf
+    python -m eliza.convert resemblyzer pretrained.pt emb.gguf
 
 From Python::
 
@@ -19,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ElizaError
+from . import kokoro, pyannote, resemblyzer
 from .hf import ARCHITECTURES, OUTTYPES, ConversionReport, convert_hf
 
 __all__ = ["ARCHITECTURES", "OUTTYPES", "ConversionReport", "build_parser", "convert_hf", "main"]
@@ -41,6 +45,9 @@ def build_parser(prog: str = "python -m eliza.convert") -> argparse.ArgumentPars
     )
     hf.add_argument("--name", help="general.name (default: the directory's name)")
     hf.add_argument("-q", "--quiet", action="store_true", help="no progress line on a terminal")
+    kokoro.add_parser(formats)
+    pyannote.add_parser(formats)
+    resemblyzer.add_parser(formats)
     return parser
 
 
@@ -53,13 +60,33 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m eliza.convert
         if show:
             print(f"\rconverting {i + 1}/{n} {name:<40.40}", end="", file=sys.stderr, flush=True)
 
+    if args.format in ("pyannote", "resemblyzer"):
+        module = pyannote if args.format == "pyannote" else resemblyzer
+        try:
+            summary = module.run_cli(args, progress)
+        except (ElizaError, OSError) as e:
+            print(f"{chr(10) if show else ''}eliza.convert: error: {e}", file=sys.stderr)
+            return 1
+        print(f"{chr(10) if show else ''}{summary}")
+        return 0
     try:
-        report: ConversionReport = convert_hf(args.model_dir, args.out, args.outtype, args.name, progress)
+        if args.format == "kokoro":
+            kreport = kokoro.run_cli(args, progress)
+        else:
+            report: ConversionReport = convert_hf(args.model_dir, args.out, args.outtype, args.name, progress)
     except (ElizaError, OSError) as e:
         print(f"{chr(10) if show else ''}eliza.convert: error: {e}", file=sys.stderr)
         return 1
     if show:
         print(file=sys.stderr)
+    if args.format == "kokoro":
+        ktypes = ", ".join(f"{n} {t}" for t, n in sorted(kreport.tensor_types.items()))
+        print(
+            f"{kreport.path}: kokoro ({kreport.source}), {kreport.n_tensors} tensors ({ktypes}), "
+            f"{kreport.n_params / 1e6:.1f}M parameters, {kreport.n_voices} voices; KModel keys: "
+            f"{kreport.n_from_source} from the source, {kreport.n_constant} constant; {kreport.seconds:.1f} s"
+        )
+        return 0
     types = ", ".join(f"{n} {t}" for t, n in sorted(report.tensor_types.items()))
     print(
         f"{report.path}: {report.architecture}, {report.n_tensors} tensors ({types}), "

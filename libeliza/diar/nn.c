@@ -1,0 +1,355 @@
+/* GGUF reading helpers and the LSTM layers of the diarization models. */
+#include "diar/nn.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/gemm.h"
+#include "core/platform.h"
+#include "core/quant.h"
+
+/* ---- GGUF reading ------------------------------------------------------------ */
+
+static const char *full_key(char *buf, size_t cap, const char *arch, const char *key) {
+    snprintf(buf, cap, "%s.%s", arch, key);
+    return buf;
+}
+
+static int32_t need(const ez_gguf *g, const char *key) {
+    if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "metadata key '%s' is missing", key);
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_key_u32(const ez_gguf *g, const char *arch, const char *key, uint32_t lo, uint32_t hi,
+                      uint32_t *out) {
+    char name[128];
+    uint32_t v;
+    int32_t rc;
+    full_key(name, sizeof name, arch, key);
+    if ((rc = need(g, name)) || (rc = ez_gguf_get_u32(g, name, &v))) return rc;
+    if (v < lo || v > hi)
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %" PRIu32 " is outside [%" PRIu32 ", %" PRIu32 "]", name,
+                       v, lo, hi);
+    *out = v;
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_key_f32(const ez_gguf *g, const char *arch, const char *key, float lo, float hi, float *out) {
+    char name[128];
+    float v;
+    int32_t rc;
+    full_key(name, sizeof name, arch, key);
+    if ((rc = need(g, name)) || (rc = ez_gguf_get_f32(g, name, &v))) return rc;
+    if (!isfinite(v) || v < lo || v > hi)
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %g is outside [%g, %g]", name, (double)v, (double)lo,
+                       (double)hi);
+    *out = v;
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_key_bool(const ez_gguf *g, const char *arch, const char *key, int *out) {
+    char name[128];
+    int32_t rc;
+    full_key(name, sizeof name, arch, key);
+    if ((rc = need(g, name))) return rc;
+    return ez_gguf_get_bool(g, name, out);
+}
+
+int32_t ez_nn_key_str(const ez_gguf *g, const char *arch, const char *key, char *out, size_t cap) {
+    char name[128];
+    ez_str s;
+    int32_t rc;
+    full_key(name, sizeof name, arch, key);
+    if ((rc = need(g, name)) || (rc = ez_gguf_get_str(g, name, &s))) return rc;
+    if (s.len >= cap || memchr(s.ptr, 0, (size_t)s.len))
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' is not a short string (%" PRIu64 " bytes)", name, s.len);
+    memcpy(out, s.ptr, (size_t)s.len);
+    out[s.len] = 0;
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what) {
+    ez_str s;
+    int32_t rc;
+    if ((rc = need(g, "general.architecture")) || (rc = ez_gguf_get_str(g, "general.architecture", &s)))
+        return rc;
+    if (s.len != strlen(arch) || memcmp(s.ptr, arch, (size_t)s.len) != 0)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "general.architecture is '%.*s', not '%s' (%s)", (int)EZ_MIN(s.len, 64u),
+                       s.ptr, arch, what);
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, float **out) {
+    const ez_gguf_tensor *t = ez_gguf_find_tensor(g, name);
+    char want[96] = "", have[96] = "";
+    size_t wl = 0, hl = 0;
+    int ok;
+    *out = NULL;
+    if (!t) return ez_fail(ELIZA_E_FORMAT, "tensor '%s' is missing", name);
+    ok = (int)t->n_dims == n_dims && t->type == EZ_TYPE_F32;
+    for (int i = 0; i < n_dims; i++) {
+        /* GGUF lists dimensions innermost first. */
+        if (i < (int)t->n_dims && t->ne[t->n_dims - 1 - (uint32_t)i] != (uint64_t)dims[i]) ok = 0;
+        wl += (size_t)snprintf(want + wl, sizeof want - EZ_MIN(wl, sizeof want), "%s%" PRId64, i ? ", " : "",
+                               dims[i]);
+        wl = EZ_MIN(wl, sizeof want - 1);
+    }
+    for (uint32_t i = 0; i < t->n_dims; i++) {
+        hl += (size_t)snprintf(have + hl, sizeof have - EZ_MIN(hl, sizeof have), "%s%" PRIu64, i ? ", " : "",
+                               t->ne[t->n_dims - 1 - i]);
+        hl = EZ_MIN(hl, sizeof have - 1);
+    }
+    if (!ok)
+        return ez_fail(ELIZA_E_FORMAT, "tensor '%s': %s [%s], expected F32 [%s]", name,
+                       t->type == EZ_TYPE_F32 ? "F32" : "type other than F32", have, want);
+    *out = (float *)malloc((size_t)t->n_elements * sizeof(float) + 1);
+    if (!*out) return ez_fail(ELIZA_E_NOMEM, "tensor '%s': no memory for %" PRIu64 " floats", name, t->n_elements);
+    memcpy(*out, t->data, (size_t)t->nbytes);
+    for (uint64_t i = 0; i < t->n_elements; i++)
+        if (!isfinite((*out)[i])) {
+            free(*out);
+            *out = NULL;
+            return ez_fail(ELIZA_E_FORMAT, "tensor '%s': element %" PRIu64 " is not finite", name, i);
+        }
+    return ELIZA_OK;
+}
+
+float *ez_nn_arena_get(ez_nn_arena *a, size_t floats, const char *what) {
+    if (floats <= a->floats) return a->data;
+    ez_aligned_free(a->data);
+    a->floats = 0;
+    a->data = floats <= SIZE_MAX / sizeof(float) ? (float *)ez_aligned_alloc(floats * sizeof(float)) : NULL;
+    if (!a->data) {
+        ez_fail(ELIZA_E_NOMEM, "%s: no memory for %zu MB of activations", what, floats * sizeof(float) >> 20);
+        return NULL;
+    }
+    a->floats = floats;
+    return a->data;
+}
+
+void ez_nn_arena_free(ez_nn_arena *a) {
+    ez_aligned_free(a->data);
+    a->data = NULL;
+    a->floats = 0;
+}
+
+/* ---- LSTM: loading ------------------------------------------------------------- */
+
+int32_t ez_nn_gate_order(const char *order, int perm[4]) {
+    static const char internal[4] = {'i', 'f', 'g', 'o'};
+    int seen = 0;
+    if (strlen(order) != 4) goto bad;
+    for (int pos = 0; pos < 4; pos++) {
+        char c = order[pos] == 'c' ? 'g' : order[pos];
+        int k = -1;
+        for (int j = 0; j < 4; j++)
+            if (internal[j] == c) k = j;
+        if (k < 0 || (seen & (1 << k))) goto bad;
+        seen |= 1 << k;
+        perm[k] = pos;
+    }
+    return ELIZA_OK;
+bad:
+    return ez_fail(ELIZA_E_FORMAT,
+                   "LSTM gate order '%.8s' is not four distinct gates of i, f, o, c (or g), e.g. \"iofc\"", order);
+}
+
+/* Copies the 4 gate blocks of `rows` rows (each of `cols` floats) from the
+ * file's order into i, f, g, o. */
+static void reorder_gates(const float *src, float *dst, const int perm[4], int64_t rows, int64_t cols) {
+    for (int k = 0; k < 4; k++)
+        memcpy(dst + (int64_t)k * rows * cols, src + (int64_t)perm[k] * rows * cols,
+               (size_t)(rows * cols) * sizeof(float));
+}
+
+void ez_nn_lstm_free(ez_nn_lstm *l) {
+    if (!l) return;
+    free(l->w_ih);
+    free(l->bias);
+    free(l->w_hh);
+    free(l->w_hh_t);
+    memset(l, 0, sizeof *l);
+}
+
+int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_order, int n_dirs, int n_in,
+                        int H, ez_nn_lstm *out) {
+    char name[96];
+    float *w_ih = NULL, *w_hh = NULL, *b_ih = NULL, *b_hh = NULL;
+    int perm[4];
+    int64_t G = 4 * (int64_t)H;
+    int32_t rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = ez_nn_gate_order(gate_order, perm))) return rc;
+    {
+        int64_t d_ih[3] = {n_dirs, G, n_in}, d_hh[3] = {n_dirs, G, H}, d_b[2] = {n_dirs, G};
+        snprintf(name, sizeof name, "%s.weight_ih", prefix);
+        if ((rc = ez_nn_tensor(g, name, 3, d_ih, &w_ih))) goto done;
+        snprintf(name, sizeof name, "%s.weight_hh", prefix);
+        if ((rc = ez_nn_tensor(g, name, 3, d_hh, &w_hh))) goto done;
+        snprintf(name, sizeof name, "%s.bias_ih", prefix);
+        if ((rc = ez_nn_tensor(g, name, 2, d_b, &b_ih))) goto done;
+        snprintf(name, sizeof name, "%s.bias_hh", prefix);
+        if ((rc = ez_nn_tensor(g, name, 2, d_b, &b_hh))) goto done;
+    }
+    out->n_in = n_in;
+    out->H = H;
+    out->n_dirs = n_dirs;
+    out->w_ih = (float *)malloc((size_t)(n_dirs * G * n_in) * sizeof(float));
+    out->w_hh = (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float));
+    out->w_hh_t = H % 16 == 0 ? (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float)) : NULL;
+    out->bias = (float *)malloc((size_t)(n_dirs * G) * sizeof(float));
+    if (!out->w_ih || !out->w_hh || (H % 16 == 0 && !out->w_hh_t) || !out->bias) {
+        rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its weights", prefix);
+        goto done;
+    }
+    for (int d = 0; d < n_dirs; d++) {
+        float *hh = out->w_hh + d * G * H, *bias = out->bias + d * G;
+        reorder_gates(w_ih + d * G * n_in, out->w_ih + d * G * n_in, perm, H, n_in);
+        reorder_gates(w_hh + d * G * H, hh, perm, H, H);
+        for (int64_t r = 0; r < G; r++) b_ih[d * G + r] += b_hh[d * G + r];
+        reorder_gates(b_ih + d * G, bias, perm, H, 1);
+        float *hh_t = out->w_hh_t ? out->w_hh_t + d * G * H : NULL;
+        if (!hh_t) continue;
+        /* Panels of 16 gate rows: panel p holds w_hh[16p .. 16p + 16, k] for
+         * k = 0 .. H-1, 16 consecutive floats per k, so the fast path
+         * streams each panel sequentially. */
+        for (int64_t r = 0; r < G; r++)
+            for (int64_t k = 0; k < H; k++) hh_t[((r / 16) * H + k) * 16 + r % 16] = hh[r * H + k];
+    }
+    rc = ELIZA_OK;
+done:
+    free(w_ih);
+    free(w_hh);
+    free(b_ih);
+    free(b_hh);
+    if (rc) ez_nn_lstm_free(out);
+    return rc;
+}
+
+/* ---- LSTM: forward ----------------------------------------------------------------- */
+
+void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const float *x, int64_t rows, float *xp) {
+    int64_t N = (int64_t)l->n_dirs * 4 * l->H;
+    ez_gemm_f32(pool, rows, N, l->n_in, x, l->n_in, l->w_ih, l->n_in, 1, xp, N, 0);
+}
+
+static float sigmoid_ref(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, const float *bias, const float *w_hh,
+                         float *gates, float *h, float *c) {
+    int G = 4 * H;
+    for (int b = 0; b < nb; b++) {
+        const float *hb = h + (int64_t)b * H;
+        float *gb = gates + (int64_t)b * G;
+        for (int r = 0; r < G; r++) {
+            const float *w = w_hh + (int64_t)r * H;
+            float s = 0.0f;
+            for (int k = 0; k < H; k++) s += w[k] * hb[k];
+            gb[r] = xp[b][r] + bias[r] + s;
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        const float *gb = gates + (int64_t)b * G;
+        float *hb = h + (int64_t)b * H, *cb = c + (int64_t)b * H;
+        for (int j = 0; j < H; j++) {
+            float i = sigmoid_ref(gb[j]), f = sigmoid_ref(gb[H + j]);
+            float gg = tanhf(gb[2 * H + j]), o = sigmoid_ref(gb[3 * H + j]);
+            cb[j] = f * cb[j] + i * gg;
+            hb[j] = o * tanhf(cb[j]);
+        }
+    }
+}
+
+/* One work item: the whole recurrence of one direction for sequences
+ * [b0, b1). */
+typedef struct {
+    const ez_nn_lstm *l;
+    const float *xp;
+    int B, T, n_groups, group;
+    int64_t xp_bstride, xp_tstride, y_bstride, y_tstride;
+    float *y;
+    float *scratch;      /* per item: h, c [group, H], gates [group, 4H] */
+    int64_t scratch_per_item;
+    const float **rows;  /* per item: [group] projected-input rows of this step */
+    ez_nn_lstm_step_fn step;
+    int fast;
+} recur_job;
+
+static void recur_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
+    const recur_job *job = (const recur_job *)ctx;
+    const ez_nn_lstm *l = job->l;
+    int H = l->H, G = 4 * H;
+    (void)thread_index;
+    for (int64_t item = i0; item < i1; item++) {
+        int d = (int)(item / job->n_groups), grp = (int)(item % job->n_groups);
+        int b0 = grp * job->group, nb = EZ_MIN(job->group, job->B - b0);
+        float *h = job->scratch + item * job->scratch_per_item;
+        float *c = h + (int64_t)job->group * H;
+        float *gates = c + (int64_t)job->group * H;
+        const float **rows = job->rows + item * job->group;
+        const float *w = job->fast ? l->w_hh_t + (int64_t)d * G * H : l->w_hh + (int64_t)d * G * H;
+        if (nb <= 0) continue;
+        memset(h, 0, (size_t)(2 * job->group * H) * sizeof(float));
+        for (int s = 0; s < job->T; s++) {
+            int t = d == 1 ? job->T - 1 - s : s;
+            for (int b = 0; b < nb; b++)
+                rows[b] = job->xp + (int64_t)(b0 + b) * job->xp_bstride + (int64_t)t * job->xp_tstride +
+                          (int64_t)d * G;
+            job->step(nb, H, rows, l->bias + (int64_t)d * G, w, gates, h, c);
+            for (int b = 0; b < nb; b++)
+                memcpy(job->y + (int64_t)(b0 + b) * job->y_bstride + (int64_t)t * job->y_tstride +
+                           (int64_t)d * H,
+                       h + (int64_t)b * H, (size_t)H * sizeof(float));
+        }
+    }
+}
+
+int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, int B, int T,
+                         int64_t xp_bstride, int64_t xp_tstride, float *y, int64_t y_bstride,
+                         int64_t y_tstride) {
+    recur_job job;
+    int threads = pool ? ez_pool_threads(pool) : 1;
+    int64_t n_items;
+    memset(&job, 0, sizeof job);
+    if (B <= 0 || T <= 0) return ELIZA_OK;
+    job.l = l;
+    job.xp = xp;
+    job.B = B;
+    job.T = T;
+    job.xp_bstride = xp_bstride;
+    job.xp_tstride = xp_tstride;
+    job.y = y;
+    job.y_bstride = y_bstride;
+    job.y_tstride = y_tstride;
+    /* Enough groups of sequences that every thread has a direction-group to
+     * run; larger groups amortise each weight load over more sequences. */
+    job.n_groups = EZ_MAX(1, EZ_MIN(B, (threads + l->n_dirs - 1) / l->n_dirs));
+    job.group = (B + job.n_groups - 1) / job.n_groups;
+    job.n_groups = (B + job.group - 1) / job.group;
+#if EZ_ARCH_X86_64
+    job.fast = ez_simd_level_active() == EZ_SIMD_AVX2 && l->H % 16 == 0 && l->w_hh_t;
+    job.step = job.fast ? ez_nn_lstm_step_avx2 : ez_nn_lstm_step_ref;
+#else
+    job.fast = 0;
+    job.step = ez_nn_lstm_step_ref;
+#endif
+    n_items = (int64_t)l->n_dirs * job.n_groups;
+    /* h, c and gates of one item, rounded to 64 bytes. */
+    job.scratch_per_item = ((int64_t)job.group * 6 * l->H + 15) / 16 * 16;
+    job.scratch = (float *)malloc((size_t)(n_items * job.scratch_per_item) * sizeof(float));
+    job.rows = (const float **)malloc((size_t)(n_items * job.group) * sizeof(float *));
+    if (!job.scratch || !job.rows) {
+        free(job.scratch);
+        free((void *)job.rows);
+        return ez_fail(ELIZA_E_NOMEM, "LSTM: no memory for the state of %d sequences", B);
+    }
+    ez_pool_for(pool, n_items, 1, recur_items, &job);
+    free(job.scratch);
+    free((void *)job.rows);
+    return ELIZA_OK;
+}

@@ -1,0 +1,99 @@
+/* What the segmentation and the embedding model share: reading their GGUF
+ * files (checked keys, F32 tensors of an exact shape) and LSTM layers.
+ *
+ * LSTM weights are kept in the order PyTorch documents (gate blocks i, f, g,
+ * o of H rows each); a file says in which order it stores them
+ * (`<arch>.lstm.gate_order`, docs/diarization.md) and ez_nn_lstm_load()
+ * reorders. The recurrence has a scalar reference (ez_nn_lstm_step_ref)
+ * and an AVX2 path; ELIZA_FORCE_SCALAR=1 selects the reference. */
+#ifndef EZ_DIAR_NN_H
+#define EZ_DIAR_NN_H
+
+#include "core/common.h"
+#include "core/gguf.h"
+#include "core/pool.h"
+
+/* ---- GGUF reading -------------------------------------------------------- */
+
+/* A u32 (or other integer) key of `arch`.`key` within [lo, hi]. */
+EZ_INTERNAL int32_t ez_nn_key_u32(const ez_gguf *g, const char *arch, const char *key, uint32_t lo,
+                                  uint32_t hi, uint32_t *out);
+/* A finite f32 key within [lo, hi]. */
+EZ_INTERNAL int32_t ez_nn_key_f32(const ez_gguf *g, const char *arch, const char *key, float lo, float hi,
+                                  float *out);
+EZ_INTERNAL int32_t ez_nn_key_bool(const ez_gguf *g, const char *arch, const char *key, int *out);
+/* A string key copied into out (NUL-terminated, at most cap - 1 bytes). */
+EZ_INTERNAL int32_t ez_nn_key_str(const ez_gguf *g, const char *arch, const char *key, char *out, size_t cap);
+/* ELIZA_E_UNSUPPORTED unless general.architecture is `arch` (FORMAT if absent). */
+EZ_INTERNAL int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what);
+
+/* A malloc'd copy of the F32 tensor `name`, whose shape (outermost first,
+ * as numpy writes it) must be dims[0..n_dims). */
+EZ_INTERNAL int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
+                                 float **out);
+
+/* A growable buffer kept by a model between calls, so repeated calls do not
+ * map and fault in fresh pages each time. */
+typedef struct {
+    float *data;
+    size_t floats;
+} ez_nn_arena;
+
+/* At least `floats` floats (contents undefined); NULL with ez_fail on
+ * allocation failure. */
+EZ_INTERNAL float *ez_nn_arena_get(ez_nn_arena *a, size_t floats, const char *what);
+EZ_INTERNAL void ez_nn_arena_free(ez_nn_arena *a);
+
+/* ---- LSTM ------------------------------------------------------------------ */
+
+typedef struct {
+    int n_in, H, n_dirs;
+    float *w_ih;    /* [n_dirs * 4H, n_in], gate blocks i, f, g, o per direction */
+    float *bias;    /* [n_dirs * 4H], b_ih + b_hh */
+    float *w_hh;    /* [n_dirs, 4H, H], the reference's layout */
+    float *w_hh_t;  /* [n_dirs, 4H / 16, H, 16]: w_hh in panels of 16 rows, each
+                     * stored k-major (the fast path's layout); NULL unless
+                     * H % 16 == 0 */
+} ez_nn_lstm;
+
+/* Parses a gate order: four distinct letters of i, f, o and c (or g, the
+ * cell candidate). perm[k] = the block index in the file of internal gate k
+ * (i, f, g, o). ELIZA_E_FORMAT for anything else. */
+EZ_INTERNAL int32_t ez_nn_gate_order(const char *order, int perm[4]);
+
+/* Loads `prefix`.{weight_ih, weight_hh, bias_ih, bias_hh} of shapes
+ * [n_dirs, 4H, n_in], [n_dirs, 4H, H], [n_dirs, 4H], [n_dirs, 4H], gate
+ * blocks in the file's `gate_order`. */
+EZ_INTERNAL int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_order, int n_dirs,
+                                    int n_in, int H, ez_nn_lstm *out);
+EZ_INTERNAL void ez_nn_lstm_free(ez_nn_lstm *l);
+
+/* xp[rows, n_dirs * 4H] = x[rows, n_in] . w_ih^T (the bias is added by the
+ * recurrence, saving a pass over xp). */
+EZ_INTERNAL void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const float *x, int64_t rows,
+                                    float *xp);
+
+/* The recurrence over B sequences of T steps, zero initial state. The
+ * projected input of sequence b at step t is the row xp + b * xp_bstride +
+ * t * xp_tstride (n_dirs * 4H floats, direction d at d * 4H); h of
+ * direction d is written to y + b * y_bstride + t * y_tstride + d * H.
+ * Direction 1 runs t = T-1 .. 0. Directions and groups of sequences are
+ * spread over the pool. ELIZA_E_NOMEM when scratch cannot be allocated. */
+EZ_INTERNAL int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, int B, int T,
+                                     int64_t xp_bstride, int64_t xp_tstride, float *y, int64_t y_bstride,
+                                     int64_t y_tstride);
+
+/* One step of nb sequences of one direction: gates[b] = xp[b] + bias +
+ * h[b] . w^T, then c[b] and h[b] ([nb, H] each) updated in place. gates: [nb, 4H]
+ * scratch. The reference reads w_hh ([4H, H]); the AVX2 kernel reads the
+ * panels of w_hh_t and needs H % 16 == 0. */
+typedef void (*ez_nn_lstm_step_fn)(int nb, int H, const float *const *xp, const float *bias, const float *w,
+                                   float *gates, float *h, float *c);
+EZ_INTERNAL void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, const float *bias, const float *w_hh,
+                                     float *gates, float *h, float *c);
+#if EZ_ARCH_X86_64
+EZ_INTERNAL void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bias,
+                                      const float *w_hh_t, float *gates, float *h, float *c);
+#endif
+
+#endif /* EZ_DIAR_NN_H */

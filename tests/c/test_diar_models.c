@@ -1,0 +1,176 @@
+/* The LSTM shared by the diarization models (diar/nn.h): the gate-order
+ * parser, the AVX2 step against the scalar reference on random data and on
+ * the real shapes (segmentation H 128, embedding H 256; 1 to 13 sequences),
+ * and the recurrence over a pool against a plain loop of reference steps,
+ * bit-identical for any thread count. The models themselves are checked
+ * against onnxruntime / resemblyzer in tests/diar. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/error.h"
+#include "core/pool.h"
+#include "diar/nn.h"
+
+static int g_passed, g_failed;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (cond) {                                                       \
+            g_passed++;                                                   \
+        } else {                                                          \
+            g_failed++;                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static float next_f32(void) {
+    g_rng ^= g_rng >> 12;
+    g_rng ^= g_rng << 25;
+    g_rng ^= g_rng >> 27;
+    return (float)((g_rng * 0x2545f4914f6cdd1dull) >> 40) / 8388608.0f - 1.0f;
+}
+
+static float *random_floats(size_t n, float scale) {
+    float *p = (float *)malloc(sizeof(float) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) p[i] = scale * next_f32();
+    return p;
+}
+
+static void test_gate_order_parser(void) {
+    static const struct {
+        const char *order;
+        int ok, perm[4];
+    } cases[] = {
+        {"iofc", 1, {0, 2, 3, 1}}, {"ifgo", 1, {0, 1, 2, 3}}, {"ifco", 1, {0, 1, 2, 3}},
+        {"cfoi", 1, {3, 1, 0, 2}}, {"iof", 0, {0}},           {"iofcc", 0, {0}},
+        {"iofx", 0, {0}},          {"iiof", 0, {0}},           {"IOFC", 0, {0}},
+        {"", 0, {0}},              {"icgo", 0, {0}}, /* c and g are the same gate */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int perm[4] = {-1, -1, -1, -1};
+        int32_t rc = ez_nn_gate_order(cases[i].order, perm);
+        CHECK((rc == ELIZA_OK) == cases[i].ok, "gate order '%s': rc %d", cases[i].order, (int)rc);
+        if (rc == ELIZA_E_FORMAT) CHECK(strstr(ez_error_message(), "gate order") != NULL, "message: %s", ez_error_message());
+        if (cases[i].ok)
+            CHECK(memcmp(perm, cases[i].perm, sizeof perm) == 0, "gate order '%s': perm %d %d %d %d", cases[i].order,
+                  perm[0], perm[1], perm[2], perm[3]);
+    }
+}
+
+/* w_hh [4H, H] into the fast path's panels (nn.c's layout). */
+static float *panels(const float *w, int H) {
+    int G = 4 * H;
+    float *p = (float *)malloc(sizeof(float) * (size_t)G * (size_t)H);
+    for (int r = 0; r < G; r++)
+        for (int k = 0; k < H; k++) p[((r / 16) * H + k) * 16 + r % 16] = w[r * H + k];
+    return p;
+}
+
+static void test_step_fast_matches_reference(void) {
+#if EZ_ARCH_X86_64
+    static const int Hs[] = {16, 128, 256};
+    if (!(ez_cpu_features() & EZ_CPU_AVX2) || !(ez_cpu_features() & EZ_CPU_FMA)) {
+        printf("skip: no AVX2/FMA\n");
+        return;
+    }
+    for (size_t hi = 0; hi < sizeof Hs / sizeof Hs[0]; hi++)
+        for (int nb = 1; nb <= 13; nb += (nb < 9 ? 1 : 4)) {
+            int H = Hs[hi], G = 4 * H;
+            float *w = random_floats((size_t)G * H, 1.0f / sqrtf((float)H)), *wp = panels(w, H);
+            float *xp = random_floats((size_t)nb * G, 3.0f), *bias = random_floats((size_t)G, 0.5f);
+            float *h0 = random_floats((size_t)nb * H, 1.0f), *c0 = random_floats((size_t)nb * H, 2.0f);
+            float *h1 = (float *)malloc(sizeof(float) * (size_t)nb * H), *c1 = (float *)malloc(sizeof(float) * (size_t)nb * H);
+            float *g0 = (float *)malloc(sizeof(float) * (size_t)nb * G), *g1 = (float *)malloc(sizeof(float) * (size_t)nb * G);
+            const float *rows[13];
+            double err_h = 0, err_c = 0;
+            for (int b = 0; b < nb; b++) rows[b] = xp + (size_t)b * G;
+            memcpy(h1, h0, sizeof(float) * (size_t)nb * H);
+            memcpy(c1, c0, sizeof(float) * (size_t)nb * H);
+            /* A few steps so the state feeds back. */
+            for (int s = 0; s < 3; s++) {
+                ez_nn_lstm_step_ref(nb, H, rows, bias, w, g0, h0, c0);
+                ez_nn_lstm_step_avx2(nb, H, rows, bias, wp, g1, h1, c1);
+            }
+            for (int i = 0; i < nb * H; i++) {
+                err_h = fmax(err_h, fabs((double)h0[i] - h1[i]));
+                err_c = fmax(err_c, fabs((double)c0[i] - c1[i]) / (1.0 + fabs((double)c0[i])));
+            }
+            CHECK(err_h <= 2e-6 && err_c <= 2e-6, "H %d nb %d: max |h| err %.3g, c err %.3g", H, nb, err_h, err_c);
+            free(w), free(wp), free(xp), free(bias), free(h0), free(c0), free(h1), free(c1), free(g0), free(g1);
+        }
+#endif
+}
+
+/* A layer loaded by hand: weights straight into the ez_nn_lstm fields (the
+ * loader itself is covered by the model tests). */
+static void fill_layer(ez_nn_lstm *l, int n_dirs, int n_in, int H) {
+    int G = 4 * H;
+    memset(l, 0, sizeof *l);
+    l->n_in = n_in;
+    l->H = H;
+    l->n_dirs = n_dirs;
+    l->w_ih = random_floats((size_t)n_dirs * G * n_in, 0.3f);
+    l->bias = random_floats((size_t)n_dirs * G, 0.5f);
+    l->w_hh = random_floats((size_t)n_dirs * G * H, 1.0f / sqrtf((float)H));
+    l->w_hh_t = (float *)malloc(sizeof(float) * (size_t)n_dirs * G * H);
+    for (int d = 0; d < n_dirs; d++) {
+        float *p = panels(l->w_hh + (size_t)d * G * H, H);
+        memcpy(l->w_hh_t + (size_t)d * G * H, p, sizeof(float) * (size_t)G * H);
+        free(p);
+    }
+}
+
+static void test_recurrence_matches_plain_loop(void) {
+    static const int threads[] = {1, 2, 3};
+    int B = 5, T = 37, H = 128, n_in = 24, G = 4 * H;
+    ez_nn_lstm l;
+    float *x, *xp, *want, *got[3];
+    fill_layer(&l, 2, n_in, H);
+    x = random_floats((size_t)B * T * n_in, 1.0f);
+    xp = (float *)malloc(sizeof(float) * (size_t)B * T * 2 * G);
+    want = (float *)malloc(sizeof(float) * (size_t)B * T * 2 * H);
+    ez_nn_lstm_project(&l, NULL, x, (int64_t)B * T, xp);
+    /* The plain loop: reference steps, one sequence and direction at a time. */
+    for (int d = 0; d < 2; d++)
+        for (int b = 0; b < B; b++) {
+            float h[128] = {0}, c[128] = {0}, gates[512];
+            for (int s = 0; s < T; s++) {
+                int t = d ? T - 1 - s : s;
+                const float *row = xp + ((size_t)b * T + t) * 2 * G + (size_t)d * G;
+                ez_nn_lstm_step_ref(1, H, &row, l.bias + (size_t)d * G, l.w_hh + (size_t)d * G * H, gates, h, c);
+                memcpy(want + ((size_t)b * T + t) * 2 * H + (size_t)d * H, h, sizeof h);
+            }
+        }
+    for (int i = 0; i < 3; i++) {
+        ez_pool *pool = ez_pool_create(threads[i]);
+        double err = 0;
+        got[i] = (float *)malloc(sizeof(float) * (size_t)B * T * 2 * H);
+        CHECK(ez_nn_lstm_recur(&l, pool, xp, B, T, (int64_t)T * 2 * G, 2 * G, got[i], (int64_t)T * 2 * H, 2 * H) == ELIZA_OK,
+              "recur");
+        for (size_t j = 0; j < (size_t)B * T * 2 * H; j++) err = fmax(err, fabs((double)got[i][j] - want[j]));
+        CHECK(err <= 2e-5, "%d threads: max err %.3g against the plain loop", threads[i], err);
+        if (i > 0)
+            CHECK(memcmp(got[i], got[0], sizeof(float) * (size_t)B * T * 2 * H) == 0, "%d threads: bits differ from 1 thread",
+                  threads[i]);
+        ez_pool_destroy(pool);
+    }
+    for (int i = 0; i < 3; i++) free(got[i]);
+    free(x), free(xp), free(want);
+    ez_nn_lstm_free(&l);
+}
+
+int main(void) {
+    test_gate_order_parser();
+    test_step_fast_matches_reference();
+    test_recurrence_matches_plain_loop();
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed != 0;
+}
