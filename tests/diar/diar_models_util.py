@@ -55,7 +55,7 @@ _VOWELS = ((730, 1090, 2440), (270, 2290, 3010), (530, 1840, 2480), (570, 840, 2
 def _voice(seed: int, n: int, f0: float, formant_scale: float) -> F64:
     """Syllables of a glottal pulse train through three formant resonators,
     with pauses: a crude but speech-like signal."""
-    from scipy.signal import lfilter  # type: ignore[import-untyped]
+    from scipy.signal import lfilter
 
     u = uniform(seed, 4096)
     out = np.zeros(n)
@@ -193,7 +193,7 @@ class Handle:
 
 
 def onnx_session(threads: int = 1) -> Any:
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort
 
     path = onnx_path()
     assert path is not None
@@ -205,7 +205,7 @@ def onnx_session(threads: int = 1) -> Any:
 
 def voice_encoder() -> Any:
     """resemblyzer's VoiceEncoder (torch), on the CPU."""
-    from resemblyzer import VoiceEncoder  # type: ignore[import-untyped]
+    from resemblyzer import VoiceEncoder
 
     return VoiceEncoder("cpu", verbose=False)
 

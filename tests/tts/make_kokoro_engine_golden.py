@@ -103,7 +103,7 @@ def tiny_config() -> dict[str, Any]:
 def tiny_kmodel(seed: int = SEED) -> Any:
     """kokoro_ref.random_kmodel on the tiny config, its decoder blocks rebuilt
     narrow (encode, decode, asr_res) and perturbed the same way."""
-    from kokoro.istftnet import AdainResBlk1d  # type: ignore[import-untyped]
+    from kokoro.istftnet import AdainResBlk1d
     from torch.nn.utils import weight_norm
 
     cfg = tiny_config()

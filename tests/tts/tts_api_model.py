@@ -89,6 +89,8 @@ def tiny_kokoro_gguf(cache_dir: Path | None = None) -> Path:
     process to a temporary directory removed at exit."""
     import kokoro_ref as kr
 
+    from eliza.convert import kokoro as kconv
+
     if cache_dir is None:
         tmp = tempfile.mkdtemp(prefix="eliza-tts-api-")
         atexit.register(shutil.rmtree, tmp, True)
@@ -103,7 +105,7 @@ def tiny_kokoro_gguf(cache_dir: Path | None = None) -> Path:
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", FutureWarning)
         model = kr.random_kmodel(SEED, tiny_config())
-    kr.kconv.convert_state_dict(
+    kconv.convert_state_dict(
         model.state_dict(), tiny_config(), tiny_voices(), out, "f16", name="tiny random Kokoro"
     )
     return out
