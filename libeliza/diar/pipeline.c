@@ -1,0 +1,683 @@
+/* The diarization pipeline (see pipeline.h). */
+#include "diar/pipeline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "diar/cluster.h"
+#include "diar/resample.h"
+
+/* Progress reached when every window is segmented and embedded. */
+#define PROGRESS_WINDOWS 0.95
+
+int64_t ez_diar_n_windows(uint64_t n_samples, int chunk_samples, int64_t step_samples) {
+    if (n_samples <= (uint64_t)chunk_samples) return 1;
+    return 1 + (int64_t)((n_samples - (uint64_t)chunk_samples + (uint64_t)step_samples - 1) / (uint64_t)step_samples);
+}
+
+int64_t ez_diar_window_frame(int64_t w, int64_t step_samples, double frame_step_samples) {
+    return (int64_t)llround((double)w * (double)step_samples / frame_step_samples);
+}
+
+void ez_diar_decode_powerset(const float *logprobs, int n_frames, int n_classes, int n_local,
+                             const uint8_t *powerset, uint8_t *cls, uint8_t *soft) {
+    for (int f = 0; f < n_frames; f++) {
+        const float *row = logprobs + (size_t)f * n_classes;
+        int best = 0;
+        for (int c = 1; c < n_classes; c++)
+            if (row[c] > row[best]) best = c;
+        cls[f] = (uint8_t)best;
+        for (int s = 0; s < n_local; s++) {
+            double p = 0.0;
+            for (int c = 0; c < n_classes; c++)
+                if (powerset[c * n_local + s]) p += exp((double)row[c]);
+            soft[(size_t)f * n_local + s] = (uint8_t)lrint(EZ_MIN(p, 1.0) * 255.0);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reconstruction                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t speaker;
+    double start, end;   /* seconds */
+    double conf_sum;     /* sum of per-frame activity over the turn's frames */
+    int64_t n_frames;
+} raw_turn;
+
+typedef struct {
+    raw_turn *v;
+    size_t n, cap;
+} turn_list;
+
+static int push_turn(turn_list *l, raw_turn t) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        raw_turn *v = (raw_turn *)realloc(l->v, cap * sizeof *v);
+        if (!v) return 0;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = t;
+    return 1;
+}
+
+static int by_speaker_start(const void *a, const void *b) {
+    const raw_turn *x = (const raw_turn *)a, *y = (const raw_turn *)b;
+    if (x->speaker != y->speaker) return x->speaker < y->speaker ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int by_start_speaker(const void *a, const void *b) {
+    const raw_turn *x = (const raw_turn *)a, *y = (const raw_turn *)b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->speaker < y->speaker ? -1 : x->speaker > y->speaker;
+}
+
+/* Clips, fills short gaps, drops short turns, sorts and renumbers; hands the
+ * result out as eliza_diarize_turn. */
+static int32_t finish_turns(turn_list *l, const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
+    size_t n = 0;
+    int32_t *rename = NULL;
+    eliza_diarize_turn *turns;
+
+    for (size_t i = 0; i < l->n; i++) {
+        raw_turn t = l->v[i];
+        t.start = EZ_MAX(t.start, 0.0);
+        t.end = EZ_MIN(t.end, r->duration);
+        if (t.end > t.start) l->v[n++] = t;
+    }
+    l->n = n;
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_speaker_start);
+    n = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        raw_turn *prev = n ? &l->v[n - 1] : NULL;
+        if (prev && prev->speaker == l->v[i].speaker && l->v[i].start - prev->end < r->min_duration_off) {
+            prev->end = EZ_MAX(prev->end, l->v[i].end);
+            prev->conf_sum += l->v[i].conf_sum;
+            prev->n_frames += l->v[i].n_frames;
+        } else {
+            l->v[n++] = l->v[i];
+        }
+    }
+    l->n = n;
+    n = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].end - l->v[i].start >= r->min_duration_on) l->v[n++] = l->v[i];
+    l->n = n;
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_start_speaker);
+
+    rename = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(r->n_clusters, 1));
+    turns = (eliza_diarize_turn *)malloc(sizeof *turns * EZ_MAX(l->n, (size_t)1));
+    if (!rename || !turns) {
+        free(rename);
+        free(turns);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu turns", l->n);
+    }
+    {
+        int32_t next = 0;
+        for (int k = 0; k < r->n_clusters; k++) rename[k] = -1;
+        for (size_t i = 0; i < l->n; i++) {
+            int32_t *k = &rename[l->v[i].speaker];
+            if (*k < 0) *k = next++;
+            l->v[i].speaker = *k;
+        }
+    }
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_start_speaker);
+    for (size_t i = 0; i < l->n; i++) {
+        turns[i].start = l->v[i].start;
+        turns[i].end = l->v[i].end;
+        turns[i].speaker = l->v[i].speaker;
+        turns[i].confidence = (float)(l->v[i].n_frames ? l->v[i].conf_sum / (double)l->v[i].n_frames : 0.0);
+    }
+    free(rename);
+    *out = turns;
+    *n_out = l->n;
+    return ELIZA_OK;
+}
+
+int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
+    const int K = r->n_clusters, F = r->n_frames, L = r->n_local;
+    int64_t T = 0;
+    uint16_t *cover = NULL, *count = NULL, *hard = NULL;
+    float *soft = NULL, *value = NULL;
+    uint8_t *n_active = NULL, *on = NULL;
+    int64_t *open = NULL;
+    turn_list turns = {0};
+    int32_t rc = ELIZA_OK;
+
+    *out = NULL;
+    *n_out = 0;
+    if (r->n_windows > 0) T = r->start_frame[r->n_windows - 1] + F;
+    cover = (uint16_t *)calloc((size_t)EZ_MAX(T, 1), sizeof *cover);
+    count = (uint16_t *)calloc((size_t)EZ_MAX(T, 1), sizeof *count);
+    hard = (uint16_t *)calloc((size_t)EZ_MAX(T, 1) * (size_t)EZ_MAX(K, 1), sizeof *hard);
+    soft = (float *)calloc((size_t)EZ_MAX(T, 1) * (size_t)EZ_MAX(K, 1), sizeof *soft);
+    n_active = (uint8_t *)malloc((size_t)r->n_classes);
+    on = (uint8_t *)malloc((size_t)EZ_MAX(K, 1));
+    open = (int64_t *)malloc(sizeof(int64_t) * (size_t)EZ_MAX(K, 1));
+    value = (float *)malloc(sizeof(float) * 2 * (size_t)EZ_MAX(K, 1));
+    if (!cover || !count || !hard || !soft || !n_active || !on || !open || !value) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory reconstructing %lld frames x %d speakers", (long long)T, K);
+        goto done;
+    }
+    for (int c = 0; c < r->n_classes; c++) {
+        n_active[c] = 0;
+        for (int s = 0; s < L; s++) n_active[c] += r->powerset[c * L + s] != 0;
+    }
+
+    /* Sum over windows: coverage, active local speakers, and each cluster's
+     * activity (the union of its local speakers in a window). */
+    for (int64_t w = 0; w < r->n_windows; w++) {
+        const uint8_t *cls = r->cls + (size_t)w * F;
+        const uint8_t *sp = r->soft + (size_t)w * F * L;
+        const int32_t *cl = r->cluster + (size_t)w * L;
+        int64_t t0 = r->start_frame[w];
+        for (int f = 0; f < F; f++) {
+            int64_t t = t0 + f;
+            cover[t]++;
+            count[t] += n_active[cls[f]];
+            for (int k = 0; k < K; k++) value[2 * k] = value[2 * k + 1] = -1.0f;
+            for (int s = 0; s < L; s++) {
+                int k = cl[s];
+                if (k < 0) continue;
+                value[2 * k] = EZ_MAX(value[2 * k], (float)(r->powerset[cls[f] * L + s] != 0));
+                value[2 * k + 1] = EZ_MAX(value[2 * k + 1], sp[(size_t)f * L + s] / 255.0f);
+            }
+            for (int k = 0; k < K; k++) {
+                if (value[2 * k] < 0) continue;
+                hard[t * K + k] += (uint16_t)value[2 * k];
+                soft[t * K + k] += value[2 * k + 1];
+            }
+        }
+    }
+
+    /* Per frame, the `count` most active clusters; runs become turns. */
+    for (int k = 0; k < K; k++) open[k] = -1;
+    for (int64_t t = 0; t < T; t++) {
+        int n_speakers = cover[t] ? (int)nearbyint((double)count[t] / cover[t]) : 0;
+        double ts = (double)t * r->frame_step + 0.5 * r->frame_duration;
+        if (r->max_per_frame > 0) n_speakers = EZ_MIN(n_speakers, r->max_per_frame);
+        memset(on, 0, (size_t)K);
+        for (int i = 0; i < n_speakers; i++) {
+            int best = -1;
+            for (int k = 0; k < K; k++) {
+                const uint16_t *h = hard + t * K;
+                const float *sf = soft + t * K;
+                if (on[k] || !h[k]) continue;
+                if (best < 0 || h[k] > h[best] || (h[k] == h[best] && sf[k] > sf[best])) best = k;
+            }
+            if (best < 0) break;
+            on[best] = 1;
+        }
+        for (int k = 0; k < K; k++) {
+            if (on[k] && open[k] < 0) {
+                raw_turn nt = {k, ts, ts, 0.0, 0};
+                if (!push_turn(&turns, nt)) goto nomem;
+                open[k] = (int64_t)turns.n - 1;
+            }
+            if (on[k]) {
+                turns.v[open[k]].conf_sum += soft[t * K + k] / cover[t];
+                turns.v[open[k]].n_frames++;
+            } else if (open[k] >= 0) {
+                turns.v[open[k]].end = ts;
+                open[k] = -1;
+            }
+        }
+    }
+    /* Still active at the last frame: the turn ends at that frame, as
+     * pyannote's Binarize ends it. */
+    for (int k = 0; k < K; k++)
+        if (open[k] >= 0) turns.v[open[k]].end = (double)(T - 1) * r->frame_step + 0.5 * r->frame_duration;
+    rc = finish_turns(&turns, r, out, n_out);
+    goto done;
+nomem:
+    rc = ez_fail(ELIZA_E_NOMEM, "out of memory for turns");
+done:
+    free(turns.v);
+    free(cover);
+    free(count);
+    free(hard);
+    free(soft);
+    free(n_active);
+    free(on);
+    free(open);
+    free(value);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The run                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    float *v;        /* [n, dim] */
+    int32_t *window; /* [n] */
+    uint8_t *local;  /* [n] local speaker */
+    uint8_t *train;  /* [n] enough clean speech to take part in the clustering */
+    size_t n, cap;
+    int dim;
+} emb_list;
+
+static int emb_reserve(emb_list *e) {
+    size_t cap;
+    float *v;
+    int32_t *window;
+    uint8_t *local, *train;
+    if (e->n < e->cap) return 1;
+    cap = e->cap ? 2 * e->cap : 256;
+    v = (float *)realloc(e->v, cap * (size_t)e->dim * sizeof *v);
+    if (v) e->v = v;
+    window = (int32_t *)realloc(e->window, cap * sizeof *window);
+    if (window) e->window = window;
+    local = (uint8_t *)realloc(e->local, cap);
+    if (local) e->local = local;
+    train = (uint8_t *)realloc(e->train, cap);
+    if (train) e->train = train;
+    if (!v || !window || !local || !train) return 0;
+    e->cap = cap;
+    return 1;
+}
+
+static void emb_free(emb_list *e) {
+    free(e->v);
+    free(e->window);
+    free(e->local);
+    free(e->train);
+}
+
+static int cancelled(const ez_diar_control *ctl) {
+    return ctl && ctl->cancel && ez_atomic_int_load(ctl->cancel);
+}
+
+static void set_progress(const ez_diar_control *ctl, double p) {
+    if (ctl && ctl->progress) ez_atomic_int_store(ctl->progress, (int)lrint(EZ_MIN(EZ_MAX(p, 0.0), 1.0) * 1e6));
+}
+
+/* Window w's audio at the models' rate into dst[chunk]; returns 1 if it is
+ * all zeros (digital silence). */
+static int fill_window(const float *pcm, size_t n, const ez_resampler *rs, uint64_t n16, uint64_t start, int chunk,
+                       int sample_rate, int model_rate, float *dst) {
+    uint64_t avail = start < n16 ? EZ_MIN((uint64_t)chunk, n16 - start) : 0;
+    if (rs) {
+        /* The input the filter reads for these outputs; zeros in, zeros out. */
+        uint64_t taps = (uint64_t)ez_resampler_half_taps(rs) + 1;
+        uint64_t a = start * (uint64_t)sample_rate / (uint64_t)model_rate;
+        uint64_t b = (start + avail) * (uint64_t)sample_rate / (uint64_t)model_rate + taps + 1;
+        int silent = 1;
+        a = a > taps ? a - taps : 0;
+        b = EZ_MIN(b, (uint64_t)n);
+        for (uint64_t i = a; i < b && silent; i++) silent = pcm[i] == 0.0f;
+        if (silent)
+            memset(dst, 0, sizeof(float) * (size_t)avail);
+        else
+            ez_resampler_run(rs, pcm, n, start, (size_t)avail, dst);
+    } else if (avail) {
+        memcpy(dst, pcm + start, sizeof(float) * (size_t)avail);
+    }
+    memset(dst + avail, 0, sizeof(float) * (size_t)((uint64_t)chunk - avail));
+    for (uint64_t i = 0; i < avail; i++)
+        if (dst[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* The audio of the frames flagged in mask, concatenated into out; each
+ * frame contributes the frame_step-long stretch at the centre of what it
+ * sees. Returns the number of samples. */
+static size_t gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
+                            double frame_step_samples, double offset, float *out) {
+    size_t n = 0;
+    for (int f = 0; f < n_frames; f++) {
+        int64_t a, b;
+        if (!mask[f]) continue;
+        a = EZ_MAX((int64_t)llround(f * frame_step_samples + offset), 0);
+        b = EZ_MIN((int64_t)llround((f + 1) * frame_step_samples + offset), (int64_t)chunk_samples);
+        if (b > a) {
+            memcpy(out + n, chunk + a, sizeof(float) * (size_t)(b - a));
+            n += (size_t)(b - a);
+        }
+    }
+    return n;
+}
+
+/* Embeddings of 1.6 s partials on a grid over the whole audio, computed
+ * once and shared by every window that holds them (one slot per grid point
+ * a window can hold, plus slack: a slot is reused only by a later point,
+ * which no earlier window needs). */
+typedef struct {
+    int64_t *index;   /* [slots] grid point held by each slot, -1: none */
+    float *emb;       /* [slots, dim] */
+    int slots, dim;
+    int64_t partial, hop;  /* samples at the models' rate */
+} partial_cache;
+
+static int partial_cache_init(partial_cache *pc, const ez_diar_models *m) {
+    pc->dim = m->emb_dim;
+    pc->partial = (int64_t)llround(EZ_DIAR_PARTIAL_SECONDS * m->sample_rate);
+    pc->hop = (int64_t)llround(EZ_DIAR_PARTIAL_HOP_SECONDS * m->sample_rate);
+    pc->slots = (int)(EZ_MAX((int64_t)0, m->chunk_samples - pc->partial) / pc->hop) + 3;
+    pc->index = (int64_t *)malloc(sizeof(int64_t) * (size_t)pc->slots);
+    pc->emb = (float *)malloc(sizeof(float) * (size_t)pc->slots * (size_t)pc->dim);
+    if (!pc->index || !pc->emb) return 0;
+    for (int i = 0; i < pc->slots; i++) pc->index[i] = -1;
+    return 1;
+}
+
+static void partial_cache_free(partial_cache *pc) {
+    free(pc->index);
+    free(pc->emb);
+}
+
+/* The embedding of grid point p, whose audio starts at chunk[local]. */
+static int32_t partial_embedding(const ez_diar_models *m, partial_cache *pc, int64_t p, const float *chunk,
+                                 int64_t local, const float **out) {
+    int slot = (int)(p % pc->slots);
+    float *e = pc->emb + (size_t)slot * (size_t)pc->dim;
+    if (pc->index[slot] != p) {
+        int32_t rc = m->embed(m->ctx, chunk + local, (size_t)pc->partial, e);
+        if (rc) return rc;
+        pc->index[slot] = p;
+    }
+    *out = e;
+    return ELIZA_OK;
+}
+
+typedef struct {
+    const ez_diar_models *m;
+    int64_t step;          /* window step, samples */
+    uint64_t n16;          /* audio length at the models' rate */
+    const uint8_t *n_active;  /* [n_classes] speakers in each class */
+    uint8_t *mask;         /* [n_frames] scratch */
+    float *gather;         /* [chunk_samples] scratch */
+    double *sum;           /* [dim] scratch */
+    partial_cache cache;
+} embed_state;
+
+/* Embeddings of the local speakers of one window (its audio: chunk): the
+ * mean of the grid partials inside the window where the speaker is (nearly)
+ * alone; without one, the embedding of the speaker's non-overlapped frames
+ * (all its frames when those are too few), at most two partials long. */
+static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, const uint8_t *cls, emb_list *embs) {
+    const ez_diar_models *m = st->m;
+    const int F = m->n_frames, L = m->n_local, dim = m->emb_dim;
+    const double fss = m->frame_step * m->sample_rate;
+    const double offset = 0.5 * (m->frame_duration * m->sample_rate - fss);
+    const int min_embed = (int)ceil(EZ_DIAR_EMBED_MIN_SECONDS / m->frame_step);
+    const int min_train = (int)ceil(EZ_MIN(EZ_DIAR_TRAIN_MIN_SECONDS, m->chunk_samples / (double)m->sample_rate) /
+                                    m->frame_step);
+    const int64_t start = w * st->step, P = st->cache.partial, H = st->cache.hop;
+    const int64_t end = (int64_t)EZ_MIN((uint64_t)(start + m->chunk_samples), st->n16);
+    for (int s = 0; s < L; s++) {
+        int n_act = 0, n_clean = 0, n_partials = 0, use_clean;
+        float *out;
+        int32_t rc;
+        for (int f = 0; f < F; f++) {
+            int a = m->powerset[cls[f] * L + s] != 0;
+            n_act += a;
+            n_clean += a && st->n_active[cls[f]] == 1;
+        }
+        if (n_act < min_embed) continue;
+        if (!emb_reserve(embs)) return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu embeddings", embs->n + 1);
+        out = embs->v + embs->n * (size_t)dim;
+        for (int j = 0; j < dim; j++) st->sum[j] = 0.0;
+        for (int64_t p = (start + H - 1) / H; p * H + P <= end; p++) {
+            int64_t local = p * H - start;
+            int f0 = EZ_MAX(0, (int)floor((local - offset) / fss));
+            int f1 = EZ_MIN(F, (int)ceil((local + P - offset) / fss));
+            int alone = 0, others = 0;
+            const float *e;
+            for (int f = f0; f < f1 && !others; f++) {
+                int mine = m->powerset[cls[f] * L + s] != 0;
+                others = st->n_active[cls[f]] > mine;
+                alone += mine;
+            }
+            if (others || alone < EZ_DIAR_PARTIAL_PURITY * (f1 - f0)) continue;
+            if ((rc = partial_embedding(m, &st->cache, p, chunk, local, &e))) return rc;
+            for (int j = 0; j < dim; j++) st->sum[j] += e[j];
+            n_partials++;
+        }
+        if (n_partials > 0) {
+            double norm = 0.0;
+            for (int j = 0; j < dim; j++) norm += st->sum[j] * st->sum[j];
+            norm = sqrt(norm);
+            for (int j = 0; j < dim; j++) out[j] = (float)(norm > 0 ? st->sum[j] / norm : 0.0);
+        } else {
+            size_t len;
+            use_clean = n_clean >= min_embed;
+            for (int f = 0; f < F; f++)
+                st->mask[f] = m->powerset[cls[f] * L + s] && (!use_clean || st->n_active[cls[f]] == 1);
+            len = gather_frames(chunk, m->chunk_samples, st->mask, F, fss, offset, st->gather);
+            if (len == 0) continue;
+            if ((rc = m->embed(m->ctx, st->gather, (size_t)EZ_MIN((int64_t)len, 2 * P), out))) return rc;
+        }
+        embs->window[embs->n] = (int32_t)w;
+        embs->local[embs->n] = (uint8_t)s;
+        embs->train[embs->n] = n_clean >= min_train;
+        embs->n++;
+    }
+    return ELIZA_OK;
+}
+
+/* Clusters the embeddings and writes every local speaker's cluster. */
+static int32_t cluster_speakers(const ez_diar_models *m, const eliza_diarize_options *opt, int64_t n_windows,
+                                const emb_list *embs, int32_t *cluster, int *out_k) {
+    const int dim = m->emb_dim;
+    size_t n_train = 0;
+    int64_t stride = 1;
+    int any_train = 0, k = 0;
+    float *x = NULL, *centroids = NULL;
+    int32_t *group = NULL, *labels = NULL;
+    ez_cluster_config cfg;
+    int32_t rc;
+
+    *out_k = 0;
+    for (size_t i = 0; i < embs->n; i++) any_train |= embs->train[i];
+    /* Thin the training set to one window in `stride` when it is too large
+     * (neighbouring windows overlap by 1 - step/10 and repeat each other). */
+    for (;; stride++) {
+        n_train = 0;
+        for (size_t i = 0; i < embs->n; i++)
+            n_train += (!any_train || embs->train[i]) && embs->window[i] % stride == 0;
+        if (n_train <= EZ_CLUSTER_MAX_ITEMS) break;
+    }
+    x = (float *)malloc(sizeof(float) * EZ_MAX(n_train, (size_t)1) * (size_t)dim);
+    group = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
+    labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
+    if (!x || !group || !labels) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory clustering %zu embeddings", embs->n);
+        goto done;
+    }
+    n_train = 0;
+    for (size_t i = 0; i < embs->n; i++) {
+        if ((any_train && !embs->train[i]) || embs->window[i] % stride != 0) continue;
+        memcpy(x + n_train * (size_t)dim, embs->v + i * (size_t)dim, sizeof(float) * (size_t)dim);
+        group[n_train++] = embs->window[i];
+    }
+    memset(&cfg, 0, sizeof cfg);
+    cfg.threshold = opt->threshold;
+    cfg.num_clusters = opt->num_speakers;
+    cfg.min_clusters = opt->min_speakers;
+    cfg.max_clusters = opt->max_speakers;
+    cfg.min_cluster_size =
+        (int)EZ_MAX(1, llround(EZ_DIAR_MIN_CLUSTER_SECONDS / ((double)opt->step * (double)stride)));
+    rc = ez_cluster_ahc(x, (int)n_train, dim, group, &cfg, labels, &centroids, &k);
+    if (rc) goto done;
+    for (size_t i = 0; i < embs->n; i++) group[i] = embs->window[i];
+    rc = ez_cluster_assign(embs->v, (int)embs->n, dim, group, centroids, k, labels);
+    if (rc) goto done;
+    for (int64_t i = 0; i < n_windows * m->n_local; i++) cluster[i] = -1;
+    for (size_t i = 0; i < embs->n; i++) cluster[(size_t)embs->window[i] * m->n_local + embs->local[i]] = labels[i];
+    *out_k = k;
+done:
+    free(x);
+    free(group);
+    free(labels);
+    free(centroids);
+    return rc;
+}
+
+int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
+                    const eliza_diarize_options *opt, const ez_diar_control *ctl, eliza_diarize_turn **out,
+                    size_t *n_out) {
+    const int W = m->chunk_samples, F = m->n_frames, C = m->n_classes, L = m->n_local;
+    const int B = opt->batch_size;
+    const double fss = m->frame_step * m->sample_rate;
+    ez_resampler *rs = NULL;
+    uint64_t n16;
+    int64_t step, n_windows;
+    float *buf = NULL, *lp = NULL, *zero_lp = NULL, *gather = NULL;
+    uint8_t *cls = NULL, *soft = NULL, *mask = NULL, n_active[256];
+    int64_t *start_frame = NULL;
+    int32_t *cluster = NULL;
+    int *slot = NULL, have_zero = 0, k = 0;
+    emb_list embs = {0};
+    embed_state est;
+    ez_diar_recon recon;
+    int32_t rc = ELIZA_OK;
+
+    *out = NULL;
+    *n_out = 0;
+    memset(&est, 0, sizeof est);
+    set_progress(ctl, 0.0);
+    if (C > 256 || L > 255 || m->emb_dim < 1 || F < 1 || W < 1)
+        return ez_fail(ELIZA_E_INTERNAL, "diarization models with %d classes, %d local speakers, %d frames", C, L, F);
+    if (sample_rate != m->sample_rate) {
+        rc = ez_resampler_create(sample_rate, m->sample_rate, 0, &rs);
+        if (rc) return rc;
+        n16 = ez_resampler_out_len(rs, n);
+    } else {
+        n16 = n;
+    }
+    if (n16 == 0) {
+        ez_resampler_free(rs);
+        *out = (eliza_diarize_turn *)malloc(sizeof **out);
+        if (!*out) return ez_fail(ELIZA_E_NOMEM, "out of memory for the turns");
+        set_progress(ctl, 1.0);
+        return ELIZA_OK;
+    }
+    step = EZ_MAX((int64_t)1, (int64_t)llround((double)opt->step * m->sample_rate));
+    n_windows = ez_diar_n_windows(n16, W, step);
+    for (int c = 0; c < C; c++) {
+        n_active[c] = 0;
+        for (int s = 0; s < L; s++) n_active[c] += m->powerset[c * L + s] != 0;
+    }
+    embs.dim = m->emb_dim;
+
+    buf = (float *)malloc(sizeof(float) * (size_t)B * (size_t)W);
+    lp = (float *)malloc(sizeof(float) * (size_t)B * (size_t)F * (size_t)C);
+    zero_lp = (float *)malloc(sizeof(float) * (size_t)F * (size_t)C);
+    gather = (float *)malloc(sizeof(float) * (size_t)W);
+    mask = (uint8_t *)malloc((size_t)F);
+    slot = (int *)malloc(sizeof(int) * (size_t)B);
+    cls = (uint8_t *)malloc((size_t)n_windows * (size_t)F);
+    soft = (uint8_t *)malloc((size_t)n_windows * (size_t)F * (size_t)L);
+    start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)n_windows);
+    cluster = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_windows * (size_t)L);
+    est.m = m;
+    est.step = step;
+    est.n16 = n16;
+    est.n_active = n_active;
+    est.mask = mask;
+    est.gather = gather;
+    est.sum = (double *)malloc(sizeof(double) * (size_t)m->emb_dim);
+    if (!buf || !lp || !zero_lp || !gather || !mask || !slot || !cls || !soft || !start_frame || !cluster ||
+        !est.sum || !partial_cache_init(&est.cache, m)) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)n_windows);
+        goto done;
+    }
+
+    for (int64_t w0 = 0; w0 < n_windows; w0 += B) {
+        int nb = (int)EZ_MIN((int64_t)B, n_windows - w0), n_live = 0;
+        if (cancelled(ctl)) {
+            rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w0,
+                         (long long)n_windows);
+            goto done;
+        }
+        /* Windows of digital silence share one cached model output. */
+        for (int i = 0; i < nb; i++) {
+            int zero = fill_window(pcm, n, rs, n16, (uint64_t)(w0 + i) * (uint64_t)step, W, sample_rate,
+                                   m->sample_rate, buf + (size_t)n_live * (size_t)W);
+            slot[i] = zero ? -1 : n_live++;
+        }
+        if (n_live > 0 && (rc = m->segment(m->ctx, buf, n_live, lp))) goto done;
+        if (n_live < nb && !have_zero) {
+            float *z = buf + (size_t)n_live * (size_t)W;
+            memset(z, 0, sizeof(float) * (size_t)W);
+            if ((rc = m->segment(m->ctx, z, 1, zero_lp))) goto done;
+            have_zero = 1;
+        }
+        for (int i = 0; i < nb; i++) {
+            int64_t w = w0 + i;
+            const float *wlp = slot[i] < 0 ? zero_lp : lp + (size_t)slot[i] * (size_t)F * (size_t)C;
+            uint8_t *wcls = cls + (size_t)w * F;
+            start_frame[w] = ez_diar_window_frame(w, step, fss);
+            ez_diar_decode_powerset(wlp, F, C, L, m->powerset, wcls, soft + (size_t)w * F * L);
+            if (slot[i] < 0) continue;
+            if (cancelled(ctl)) {
+                rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w,
+                             (long long)n_windows);
+                goto done;
+            }
+            rc = embed_window(&est, w, buf + (size_t)slot[i] * (size_t)W, wcls, &embs);
+            if (rc) goto done;
+        }
+        set_progress(ctl, PROGRESS_WINDOWS * (double)(w0 + nb) / (double)n_windows);
+    }
+    free(buf);
+    buf = NULL;
+    free(lp);
+    lp = NULL;
+
+    if (cancelled(ctl)) {
+        rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled before clustering");
+        goto done;
+    }
+    if (embs.n > 0) {
+        rc = cluster_speakers(m, opt, n_windows, &embs, cluster, &k);
+        if (rc) goto done;
+    } else {
+        for (int64_t i = 0; i < n_windows * L; i++) cluster[i] = -1;
+    }
+    emb_free(&embs);
+    memset(&embs, 0, sizeof embs);
+
+    memset(&recon, 0, sizeof recon);
+    recon.n_windows = n_windows;
+    recon.start_frame = start_frame;
+    recon.n_frames = F;
+    recon.n_classes = C;
+    recon.n_local = L;
+    recon.powerset = m->powerset;
+    recon.cls = cls;
+    recon.soft = soft;
+    recon.cluster = cluster;
+    recon.n_clusters = k;
+    recon.max_per_frame = opt->num_speakers > 0 ? opt->num_speakers : opt->max_speakers;
+    recon.frame_step = m->frame_step;
+    recon.frame_duration = m->frame_duration;
+    recon.duration = (double)n / sample_rate;
+    recon.min_duration_on = opt->min_duration_on;
+    recon.min_duration_off = opt->min_duration_off;
+    rc = ez_diar_reconstruct(&recon, out, n_out);
+    if (rc == ELIZA_OK) set_progress(ctl, 1.0);
+done:
+    ez_resampler_free(rs);
+    emb_free(&embs);
+    partial_cache_free(&est.cache);
+    free(est.sum);
+    free(buf);
+    free(lp);
+    free(zero_lp);
+    free(gather);
+    free(mask);
+    free(slot);
+    free(cls);
+    free(soft);
+    free(start_frame);
+    free(cluster);
+    return rc;
+}

