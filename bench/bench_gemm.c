@@ -1,15 +1,20 @@
 /* GFLOP/s of the reference and the fast F32 GEMM at the shapes of a small
- * LLM (K = 640: GEMV for decode, M = 256 for prefill), the quantized matmul
- * at the decode shape, and the thread pool's dispatch overhead.
+ * LLM (K = 640: GEMV for decode, M = 256 for prefill) and of the TTS and
+ * diarization models, the quantized matmul at the decode shape, and the
+ * thread pool's dispatch overhead.
  *
- *   bench_gemm            all of it
- *   bench_gemm --quick    fewer repetitions (a smoke run)
+ *   bench_gemm                 all of it
+ *   bench_gemm --quick         fewer repetitions (a smoke run)
+ *   bench_gemm SECTION...      only these of llm, diar, tts, matmul, pool
+ *   bench_gemm --match TEXT    only the GEMM shapes whose name contains TEXT
  *
  * Build: configure with -DELIZA_BUILD_BENCH=ON (bench_*.c link against the
  * static library).
  *
  * Each figure is the best of several timed batches, so other load on the
- * machine shows up as noise in fewer of them. */
+ * machine shows up as noise in fewer of them. The reference (double
+ * accumulation, one thread) is timed at the LLM shapes only: at the model
+ * shapes it would take minutes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +26,7 @@
 #include "core/quant.h"
 
 static int g_batches = 5;
+static const char *g_match;
 static double g_batch_seconds = 0.05;
 
 typedef void (*bench_fn)(void *ctx);
@@ -43,22 +49,30 @@ static double seconds_per_call(bench_fn fn, void *ctx) {
     return best;
 }
 
+/* One product as a model issues it: lda = 0 means K (rows of A apart); a
+ * smaller lda is a convolution reading overlapping windows of a time-major
+ * input in place. ldb = 0 means the packed width (K for [N,K], N for [K,N]). */
+typedef struct {
+    const char *name;
+    int64_t M, N, K, lda, ldb;
+    int trans_b;
+} gemm_shape;
+
 typedef struct {
     ez_pool *pool;
     int use_ref;
-    int64_t M, N, K;
-    int trans_b;
+    gemm_shape s;
     const float *A, *B;
     float *C;
 } gemm_ctx;
 
 static void run_gemm(void *p) {
     gemm_ctx *g = (gemm_ctx *)p;
-    int64_t ldb = g->trans_b ? g->K : g->N;
+    const gemm_shape *s = &g->s;
     if (g->use_ref)
-        ez_gemm_f32_ref(g->M, g->N, g->K, g->A, g->K, g->B, ldb, g->trans_b, g->C, g->N, 0);
+        ez_gemm_f32_ref(s->M, s->N, s->K, g->A, s->lda, g->B, s->ldb, s->trans_b, g->C, s->N, 0);
     else
-        ez_gemm_f32(g->pool, g->M, g->N, g->K, g->A, g->K, g->B, ldb, g->trans_b, g->C, g->N, 0);
+        ez_gemm_f32(g->pool, s->M, s->N, s->K, g->A, s->lda, g->B, s->ldb, s->trans_b, g->C, s->N, 0);
 }
 
 static float *filled(size_t n) {
@@ -67,25 +81,96 @@ static float *filled(size_t n) {
     return p;
 }
 
-static void bench_gemm_shape(ez_pool *pools[2], int64_t M, int64_t N, int64_t K, int trans_b) {
-    gemm_ctx g = {NULL, 1, M, N, K, trans_b, NULL, NULL, NULL};
-    double flops = 2.0 * (double)M * (double)N * (double)K;
-    double ref, fast1, fast2;
-    g.A = filled((size_t)(M * K));
-    g.B = filled((size_t)(N * K));
-    g.C = filled((size_t)(M * N));
-    ref = seconds_per_call(run_gemm, &g);
+static void bench_gemm_shape(ez_pool *pools[2], gemm_shape s, int with_ref) {
+    gemm_ctx g;
+    double flops = 2.0 * (double)s.M * (double)s.N * (double)s.K;
+    double fast1, fast2;
+    if (s.lda == 0) s.lda = s.K;
+    if (s.ldb == 0) s.ldb = s.trans_b ? s.K : s.N;
+    g.s = s;
+    g.A = filled((size_t)((s.M - 1) * s.lda + s.K));
+    g.B = filled((size_t)((s.trans_b ? s.N : s.K) * s.ldb));
+    g.C = filled((size_t)(s.M * s.N));
+    printf("%-16s %5lld %5lld %5lld %5lld %5s |", s.name, (long long)s.M, (long long)s.N, (long long)s.K,
+           (long long)s.lda, s.trans_b ? "[N,K]" : "[K,N]");
+    if (with_ref) {
+        g.use_ref = 1;
+        g.pool = NULL;
+        printf(" %7.2f |", flops / seconds_per_call(run_gemm, &g) * 1e-9);
+    } else {
+        printf(" %7s |", "-");
+    }
+    fflush(stdout);
     g.use_ref = 0;
     g.pool = pools[0];
     fast1 = seconds_per_call(run_gemm, &g);
     g.pool = pools[1];
     fast2 = seconds_per_call(run_gemm, &g);
-    printf("%5lld %5lld %5lld %7s | %9.2f | %9.2f %9.2f | %8.1f\n", (long long)M, (long long)N, (long long)K,
-           trans_b ? "[N,K]" : "[K,N]", flops / ref * 1e-9, flops / fast1 * 1e-9, flops / fast2 * 1e-9,
-           fast2 * 1e6);
+    printf(" %7.2f %7.2f | %9.1f\n", flops / fast1 * 1e-9, flops / fast2 * 1e-9, fast2 * 1e6);
     ez_aligned_free((void *)g.A);
     ez_aligned_free((void *)g.B);
     ez_aligned_free(g.C);
+}
+
+/* LLM: a small model's projections at decode (M = 1) and prefill. */
+static const gemm_shape k_llm_shapes[] = {
+    {"decode", 1, 2048, 640, 0, 0, 1},   {"decode", 1, 2048, 640, 0, 0, 0},
+    {"decode", 1, 640, 640, 0, 0, 1},    {"decode", 1, 640, 640, 0, 0, 0},
+    {"prefill", 256, 2048, 640, 0, 0, 1}, {"prefill", 256, 2048, 640, 0, 0, 0},
+    {"prefill", 256, 640, 640, 0, 0, 1},  {"prefill", 256, 640, 640, 0, 0, 0},
+};
+
+/* Diarization, as libeliza/diar issues them for 10 s chunks at 16 kHz
+ * (pyannote segmentation: SincNet folded into two half filterbanks, convs
+ * over overlapping windows of [T, C_in], 8 chunks per LSTM batch of 589
+ * frames; resemblyzer GE2E: DFT over overlapping frames, mel, 16 partials).
+ * "long" is conv 1 over three chunks' frames. */
+static const gemm_shape k_diar_shapes[] = {
+    {"seg sinc half", 1680, 40, 126, 251, 0, 1},
+    {"seg conv1", 5321, 60, 400, 80, 0, 1},
+    {"seg conv1 long", 17000, 60, 400, 80, 0, 1},
+    {"seg conv2", 1769, 60, 300, 60, 0, 1},
+    {"seg lstm0 proj", 4712, 1024, 60, 0, 0, 1},
+    {"seg lstm proj", 4712, 1024, 256, 0, 0, 1},
+    {"seg linear", 4712, 128, 256, 0, 0, 1},
+    {"seg classifier", 4712, 7, 128, 0, 0, 1},
+    {"ge2e dft", 1360, 402, 400, 160, 0, 1},
+    {"ge2e mel", 1360, 40, 201, 402, 0, 1},
+    {"ge2e lstm0 proj", 1360, 1024, 40, 0, 0, 1},
+    {"ge2e lstm proj", 2560, 1024, 256, 0, 0, 1},
+};
+
+/* Kokoro, as im2col GEMMs in both orientations: channels-major
+ * (weights [C_out, C_in k] . cols [C_in k, T]) and time-major (windows of
+ * a [T, C_in] input read in place . weights [C_out, k C_in]^T); the
+ * transposed-conv columns x^T . w; ALBERT attention (12 heads of 64) and
+ * feed-forward over 128 tokens; a linear over 512 frames. */
+static const gemm_shape k_tts_shapes[] = {
+    {"conv256 k3 T600", 256, 600, 768, 0, 0, 0},
+    {"conv256 k3 T600", 600, 256, 768, 256, 0, 1},
+    {"conv256 k7 T3000", 256, 3000, 1792, 0, 0, 0},
+    {"conv256 k7 T3000", 3000, 256, 1792, 256, 0, 1},
+    {"conv256 k11 T12k", 256, 12000, 2816, 0, 0, 0},
+    {"conv256 k11 T12k", 12000, 256, 2816, 256, 0, 1},
+    {"conv128 k3 T36k", 128, 36000, 384, 0, 0, 0},
+    {"conv128 k3 T36k", 36000, 128, 384, 128, 0, 1},
+    {"convT 512>256k20", 600, 5120, 512, 0, 0, 0},
+    {"convT 256>128k12", 6000, 1536, 256, 0, 0, 0},
+    {"albert q.k", 512, 512, 64, 768, 768, 1},
+    {"albert p.v", 512, 64, 512, 0, 768, 0},
+    {"albert ffn in", 128, 2048, 768, 0, 0, 1},
+    {"albert ffn out", 128, 768, 2048, 0, 0, 1},
+    {"linear 512>2048", 512, 2048, 512, 0, 0, 1},
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static void bench_gemm_table(ez_pool *pools[2], const char *title, const gemm_shape *shapes, size_t n, int with_ref) {
+    printf("\nF32 GEMM, %s, GFLOP/s (B layout [N,K] is a GGUF weight)\n", title);
+    printf("%-16s %5s %5s %5s %5s %5s | %7s | %7s %7s | %9s\n", "shape", "M", "N", "K", "lda", "B", "ref 1t",
+           "fast 1t", "fast 2t", "us (2t)");
+    for (size_t i = 0; i < n; i++)
+        if (!g_match || strstr(shapes[i].name, g_match)) bench_gemm_shape(pools, shapes[i], with_ref);
 }
 
 typedef struct {
@@ -181,13 +266,29 @@ static void empty_range(void *ctx, int64_t begin, int64_t end, int thread_index)
 
 static void run_empty_loop(void *p) { ez_pool_for((ez_pool *)p, 2, 1, empty_range, NULL); }
 
+static int wanted(int argc, char **argv, const char *section) {
+    int any = 0;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            i += strcmp(argv[i], "--match") == 0;
+            continue;
+        }
+        any = 1;
+        if (strcmp(argv[i], section) == 0) return 1;
+    }
+    return !any;
+}
+
 int main(int argc, char **argv) {
-    static const int64_t gemm_shapes[][3] = {{1, 2048, 640}, {1, 640, 640}, {256, 2048, 640}, {256, 640, 640}};
     static const uint32_t types[] = {EZ_TYPE_F16, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
     ez_pool *pools[2];
-    if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
-        g_batches = 2;
-        g_batch_seconds = 0.005;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            g_batches = 2;
+            g_batch_seconds = 0.005;
+        } else if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) {
+            g_match = argv[++i];
+        }
     }
     pools[0] = ez_pool_create(1);
     pools[1] = ez_pool_create(2);
@@ -195,28 +296,29 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot create thread pools\n");
         return 1;
     }
-    printf("simd level: %s, %d logical CPUs\n\n", ez_simd_level_name(ez_simd_level_active()), ez_cpu_count());
+    printf("simd level: %s, %d logical CPUs\n", ez_simd_level_name(ez_simd_level_active()), ez_cpu_count());
 
-    printf("F32 GEMM, GFLOP/s (B layout [N,K] is a GGUF weight)\n");
-    printf("%5s %5s %5s %7s | %9s | %9s %9s | %8s\n", "M", "N", "K", "B", "ref 1t", "fast 1t", "fast 2t",
-           "us (2t)");
-    for (size_t i = 0; i < sizeof gemm_shapes / sizeof gemm_shapes[0]; i++)
-        for (int trans_b = 1; trans_b >= 0; trans_b--)
-            bench_gemm_shape(pools, gemm_shapes[i][0], gemm_shapes[i][1], gemm_shapes[i][2], trans_b);
+    if (wanted(argc, argv, "llm")) bench_gemm_table(pools, "LLM", k_llm_shapes, COUNT(k_llm_shapes), 1);
+    if (wanted(argc, argv, "diar")) bench_gemm_table(pools, "diarization", k_diar_shapes, COUNT(k_diar_shapes), 0);
+    if (wanted(argc, argv, "tts")) bench_gemm_table(pools, "TTS", k_tts_shapes, COUNT(k_tts_shapes), 0);
 
-    printf("\nez_matmul, GFLOP/s\n");
-    printf("%-6s %5s %5s %5s | %9s %9s | %8s\n", "type", "M", "N", "K", "1t", "2t", "us (2t)");
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        /* K-quant rows are whole 256-element super-blocks: 768 stands in for 640. */
-        int64_t K = 640 % ez_type_traits_of(types[i])->block_size == 0 ? 640 : 768;
-        bench_matmul_type(pools, types[i], 1, 2048, K);
-        bench_matmul_type(pools, types[i], 64, 2048, K);
+    if (wanted(argc, argv, "matmul")) {
+        printf("\nez_matmul, GFLOP/s\n");
+        printf("%-6s %5s %5s %5s | %9s %9s | %8s\n", "type", "M", "N", "K", "1t", "2t", "us (2t)");
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            /* K-quant rows are whole 256-element super-blocks: 768 stands in for 640. */
+            int64_t K = 640 % ez_type_traits_of(types[i])->block_size == 0 ? 640 : 768;
+            bench_matmul_type(pools, types[i], 1, 2048, K);
+            bench_matmul_type(pools, types[i], 64, 2048, K);
+        }
     }
 
-    printf("\npool dispatch\n");
-    printf("empty 2-item loop: %.3f us (1 thread), %.3f us (2 threads)\n",
-           seconds_per_call(run_empty_loop, pools[0]) * 1e6, seconds_per_call(run_empty_loop, pools[1]) * 1e6);
-    bench_dispatch(pools[1], g_batches == 5 ? DISPATCH_LOOPS : DISPATCH_LOOPS / 10);
+    if (wanted(argc, argv, "pool")) {
+        printf("\npool dispatch\n");
+        printf("empty 2-item loop: %.3f us (1 thread), %.3f us (2 threads)\n",
+               seconds_per_call(run_empty_loop, pools[0]) * 1e6, seconds_per_call(run_empty_loop, pools[1]) * 1e6);
+        bench_dispatch(pools[1], g_batches == 5 ? DISPATCH_LOOPS : DISPATCH_LOOPS / 10);
+    }
     ez_pool_destroy(pools[0]);
     ez_pool_destroy(pools[1]);
     return 0;

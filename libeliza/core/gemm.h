@@ -3,8 +3,8 @@
  * ez_gemm_f32: C[M,N] (+)= A[M,K] . op(B), row-major with leading dimensions,
  *   where op(B) is B^T for a B stored [N,K] (trans_b = 1: a GGUF weight, row n
  *   is output n) or B for a B stored [K,N] (trans_b = 0). The fast path packs
- *   panels of B and A and runs a register-blocked micro-kernel; the reference
- *   is the triple loop.
+ *   panels of B (A is read in place where the ISA allows, packed otherwise)
+ *   and runs a register-blocked micro-kernel; the reference is the triple loop.
  *
  * ez_matmul: Y[M,N] = X[M,K] . W^T for a weight W of N rows of K elements in
  *   any type with kernels: F32 goes through ez_gemm_f32, quantized types

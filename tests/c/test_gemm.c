@@ -1,7 +1,8 @@
 /* ez_gemm_f32 against the reference triple loop on many shapes (1x1x1,
- * primes, GEMV, a prefill-sized product, both B layouts, accumulate, padded
- * leading dimensions, with and without a pool), bit-identical results for
- * any thread count, and ez_matmul for every weight type with kernels against
+ * primes, GEMV, a prefill-sized product, tall-skinny products, both B
+ * layouts, accumulate, padded and overlapping leading dimensions, with and
+ * without a pool, nested in a pool loop), bit-identical results for any
+ * thread count, and ez_matmul for every weight type with kernels against
  * dequantize-then-reference. Run it a second time with ELIZA_FORCE_SCALAR=1
  * to check that the scalar mode is exactly the reference. */
 #include <float.h>
@@ -68,15 +69,17 @@ typedef struct {
 
 static const float PAD_SENTINEL = 777.0f;
 
-static void case_init(gemm_case *c, shape s, int trans_b, int accumulate, int pad) {
+/* lda 0: rows of A K + 3 pad apart; a smaller lda makes rows overlap, as a
+ * convolution reading windows of a time-major input in place does. */
+static void case_init_lda(gemm_case *c, shape s, int trans_b, int accumulate, int pad, int64_t lda) {
     size_t c_size;
     c->s = s;
     c->trans_b = trans_b;
     c->accumulate = accumulate;
-    c->lda = s.K + 3 * pad;
+    c->lda = lda > 0 ? lda : s.K + 3 * pad;
     c->ldb = (trans_b ? s.K : s.N) + 5 * pad;
     c->ldc = s.N + 2 * pad;
-    c->A = random_floats((size_t)(s.M * c->lda));
+    c->A = random_floats((size_t)(s.M > 0 ? (s.M - 1) * c->lda + s.K : 0));
     c->B = random_floats((size_t)((trans_b ? s.N : s.K) * c->ldb));
     c_size = (size_t)(s.M * c->ldc);
     c->C0 = random_floats(c_size);
@@ -86,6 +89,10 @@ static void case_init(gemm_case *c, shape s, int trans_b, int accumulate, int pa
     c->C_ref = (float *)malloc(sizeof(float) * (c_size ? c_size : 1));
     memcpy(c->C_fast, c->C0, sizeof(float) * c_size);
     memcpy(c->C_ref, c->C0, sizeof(float) * c_size);
+}
+
+static void case_init(gemm_case *c, shape s, int trans_b, int accumulate, int pad) {
+    case_init_lda(c, s, trans_b, accumulate, pad, 0);
 }
 
 static void case_free(gemm_case *c) {
@@ -150,19 +157,23 @@ static int64_t case_mismatches(const gemm_case *c, int64_t *pad_written) {
     return bad;
 }
 
-static void check_gemm(ez_pool *pool, shape s, int trans_b, int accumulate, int pad) {
+static void check_gemm_lda(ez_pool *pool, shape s, int trans_b, int accumulate, int pad, int64_t lda) {
     gemm_case c;
     int64_t bad, pad_written;
-    case_init(&c, s, trans_b, accumulate, pad);
+    case_init_lda(&c, s, trans_b, accumulate, pad, lda);
     case_run_fast(&c, pool);
     case_run_ref(&c);
     bad = case_mismatches(&c, &pad_written);
     CHECK(bad == 0 && pad_written == 0,
-          "gemm M=%lld N=%lld K=%lld trans_b=%d acc=%d pad=%d threads=%d: %lld out of tolerance, %lld padding cells "
-          "written",
-          (long long)s.M, (long long)s.N, (long long)s.K, trans_b, accumulate, pad, ez_pool_threads(pool),
-          (long long)bad, (long long)pad_written);
+          "gemm M=%lld N=%lld K=%lld lda=%lld trans_b=%d acc=%d pad=%d threads=%d: %lld out of tolerance, %lld "
+          "padding cells written",
+          (long long)s.M, (long long)s.N, (long long)s.K, (long long)c.lda, trans_b, accumulate, pad,
+          ez_pool_threads(pool), (long long)bad, (long long)pad_written);
     case_free(&c);
+}
+
+static void check_gemm(ez_pool *pool, shape s, int trans_b, int accumulate, int pad) {
+    check_gemm_lda(pool, s, trans_b, accumulate, pad, 0);
 }
 
 static const shape k_shapes[] = {
@@ -170,6 +181,7 @@ static const shape k_shapes[] = {
     {3, 50, 257},  {4, 33, 100},  {5, 7, 9},     {6, 16, 8},    {7, 17, 3},   {12, 32, 256}, {13, 31, 29},
     {31, 37, 41},  {97, 101, 103}, {6, 600, 1},  {150, 20, 300}, {64, 1, 64},  {1, 513, 1031}, {75, 200, 270},
     {24, 70, 33},  {25, 70, 33},  {40, 50, 600}, /* around the direct-path cut-off; three depth slices */
+    {301, 7, 129}, {160, 130, 40}, {200, 29, 300}, /* several row blocks: B packed once for all of them */
 };
 
 static void test_gemm_fast_matches_reference(void) {
@@ -186,6 +198,23 @@ static void test_gemm_fast_matches_reference(void) {
     ez_pool_destroy(pools[2]);
 }
 
+/* Convolutions over a time-major input [T, C_in] pass its frames as A with
+ * lda = C_in < K = taps * C_in. */
+static void test_gemm_overlapping_rows_of_a(void) {
+    static const struct {
+        shape s;
+        int64_t lda;
+    } cases[] = {{{200, 60, 400}, 80}, {{37, 45, 30}, 6}, {{150, 33, 251}, 10}, {{13, 20, 9}, 1}};
+    ez_pool *pool = ez_pool_create(2);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int trans_b = 0; trans_b <= 1; trans_b++)
+            for (int acc = 0; acc <= 1; acc++) {
+                check_gemm_lda(NULL, cases[i].s, trans_b, acc, acc, cases[i].lda);
+                check_gemm_lda(pool, cases[i].s, trans_b, acc, acc, cases[i].lda);
+            }
+    ez_pool_destroy(pool);
+}
+
 /* The prefill shape of a small LLM projection. */
 static void test_gemm_prefill_sized_product(void) {
     ez_pool *pool = ez_pool_create(2);
@@ -196,7 +225,8 @@ static void test_gemm_prefill_sized_product(void) {
 }
 
 static void test_gemm_same_bits_for_any_thread_count(void) {
-    static const shape shapes[] = {{1, 300, 700}, {3, 77, 65}, {50, 300, 600}, {200, 100, 513}};
+    static const shape shapes[] = {{1, 300, 700}, {3, 77, 65}, {50, 300, 600}, {200, 100, 513}, {300, 60, 300},
+                                   {310, 1030, 40}};
     static const int threads[] = {1, 2, 3, 5};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int trans_b = 0; trans_b <= 1; trans_b++) {
@@ -483,6 +513,43 @@ static void test_matmul_nested_in_pool_loop_matches_direct(void) {
     free(Y_direct);
 }
 
+/* Products with several row blocks (B packed once, in the calling thread's
+ * scratch slot) issued from inside a loop body of the same pool. */
+typedef struct {
+    ez_pool *pool;
+    const float *A, *B; /* A: [groups * M, K]; B: [N, K] */
+    float *C;           /* [groups * M, N] */
+    int64_t M, N, K;
+} gemm_group_job;
+
+static void gemm_per_group(void *ctx, int64_t g0, int64_t g1, int thread_index) {
+    gemm_group_job *job = (gemm_group_job *)ctx;
+    (void)thread_index;
+    for (int64_t g = g0; g < g1; g++)
+        ez_gemm_f32(job->pool, job->M, job->N, job->K, job->A + g * job->M * job->K, job->K, job->B, job->K, 1,
+                    job->C + g * job->M * job->N, job->N, 0);
+}
+
+static void test_gemm_nested_in_pool_loop_matches_direct(void) {
+    enum { GROUPS = 5, M = 400, N = 37, K = 70 };
+    ez_pool *pool = ez_pool_create(3);
+    float *A = random_floats(GROUPS * M * K);
+    float *B = random_floats(N * K);
+    float *C = (float *)malloc(sizeof(float) * GROUPS * M * N);
+    float *C_direct = (float *)malloc(sizeof(float) * GROUPS * M * N);
+    gemm_group_job job = {pool, A, B, C, M, N, K};
+    gemm_group_job direct = {NULL, A, B, C_direct, M, N, K};
+    ez_pool_for(pool, GROUPS, 1, gemm_per_group, &job);
+    gemm_per_group(&direct, 0, GROUPS, 0);
+    CHECK(memcmp(C, C_direct, sizeof(float) * GROUPS * M * N) == 0,
+          "GEMMs inside a pool loop differ from the same GEMMs without a pool");
+    ez_pool_destroy(pool);
+    free(A);
+    free(B);
+    free(C);
+    free(C_direct);
+}
+
 static void test_matmul_refuses_what_it_cannot_do(void) {
     float X[64] = {0}, Y[4];
     uint8_t W[256] = {0};
@@ -496,6 +563,7 @@ static void test_matmul_refuses_what_it_cannot_do(void) {
 
 int main(void) {
     test_gemm_fast_matches_reference();
+    test_gemm_overlapping_rows_of_a();
     test_gemm_prefill_sized_product();
     test_gemm_same_bits_for_any_thread_count();
     test_gemm_zero_depth_clears_or_keeps();
@@ -504,6 +572,7 @@ int main(void) {
     test_matmul_matches_dequantized_reference();
     test_matmul_matches_reference_on_quantized_activations();
     test_matmul_nested_in_pool_loop_matches_direct();
+    test_gemm_nested_in_pool_loop_matches_direct();
     test_matmul_refuses_what_it_cannot_do();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;

@@ -1,6 +1,7 @@
-/* AVX2 + FMA kernels of ez_gemm_f32 (see gemm_kernels.h). Compiled with
- * -mavx2 -mfma on x86-64 and only called when the CPU has them. */
-#include "gemm_kernels.h"
+/* AVX2 + FMA kernels of ez_gemm_f32 (see gemm_kernels.h and
+ * gemm_kernels_ext.h). Compiled with -mavx2 -mfma on x86-64 and only called
+ * when the CPU has them. */
+#include "gemm_kernels_ext.h"
 
 #if EZ_ARCH_X86_64
 
@@ -12,6 +13,13 @@
 #define MR 6
 #define NR 16
 
+/* Lanes j of the two halves of a 16-wide row with j < cols. */
+static inline void column_masks(int cols, __m256i *lo, __m256i *hi) {
+    __m256i n = _mm256_set1_epi32(cols);
+    *lo = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    *hi = _mm256_cmpgt_epi32(n, _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15));
+}
+
 static inline void store_row(float *c, __m256 lo, __m256 hi, int accumulate) {
     if (accumulate) {
         lo = _mm256_add_ps(_mm256_loadu_ps(c), lo);
@@ -21,37 +29,75 @@ static inline void store_row(float *c, __m256 lo, __m256 hi, int accumulate) {
     _mm256_storeu_ps(c + 8, hi);
 }
 
-/* acc_lo/acc_hi += a[i] * (b0, b1): one row of the tile. */
-#define TILE_ROW(i, acc_lo, acc_hi)                        \
+/* store_row for the first cols (mask lanes) of the row only. */
+static inline void store_row_part(float *c, __m256 lo, __m256 hi, __m256i mlo, __m256i mhi, int accumulate) {
+    if (accumulate) {
+        lo = _mm256_add_ps(_mm256_maskload_ps(c, mlo), lo);
+        hi = _mm256_add_ps(_mm256_maskload_ps(c + 8, mhi), hi);
+    }
+    _mm256_maskstore_ps(c, mlo, lo);
+    _mm256_maskstore_ps(c + 8, mhi, hi);
+}
+
+/* acc_lo/acc_hi += *a * (b0, b1): one row of the tile at one depth. */
+#define TILE_ROW(a, acc_lo, acc_hi)                        \
     do {                                                   \
-        __m256 ai = _mm256_broadcast_ss(a + (i));          \
+        __m256 ai = _mm256_broadcast_ss(a);                \
         acc_lo = _mm256_fmadd_ps(ai, b0, acc_lo);          \
         acc_hi = _mm256_fmadd_ps(ai, b1, acc_hi);          \
     } while (0)
 
-/* The accumulators are named variables, not an array: gcc keeps an array
- * of vectors in memory across this loop, costing a store per FMA. */
-static void tile_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate) {
+/* The tile over depth [0, kc) with A at row i, depth k at a_i[k * a_step]
+ * (packed: a_i = a + i, a_step = MR; in place: a_i = a + i * lda,
+ * a_step = 1); the first rows x cols of it go to c. Inlined into each
+ * caller with a_step (and for tile_6x16 rows and cols) constant. The
+ * accumulators are named variables, not an array: gcc keeps an array of
+ * vectors in memory across this loop, costing a store per FMA. */
+static inline void tile_any(int64_t kc, const float *a0, const float *a1, const float *a2, const float *a3,
+                            const float *a4, const float *a5, int64_t a_step, const float *b, float *c, int64_t ldc,
+                            int rows, int cols, int accumulate) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int64_t k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b);
-        __m256 b1 = _mm256_load_ps(b + 8);
-        TILE_ROW(0, c00, c01);
-        TILE_ROW(1, c10, c11);
-        TILE_ROW(2, c20, c21);
-        TILE_ROW(3, c30, c31);
-        TILE_ROW(4, c40, c41);
-        TILE_ROW(5, c50, c51);
-        a += MR;
-        b += NR;
+        const int64_t o = k * a_step;
+        __m256 b0 = _mm256_load_ps(b + k * NR);
+        __m256 b1 = _mm256_load_ps(b + k * NR + 8);
+        TILE_ROW(a0 + o, c00, c01);
+        TILE_ROW(a1 + o, c10, c11);
+        TILE_ROW(a2 + o, c20, c21);
+        TILE_ROW(a3 + o, c30, c31);
+        TILE_ROW(a4 + o, c40, c41);
+        TILE_ROW(a5 + o, c50, c51);
     }
-    store_row(c, c00, c01, accumulate);
-    store_row(c + ldc, c10, c11, accumulate);
-    store_row(c + 2 * ldc, c20, c21, accumulate);
-    store_row(c + 3 * ldc, c30, c31, accumulate);
-    store_row(c + 4 * ldc, c40, c41, accumulate);
-    store_row(c + 5 * ldc, c50, c51, accumulate);
+    if (rows == MR && cols == NR) {
+        store_row(c, c00, c01, accumulate);
+        store_row(c + ldc, c10, c11, accumulate);
+        store_row(c + 2 * ldc, c20, c21, accumulate);
+        store_row(c + 3 * ldc, c30, c31, accumulate);
+        store_row(c + 4 * ldc, c40, c41, accumulate);
+        store_row(c + 5 * ldc, c50, c51, accumulate);
+    } else {
+        __m256i mlo, mhi;
+        column_masks(cols, &mlo, &mhi);
+        store_row_part(c, c00, c01, mlo, mhi, accumulate);
+        if (rows > 1) store_row_part(c + ldc, c10, c11, mlo, mhi, accumulate);
+        if (rows > 2) store_row_part(c + 2 * ldc, c20, c21, mlo, mhi, accumulate);
+        if (rows > 3) store_row_part(c + 3 * ldc, c30, c31, mlo, mhi, accumulate);
+        if (rows > 4) store_row_part(c + 4 * ldc, c40, c41, mlo, mhi, accumulate);
+        if (rows > 5) store_row_part(c + 5 * ldc, c50, c51, mlo, mhi, accumulate);
+    }
+}
+
+static void tile_6x16(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int accumulate) {
+    tile_any(kc, a, a + 1, a + 2, a + 3, a + 4, a + 5, MR, b, c, ldc, MR, NR, accumulate);
+}
+
+/* Rows past `rows` read row 0 again (in bounds); their sums are dropped. */
+static void tile_direct(int64_t kc, const float *a, int64_t lda, int rows, const float *b, float *c, int64_t ldc,
+                        int cols, int accumulate) {
+    const float *a1 = rows > 1 ? a + lda : a, *a2 = rows > 2 ? a + 2 * lda : a, *a3 = rows > 3 ? a + 3 * lda : a;
+    const float *a4 = rows > 4 ? a + 4 * lda : a, *a5 = rows > 5 ? a + 5 * lda : a;
+    tile_any(kc, a, a1, a2, a3, a4, a5, 1, b, c, ldc, rows, cols, accumulate);
 }
 
 /* r[i] = row i of an 8 x 8 block in, column i out. */
@@ -74,19 +120,18 @@ static inline void transpose_8x8(__m256 r[8]) {
 }
 
 /* One micro-panel of a B stored [N, K]: `rows` (<= NR) rows from B, kc
- * deep, into dst[k * NR + j]. Whole 16 x 8 blocks go through two 8 x 8
- * register transposes; the edges are copied one by one. */
+ * deep, into dst[k * NR + j], zero past `rows`. Depths in whole 8s go
+ * through two 8 x 8 register transposes; the rest is copied one by one. */
 static void pack_panel_nk(int64_t kc, int rows, const float *B, int64_t ldb, float *dst) {
     int64_t k = 0;
-    if (rows == NR) {
-        for (; k + 8 <= kc; k += 8)
-            for (int h = 0; h < 2; h++) {
-                __m256 r[8];
-                for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(B + (8 * h + i) * ldb + k);
-                transpose_8x8(r);
-                for (int i = 0; i < 8; i++) _mm256_store_ps(dst + (k + i) * NR + 8 * h, r[i]);
-            }
-    }
+    for (; k + 8 <= kc; k += 8)
+        for (int h = 0; h < 2; h++) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = 8 * h + i < rows ? _mm256_loadu_ps(B + (8 * h + i) * ldb + k) : _mm256_setzero_ps();
+            transpose_8x8(r);
+            for (int i = 0; i < 8; i++) _mm256_store_ps(dst + (k + i) * NR + 8 * h, r[i]);
+        }
     for (; k < kc; k++)
         for (int j = 0; j < NR; j++) dst[k * NR + j] = j < rows ? B[j * ldb + k] : 0.0f;
 }
@@ -95,6 +140,28 @@ static void pack_b_nk(int64_t kc, int64_t n_len, const float *B, int64_t ldb, fl
     for (int64_t j0 = 0; j0 < n_len; j0 += NR) {
         pack_panel_nk(kc, (int)EZ_MIN((int64_t)NR, n_len - j0), B + j0 * ldb, ldb, dst);
         dst += kc * NR;
+    }
+}
+
+/* Columns of a B stored [K, N] are rows of 16 consecutive floats already:
+ * a copy, masked at the last panel. Depth is the outer loop so that B is
+ * read along its rows: down a column, every line would be a new page. */
+static void pack_b_kn(int64_t kc, int64_t n_len, const float *B, int64_t ldb, float *dst) {
+    const int64_t full = n_len / NR;
+    const int rest = (int)(n_len - full * NR);
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = B + k * ldb;
+        float *d = dst + k * NR;
+        for (int64_t q = 0; q < full; q++, src += NR, d += kc * NR) {
+            _mm256_store_ps(d, _mm256_loadu_ps(src));
+            _mm256_store_ps(d + 8, _mm256_loadu_ps(src + 8));
+        }
+        if (rest > 0) {
+            __m256i mlo, mhi;
+            column_masks(rest, &mlo, &mhi);
+            _mm256_store_ps(d, _mm256_maskload_ps(src, mlo));
+            _mm256_store_ps(d + 8, _mm256_maskload_ps(src + 8, mhi));
+        }
     }
 }
 
@@ -240,10 +307,20 @@ static const ez_gemm_kernels avx2_kernels = {
     rows_kn,
 };
 
+/* A is read in place: packing it would cost a copy per element for nothing,
+ * since broadcasts load from anywhere at the same price. */
+static const ez_gemm_kernels_ext avx2_kernels_ext = {
+    tile_direct,
+    NULL, /* pack_a */
+    pack_b_kn,
+};
+
 const ez_gemm_kernels *ez_gemm_kernels_avx2(void) { return &avx2_kernels; }
+const ez_gemm_kernels_ext *ez_gemm_kernels_ext_avx2(void) { return &avx2_kernels_ext; }
 
 #else
 
 const ez_gemm_kernels *ez_gemm_kernels_avx2(void) { return NULL; }
+const ez_gemm_kernels_ext *ez_gemm_kernels_ext_avx2(void) { return NULL; }
 
 #endif

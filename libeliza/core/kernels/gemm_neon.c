@@ -1,6 +1,7 @@
-/* NEON kernels of ez_gemm_f32 (see gemm_kernels.h). NEON is part of the
- * aarch64 baseline, so this file needs no special flags. */
-#include "gemm_kernels.h"
+/* NEON kernels of ez_gemm_f32 (see gemm_kernels.h and gemm_kernels_ext.h).
+ * NEON is part of the aarch64 baseline, so this file needs no special
+ * flags. */
+#include "gemm_kernels_ext.h"
 
 #if EZ_ARCH_AARCH64
 
@@ -94,6 +95,46 @@ static void pack_b_nk(int64_t kc, int64_t n_len, const float *B, int64_t ldb, fl
     for (int64_t j0 = 0; j0 < n_len; j0 += NR) {
         pack_panel_nk(kc, (int)EZ_MIN((int64_t)NR, n_len - j0), B + j0 * ldb, ldb, dst);
         dst += kc * NR;
+    }
+}
+
+/* Rows [0, m_len) of A into micro-panels a[k * MR + i], zero past m_len:
+ * depths in whole 4s go through two 4 x 4 register transposes per panel,
+ * the rest is copied one by one. */
+static void pack_a(int64_t kc, int64_t m_len, const float *A, int64_t lda, float *dst) {
+    for (int64_t i0 = 0; i0 < m_len; i0 += MR) {
+        const float *a = A + i0 * lda;
+        int rows = (int)EZ_MIN((int64_t)MR, m_len - i0);
+        int64_t k = 0;
+        for (; k + 4 <= kc; k += 4)
+            for (int h = 0; h < 2; h++) {
+                float32x4_t r[4];
+                for (int i = 0; i < 4; i++)
+                    r[i] = 4 * h + i < rows ? vld1q_f32(a + (4 * h + i) * lda + k) : vdupq_n_f32(0.0f);
+                transpose_4x4(r);
+                for (int i = 0; i < 4; i++) vst1q_f32(dst + (k + i) * MR + 4 * h, r[i]);
+            }
+        for (; k < kc; k++)
+            for (int i = 0; i < MR; i++) dst[k * MR + i] = i < rows ? a[i * lda + k] : 0.0f;
+        dst += kc * MR;
+    }
+}
+
+/* Columns of a B stored [K, N] are rows of 12 consecutive floats already:
+ * a copy, zero-padded at the last panel. Depth is the outer loop so that B
+ * is read along its rows: down a column, every line would be a new page. */
+static void pack_b_kn(int64_t kc, int64_t n_len, const float *B, int64_t ldb, float *dst) {
+    const int64_t full = n_len / NR;
+    const int rest = (int)(n_len - full * NR);
+    for (int64_t k = 0; k < kc; k++) {
+        const float *src = B + k * ldb;
+        float *d = dst + k * NR;
+        for (int64_t q = 0; q < full; q++, src += NR, d += kc * NR) {
+            vst1q_f32(d, vld1q_f32(src));
+            vst1q_f32(d + 4, vld1q_f32(src + 4));
+            vst1q_f32(d + 8, vld1q_f32(src + 8));
+        }
+        for (int j = 0; j < NR && rest > 0; j++) d[j] = j < rest ? src[j] : 0.0f;
     }
 }
 
@@ -227,10 +268,20 @@ static const ez_gemm_kernels neon_kernels = {
     rows_kn,
 };
 
+/* The tile applies A by lane from a vector of 4 packed rows; reading rows
+ * in place would take 8 single-value loads per depth instead of 2. */
+static const ez_gemm_kernels_ext neon_kernels_ext = {
+    NULL, /* tile_direct */
+    pack_a,
+    pack_b_kn,
+};
+
 const ez_gemm_kernels *ez_gemm_kernels_neon(void) { return &neon_kernels; }
+const ez_gemm_kernels_ext *ez_gemm_kernels_ext_neon(void) { return &neon_kernels_ext; }
 
 #else
 
 const ez_gemm_kernels *ez_gemm_kernels_neon(void) { return NULL; }
+const ez_gemm_kernels_ext *ez_gemm_kernels_ext_neon(void) { return NULL; }
 
 #endif
