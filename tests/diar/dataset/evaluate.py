@@ -129,15 +129,15 @@ def evaluate(system: System, data: Path, names: Sequence[str]) -> dict[str, Any]
 
 def print_report(result: dict[str, Any], title: str) -> None:
     print(f"== {title}")
-    print(f"{'file':32} {'dur s':>6} {'DER c0':>7} {'DER c.25':>8} {'spk':>7} {'RTF':>6}")
+    print(f"{'file':36} {'dur s':>6} {'DER c0':>7} {'DER c.25':>8} {'spk':>7} {'RTF':>6}")
     for r in result["files"]:
         print(
-            f"{r['name']:32} {r['duration']:6.0f} {100 * r['der_0']:6.2f}% {100 * r['der_0.25']:7.2f}% "
+            f"{r['name']:36} {r['duration']:6.0f} {100 * r['der_0']:6.2f}% {100 * r['der_0.25']:7.2f}% "
             f"{r['found_speakers']:>3}/{r['true_speakers']:<3} {r['seconds'] / r['duration']:6.3f}"
         )
     o = result["overall"]
     print(
-        f"{'overall':32} {'':6} {100 * o['der_0']:6.2f}% {100 * o['der_0.25']:7.2f}% "
+        f"{'overall':36} {'':6} {100 * o['der_0']:6.2f}% {100 * o['der_0.25']:7.2f}% "
         f"{100 * o['speaker_count_accuracy']:5.0f}%  {o['rtf']:6.3f}"
     )
 

@@ -1,6 +1,7 @@
 """Builds the diarization evaluation set: multi-speaker conversations spoken
 by distinct espeak-ng voices (the espeakng-loader package's libespeak-ng,
-through ctypes), with exact ground truth.
+through ctypes) and by distinct Kokoro-82M voices and voice blends
+(libeliza's own TTS through eliza.TTS), with exact ground truth.
 
 Each conversation is a sequence of utterances (one or two sentences, or a
 short backchannel such as "Right."), each by a speaker other than the
@@ -8,13 +9,20 @@ previous one, separated by pauses or overlapping the previous utterance.
 Every utterance is synthesized alone, so who speaks when is known to the
 sample: an utterance's reference turns are its non-silent stretches
 (10 ms frames above -46 dBFS, inner pauses under 0.3 s bridged). The mix gets
-white noise at -60 dBFS and is written as 16-bit PCM at espeak-ng's
-22,050 Hz (so the diarizer's resampler is exercised).
+white noise at -60 dBFS and is written as 16-bit PCM at the synthesizer's
+own rate, so the diarizer's resampler is exercised: 22,050 Hz for espeak-ng,
+24,000 Hz for Kokoro (not resampled here).
 
 The audio is not committed: this script regenerates it deterministically
 (numpy PCG64 with fixed seeds; the espeak-ng build is pinned by
-espeakng-loader==0.2.4). The reference RTTMs and dataset.json beside it are
-committed; ``--check`` verifies that regenerated truth matches them.
+espeakng-loader==0.2.4; Kokoro runs with no_noise=True on 2 threads, which
+makes its output bit-identical from run to run for one model file and one
+libeliza, both recorded in dataset.json: the default model's sha256 and
+eliza.version()). The reference RTTMs and dataset.json beside it are
+committed; ``--check`` verifies that regenerated truth matches them. The
+Kokoro files need libeliza (ELIZA_LIBRARY, or the SDK's default lookup) and
+the default Kokoro model; they take a few minutes (Kokoro runs at about real
+time on two busy cores).
 
 Usage::
 
@@ -48,6 +56,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HERE = Path(__file__).resolve().parent
 RATE = 22050  # espeak-ng's output rate
+KOKORO_THREADS = 2
 NOISE_DBFS = -60.0
 FRAME = 0.010  # seconds, for the reference turns
 SILENCE_DBFS = -46.0
@@ -77,6 +86,25 @@ VOICES = {
 
 
 @dataclass(frozen=True)
+class KokoroVoice:
+    """A Kokoro voice or weighted blend ("a:0.6,b:0.4") and its speed."""
+
+    name: str
+    speed: float
+
+
+# The model's five voices are four female and one male; blends with jm_kumo
+# and different speeds give further distinct speakers.
+KOKORO_VOICES = {
+    "K": KokoroVoice("jf_alpha", 1.0),
+    "L": KokoroVoice("jm_kumo", 1.0),
+    "M": KokoroVoice("jf_nezumi", 1.1),
+    "N": KokoroVoice("jf_tebukuro:0.4,jm_kumo:0.6", 0.9),
+    "O": KokoroVoice("jf_gongitsune", 1.0),
+}
+
+
+@dataclass(frozen=True)
 class Spec:
     """One conversation: which voices, how long, and how it flows."""
 
@@ -86,6 +114,7 @@ class Spec:
     seed: int
     overlap: float  # probability that an utterance starts before the previous one ends
     short: float  # probability of a backchannel instead of sentences
+    engine: str = "espeak-ng"  # or "kokoro"
 
 
 SPECS = (
@@ -97,6 +126,9 @@ SPECS = (
     Spec("conv06_4spk_300s", ("B", "C", "E", "F"), 300, 106, 0.10, 0.20),
     Spec("conv07_2spk_60s_same_gender", ("A", "E"), 60, 107, 0.10, 0.20),
     Spec("conv08_3spk_60s_overlap", ("B", "D", "F"), 60, 108, 0.35, 0.30),
+    Spec("conv09_kokoro_2spk_45s", ("K", "L"), 45, 109, 0.15, 0.25, "kokoro"),
+    Spec("conv10_kokoro_3spk_60s_overlap", ("L", "M", "N"), 60, 110, 0.35, 0.40, "kokoro"),
+    Spec("conv11_kokoro_2spk_30s_same_gender", ("K", "O"), 30, 111, 0.10, 0.25, "kokoro"),
 )
 QUICK = Spec("quick_2spk_20s", ("A", "B"), 20, 7, 0.0, 0.15)
 
@@ -165,6 +197,9 @@ class Espeak:
     """libespeak-ng in synchronous mode, collecting samples through its
     callback."""
 
+    rate = RATE
+    voices = VOICES
+
     _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
     _AUDIO_OUTPUT_SYNCHRONOUS = 2
     _POS_CHARACTER = 1
@@ -189,7 +224,10 @@ class Espeak:
             self._chunks.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
         return 0
 
-    def say(self, voice: Voice, text: str) -> npt.NDArray[np.float32]:
+    def describe(self, voice: Any) -> dict[str, Any]:
+        return dict(vars(voice))
+
+    def say(self, voice: Any, text: str) -> npt.NDArray[np.float32]:
         if self.lib.espeak_SetVoiceByName(voice.name.encode()) != 0:
             raise RuntimeError(f"espeak-ng has no voice {voice.name}")
         for param, value in (
@@ -208,19 +246,67 @@ class Espeak:
         return np.concatenate(self._chunks).astype(np.float32) / 32768.0
 
 
+# -- Kokoro ------------------------------------------------------------------
+
+
+def _eliza() -> Any:
+    sys.path.insert(0, str(HERE.parents[2] / "sdk"))
+    import eliza
+
+    return eliza
+
+
+class Kokoro:
+    """libeliza's Kokoro-82M (the default model), English G2P, no source
+    noise: the same text and voice give the same samples on every run."""
+
+    voices = KOKORO_VOICES
+
+    def __init__(self) -> None:
+        self.tts = _eliza().TTS(n_threads=KOKORO_THREADS)
+        self.rate = int(self.tts.sample_rate)
+
+    def describe(self, voice: Any) -> dict[str, Any]:
+        return dict(vars(voice))
+
+    def say(self, voice: Any, text: str) -> npt.NDArray[np.float32]:
+        audio = self.tts.synthesize(text, voice=voice.name, speed=voice.speed, no_noise=True)
+        if not len(audio):
+            raise RuntimeError(f"Kokoro said nothing for {text!r}")
+        return np.asarray(audio, dtype=np.float32)
+
+
+def _kokoro_versions() -> dict[str, Any]:
+    eliza = _eliza()
+    from eliza import models
+
+    path = Path(models.kokoro_model_path())
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {
+        "libeliza": eliza.version(),
+        "model": path.name,
+        "model_sha256": digest.hexdigest(),
+        "threads": KOKORO_THREADS,
+        "no_noise": True,
+    }
+
+
 # -- conversations -------------------------------------------------------------
 
 
-def _active_spans(x: npt.NDArray[np.float32]) -> list[tuple[int, int]]:
+def _active_spans(x: npt.NDArray[np.float32], rate: int) -> list[tuple[int, int]]:
     """Non-silent stretches of one utterance, in samples."""
-    hop = int(FRAME * RATE)
+    hop = int(FRAME * rate)
     n = len(x) // hop
     peaks = np.abs(x[: n * hop]).reshape(n, hop).max(axis=1)
     active = np.flatnonzero(peaks > 10 ** (SILENCE_DBFS / 20))
     spans: list[tuple[int, int]] = []
     for f in active:
         a, b = int(f) * hop, (int(f) + 1) * hop
-        if spans and a - spans[-1][1] < BRIDGE * RATE:
+        if spans and a - spans[-1][1] < BRIDGE * rate:
             spans[-1] = (spans[-1][0], b)
         else:
             spans.append((a, b))
@@ -228,16 +314,17 @@ def _active_spans(x: npt.NDArray[np.float32]) -> list[tuple[int, int]]:
 
 
 def make_conversation(
-    spec: Spec, tts: Espeak
+    spec: Spec, tts: Espeak | Kokoro
 ) -> tuple[npt.NDArray[np.float32], list[tuple[float, float, str]], dict[str, Any]]:
-    """The mixed audio at RATE, the reference turns (start, end, speaker
-    label) sorted by start, and a description."""
+    """The mixed audio at ``tts.rate``, the reference turns (start, end,
+    speaker label) sorted by start, and a description."""
+    rate = tts.rate
     rng = np.random.default_rng(spec.seed)
-    total = int(spec.seconds * RATE)
+    total = int(spec.seconds * rate)
     mix = np.zeros(total, dtype=np.float64)
     gains = {s: float(rng.uniform(0.7, 1.0)) for s in spec.speakers}
     turns: list[tuple[float, float, str]] = []
-    t = int(rng.uniform(0.3, 1.0) * RATE)
+    t = int(rng.uniform(0.3, 1.0) * rate)
     prev: str | None = None
     prev_span = (0, 0)
     n_utterances = 0
@@ -250,25 +337,25 @@ def make_conversation(
         else:
             k = 1 + int(rng.random() < 0.4)
             text = " ".join(sentences[(n_utterances + i) % len(sentences)] for i in range(k))
-        audio = tts.say(VOICES[speaker], text)
-        spans = _active_spans(audio)
+        audio = tts.say(tts.voices[speaker], text)
+        spans = _active_spans(audio, rate)
         if not spans:
             continue
         audio = audio[spans[0][0] : spans[-1][1]]
         spans = [(a - spans[0][0], b - spans[0][0]) for a, b in spans]
         if prev is not None and rng.random() < spec.overlap:
             # Start inside the previous utterance, at most 1.5 s and half of it back.
-            back = min(1.5 * RATE, 0.5 * (prev_span[1] - prev_span[0]))
-            t = max(prev_span[0] + int(0.3 * RATE), prev_span[1] - int(rng.uniform(0.3, 1.0) * back))
-        if t + len(audio) > total - int(0.3 * RATE):
+            back = min(1.5 * rate, 0.5 * (prev_span[1] - prev_span[0]))
+            t = max(prev_span[0] + int(0.3 * rate), prev_span[1] - int(rng.uniform(0.3, 1.0) * back))
+        if t + len(audio) > total - int(0.3 * rate):
             break
         level = gains[speaker] * 0.1 / (float(np.sqrt(np.mean(audio.astype(np.float64) ** 2))) + 1e-9)
         mix[t : t + len(audio)] += level * audio
         for a, b in spans:
-            turns.append(((t + a) / RATE, (t + b) / RATE, speaker))
+            turns.append(((t + a) / rate, (t + b) / rate, speaker))
         prev, prev_span = speaker, (t, t + len(audio))
         n_utterances += 1
-        t = t + len(audio) + int(rng.uniform(0.15, 1.2) * RATE)
+        t = t + len(audio) + int(rng.uniform(0.15, 1.2) * rate)
     mix += rng.standard_normal(total) * 10 ** (NOISE_DBFS / 20)
     peak = float(np.abs(mix).max())
     if peak > 0.95:
@@ -276,11 +363,12 @@ def make_conversation(
     turns.sort()
     info = {
         "name": spec.name,
-        "duration": round(total / RATE, 3),
-        "sample_rate": RATE,
+        "duration": round(total / rate, 3),
+        "sample_rate": rate,
+        "engine": spec.engine,
         "seed": spec.seed,
         "n_speakers": len({s for _, _, s in turns}),
-        "speakers": {s: vars(VOICES[s]) for s in spec.speakers},
+        "speakers": {s: tts.describe(tts.voices[s]) for s in spec.speakers},
         "n_utterances": n_utterances,
         "n_turns": len(turns),
         "speech_seconds": round(_union_length(turns), 3),
@@ -318,26 +406,30 @@ def pcm16(audio: npt.NDArray[np.float32]) -> bytes:
     return np.clip(np.round(audio * 32767.0), -32768, 32767).astype("<i2").tobytes()
 
 
-def write_wav(path: Path, audio: npt.NDArray[np.float32]) -> None:
+def write_wav(path: Path, audio: npt.NDArray[np.float32], rate: int = RATE) -> None:
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
-        w.setframerate(RATE)
+        w.setframerate(rate)
         w.writeframes(pcm16(audio))
 
 
 def _generate(
     name: str,
 ) -> tuple[npt.NDArray[np.float32], list[tuple[float, float, str]], dict[str, Any]]:
-    return make_conversation(next(s for s in SPECS if s.name == name), Espeak())
+    spec = next(s for s in SPECS if s.name == name)
+    return make_conversation(spec, Kokoro() if spec.engine == "kokoro" else Espeak())
 
 
-def _versions() -> dict[str, str]:
-    return {
+def _versions(kokoro: bool) -> dict[str, Any]:
+    versions: dict[str, Any] = {
         "espeak_ng": Espeak().version,
         "espeakng_loader": metadata.version("espeakng-loader"),
         "numpy": np.__version__,
     }
+    if kokoro:
+        versions["kokoro"] = _kokoro_versions()
+    return versions
 
 
 def quick(path: str | os.PathLike[str]) -> list[tuple[float, float, str]]:
@@ -375,7 +467,17 @@ def main(argv: list[str] | None = None) -> int:
     # each conversation gets a fresh process to be the same on every run.
     with ProcessPoolExecutor(1, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
         results = [pool.submit(_generate, spec.name) for spec in specs]
-        versions = pool.submit(_versions).result()
+        versions = pool.submit(_versions, any(s.engine == "kokoro" for s in specs)).result()
+        committed_doc = json.loads((HERE / "dataset.json").read_text())
+        if args.check and "kokoro" in versions:
+            was = committed_doc["generator"].get("kokoro", {})
+            for key in ("model_sha256", "libeliza"):
+                if was.get(key) != versions["kokoro"][key]:
+                    print(
+                        f"note: Kokoro {key} is {versions['kokoro'][key]}, dataset.json has {was.get(key)}: "
+                        "the Kokoro files may differ for that reason",
+                        file=sys.stderr,
+                    )
         for spec, future in zip(specs, results):
             audio, turns, info = future.result()
             described.append(info)
@@ -383,12 +485,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 out = Path(args.out)
                 out.mkdir(parents=True, exist_ok=True)
-                write_wav(out / f"{spec.name}.wav", audio)
+                write_wav(out / f"{spec.name}.wav", audio, info["sample_rate"])
                 (out / f"{spec.name}.rttm").write_text(text)
             if args.update_truth:
                 (HERE / f"{spec.name}.rttm").write_text(text)
             if args.check:
-                committed = {f["name"]: f for f in json.loads((HERE / "dataset.json").read_text())["files"]}
+                committed = {f["name"]: f for f in committed_doc["files"]}
                 if (HERE / f"{spec.name}.rttm").read_text() != text:
                     print(f"{spec.name}: regenerated truth differs from the committed RTTM", file=sys.stderr)
                     failures += 1
