@@ -211,7 +211,7 @@ int32_t ez_emb_embed(ez_emb_model *m, ez_pool *pool, const float *pcm, size_t n,
     if (n < (size_t)m->n_fft)
         return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: %zu samples is shorter than one analysis window (%d)", n,
                        m->n_fft);
-    if (n > ((size_t)1 << 40))
+    if ((uint64_t)n > ((uint64_t)1 << 40))
         return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: %zu samples is absurdly long", n);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(pcm[i])) return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: sample %zu is not finite", i);
