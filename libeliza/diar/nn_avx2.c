@@ -6,39 +6,13 @@
 
 #include <immintrin.h>
 
-/* e^x for x clamped to [-87.3, 88.3]: x = n ln2 + r with |r| <= ln2 / 2,
- * e^r by Cephes' degree-6 polynomial (about 1 ulp), 2^n by the exponent
- * bits. */
-static inline __m256 exp8(__m256 x) {
-    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
-    __m256 n, r, p;
-    __m256i e;
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, ln2_hi, x);
-    r = _mm256_fnmadd_ps(n, ln2_lo, r);
-    p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-static inline __m256 sigmoid8(__m256 x) {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
+#include "core/kernels/vmath_avx2.h"
 
 /* tanh x = 2 sigmoid(2x) - 1: absolute error a few 1e-8, which is what the
  * recurrence needs (tanh's relative error near 0 does not matter here). */
 static inline __m256 tanh8(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
-    return _mm256_fmsub_ps(two, sigmoid8(_mm256_mul_ps(two, x)), one);
+    return _mm256_fmsub_ps(two, ez_sigmoid_avx2(_mm256_mul_ps(two, x)), one);
 }
 
 /* gates[4 rows][n0 .. n0 + 16) = xp + bias + h . w over k; wp: the panel of
@@ -114,10 +88,10 @@ void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bi
         const float *gb = gates + (int64_t)b * G;
         float *hb = h + (int64_t)b * H, *cb = c + (int64_t)b * H;
         for (int j = 0; j < H; j += 8) {
-            __m256 i = sigmoid8(_mm256_loadu_ps(gb + j));
-            __m256 f = sigmoid8(_mm256_loadu_ps(gb + H + j));
+            __m256 i = ez_sigmoid_avx2(_mm256_loadu_ps(gb + j));
+            __m256 f = ez_sigmoid_avx2(_mm256_loadu_ps(gb + H + j));
             __m256 g = tanh8(_mm256_loadu_ps(gb + 2 * H + j));
-            __m256 o = sigmoid8(_mm256_loadu_ps(gb + 3 * H + j));
+            __m256 o = ez_sigmoid_avx2(_mm256_loadu_ps(gb + 3 * H + j));
             __m256 cn = _mm256_fmadd_ps(f, _mm256_loadu_ps(cb + j), _mm256_mul_ps(i, g));
             _mm256_storeu_ps(cb + j, cn);
             _mm256_storeu_ps(hb + j, _mm256_mul_ps(o, tanh8(cn)));

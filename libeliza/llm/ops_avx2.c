@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "core/kernels/vmath_avx2.h"
 #include "core/quant.h"
 
 static inline float hsum256(__m256 v) {
@@ -24,29 +25,6 @@ static inline float hmax256(__m256 v) {
     lo = _mm_max_ps(lo, _mm_movehl_ps(lo, lo));
     lo = _mm_max_ss(lo, _mm_movehdup_ps(lo));
     return _mm_cvtss_f32(lo);
-}
-
-/* e^x for x in [-87.3, 88.3] (clamped outside): x = n ln2 + r, |r| <= ln2/2,
- * e^r by Cephes' degree-6 polynomial, 2^n through the exponent bits. */
-static inline __m256 exp256(__m256 x) {
-    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
-    __m256 n, r, p, r2;
-    __m256i e;
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, ln2_hi, x);
-    r = _mm256_fnmadd_ps(n, ln2_lo, r);
-    p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    r2 = _mm256_mul_ps(r, r);
-    p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
 static float dot_avx2(const float *a, const float *b, int64_t n) {
@@ -140,7 +118,7 @@ static void gelu_tanh_mul_avx2(float *g, const float *u, int64_t n) {
         __m256 x = _mm256_loadu_ps(g + i);
         __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
         __m256 t = _mm256_mul_ps(k0, _mm256_fmadd_ps(k1, x3, x));
-        __m256 gl = _mm256_div_ps(x, _mm256_add_ps(one, exp256(t)));
+        __m256 gl = _mm256_div_ps(x, _mm256_add_ps(one, ez_exp_avx2(t)));
         _mm256_storeu_ps(g + i, _mm256_mul_ps(gl, _mm256_loadu_ps(u + i)));
     }
     for (; i < n; i++) {
@@ -156,7 +134,7 @@ static void silu_mul_avx2(float *g, const float *u, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_loadu_ps(g + i);
-        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, exp256(_mm256_xor_ps(x, neg))));
+        __m256 s = _mm256_div_ps(x, _mm256_add_ps(one, ez_exp_avx2(_mm256_xor_ps(x, neg))));
         _mm256_storeu_ps(g + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
     }
     for (; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
@@ -171,7 +149,7 @@ static void softmax_avx2(float *x, int64_t n) {
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     vm = _mm256_set1_ps(mx);
     for (i = 0; i + 8 <= n; i += 8) {
-        __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        __m256 e = ez_exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
         _mm256_storeu_ps(x + i, e);
         vsum = _mm256_add_ps(vsum, e);
     }

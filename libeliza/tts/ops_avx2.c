@@ -9,7 +9,7 @@
  *    <= 7.8e-8 on [-8192, 8192], relative error <= 1.6 ulp wherever
  *    |sin x| >= 1e-3 or |x| < 1. Lanes with |x| > 8192, inf or NaN go
  *    through libm sinf.
- *  - exp_ps: x = n ln2 + r, degree-7 polynomial in r: <= 1.3 ulp on
+ *  - ez_exp_avx2 (core/kernels/vmath_avx2.h): x = n ln2 + r, degree-7 polynomial in r: <= 1.3 ulp on
  *    [-87.3, 88.3] (inputs are clamped to that range).
  *  - sigmoid(v) = 1 / (1 + exp(-v)) and tanh(v) = sign(v) (1 - e) / (1 + e),
  *    e = exp(-2|v|): absolute error <= 9e-8 on [-30, 30] and saturated
@@ -23,37 +23,14 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "core/kernels/vmath_avx2.h"
+
 /* ---- vector math ------------------------------------------------------------------ */
-
-static inline __m256 exp_ps(__m256 x) {
-    const __m256 ln2_hi = _mm256_set1_ps(0.693359375f), ln2_lo = _mm256_set1_ps(-2.12194440e-4f);
-    __m256 n, r, p;
-    __m256i e;
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fnmadd_ps(n, ln2_hi, x);
-    r = _mm256_fnmadd_ps(n, ln2_lo, r);
-    p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-static inline __m256 sigmoid_ps(__m256 v) {
-    const __m256 one = _mm256_set1_ps(1.0f);
-    return _mm256_div_ps(one, _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), v))));
-}
 
 static inline __m256 tanh_ps(__m256 v) {
     const __m256 one = _mm256_set1_ps(1.0f), sign_bit = _mm256_set1_ps(-0.0f);
     __m256 sign = _mm256_and_ps(v, sign_bit);
-    __m256 e = exp_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_andnot_ps(sign_bit, v)));
+    __m256 e = ez_exp_avx2(_mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_andnot_ps(sign_bit, v)));
     __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
     return _mm256_or_ps(t, sign);
 }
@@ -244,7 +221,7 @@ static inline float dot1(const float *w, int K, const float *h) {
 
 /* c = f c + i g, h = o tanh(c), PyTorch's gate order i, f, g, o. */
 static inline void cell_ps(__m256 gi, __m256 gf, __m256 gg, __m256 go, __m256 *c, __m256 *h) {
-    __m256 i = sigmoid_ps(gi), f = sigmoid_ps(gf), g = tanh_ps(gg), o = sigmoid_ps(go);
+    __m256 i = ez_sigmoid_avx2(gi), f = ez_sigmoid_avx2(gf), g = tanh_ps(gg), o = ez_sigmoid_avx2(go);
     *c = _mm256_fmadd_ps(f, *c, _mm256_mul_ps(i, g));
     *h = _mm256_mul_ps(o, tanh_ps(*c));
 }
