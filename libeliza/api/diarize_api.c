@@ -75,9 +75,21 @@ static int32_t segment_fn(void *ctx, const float *pcm, int n_chunks, float *logp
     return ez_seg_forward(d->seg, d->pool, pcm, n_chunks, ez_seg_chunk_samples(d->seg), logprobs);
 }
 
+static int32_t segment_span_fn(void *ctx, const float *span, int64_t span_len, const int64_t *offset, int n_chunks,
+                               float *logprobs) {
+    eliza_diarizer *d = (eliza_diarizer *)ctx;
+    return ez_seg_forward_span(d->seg, d->pool, span, span_len, offset, n_chunks, ez_seg_chunk_samples(d->seg),
+                               logprobs);
+}
+
 static int32_t embed_fn(void *ctx, const float *pcm, size_t n, float *out) {
     eliza_diarizer *d = (eliza_diarizer *)ctx;
     return ez_emb_embed(d->emb, d->pool, pcm, n, out);
+}
+
+static int32_t embed_clips_fn(void *ctx, const float *const *pcm, int n_clips, size_t n, float *out) {
+    eliza_diarizer *d = (eliza_diarizer *)ctx;
+    return ez_emb_embed_clips(d->emb, d->pool, pcm, n_clips, n, out);
 }
 
 int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_samples, int32_t sample_rate,
@@ -112,7 +124,10 @@ int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_sampl
     m.powerset = ez_seg_powerset(diarizer->seg);
     m.emb_dim = ez_emb_dim(diarizer->emb);
     m.segment = segment_fn;
+    m.segment_span = segment_span_fn;
+    m.span_quantum = ez_seg_offset_quantum(diarizer->seg);
     m.embed = embed_fn;
+    m.embed_clips = embed_clips_fn;
     m.ctx = diarizer;
     if (ez_emb_sample_rate(diarizer->emb) != m.sample_rate)
         return ez_fail(ELIZA_E_UNSUPPORTED, "the segmentation model runs at %d Hz, the embedding model at %d Hz",

@@ -201,13 +201,72 @@ static void mel_frames(const ez_emb_model *m, ez_pool *pool, const float *pcm, s
     ez_gemm_f32(pool, n_frames, m->n_mels, m->n_bins, spec, B2, m->mel, m->n_bins, 1, mel, m->n_mels, 0);
 }
 
-int32_t ez_emb_embed(ez_emb_model *m, ez_pool *pool, const float *pcm, size_t n, float *out) {
-    int64_t n_partials, P = m->partial_frames, G4 = 4 * (int64_t)m->H, H = m->H;
-    int64_t max_frames = (PARTIAL_GROUP - 1) * (int64_t)m->frame_step + P;
-    float *ws = NULL, *mel = NULL, *xp = NULL, *ya = NULL, *yb = NULL, *e = NULL;
-    double *sum = NULL, norm = 0.0;
-    int32_t rc = ELIZA_OK;
+/* Working memory of a group of up to PARTIAL_GROUP partials. */
+typedef struct {
+    float *ws, *mel, *xp, *ya, *yb, *e;
+} emb_buffers;
 
+static int32_t buffers(ez_emb_model *m, emb_buffers *b) {
+    int64_t P = m->partial_frames, G4 = 4 * (int64_t)m->H;
+    /* Frames of one group: overlapping partials of one clip, or whole clips side by side. */
+    int64_t shared = (PARTIAL_GROUP - 1) * (int64_t)m->frame_step + P, frames = EZ_MAX(shared, PARTIAL_GROUP * P);
+    size_t n_ws = ROUND16((size_t)((shared - 1) * m->hop + m->n_fft + shared * 2 * m->n_bins));
+    size_t n_mel = ROUND16((size_t)(frames * m->n_mels)), n_xp = ROUND16((size_t)(frames * G4));
+    size_t n_y = ROUND16((size_t)(PARTIAL_GROUP * P * m->H)), n_e = ROUND16((size_t)m->n_embd);
+    b->ws = ez_nn_arena_get(&m->work, n_ws + n_mel + n_xp + 2 * n_y + n_e, "speaker embedding");
+    if (!b->ws) return ELIZA_E_NOMEM;
+    b->mel = b->ws + n_ws;
+    b->xp = b->mel + n_mel;
+    b->ya = b->xp + n_xp;
+    b->yb = b->ya + n_y;
+    b->e = b->yb + n_y;
+    return ELIZA_OK;
+}
+
+/* The LSTM, linear and ReLU of np partials whose mel frames are rows of
+ * b->mel: partial j starts at row j * stride (stride = frame_step when they
+ * overlap within one clip, partial_frames when they are separate clips);
+ * rows frames of b->mel are filled. sum[j * n_embd ..] += the partial's
+ * L2-normalised embedding (an all-zero one, every unit cut by the ReLU,
+ * adds nothing; torch would divide 0 by 0 there). */
+static int32_t run_partials(ez_emb_model *m, ez_pool *pool, const emb_buffers *b, int64_t np, int64_t stride,
+                            int64_t rows, double *sum, int64_t sum_stride) {
+    int64_t P = m->partial_frames, G4 = 4 * (int64_t)m->H, H = m->H;
+    float *x = b->ya, *y;
+    int32_t rc;
+    ez_nn_lstm_project(&m->lstm[0], pool, b->mel, rows, b->xp);
+    rc = ez_nn_lstm_recur(&m->lstm[0], pool, b->xp, (int)np, (int)P, stride * G4, G4, x, P * H, H);
+    for (int l = 1; l < m->n_layers && rc == ELIZA_OK; l++) {
+        y = x == b->ya ? b->yb : b->ya;
+        ez_nn_lstm_project(&m->lstm[l], pool, x, np * P, b->xp);
+        rc = ez_nn_lstm_recur(&m->lstm[l], pool, b->xp, (int)np, (int)P, P * G4, G4, y, P * H, H);
+        x = y;
+    }
+    for (int64_t j = 0; j < np && rc == ELIZA_OK; j++) {
+        const float *h = x + (j * P + P - 1) * H;
+        double ss = 0.0, *acc = sum + j * sum_stride;
+        for (int i = 0; i < m->n_embd; i++) {
+            const float *w = m->lin_w + (int64_t)i * H;
+            float s = m->lin_b[i];
+            for (int64_t k = 0; k < H; k++) s += w[k] * h[k];
+            b->e[i] = s > 0.0f ? s : 0.0f;
+            ss += (double)b->e[i] * b->e[i];
+        }
+        if (ss > 0.0)
+            for (int i = 0; i < m->n_embd; i++) acc[i] += b->e[i] / sqrt(ss);
+    }
+    return rc;
+}
+
+/* out = sum / |sum| (zero when sum is). */
+static void normalise(const double *sum, int n, float *out) {
+    double norm = 0.0;
+    for (int i = 0; i < n; i++) norm += sum[i] * sum[i];
+    norm = sqrt(norm);
+    for (int i = 0; i < n; i++) out[i] = norm > 0.0 ? (float)(sum[i] / norm) : 0.0f;
+}
+
+static int32_t check_audio(const ez_emb_model *m, const float *pcm, size_t n) {
     if (n < (size_t)m->n_fft)
         return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: %zu samples is shorter than one analysis window (%d)", n,
                        m->n_fft);
@@ -215,58 +274,58 @@ int32_t ez_emb_embed(ez_emb_model *m, ez_pool *pool, const float *pcm, size_t n,
         return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: %zu samples is absurdly long", n);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(pcm[i])) return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: sample %zu is not finite", i);
-    n_partials = partial_count(m, n);
+    return ELIZA_OK;
+}
 
-    {
-        size_t n_ws = ROUND16((size_t)((max_frames - 1) * m->hop + m->n_fft + max_frames * 2 * m->n_bins));
-        size_t n_mel = ROUND16((size_t)(max_frames * m->n_mels)), n_xp = ROUND16((size_t)(PARTIAL_GROUP * P * G4));
-        size_t n_y = ROUND16((size_t)(PARTIAL_GROUP * P * H)), n_e = ROUND16((size_t)m->n_embd);
-        ws = ez_nn_arena_get(&m->work, n_ws + n_mel + n_xp + 2 * n_y + n_e, "speaker embedding");
-        if (!ws) return ELIZA_E_NOMEM;
-        mel = ws + n_ws;
-        xp = mel + n_mel;
-        ya = xp + n_xp;
-        yb = ya + n_y;
-        e = yb + n_y;
-    }
+int32_t ez_emb_embed(ez_emb_model *m, ez_pool *pool, const float *pcm, size_t n, float *out) {
+    int64_t n_partials, P = m->partial_frames;
+    emb_buffers b;
+    double *sum = NULL;
+    int32_t rc;
+
+    if ((rc = check_audio(m, pcm, n))) return rc;
+    n_partials = partial_count(m, n);
+    if ((rc = buffers(m, &b))) return rc;
     sum = (double *)calloc((size_t)m->n_embd, sizeof(double));
     if (!sum) return ez_fail(ELIZA_E_NOMEM, "speaker embedding: no memory");
     for (int64_t p0 = 0; p0 < n_partials && rc == ELIZA_OK; p0 += PARTIAL_GROUP) {
         int64_t np = EZ_MIN((int64_t)PARTIAL_GROUP, n_partials - p0);
-        int64_t f0 = p0 * m->frame_step, nf = (np - 1) * m->frame_step + P;
-        float *x, *y = ya;
-        mel_frames(m, pool, pcm, n, f0, nf, ws, mel);
-        /* Layer 0: one projection per frame, partial b starts frame_step frames later. */
-        ez_nn_lstm_project(&m->lstm[0], pool, mel, nf, xp);
-        rc = ez_nn_lstm_recur(&m->lstm[0], pool, xp, (int)np, (int)P, m->frame_step * G4, G4, y, P * H, H);
-        x = y;
-        for (int l = 1; l < m->n_layers && rc == ELIZA_OK; l++) {
-            y = x == ya ? yb : ya;
-            ez_nn_lstm_project(&m->lstm[l], pool, x, np * P, xp);
-            rc = ez_nn_lstm_recur(&m->lstm[l], pool, xp, (int)np, (int)P, P * G4, G4, y, P * H, H);
-            x = y;
-        }
-        for (int64_t b = 0; b < np && rc == ELIZA_OK; b++) {
-            const float *h = x + (b * P + P - 1) * H;
-            double ss = 0.0;
-            for (int i = 0; i < m->n_embd; i++) {
-                const float *w = m->lin_w + (int64_t)i * H;
-                float s = m->lin_b[i];
-                for (int64_t k = 0; k < H; k++) s += w[k] * h[k];
-                e[i] = s > 0.0f ? s : 0.0f;
-                ss += (double)e[i] * e[i];
-            }
-            /* An all-zero partial (every unit cut by the ReLU) adds nothing;
-             * torch would divide 0 by 0 here. */
-            if (ss > 0.0)
-                for (int i = 0; i < m->n_embd; i++) sum[i] += e[i] / sqrt(ss);
-        }
+        int64_t nf = (np - 1) * m->frame_step + P;
+        /* Layer 0 is projected once per frame; partial j starts frame_step frames after j - 1. */
+        mel_frames(m, pool, pcm, n, p0 * m->frame_step, nf, b.ws, b.mel);
+        rc = run_partials(m, pool, &b, np, m->frame_step, nf, sum, 0);
     }
-    if (rc) goto done;
-    for (int i = 0; i < m->n_embd; i++) norm += sum[i] * sum[i];
-    norm = sqrt(norm);
-    for (int i = 0; i < m->n_embd; i++) out[i] = norm > 0.0 ? (float)(sum[i] / norm) : 0.0f;
-done:
+    if (rc == ELIZA_OK) normalise(sum, m->n_embd, out);
+    free(sum);
+    return rc;
+}
+
+int32_t ez_emb_embed_clips(ez_emb_model *m, ez_pool *pool, const float *const *pcm, int n_clips, size_t n,
+                           float *out) {
+    int64_t P = m->partial_frames;
+    emb_buffers b;
+    double *sum;
+    int32_t rc = ELIZA_OK;
+
+    if (n_clips < 0) return ez_fail(ELIZA_E_INVALID_ARG, "speaker embedding: %d clips", n_clips);
+    for (int i = 0; i < n_clips; i++)
+        if ((rc = check_audio(m, pcm[i], n))) return rc;
+    if (n_clips == 0) return ELIZA_OK;
+    if (partial_count(m, n) > 1) {
+        for (int i = 0; i < n_clips && rc == ELIZA_OK; i++) rc = ez_emb_embed(m, pool, pcm[i], n, out + (size_t)i * m->n_embd);
+        return rc;
+    }
+    if ((rc = buffers(m, &b))) return rc;
+    sum = (double *)calloc((size_t)PARTIAL_GROUP * (size_t)m->n_embd, sizeof(double));
+    if (!sum) return ez_fail(ELIZA_E_NOMEM, "speaker embedding: no memory");
+    for (int c0 = 0; c0 < n_clips && rc == ELIZA_OK; c0 += PARTIAL_GROUP) {
+        int np = EZ_MIN(PARTIAL_GROUP, n_clips - c0);
+        for (int j = 0; j < np; j++) mel_frames(m, pool, pcm[c0 + j], n, 0, P, b.ws, b.mel + (int64_t)j * P * m->n_mels);
+        memset(sum, 0, sizeof(double) * (size_t)np * (size_t)m->n_embd);
+        rc = run_partials(m, pool, &b, np, P, np * P, sum, m->n_embd);
+        for (int j = 0; j < np && rc == ELIZA_OK; j++)
+            normalise(sum + (size_t)j * m->n_embd, m->n_embd, out + (size_t)(c0 + j) * m->n_embd);
+    }
     free(sum);
     return rc;
 }

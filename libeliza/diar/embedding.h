@@ -20,4 +20,11 @@ EZ_INTERNAL int ez_emb_sample_rate(const ez_emb_model *m);  /* 16000 */
 EZ_INTERNAL int32_t ez_emb_embed(ez_emb_model *m, ez_pool *pool, const float *pcm, size_t n,
                                  float *out);
 
+/* out[i * dim ..] = ez_emb_embed(pcm[i], n) for n_clips clips of n samples
+ * each, bit for bit; clips of at most one partial run through the LSTM side
+ * by side (one weight load per step for all of them, spread over the
+ * pool), longer ones one after the other. */
+EZ_INTERNAL int32_t ez_emb_embed_clips(ez_emb_model *m, ez_pool *pool, const float *const *pcm, int n_clips,
+                                       size_t n, float *out);
+
 #endif /* EZ_DIAR_EMBEDDING_H */

@@ -325,6 +325,17 @@ static int fill_window(const float *pcm, size_t n, const ez_resampler *rs, uint6
     return 1;
 }
 
+/* Window `at` (samples) cut from span, the audio from `from` on (as
+ * fill_window wrote it); returns 1 if it is all zeros. */
+static int window_from_span(const float *span, uint64_t n16, uint64_t from, uint64_t at, int chunk, float *dst) {
+    uint64_t avail = at < n16 ? EZ_MIN((uint64_t)chunk, n16 - at) : 0;
+    if (avail) memcpy(dst, span + (at - from), sizeof(float) * (size_t)avail);
+    memset(dst + avail, 0, sizeof(float) * (size_t)((uint64_t)chunk - avail));
+    for (uint64_t i = 0; i < avail; i++)
+        if (dst[i] != 0.0f) return 0;
+    return 1;
+}
+
 /* The audio of the frames flagged in mask, concatenated into out; each
  * frame contributes the frame_step-long stretch at the centre of what it
  * sees. Returns the number of samples. */
@@ -346,20 +357,31 @@ static size_t gather_frames(const float *chunk, int chunk_samples, const uint8_t
 
 /* Embeddings of 1.6 s partials on a grid over the whole audio, computed
  * once and shared by every window that holds them (one slot per grid point
- * a window can hold, plus slack: a slot is reused only by a later point,
- * which no earlier window needs). */
+ * a batch of windows can hold, plus slack: a slot is reused only by a later
+ * point, which no earlier window needs). A batch's missing partials are
+ * computed together (prefetch_partials) before its windows read them. */
 typedef struct {
     int64_t *index;   /* [slots] grid point held by each slot, -1: none */
     float *emb;       /* [slots, dim] */
     int slots, dim;
     int64_t partial, hop;  /* samples at the models' rate */
+    int64_t *want;    /* [slots] points a batch still needs */
+    const float **clip;  /* [slots] their audio */
+    float *got;       /* [slots, dim] their embeddings */
 } partial_cache;
 
-static int partial_cache_init(partial_cache *pc, const ez_diar_models *m) {
+/* Slots for the grid points of one batch of windows (step: window step,
+ * samples). */
+static int partial_cache_init(partial_cache *pc, const ez_diar_models *m, int batch, int64_t step) {
+    int64_t span = (int64_t)(batch - 1) * EZ_MIN(step, (int64_t)m->chunk_samples) + m->chunk_samples;
     pc->dim = m->emb_dim;
     pc->partial = (int64_t)llround(EZ_DIAR_PARTIAL_SECONDS * m->sample_rate);
     pc->hop = (int64_t)llround(EZ_DIAR_PARTIAL_HOP_SECONDS * m->sample_rate);
-    pc->slots = (int)(EZ_MAX((int64_t)0, m->chunk_samples - pc->partial) / pc->hop) + 3;
+    pc->slots = (int)(EZ_MAX((int64_t)0, span - pc->partial) / pc->hop) + 3;
+    pc->want = (int64_t *)malloc(sizeof(int64_t) * (size_t)pc->slots);
+    pc->clip = (const float **)malloc(sizeof(float *) * (size_t)pc->slots);
+    pc->got = (float *)malloc(sizeof(float) * (size_t)pc->slots * (size_t)pc->dim);
+    if (!pc->want || !pc->clip || !pc->got) return 0;
     pc->index = (int64_t *)malloc(sizeof(int64_t) * (size_t)pc->slots);
     pc->emb = (float *)malloc(sizeof(float) * (size_t)pc->slots * (size_t)pc->dim);
     if (!pc->index || !pc->emb) return 0;
@@ -370,6 +392,9 @@ static int partial_cache_init(partial_cache *pc, const ez_diar_models *m) {
 static void partial_cache_free(partial_cache *pc) {
     free(pc->index);
     free(pc->emb);
+    free(pc->want);
+    free((void *)pc->clip);
+    free(pc->got);
 }
 
 /* The embedding of grid point p, whose audio starts at chunk[local]. */
@@ -397,6 +422,86 @@ typedef struct {
     partial_cache cache;
 } embed_state;
 
+/* Frames of local speaker s in a window (cls: its argmax classes) into
+ * *n_act, the ones where it speaks alone into *n_clean. */
+static void speaker_frames(const embed_state *st, const uint8_t *cls, int s, int *n_act, int *n_clean) {
+    const ez_diar_models *m = st->m;
+    *n_act = *n_clean = 0;
+    for (int f = 0; f < m->n_frames; f++) {
+        int a = m->powerset[cls[f] * m->n_local + s] != 0;
+        *n_act += a;
+        *n_clean += a && st->n_active[cls[f]] == 1;
+    }
+}
+
+/* Whether the grid partial starting at sample `local` of a window speaks
+ * for its local speaker s: nobody else is active in the frames it covers,
+ * and s in at least EZ_DIAR_PARTIAL_PURITY of them. */
+static int partial_is_clean(const embed_state *st, const uint8_t *cls, int s, int64_t local) {
+    const ez_diar_models *m = st->m;
+    const int F = m->n_frames, L = m->n_local;
+    const double fss = m->frame_step * m->sample_rate;
+    const double offset = 0.5 * (m->frame_duration * m->sample_rate - fss);
+    int f0 = EZ_MAX(0, (int)floor((local - offset) / fss));
+    int f1 = EZ_MIN(F, (int)ceil((local + st->cache.partial - offset) / fss));
+    int alone = 0;
+    for (int f = f0; f < f1; f++) {
+        int mine = m->powerset[cls[f] * L + s] != 0;
+        if (st->n_active[cls[f]] > mine) return 0;
+        alone += mine;
+    }
+    return alone >= EZ_DIAR_PARTIAL_PURITY * (f1 - f0);
+}
+
+/* The grid points of window w: p0 .. p1 - 1 (the ones wholly inside its
+ * audio). */
+static void window_points(const embed_state *st, int64_t w, int64_t *p0, int64_t *p1) {
+    const int64_t start = w * st->step, P = st->cache.partial, H = st->cache.hop;
+    const int64_t end = (int64_t)EZ_MIN((uint64_t)(start + st->m->chunk_samples), st->n16);
+    *p0 = (start + H - 1) / H;
+    *p1 = end >= P ? EZ_MAX(*p0, (end - P) / H + 1) : *p0;
+}
+
+/* Embeds the listed points together and files them in the cache. */
+static int32_t flush_partials(embed_state *st, int *n_want) {
+    partial_cache *pc = &st->cache;
+    int32_t rc;
+    if (*n_want == 0) return ELIZA_OK;
+    rc = st->m->embed_clips(st->m->ctx, pc->clip, *n_want, (size_t)pc->partial, pc->got);
+    for (int i = 0; i < *n_want && rc == ELIZA_OK; i++) {
+        int slot = (int)(pc->want[i] % pc->slots);
+        memcpy(pc->emb + (size_t)slot * (size_t)pc->dim, pc->got + (size_t)i * (size_t)pc->dim,
+               sizeof(float) * (size_t)pc->dim);
+        pc->index[slot] = pc->want[i];
+    }
+    *n_want = 0;
+    return rc;
+}
+
+/* Lists the partials window w (audio: chunk) will ask embed_window for
+ * that the cache lacks, embedding the list when it is full. */
+static int32_t want_partials(embed_state *st, int64_t w, const float *chunk, const uint8_t *cls, int *n_want) {
+    partial_cache *pc = &st->cache;
+    const int min_embed = (int)ceil(EZ_DIAR_EMBED_MIN_SECONDS / st->m->frame_step);
+    int64_t p0, p1;
+    int32_t rc;
+    window_points(st, w, &p0, &p1);
+    for (int s = 0; s < st->m->n_local; s++) {
+        int n_act, n_clean;
+        speaker_frames(st, cls, s, &n_act, &n_clean);
+        if (n_act < min_embed) continue;
+        for (int64_t p = p0; p < p1; p++) {
+            int listed = pc->index[p % pc->slots] == p;
+            for (int i = 0; i < *n_want && !listed; i++) listed = pc->want[i] == p;
+            if (listed || !partial_is_clean(st, cls, s, p * pc->hop - w * st->step)) continue;
+            if (*n_want == pc->slots && (rc = flush_partials(st, n_want))) return rc;
+            pc->want[*n_want] = p;
+            pc->clip[(*n_want)++] = chunk + (p * pc->hop - w * st->step);
+        }
+    }
+    return ELIZA_OK;
+}
+
 /* Embeddings of the local speakers of one window (its audio: chunk): the
  * mean of the grid partials inside the window where the speaker is (nearly)
  * alone; without one, the embedding of the speaker's non-overlapped frames
@@ -409,33 +514,22 @@ static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, cons
     const int min_embed = (int)ceil(EZ_DIAR_EMBED_MIN_SECONDS / m->frame_step);
     const int min_train = (int)ceil(EZ_MIN(EZ_DIAR_TRAIN_MIN_SECONDS, m->chunk_samples / (double)m->sample_rate) /
                                     m->frame_step);
-    const int64_t start = w * st->step, P = st->cache.partial, H = st->cache.hop;
-    const int64_t end = (int64_t)EZ_MIN((uint64_t)(start + m->chunk_samples), st->n16);
+    const int64_t start = w * st->step, P = st->cache.partial;
+    int64_t p0, p1;
+    window_points(st, w, &p0, &p1);
     for (int s = 0; s < L; s++) {
-        int n_act = 0, n_clean = 0, n_partials = 0, use_clean;
+        int n_act, n_clean, n_partials = 0, use_clean;
         float *out;
         int32_t rc;
-        for (int f = 0; f < F; f++) {
-            int a = m->powerset[cls[f] * L + s] != 0;
-            n_act += a;
-            n_clean += a && st->n_active[cls[f]] == 1;
-        }
+        speaker_frames(st, cls, s, &n_act, &n_clean);
         if (n_act < min_embed) continue;
         if (!emb_reserve(embs)) return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu embeddings", embs->n + 1);
         out = embs->v + embs->n * (size_t)dim;
         for (int j = 0; j < dim; j++) st->sum[j] = 0.0;
-        for (int64_t p = (start + H - 1) / H; p * H + P <= end; p++) {
-            int64_t local = p * H - start;
-            int f0 = EZ_MAX(0, (int)floor((local - offset) / fss));
-            int f1 = EZ_MIN(F, (int)ceil((local + P - offset) / fss));
-            int alone = 0, others = 0;
+        for (int64_t p = p0; p < p1; p++) {
+            int64_t local = p * st->cache.hop - start;
             const float *e;
-            for (int f = f0; f < f1 && !others; f++) {
-                int mine = m->powerset[cls[f] * L + s] != 0;
-                others = st->n_active[cls[f]] > mine;
-                alone += mine;
-            }
-            if (others || alone < EZ_DIAR_PARTIAL_PURITY * (f1 - f0)) continue;
+            if (!partial_is_clean(st, cls, s, local)) continue;
             if ((rc = partial_embedding(m, &st->cache, p, chunk, local, &e))) return rc;
             for (int j = 0; j < dim; j++) st->sum[j] += e[j];
             n_partials++;
@@ -529,9 +623,10 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
     ez_resampler *rs = NULL;
     uint64_t n16;
     int64_t step, n_windows;
-    float *buf = NULL, *lp = NULL, *zero_lp = NULL, *gather = NULL;
+    float *buf = NULL, *lp = NULL, *zero_lp = NULL, *gather = NULL, *span = NULL;
+    int span_len = 0;
     uint8_t *cls = NULL, *soft = NULL, *mask = NULL, n_active[256];
-    int64_t *start_frame = NULL;
+    int64_t *start_frame = NULL, *offset = NULL;
     int32_t *cluster = NULL;
     int *slot = NULL, have_zero = 0, k = 0;
     emb_list embs = {0};
@@ -567,12 +662,23 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
     }
     embs.dim = m->emb_dim;
 
+    /* Overlapping windows are cut from the stretch their batch covers,
+     * resampled once. */
+    if (step < W) {
+        span_len = (int)EZ_MIN((int64_t)(B - 1) * step + W, (int64_t)INT32_MAX);
+        span = (float *)malloc(sizeof(float) * (size_t)span_len);
+        if (!span) {
+            rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d samples of audio", span_len);
+            goto done;
+        }
+    }
     buf = (float *)malloc(sizeof(float) * (size_t)B * (size_t)W);
     lp = (float *)malloc(sizeof(float) * (size_t)B * (size_t)F * (size_t)C);
     zero_lp = (float *)malloc(sizeof(float) * (size_t)F * (size_t)C);
     gather = (float *)malloc(sizeof(float) * (size_t)W);
     mask = (uint8_t *)malloc((size_t)F);
     slot = (int *)malloc(sizeof(int) * (size_t)B);
+    offset = (int64_t *)malloc(sizeof(int64_t) * (size_t)B);
     cls = (uint8_t *)malloc((size_t)n_windows * (size_t)F);
     soft = (uint8_t *)malloc((size_t)n_windows * (size_t)F * (size_t)L);
     start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)n_windows);
@@ -584,8 +690,8 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
     est.mask = mask;
     est.gather = gather;
     est.sum = (double *)malloc(sizeof(double) * (size_t)m->emb_dim);
-    if (!buf || !lp || !zero_lp || !gather || !mask || !slot || !cls || !soft || !start_frame || !cluster ||
-        !est.sum || !partial_cache_init(&est.cache, m)) {
+    if (!buf || !lp || !zero_lp || !gather || !mask || !slot || !offset || !cls || !soft || !start_frame || !cluster ||
+        !est.sum || !partial_cache_init(&est.cache, m, B, step)) {
         rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)n_windows);
         goto done;
     }
@@ -598,12 +704,25 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
             goto done;
         }
         /* Windows of digital silence share one cached model output. */
+        if (span) fill_window(pcm, n, rs, n16, (uint64_t)w0 * (uint64_t)step, span_len, sample_rate, m->sample_rate, span);
         for (int i = 0; i < nb; i++) {
-            int zero = fill_window(pcm, n, rs, n16, (uint64_t)(w0 + i) * (uint64_t)step, W, sample_rate,
-                                   m->sample_rate, buf + (size_t)n_live * (size_t)W);
+            uint64_t at = (uint64_t)(w0 + i) * (uint64_t)step;
+            int zero = span ? window_from_span(span, n16, (uint64_t)w0 * (uint64_t)step, at, W,
+                                               buf + (size_t)n_live * (size_t)W)
+                            : fill_window(pcm, n, rs, n16, at, W, sample_rate, m->sample_rate,
+                                          buf + (size_t)n_live * (size_t)W);
             slot[i] = zero ? -1 : n_live++;
         }
-        if (n_live > 0 && (rc = m->segment(m->ctx, buf, n_live, lp))) goto done;
+        if (n_live > 0) {
+            if (span && m->segment_span && step % m->span_quantum == 0) {
+                for (int i = 0; i < nb; i++)
+                    if (slot[i] >= 0) offset[slot[i]] = (int64_t)i * step;
+                rc = m->segment_span(m->ctx, span, span_len, offset, n_live, lp);
+            } else {
+                rc = m->segment(m->ctx, buf, n_live, lp);
+            }
+            if (rc) goto done;
+        }
         if (n_live < nb && !have_zero) {
             float *z = buf + (size_t)n_live * (size_t)W;
             memset(z, 0, sizeof(float) * (size_t)W);
@@ -613,9 +732,20 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
         for (int i = 0; i < nb; i++) {
             int64_t w = w0 + i;
             const float *wlp = slot[i] < 0 ? zero_lp : lp + (size_t)slot[i] * (size_t)F * (size_t)C;
-            uint8_t *wcls = cls + (size_t)w * F;
             start_frame[w] = ez_diar_window_frame(w, step, fss);
-            ez_diar_decode_powerset(wlp, F, C, L, m->powerset, wcls, soft + (size_t)w * F * L);
+            ez_diar_decode_powerset(wlp, F, C, L, m->powerset, cls + (size_t)w * F, soft + (size_t)w * F * L);
+        }
+        if (m->embed_clips) {
+            int n_want = 0;
+            for (int i = 0; i < nb && rc == ELIZA_OK; i++)
+                if (slot[i] >= 0)
+                    rc = want_partials(&est, w0 + i, buf + (size_t)slot[i] * (size_t)W, cls + (size_t)(w0 + i) * F,
+                                       &n_want);
+            if (rc || (rc = flush_partials(&est, &n_want))) goto done;
+        }
+        for (int i = 0; i < nb; i++) {
+            int64_t w = w0 + i;
+            uint8_t *wcls = cls + (size_t)w * F;
             if (slot[i] < 0) continue;
             if (cancelled(ctl)) {
                 rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w,
@@ -666,6 +796,7 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
     if (rc == ELIZA_OK) set_progress(ctl, 1.0);
 done:
     ez_resampler_free(rs);
+    free(span);
     emb_free(&embs);
     partial_cache_free(&est.cache);
     free(est.sum);
@@ -675,6 +806,7 @@ done:
     free(gather);
     free(mask);
     free(slot);
+    free(offset);
     free(cls);
     free(soft);
     free(start_frame);

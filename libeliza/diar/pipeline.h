@@ -1,7 +1,8 @@
 /* The diarization pipeline around the two models, in the spirit of
  * pyannote 3.x's SpeakerDiarization:
  *
- *   1. resample to the models' rate (resample.h), one window at a time;
+ *   1. resample to the models' rate (resample.h), one batch of windows at
+ *      a time (the stretch they cover, once);
  *   2. slide the segmentation window (10 s) by `step`; the last window starts
  *      on the step grid and is zero-padded past the end (as pyannote);
  *   3. segmentation per batch of windows; powerset -> per-local-speaker
@@ -31,7 +32,9 @@
  *   per output frame (D / 16.875 ms): 4 bytes of counts and 6 bytes per
  *     cluster;
  *   fixed: one batch of windows (batch_size x 640 KB of audio plus its
- *     log-probabilities), the clustering's distance matrix (at most
+ *     log-probabilities), the stretch of audio they cover with its SincNet
+ *     filterbank rows (36 bytes a sample: 17 s, ~10 MB at the defaults),
+ *     the clustering's distance matrix (at most
  *     EZ_CLUSTER_MAX_ITEMS^2 x 4 bytes: the training embeddings are thinned
  *     to one window in every `stride` when there are more), and the input is
  *     never copied or resampled whole.
@@ -57,8 +60,17 @@ typedef struct {
     int emb_dim;              /* embedding size (256) */
     /* logprobs: [n_chunks, n_frames, n_classes] of pcm: [n_chunks, chunk_samples] */
     int32_t (*segment)(void *ctx, const float *pcm, int n_chunks, float *logprobs);
+    /* segment() of windows of one stretch of audio, window c at
+     * span[offset[c]], offsets multiples of span_quantum; NULL: segment()
+     * on copies of the windows */
+    int32_t (*segment_span)(void *ctx, const float *span, int64_t span_len, const int64_t *offset, int n_chunks,
+                            float *logprobs);
+    int span_quantum;
     /* out: [emb_dim], the embedding of n samples (n >= 1) */
     int32_t (*embed)(void *ctx, const float *pcm, size_t n, float *out);
+    /* out: [n_clips, emb_dim], embed() of each of n_clips clips of n
+     * samples, computed together; NULL: embed() one clip at a time */
+    int32_t (*embed_clips)(void *ctx, const float *const *pcm, int n_clips, size_t n, float *out);
     void *ctx;
 } ez_diar_models;
 

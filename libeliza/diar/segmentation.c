@@ -52,6 +52,7 @@ struct ez_seg_model {
     float *sinc_sym, *sinc_anti;      /* [n_sym, (K + 1) / 2], [n_anti, K / 2] */
     int n_sym, n_anti;
     int *sinc_col;                    /* [chan[0]]: filter c's column in the folded output */
+    double *sinc_sum;                 /* [chan[0]]: the sum of filter c's taps */
     float *norm_w[N_CONV], *norm_b[N_CONV];
     ez_nn_lstm lstm[MAX_LSTM_LAYERS];
     float *lin0_w, *lin0_b;           /* [n_lin0, 2H], [n_lin0] */
@@ -59,12 +60,14 @@ struct ez_seg_model {
     float *cls_w, *cls_b;             /* [n_classes, n_lin1] */
     uint8_t *powerset;                /* [n_classes, n_speakers] */
     ez_nn_arena work;                 /* activations, kept between calls */
+    ez_nn_arena span_work;            /* ez_seg_forward_span's filterbank rows */
 };
 
 /* ---- loading ------------------------------------------------------------------- */
 
 void ez_seg_free(ez_seg_model *m) {
     if (!m) return;
+    free(m->sinc_sum);
     for (int i = 0; i < N_CONV; i++) {
         free(m->conv_w[i]);
         free(m->conv_b[i]);
@@ -83,6 +86,7 @@ void ez_seg_free(ez_seg_model *m) {
     free(m->cls_b);
     free(m->powerset);
     ez_nn_arena_free(&m->work);
+    ez_nn_arena_free(&m->span_work);
     free(m);
 }
 
@@ -285,6 +289,10 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
     for (int i = 0; i < N_CONV; i++)
         if ((rc = load_conv(m, g, i, i == 0 ? 1 : m->chan[i - 1]))) return rc;
     if ((rc = fold_sincnet(m))) return rc;
+    if (!(m->sinc_sum = (double *)calloc((size_t)m->chan[0], sizeof(double))))
+        return ez_fail(ELIZA_E_NOMEM, "no memory for the SincNet filters");
+    for (int f = 0; f < m->chan[0]; f++)
+        for (int j = 0; j < m->kernel[0]; j++) m->sinc_sum[f] += m->conv_w[0][(int64_t)f * m->kernel[0] + j];
 
     /* The geometry the layers imply must be the one the file states. */
     {
@@ -445,63 +453,127 @@ static void conv_gemm(const ez_seg_model *m, ez_pool *pool, int i, const float *
                 y, C, 1);
 }
 
+/* The filterbank (no bias) of `rows` rows of x, row r reading x[r * stride
+ * ..], into blk [rows, chan[0]]: folded columns (sinc_col) when folded.
+ * fold: [rows, kernel[0]] scratch. */
+static void filterbank(const ez_seg_model *m, ez_pool *pool, const float *x, int64_t rows, int folded, float *fold,
+                       float *blk) {
+    int F = m->chan[0];
+    if (folded) {
+        /* Row r: the sums x[j] + x[K-1-j] (and the centre), then the differences. */
+        int K = m->kernel[0], hs = (K + 1) / 2, ha = K / 2;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * m->stride;
+            float *o = fold + r * K;
+            for (int j = 0; j < ha; j++) {
+                o[j] = xr[j] + xr[K - 1 - j];
+                o[hs + j] = xr[j] - xr[K - 1 - j];
+            }
+            if (K % 2) o[hs - 1] = xr[hs - 1];
+        }
+        if (m->n_sym) ez_gemm_f32(pool, rows, m->n_sym, hs, fold, K, m->sinc_sym, hs, 1, blk, F, 0);
+        if (m->n_anti) ez_gemm_f32(pool, rows, m->n_anti, ha, fold + hs, K, m->sinc_anti, ha, 1, blk + m->n_sym, F, 0);
+    } else {
+        ez_gemm_f32(pool, rows, F, m->kernel[0], x, m->stride, m->conv_w[0], m->kernel[0], 1, blk, F, 0);
+    }
+}
+
+/* The waveform InstanceNorm of a chunk as wav = pcm * scale + shift. */
+static void wav_norm(const ez_seg_model *m, const float *pcm, int n, double *scale, double *shift) {
+    double mean = 0.0, var = 0.0;
+    for (int i = 0; i < n; i++) mean += pcm[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) var += (pcm[i] - mean) * (pcm[i] - mean);
+    *scale = m->wav_w / sqrt(var / n + m->eps);
+    *shift = m->wav_b - mean * *scale;
+}
+
+/* Everything after the first pooling: p0 [t[1], chan[0]] (in ws) -> feat
+ * [t[5], chan[2]]. */
+static void sincnet_rest(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, float *ws, float *p0, float *feat) {
+    const int64_t *t = p->t;
+    double *acc = (double *)(void *)ws;
+    float *c1 = p0 + t[1] * m->chan[0], *p1 = c1 + t[2] * m->chan[1], *c2 = p1 + t[3] * m->chan[1];
+    instance_norm_lrelu(p0, t[1], m->chan[0], m->norm_w[0], m->norm_b[0], m->eps, m->slope, acc);
+    conv_gemm(m, pool, 1, p0, t[2], c1);
+    max_pool(c1, t[3], m->chan[1], m->pool, p1);
+    instance_norm_lrelu(p1, t[3], m->chan[1], m->norm_w[1], m->norm_b[1], m->eps, m->slope, acc);
+    conv_gemm(m, pool, 2, p1, t[4], c2);
+    max_pool(c2, t[5], m->chan[2], m->pool, feat);
+    instance_norm_lrelu(feat, t[5], m->chan[2], m->norm_w[2], m->norm_b[2], m->eps, m->slope, acc);
+}
+
 /* SincNet of one chunk: pcm [n] -> feat [t[5], chan[2]]. */
 static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, const float *pcm, int n, float *ws,
                     float *feat) {
     const int64_t *t = p->t;
     int F = m->chan[0], k = m->pool;
-    double *acc = (double *)(void *)ws;
     float *wav = ws + 4 * EZ_MAX(m->chan[0], EZ_MAX(m->chan[1], m->chan[2]));
     float *blk = wav + n, *fold = blk + (size_t)SINC_BLOCK_ROWS * F;
-    float *p0 = fold + (size_t)SINC_BLOCK_ROWS * m->kernel[0], *c1 = p0 + t[1] * F;
-    float *p1 = c1 + t[2] * m->chan[1], *c2 = p1 + t[3] * m->chan[1];
-    double mean = 0.0, var = 0.0, scale;
+    float *p0 = fold + (size_t)SINC_BLOCK_ROWS * m->kernel[0];
+    double scale, shift;
     int folded = m->sinc_col && !ez_force_scalar();
 
-    for (int i = 0; i < n; i++) mean += pcm[i];
-    mean /= n;
-    for (int i = 0; i < n; i++) var += (pcm[i] - mean) * (pcm[i] - mean);
-    scale = m->wav_w / sqrt(var / n + m->eps);
-    for (int i = 0; i < n; i++) wav[i] = (float)((pcm[i] - mean) * scale + m->wav_b);
-
+    wav_norm(m, pcm, n, &scale, &shift);
+    for (int i = 0; i < n; i++) wav[i] = (float)(pcm[i] * scale + shift);
     /* Filterbank rows in blocks, pooled as they come: only the pooled
      * output is kept. Rows past pool * t[1] are never used by the pool. */
     for (int64_t r0 = 0; r0 < t[1] * k; r0 += SINC_BLOCK_ROWS) {
         int64_t rows = EZ_MIN((int64_t)SINC_BLOCK_ROWS, t[1] * k - r0);
-        if (folded) {
-            /* Row r: the sums x[j] + x[K-1-j] (and the centre), then the differences. */
-            int K = m->kernel[0], hs = (K + 1) / 2, ha = K / 2;
-            for (int64_t r = 0; r < rows; r++) {
-                const float *x = wav + (r0 + r) * m->stride;
-                float *o = fold + r * K;
-                for (int j = 0; j < ha; j++) {
-                    o[j] = x[j] + x[K - 1 - j];
-                    o[hs + j] = x[j] - x[K - 1 - j];
-                }
-                if (K % 2) o[hs - 1] = x[hs - 1];
-            }
-            if (m->n_sym) ez_gemm_f32(pool, rows, m->n_sym, hs, fold, K, m->sinc_sym, hs, 1, blk, F, 0);
-            if (m->n_anti) ez_gemm_f32(pool, rows, m->n_anti, ha, fold + hs, K, m->sinc_anti, ha, 1, blk + m->n_sym, F, 0);
-        } else {
-            ez_gemm_f32(pool, rows, F, m->kernel[0], wav + r0 * m->stride, m->stride, m->conv_w[0], m->kernel[0], 1,
-                        blk, F, 0);
-        }
+        filterbank(m, pool, wav + r0 * m->stride, rows, folded, fold, blk);
         max_abs_pool(blk, rows / k, F, k, folded ? m->sinc_col : NULL, p0 + r0 / k * F);
     }
-    instance_norm_lrelu(p0, t[1], F, m->norm_w[0], m->norm_b[0], m->eps, m->slope, acc);
-    conv_gemm(m, pool, 1, p0, t[2], c1);
-    max_pool(c1, t[3], m->chan[1], k, p1);
-    instance_norm_lrelu(p1, t[3], m->chan[1], m->norm_w[1], m->norm_b[1], m->eps, m->slope, acc);
-    conv_gemm(m, pool, 2, p1, t[4], c2);
-    max_pool(c2, t[5], m->chan[2], k, feat);
-    instance_norm_lrelu(feat, t[5], m->chan[2], m->norm_w[2], m->norm_b[2], m->eps, m->slope, acc);
+    sincnet_rest(m, pool, p, ws, p0, feat);
 }
+
+/* SincNet of one chunk (pcm [n]) whose raw filterbank rows bank [t[1] *
+ * pool, chan[0]] (of pcm - centre) were computed with its neighbours'
+ * (ez_seg_forward_span): the filterbank is linear, so the waveform
+ * InstanceNorm becomes a per-filter affine step on them. */
+static void sincnet_shared(const ez_seg_model *m, const sinc_plan *p, const float *pcm, int n, double centre,
+                           const float *bank, int folded, ez_pool *pool, float *ws, float *feat) {
+    const int64_t *t = p->t;
+    const int F = m->chan[0], k = m->pool;
+    float *shift = ws + 4 * EZ_MAX(m->chan[0], EZ_MAX(m->chan[1], m->chan[2]));
+    float *row = shift + ROUND16(F), *p0 = row + ROUND16(F);
+    double scale, offset;
+    float a;
+    wav_norm(m, pcm, n, &scale, &offset);
+    /* filter . (pcm scale + offset) = scale filter . (pcm - centre) + (offset + centre scale) sum(filter);
+     * shift and row are in the bank's column order. */
+    a = (float)scale;
+    for (int f = 0; f < F; f++) shift[folded ? m->sinc_col[f] : f] = (float)((offset + centre * scale) * m->sinc_sum[f]);
+    for (int64_t r = 0; r < t[1]; r++) {
+        const float *b = bank + r * k * F;
+        float *o = p0 + r * F;
+        for (int j = 0; j < F; j++) row[j] = fabsf(a * b[j] + shift[j]);
+        for (int i = 1; i < k; i++)
+            for (int j = 0; j < F; j++) {
+                float u = fabsf(a * b[i * F + j] + shift[j]);
+                row[j] = u > row[j] ? u : row[j];
+            }
+        for (int f = 0; f < F; f++) o[f] = row[folded ? m->sinc_col[f] : f];
+    }
+    sincnet_rest(m, pool, p, ws, p0, feat);
+}
+
+/* Where the chunks come from: n_chunks x n samples back to back (offset
+ * NULL), or windows of one stretch of audio at offset[c] whose filterbank
+ * rows (of audio - centre) are already in bank. */
+typedef struct {
+    const float *pcm;
+    const int64_t *offset;
+    const float *bank;
+    double centre;
+    int stride;
+} chunk_source;
 
 typedef struct {
     const ez_seg_model *m;
     ez_pool *pool;
     const sinc_plan *plan;
-    const float *pcm;     /* first chunk of the group */
+    const chunk_source *src;
+    int64_t c0;           /* first chunk of the group */
     int n;
     float *ws;            /* per thread: plan->floats */
     float *feat;          /* [chunks, frames, chan[2]] */
@@ -509,10 +581,19 @@ typedef struct {
 
 static void sinc_chunks(void *ctx, int64_t c0, int64_t c1, int thread_index) {
     const sinc_job *job = (const sinc_job *)ctx;
+    const chunk_source *src = job->src;
     int64_t frames = job->plan->t[5], C = job->m->chan[N_CONV - 1];
-    for (int64_t c = c0; c < c1; c++)
-        sincnet(job->m, job->pool, job->plan, job->pcm + c * job->n, job->n, job->ws + (size_t)thread_index * job->plan->floats,
-                job->feat + c * frames * C);
+    float *ws = job->ws + (size_t)thread_index * job->plan->floats;
+    for (int64_t i = c0; i < c1; i++) {
+        int64_t c = job->c0 + i;
+        float *feat = job->feat + i * frames * C;
+        if (src->offset)
+            sincnet_shared(job->m, job->plan, src->pcm + src->offset[c], job->n, src->centre,
+                           src->bank + src->offset[c] / src->stride * job->m->chan[0],
+                           job->m->sinc_col && !ez_force_scalar(), job->pool, ws, feat);
+        else
+            sincnet(job->m, job->pool, job->plan, src->pcm + c * job->n, job->n, ws, feat);
+    }
 }
 
 /* ---- forward: the rest -------------------------------------------------------------- */
@@ -535,22 +616,15 @@ static void log_softmax_rows(float *x, int64_t rows, int n) {
     }
 }
 
-int32_t ez_seg_forward(ez_seg_model *m, ez_pool *pool, const float *pcm, int n_chunks, int n_samples, float *out) {
+/* The model on validated chunks. */
+static int32_t forward(ez_seg_model *m, ez_pool *pool, const chunk_source *src, int n_chunks, int n_samples,
+                       float *out) {
     sinc_plan plan;
     int threads = pool ? ez_pool_threads(pool) : 1;
-    int64_t frames, G, C = m->chan[N_CONV - 1], H2 = 2 * (int64_t)m->H;
+    int64_t frames = ez_seg_frames(m, n_samples), G, C = m->chan[N_CONV - 1], H2 = 2 * (int64_t)m->H;
     float *ws = NULL, *feat = NULL, *xp = NULL, *ya = NULL, *yb = NULL;
     int32_t rc = ELIZA_OK;
 
-    if (n_chunks < 1) return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: %d chunks", n_chunks);
-    frames = ez_seg_frames(m, n_samples);
-    if (frames < 1)
-        return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: a chunk of %d samples is shorter than the receptive field (%d)",
-                       n_samples, m->receptive_field);
-    for (int64_t i = 0; i < (int64_t)n_chunks * n_samples; i++)
-        if (!isfinite(pcm[i]))
-            return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: sample %" PRId64 " of chunk %" PRId64 " is not finite",
-                           i % n_samples, i / n_samples);
     plan_sinc(m, n_samples, &plan);
     G = EZ_MAX((int64_t)1, EZ_MIN((int64_t)n_chunks, (int64_t)GROUP_FLOATS / (frames * 4 * H2)));
 
@@ -567,7 +641,7 @@ int32_t ez_seg_forward(ez_seg_model *m, ez_pool *pool, const float *pcm, int n_c
     }
     for (int64_t c0 = 0; c0 < n_chunks && rc == ELIZA_OK; c0 += G) {
         int64_t g = EZ_MIN(G, (int64_t)n_chunks - c0), rows = g * frames;
-        sinc_job sj = {m, pool, &plan, pcm + c0 * n_samples, n_samples, ws, feat};
+        sinc_job sj = {m, pool, &plan, src, c0, n_samples, ws, feat};
         float *x = feat, *y = ya;
         /* Several chunks: one per thread, each running its GEMMs inline.
          * One chunk: the GEMMs themselves are split over the threads. */
@@ -590,4 +664,98 @@ int32_t ez_seg_forward(ez_seg_model *m, ez_pool *pool, const float *pcm, int n_c
         log_softmax_rows(out + c0 * frames * m->n_classes, rows, m->n_classes);
     }
     return rc;
+}
+
+/* Chunks shorter than the receptive field have no frames. */
+static int32_t check_chunk(const ez_seg_model *m, int n_chunks, int n_samples) {
+    if (n_chunks < 1) return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: %d chunks", n_chunks);
+    if (ez_seg_frames(m, n_samples) < 1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: a chunk of %d samples is shorter than the receptive field (%d)",
+                       n_samples, m->receptive_field);
+    return ELIZA_OK;
+}
+
+int32_t ez_seg_forward(ez_seg_model *m, ez_pool *pool, const float *pcm, int n_chunks, int n_samples, float *out) {
+    chunk_source src;
+    int32_t rc = check_chunk(m, n_chunks, n_samples);
+    if (rc) return rc;
+    for (int64_t i = 0; i < (int64_t)n_chunks * n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: sample %" PRId64 " of chunk %" PRId64 " is not finite",
+                           i % n_samples, i / n_samples);
+    memset(&src, 0, sizeof src);
+    src.pcm = pcm;
+    return forward(m, pool, &src, n_chunks, n_samples, out);
+}
+
+int ez_seg_offset_quantum(const ez_seg_model *m) { return m->stride; }
+
+typedef struct {
+    const ez_seg_model *m;
+    ez_pool *pool;
+    const float *x;       /* the centred audio */
+    int64_t rows;
+    float *fold;          /* per thread: [SINC_BLOCK_ROWS, kernel[0]] */
+    float *bank;
+    int folded;
+} bank_job;
+
+static void bank_blocks(void *ctx, int64_t b0, int64_t b1, int thread_index) {
+    const bank_job *j = (const bank_job *)ctx;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t r0 = b * SINC_BLOCK_ROWS, rows = EZ_MIN((int64_t)SINC_BLOCK_ROWS, j->rows - r0);
+        filterbank(j->m, j->pool, j->x + r0 * j->m->stride, rows, j->folded,
+                   j->fold + (size_t)thread_index * SINC_BLOCK_ROWS * (size_t)j->m->kernel[0],
+                   j->bank + r0 * j->m->chan[0]);
+    }
+}
+
+int32_t ez_seg_forward_span(ez_seg_model *m, ez_pool *pool, const float *span, int64_t span_len,
+                            const int64_t *offset, int n_chunks, int n_samples, float *out) {
+    chunk_source src;
+    bank_job bj;
+    int threads = pool ? ez_pool_threads(pool) : 1;
+    int64_t end = 0, n_blocks;
+    double centre = 0.0;
+    float *x;
+    int32_t rc = check_chunk(m, n_chunks, n_samples);
+    if (rc) return rc;
+    for (int c = 0; c < n_chunks; c++) {
+        if (offset[c] < 0 || offset[c] % m->stride || offset[c] > span_len - n_samples)
+            return ez_fail(ELIZA_E_INVALID_ARG,
+                           "segmentation: chunk %d at sample %" PRId64 " of %" PRId64 " (n %d, quantum %d)", c,
+                           offset[c], span_len, n_samples, m->stride);
+        end = EZ_MAX(end, offset[c] + n_samples);
+    }
+    for (int64_t i = 0; i < end; i++) {
+        if (!isfinite(span[i]))
+            return ez_fail(ELIZA_E_INVALID_ARG, "segmentation: sample %" PRId64 " is not finite", i);
+        centre += span[i];
+    }
+    centre /= (double)end;
+    /* Filterbank rows of everything the chunks cover, once. */
+    memset(&bj, 0, sizeof bj);
+    bj.m = m;
+    bj.pool = pool;
+    bj.rows = (end - m->kernel[0]) / m->stride + 1;
+    bj.folded = m->sinc_col && !ez_force_scalar();
+    n_blocks = (bj.rows + SINC_BLOCK_ROWS - 1) / SINC_BLOCK_ROWS;
+    x = ez_nn_arena_get(&m->span_work,
+                        ROUND16((size_t)end) + (size_t)threads * SINC_BLOCK_ROWS * (size_t)m->kernel[0] +
+                            (size_t)bj.rows * (size_t)m->chan[0],
+                        "segmentation filterbank");
+    if (!x) return ELIZA_E_NOMEM;
+    for (int64_t i = 0; i < end; i++) x[i] = (float)(span[i] - centre);
+    bj.x = x;
+    bj.fold = x + ROUND16((size_t)end);
+    bj.bank = bj.fold + (size_t)threads * SINC_BLOCK_ROWS * (size_t)m->kernel[0];
+    ez_pool_for(pool, n_blocks, 1, bank_blocks, &bj);
+
+    memset(&src, 0, sizeof src);
+    src.pcm = span;
+    src.offset = offset;
+    src.bank = bj.bank;
+    src.centre = centre;
+    src.stride = m->stride;
+    return forward(m, pool, &src, n_chunks, n_samples, out);
 }

@@ -3,7 +3,14 @@
  * the real shapes (segmentation H 128, embedding H 256; 1 to 13 sequences),
  * and the recurrence over a pool against a plain loop of reference steps,
  * bit-identical for any thread count. The models themselves are checked
- * against onnxruntime / resemblyzer in tests/diar. */
+ * against onnxruntime / resemblyzer in tests/diar.
+ *
+ * `test_diar_models shared SEG.gguf EMB.gguf` (run by
+ * tests/diar/test_pipeline.py with the real models) checks the pipeline's
+ * shortcuts against the plain calls: overlapping windows segmented with one
+ * shared SincNet filterbank (ez_seg_forward_span) against each window on its
+ * own (ez_seg_forward), and clips embedded side by side (ez_emb_embed_clips)
+ * against one at a time (ez_emb_embed), bit for bit. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +20,9 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/pool.h"
+#include "diar/embedding.h"
 #include "diar/nn.h"
+#include "diar/segmentation.h"
 
 /* Not fmax(): Debian's aarch64 gcc 12 crashes vectorising fmax reductions. */
 static inline double max_d(double a, double b) { return a > b ? a : b; }
@@ -174,7 +183,99 @@ static void test_recurrence_matches_plain_loop(void) {
     ez_nn_lstm_free(&l);
 }
 
-int main(void) {
+/* Deterministic voiced-sounding audio: two harmonic series with syllable-rate
+ * envelopes, noise, and a DC offset dc. */
+static float *voice_like(int64_t n, float dc) {
+    const double two_pi = 6.283185307179586;
+    float *x = (float *)malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        double t = (double)i / 16000.0, v = 0.0;
+        for (int h = 1; h <= 6; h++) {
+            v += sin(two_pi * 140.0 * h * t) / h * (0.5 + 0.5 * sin(two_pi * 3.1 * t));
+            v += 0.6 * sin(two_pi * 215.0 * h * t + h) / h * (0.5 + 0.5 * cos(two_pi * 2.3 * t));
+        }
+        x[i] = (float)(0.1 * v + 0.01 * next_f32() + dc);
+    }
+    return x;
+}
+
+static void check_shared_filterbank(ez_seg_model *m, ez_pool *pool, float dc) {
+    const int W = ez_seg_chunk_samples(m), F = ez_seg_frames(m, W), C = ez_seg_n_classes(m), n = 5;
+    const int64_t step = 16000, len = (n - 1) * step + W;
+    int64_t offset[5];
+    float *x = voice_like(len, dc), *chunks = (float *)malloc(sizeof(float) * (size_t)n * (size_t)W);
+    float *want = (float *)malloc(sizeof(float) * (size_t)n * (size_t)F * (size_t)C);
+    float *got = (float *)malloc(sizeof(float) * (size_t)n * (size_t)F * (size_t)C);
+    double worst = 0.0;
+    /* windows 0, 2, 3, 4 only: a skipped (silent) window leaves a gap */
+    for (int c = 0; c < n - 1; c++) {
+        offset[c] = (c == 0 ? 0 : c + 1) * step;
+        memcpy(chunks + (size_t)c * W, x + offset[c], sizeof(float) * (size_t)W);
+    }
+    CHECK(step % ez_seg_offset_quantum(m) == 0, "quantum %d", ez_seg_offset_quantum(m));
+    CHECK(ez_seg_forward(m, pool, chunks, n - 1, W, want) == ELIZA_OK, "%s", ez_error_message());
+    CHECK(ez_seg_forward_span(m, pool, x, len, offset, n - 1, W, got) == ELIZA_OK, "%s", ez_error_message());
+    for (size_t i = 0; i < (size_t)(n - 1) * F * C; i++) worst = max_d(worst, fabs((double)got[i] - want[i]));
+    printf("shared filterbank, DC %g: max |diff| of the log-probabilities %.3g\n", (double)dc, worst);
+    CHECK(worst <= 1e-4, "shared filterbank (DC %g): max |diff| %g", (double)dc, worst);
+    offset[0] = 5;
+    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "unaligned offset taken");
+    offset[0] = len - W + 10;
+    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "offset past the end taken");
+    x[len / 2] = NAN;
+    offset[0] = 0;
+    offset[1] = len - W;
+    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 2, W, got) == ELIZA_E_INVALID_ARG, "NaN taken");
+    free(x), free(chunks), free(want), free(got);
+}
+
+static void check_clips(ez_emb_model *m, ez_pool *pool) {
+    const int n_clips = 19, dim = ez_emb_dim(m);
+    const size_t sizes[3] = {25600, 12000, 40000}; /* one partial, shorter, several */
+    float *x = voice_like(25600 * n_clips + 40000, 0.0f);
+    float *want = (float *)malloc(sizeof(float) * (size_t)n_clips * (size_t)dim);
+    float *got = (float *)malloc(sizeof(float) * (size_t)n_clips * (size_t)dim);
+    const float *clip[19];
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < n_clips; i++) {
+            clip[i] = x + (size_t)i * 12800;
+            CHECK(ez_emb_embed(m, pool, clip[i], sizes[s], want + (size_t)i * dim) == ELIZA_OK, "%s", ez_error_message());
+        }
+        CHECK(ez_emb_embed_clips(m, pool, clip, n_clips, sizes[s], got) == ELIZA_OK, "%s", ez_error_message());
+        CHECK(memcmp(got, want, sizeof(float) * (size_t)n_clips * (size_t)dim) == 0,
+              "%d clips of %zu samples side by side differ from one at a time", n_clips, sizes[s]);
+    }
+    CHECK(ez_emb_embed_clips(m, pool, clip, 0, sizes[0], got) == ELIZA_OK, "no clips");
+    CHECK(ez_emb_embed_clips(m, pool, clip, 2, 100, got) == ELIZA_E_INVALID_ARG, "too short taken");
+    free(x), free(want), free(got);
+}
+
+static int tool_shared(const char *seg_path, const char *emb_path) {
+    ez_seg_model *seg = NULL;
+    ez_emb_model *emb = NULL;
+    for (int threads = 1; threads <= 2; threads++) {
+        ez_pool *pool = ez_pool_create(threads);
+        CHECK(ez_seg_load(seg_path, &seg) == ELIZA_OK, "%s", ez_error_message());
+        CHECK(ez_emb_load(emb_path, &emb) == ELIZA_OK, "%s", ez_error_message());
+        if (seg && emb) {
+            check_shared_filterbank(seg, pool, 0.0f);
+            check_shared_filterbank(seg, pool, 0.5f);
+            check_clips(emb, pool);
+        }
+        ez_seg_free(seg);
+        ez_emb_free(emb);
+        ez_pool_destroy(pool);
+    }
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed != 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "shared") == 0) return tool_shared(argv[2], argv[3]);
+    if (argc != 1) {
+        fprintf(stderr, "usage: %s [shared SEG.gguf EMB.gguf]\n", argv[0]);
+        return 2;
+    }
     test_gate_order_parser();
     test_step_fast_matches_reference();
     test_recurrence_matches_plain_loop();

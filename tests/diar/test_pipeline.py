@@ -279,3 +279,29 @@ def test_two_hours_in_bounded_memory(model_paths: tuple[Path, Path]) -> None:
     # pipeline.h: ~6 KB per second of audio at step 1 s (~45 MB for 2 h) plus
     # the clustering's bounded matrix; the input (57.6 M samples) is not copied.
     assert report["grew_kb"] < 150 * 1024, report
+
+
+def _c_tool(name: str) -> Path | None:
+    dirs = [os.environ.get("ELIZA_BUILD_DIR")]
+    if os.environ.get("ELIZA_LIBRARY"):
+        dirs.append(str(Path(os.environ["ELIZA_LIBRARY"]).parent))
+    dirs.append(str(Path(__file__).resolve().parents[2] / "build"))
+    for d in dirs:
+        for exe in (name, f"{name}.exe"):
+            if d and (Path(d) / exe).is_file():
+                return Path(d) / exe
+    return None
+
+
+def test_pipeline_shortcuts_match_the_plain_calls(model_paths: tuple[Path, Path]) -> None:
+    """The pipeline segments overlapping windows with one shared SincNet
+    filterbank and embeds its partials side by side; the C tool checks both
+    against the per-window / per-clip calls on the real models."""
+    tool = _c_tool("test_diar_models")
+    if tool is None:
+        pytest.skip("no test_diar_models tool: build the C tests (set ELIZA_BUILD_DIR)")
+    run = subprocess.run(
+        [str(tool), "shared", *map(str, model_paths)], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 failed" in run.stdout

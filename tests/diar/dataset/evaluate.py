@@ -151,13 +151,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", metavar="NAME")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--step", type=float, default=None, help="window step, seconds")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
     data = args.data or default_data_dir()
     meta = json.loads((HERE / "dataset.json").read_text())
     names = [f["name"] for f in meta["files"] if not args.only or f["name"] in args.only]
     ensure_audio(data, names)
-    options = {} if args.threshold is None else {"threshold": args.threshold}
+    options = {k: v for k, v in (("threshold", args.threshold), ("step", args.step)) if v is not None}
     make = eliza_system if args.system == "eliza" else baseline_system
     result = evaluate(make(args.threads, **options), data, names)
     result["system"] = args.system
