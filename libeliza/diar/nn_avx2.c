@@ -15,40 +15,31 @@ static inline __m256 tanh8(__m256 x) {
     return _mm256_fmsub_ps(two, ez_sigmoid_avx2(_mm256_mul_ps(two, x)), one);
 }
 
-/* gates[4 rows][n0 .. n0 + 16) = xp + bias + h . w over k; wp: the panel of
- * columns n0 .. n0 + 16 ([H, 16]). */
-static inline void rows4_cols16(int H, int G, const float *const *xp, const float *bias, const float *wp,
-                                const float *h, float *gates, int n0) {
-    __m256 b0 = _mm256_loadu_ps(bias + n0), b1 = _mm256_loadu_ps(bias + n0 + 8);
-    __m256 a00 = _mm256_add_ps(_mm256_loadu_ps(xp[0] + n0), b0), a01 = _mm256_add_ps(_mm256_loadu_ps(xp[0] + n0 + 8), b1);
-    __m256 a10 = _mm256_add_ps(_mm256_loadu_ps(xp[1] + n0), b0), a11 = _mm256_add_ps(_mm256_loadu_ps(xp[1] + n0 + 8), b1);
-    __m256 a20 = _mm256_add_ps(_mm256_loadu_ps(xp[2] + n0), b0), a21 = _mm256_add_ps(_mm256_loadu_ps(xp[2] + n0 + 8), b1);
-    __m256 a30 = _mm256_add_ps(_mm256_loadu_ps(xp[3] + n0), b0), a31 = _mm256_add_ps(_mm256_loadu_ps(xp[3] + n0 + 8), b1);
-    const float *h0 = h, *h1 = h + H, *h2 = h + 2 * H, *h3 = h + 3 * H;
+/* gates[nr rows][n0 .. n0 + 16) = xp + bias + h . w over k, nr = 1..4 (a
+ * constant where it is inlined, so the accumulators stay in registers); wp:
+ * the panel of columns n0 .. n0 + 16 ([H, 16]). Every row sums in the same
+ * order whatever nr is. */
+static inline __attribute__((always_inline)) void rows_cols16(const int nr, int H, int G, const float *const *xp,
+                                                              const float *bias, const float *wp, const float *h,
+                                                              float *gates, int n0) {
+    __m256 b0 = _mm256_loadu_ps(bias + n0), b1 = _mm256_loadu_ps(bias + n0 + 8), a[4][2];
+    for (int r = 0; r < nr; r++) {
+        a[r][0] = _mm256_add_ps(_mm256_loadu_ps(xp[r] + n0), b0);
+        a[r][1] = _mm256_add_ps(_mm256_loadu_ps(xp[r] + n0 + 8), b1);
+    }
     for (int k = 0; k < H; k++) {
         const float *w = wp + (int64_t)k * 16;
-        __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8), x;
-        x = _mm256_broadcast_ss(h0 + k);
-        a00 = _mm256_fmadd_ps(x, w0, a00);
-        a01 = _mm256_fmadd_ps(x, w1, a01);
-        x = _mm256_broadcast_ss(h1 + k);
-        a10 = _mm256_fmadd_ps(x, w0, a10);
-        a11 = _mm256_fmadd_ps(x, w1, a11);
-        x = _mm256_broadcast_ss(h2 + k);
-        a20 = _mm256_fmadd_ps(x, w0, a20);
-        a21 = _mm256_fmadd_ps(x, w1, a21);
-        x = _mm256_broadcast_ss(h3 + k);
-        a30 = _mm256_fmadd_ps(x, w0, a30);
-        a31 = _mm256_fmadd_ps(x, w1, a31);
+        __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+        for (int r = 0; r < nr; r++) {
+            __m256 x = _mm256_broadcast_ss(h + (int64_t)r * H + k);
+            a[r][0] = _mm256_fmadd_ps(x, w0, a[r][0]);
+            a[r][1] = _mm256_fmadd_ps(x, w1, a[r][1]);
+        }
     }
-    _mm256_storeu_ps(gates + n0, a00);
-    _mm256_storeu_ps(gates + n0 + 8, a01);
-    _mm256_storeu_ps(gates + G + n0, a10);
-    _mm256_storeu_ps(gates + G + n0 + 8, a11);
-    _mm256_storeu_ps(gates + 2 * G + n0, a20);
-    _mm256_storeu_ps(gates + 2 * G + n0 + 8, a21);
-    _mm256_storeu_ps(gates + 3 * G + n0, a30);
-    _mm256_storeu_ps(gates + 3 * G + n0 + 8, a31);
+    for (int r = 0; r < nr; r++) {
+        _mm256_storeu_ps(gates + (int64_t)r * G + n0, a[r][0]);
+        _mm256_storeu_ps(gates + (int64_t)r * G + n0 + 8, a[r][1]);
+    }
 }
 
 /* gates[one row][n0 .. n0 + 64) = xp + bias + h . w over k, from the four panels
@@ -75,15 +66,21 @@ static inline void row1_cols64(int H, const float *xp, const float *bias, const 
 
 void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bias, const float *wt,
                           float *gates, float *h, float *c) {
-    int G = 4 * H, b4 = nb / 4 * 4;
-    /* Column blocks outside, rows inside: a [H, 16] block of weights stays
-     * in L1 while every group of four rows uses it. */
-    for (int n0 = 0; n0 < G && b4 > 0; n0 += 16)
-        for (int b = 0; b < b4; b += 4)
-            rows4_cols16(H, G, xp + b, bias, wt + (int64_t)n0 * H, h + (int64_t)b * H, gates + (int64_t)b * G, n0);
-    for (int b = b4; b < nb; b++)
-        for (int n0 = 0; n0 < G; n0 += 64)
-            row1_cols64(H, xp[b], bias, wt + (int64_t)n0 * H, h + (int64_t)b * H, gates + (int64_t)b * G, n0);
+    int G = 4 * H, b4 = nb / 4 * 4, rest = nb - b4;
+    if (nb == 1) {
+        for (int n0 = 0; n0 < G; n0 += 64) row1_cols64(H, xp[0], bias, wt + (int64_t)n0 * H, h, gates, n0);
+    } else {
+        /* Column blocks outside, rows inside: a [H, 16] block of weights
+         * stays in L1 while every group of rows uses it. */
+        for (int n0 = 0; n0 < G; n0 += 16) {
+            const float *wp = wt + (int64_t)n0 * H;
+            for (int b = 0; b < b4; b += 4)
+                rows_cols16(4, H, G, xp + b, bias, wp, h + (int64_t)b * H, gates + (int64_t)b * G, n0);
+            if (rest == 1) rows_cols16(1, H, G, xp + b4, bias, wp, h + (int64_t)b4 * H, gates + (int64_t)b4 * G, n0);
+            if (rest == 2) rows_cols16(2, H, G, xp + b4, bias, wp, h + (int64_t)b4 * H, gates + (int64_t)b4 * G, n0);
+            if (rest == 3) rows_cols16(3, H, G, xp + b4, bias, wp, h + (int64_t)b4 * H, gates + (int64_t)b4 * G, n0);
+        }
+    }
     for (int b = 0; b < nb; b++) {
         const float *gb = gates + (int64_t)b * G;
         float *hb = h + (int64_t)b * H, *cb = c + (int64_t)b * H;
