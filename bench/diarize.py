@@ -12,7 +12,8 @@ segmentation <= 35 ms per chunk (>= 3x onnxruntime's ~105 ms), RTF <= 0.02.
 
 Usage::
 
-    python bench/diarize.py [--threads 2] [--batch 32] [--audio FILE.wav] [--baseline] [--json OUT]
+    python bench/diarize.py [--threads 2] [--batch 32] [--audio FILE.wav] [--steps 1,2]
+                            [--baseline] [--json OUT]
 """
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=32, help="chunks per batched call (default 32)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--audio", type=Path, default=None, help=f"default: generated {CONVERSATION}")
+    parser.add_argument(
+        "--steps",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=[1.0],
+        help="window steps (seconds) to time the pipeline at, comma-separated (default 1)",
+    )
     parser.add_argument("--baseline", action="store_true", help="also time the Python baseline pipeline")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -105,17 +112,23 @@ def main() -> int:
         wav = conversation(args.audio)
         audio, rate = eliza.diarize.read_wav(wav)
         duration = len(audio) / rate
-        t0 = time.perf_counter()
-        turns = d.diarize(audio, rate)
-        elapsed = time.perf_counter() - t0
-        result["pipeline"] = {
-            "audio": str(wav),
-            "seconds_of_audio": duration,
-            "seconds": elapsed,
-            "rtf": elapsed / duration,
-            "speakers": len({t.speaker for t in turns}),
-            "turns": len(turns),
-        }
+        pipelines = []
+        for step in args.steps:
+            t0 = time.perf_counter()
+            turns = d.diarize(audio, rate, step=step)
+            elapsed = time.perf_counter() - t0
+            pipelines.append(
+                {
+                    "step": step,
+                    "audio": str(wav),
+                    "seconds_of_audio": duration,
+                    "seconds": elapsed,
+                    "rtf": elapsed / duration,
+                    "speakers": len({t.speaker for t in turns}),
+                    "turns": len(turns),
+                }
+            )
+        result["pipeline"] = pipelines
 
     print(f"segmentation, one 10 s chunk ({args.threads} threads), ms per chunk:")
     print(f"  batch 1   libeliza {1e3 * ez1:7.1f}   onnxruntime {1e3 * ort1:7.1f}   ratio {ort1 / ez1:5.2f}x")
@@ -123,11 +136,11 @@ def main() -> int:
         f"  batch {args.batch:<3} libeliza {1e3 * ezb:7.1f}   onnxruntime {1e3 * ortb:7.1f}   "
         f"ratio {ortb / ezb:5.2f}x"
     )
-    p = result["pipeline"]
-    print(
-        f"pipeline on {Path(p['audio']).name} ({duration:.0f} s): {elapsed:.2f} s, RTF {p['rtf']:.4f}, "
-        f"{p['speakers']} speakers, {p['turns']} turns"
-    )
+    for p in pipelines:
+        print(
+            f"pipeline on {Path(p['audio']).name} ({duration:.0f} s), step {p['step']:g} s: "
+            f"{p['seconds']:.2f} s, RTF {p['rtf']:.4f}, {p['speakers']} speakers, {p['turns']} turns"
+        )
     if args.baseline:
         sys.path.insert(0, str(REPO / "bench"))
         from diar_baseline import Baseline, read_wav_16k
@@ -140,7 +153,7 @@ def main() -> int:
         result["baseline"] = {"seconds": base_elapsed, "rtf": base_elapsed / duration}
         print(
             f"baseline (onnxruntime + resemblyzer + scipy): {base_elapsed:.2f} s, RTF "
-            f"{base_elapsed / duration:.4f}, ratio {base_elapsed / elapsed:5.2f}x"
+            f"{base_elapsed / duration:.4f}, ratio {base_elapsed / pipelines[0]['seconds']:5.2f}x"
         )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
