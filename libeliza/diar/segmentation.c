@@ -33,6 +33,8 @@
 /* Float budget of the projected LSTM input of one group of chunks. */
 #define GROUP_FLOATS (8 << 20)
 #define ROUND16(n) (((n) + 15) / 16 * 16)
+/* Floats of an instance_norm_lrelu workspace for the widest layer. */
+#define STATS_FLOATS(m) ROUND16(6 * (size_t)EZ_MAX((m)->chan[0], EZ_MAX((m)->chan[1], (m)->chan[2])))
 
 struct ez_seg_model {
     int sample_rate, chunk_samples;
@@ -371,10 +373,12 @@ static void leaky_relu(float *x, int64_t n, float slope) {
 }
 
 /* InstanceNorm over time of x [T, C] (biased variance, eps inside the
- * root, then the affine step), fused with the LeakyReLU that follows it. */
+ * root, then the affine step), fused with the LeakyReLU that follows it.
+ * acc: 2C doubles for the statistics, then 2C floats for the affine step. */
 static void instance_norm_lrelu(float *x, int64_t T, int C, const float *w, const float *b, float eps,
-                                float slope, double *acc /* [2C] */) {
+                                float slope, double *acc) {
     double *mean = acc, *var = acc + C;
+    float *scale = (float *)(void *)(acc + 2 * C), *shift = scale + C;
     for (int c = 0; c < C; c++) mean[c] = var[c] = 0.0;
     for (int64_t t = 0; t < T; t++)
         for (int c = 0; c < C; c++) mean[c] += x[t * C + c];
@@ -385,15 +389,18 @@ static void instance_norm_lrelu(float *x, int64_t T, int C, const float *w, cons
             var[c] += d * d;
         }
     for (int c = 0; c < C; c++) {
-        double scale = w[c] / sqrt(var[c] / (double)T + eps);
-        var[c] = b[c] - mean[c] * scale; /* now the shift */
-        mean[c] = scale;                 /* now the scale */
+        double sc = w[c] / sqrt(var[c] / (double)T + eps);
+        scale[c] = (float)sc;
+        shift[c] = (float)(b[c] - mean[c] * sc);
     }
-    for (int64_t t = 0; t < T; t++)
+    /* Branch-free, so it vectorises: max(v, 0) + slope min(v, 0) is v or slope v exactly. */
+    for (int64_t t = 0; t < T; t++) {
+        float *r = x + t * C;
         for (int c = 0; c < C; c++) {
-            float v = (float)(x[t * C + c] * mean[c] + var[c]);
-            x[t * C + c] = v >= 0.0f ? v : slope * v;
+            float v = r[c] * scale[c] + shift[c];
+            r[c] = (v > 0.0f ? v : 0.0f) + slope * (v < 0.0f ? v : 0.0f);
         }
+    }
 }
 
 /* y[t] = max over the pool window of x, for T_out rows of C. */
@@ -433,7 +440,7 @@ typedef struct {
 static void plan_sinc(const ez_seg_model *m, int n_samples, sinc_plan *p) {
     int64_t *t = p->t;
     stage_frames(m, n_samples, t);
-    p->floats = 4 * (size_t)EZ_MAX(m->chan[0], EZ_MAX(m->chan[1], m->chan[2])) /* norm stats (doubles) */
+    p->floats = STATS_FLOATS(m)                                     /* norm statistics */
                 + (size_t)n_samples                                 /* normalised wav */
                 + (size_t)SINC_BLOCK_ROWS * (size_t)m->chan[0]      /* SincNet block */
                 + (size_t)SINC_BLOCK_ROWS * (size_t)m->kernel[0]    /* its folded input */
@@ -508,7 +515,7 @@ static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, co
                     float *feat) {
     const int64_t *t = p->t;
     int F = m->chan[0], k = m->pool;
-    float *wav = ws + 4 * EZ_MAX(m->chan[0], EZ_MAX(m->chan[1], m->chan[2]));
+    float *wav = ws + STATS_FLOATS(m);
     float *blk = wav + n, *fold = blk + (size_t)SINC_BLOCK_ROWS * F;
     float *p0 = fold + (size_t)SINC_BLOCK_ROWS * m->kernel[0];
     double scale, shift;
@@ -534,7 +541,7 @@ static void sincnet_shared(const ez_seg_model *m, const sinc_plan *p, const floa
                            const float *bank, int folded, ez_pool *pool, float *ws, float *feat) {
     const int64_t *t = p->t;
     const int F = m->chan[0], k = m->pool;
-    float *shift = ws + 4 * EZ_MAX(m->chan[0], EZ_MAX(m->chan[1], m->chan[2]));
+    float *shift = ws + STATS_FLOATS(m);
     float *row = shift + ROUND16(F), *p0 = row + ROUND16(F);
     double scale, offset;
     float a;
