@@ -7,6 +7,13 @@
  *   bench_tts_ops --quick    fewer repetitions (a smoke run)
  *   bench_tts_ops WORD       only the rows whose name contains WORD
  *
+ * Then the generator's resblock convolutions (Kokoro's AdaINResBlock1:
+ * 256 channels at 4,000 steps, 128 at 24,000; kernels 3, 7, 11; dilations
+ * 1, 3, 5) by the direct im2col GEMM (ez_tts_conv1d_direct) and by FFT
+ * (ez_tts_conv1d_fft), in ms per call, and their total over one forward
+ * pass of the generator at that length (each shape times the number of
+ * times the generator runs it). "gen" selects just that table.
+ *
  * Build: configure with -DELIZA_BUILD_BENCH=ON (bench_*.c link against the
  * static library). The references are timed on the same channels and
  * kernels but at most REF_MAX_T steps (their speed does not depend on the
@@ -146,6 +153,67 @@ static void run(void *p) {
     }
 }
 
+typedef struct {
+    int fft;
+    int c, t, k, d;
+    ez_pool *pool;
+    const float *x, *w, *b;
+    float *y;
+} gen_ctx;
+
+static void run_gen(void *p) {
+    gen_ctx *g = (gen_ctx *)p;
+    if (g->fft)
+        ez_tts_conv1d_fft(g->pool, g->x, g->c, g->t, g->w, g->b, g->c, g->k, (g->k * g->d - g->d) / 2, g->d, g->y);
+    else
+        ez_tts_conv1d_direct(g->pool, g->x, g->c, g->t, g->w, g->b, g->c, g->k, 1, (g->k * g->d - g->d) / 2, g->d, 1,
+                             g->y);
+}
+
+/* One row of the direct / FFT table; adds uses x ms (2 threads) to totals. */
+static void bench_generator_conv(ez_pool *pools[2], int c, int t, int k, int d, int uses, double totals[2]) {
+    gen_ctx g;
+    double ms[2][2], cpu;
+    float *x = filled((int64_t)c * t, 1.0f), *w = filled((int64_t)c * c * k, 0.05f), *b = filled(c, 0.5f);
+    float *y = filled((int64_t)c * t, 0.0f);
+    g.c = c, g.t = t, g.k = k, g.d = d, g.x = x, g.w = w, g.b = b, g.y = y;
+    for (int fft = 0; fft < 2; fft++)
+        for (int p = 0; p < 2; p++) {
+            g.fft = fft;
+            g.pool = pools[p];
+            ms[fft][p] = seconds_per_call(run_gen, &g, &cpu) * 1e3;
+        }
+    char name[64];
+    snprintf(name, sizeof name, "conv1d %d->%d k%d d%d T%d x%d", c, c, k, d, t, uses);
+    printf("%-34s | %8.2f %8.2f | %8.2f %8.2f | %5.2fx %5.2fx\n", name, ms[0][0], ms[1][0], ms[0][1], ms[1][1],
+           ms[0][0] / ms[1][0], ms[0][1] / ms[1][1]);
+    totals[0] += uses * ms[0][1];
+    totals[1] += uses * ms[1][1];
+    ez_aligned_free(x), ez_aligned_free(w), ez_aligned_free(b), ez_aligned_free(y);
+}
+
+/* Each resblock runs convs1 at dilations 1, 3, 5 and convs2 three times at 1; the
+ * stages run resblocks of kernels 3, 7, 11 and one noise_res (kernel 7 at
+ * 256 channels, 11 at 128). */
+static void bench_generator(ez_pool *pools[2]) {
+    static const int ks[3] = {3, 7, 11}, ds[3] = {1, 3, 5};
+    double totals[2] = {0, 0};
+    printf("\ngenerator resblock convolutions, ms per call (about 5 s of speech)\n");
+    printf("%-34s | %17s | %17s | %13s\n", "", "1 thread", "2 threads", "FFT speed-up");
+    printf("%-34s | %8s %8s | %8s %8s | %6s %6s\n", "shape x uses per generator pass", "direct", "FFT", "direct",
+           "FFT", "1t", "2t");
+    for (int stage = 0; stage < 2; stage++) {
+        const int c = stage ? 128 : 256, t = stage ? 24000 : 4000, noise_k = stage ? 11 : 7;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                int per_block = ds[j] == 1 ? 4 : 1, uses = per_block * (1 + (ks[i] == noise_k));
+                bench_generator_conv(pools, c, t, ks[i], ds[j], uses, totals);
+            }
+    }
+    printf("one generator pass, 2 threads: direct %.1f ms, FFT %.1f ms (%.2fx)\n", totals[0], totals[1],
+           totals[0] / totals[1]);
+}
+
 static void bench_shape(ez_pool *pools[2], shape s) {
     shape ref_shape = s;
     run_ctx r;
@@ -229,6 +297,7 @@ int main(int argc, char **argv) {
            "2t", "ms 2t");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         if (!filter || strstr(shapes[i].name, filter)) bench_shape(pools, shapes[i]);
+    if (!filter || strstr("generator resblock", filter)) bench_generator(pools);
     ez_pool_destroy(pools[0]);
     ez_pool_destroy(pools[1]);
     return 0;

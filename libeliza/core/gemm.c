@@ -281,15 +281,23 @@ static void gemm_packed(ez_pool *pool, const ez_gemm_kernels *kern, const ez_gem
 
 /* ---- dispatch ----------------------------------------------------------------------- */
 
-static const ez_gemm_kernels *active_kernels(const ez_gemm_kernels_ext **ext) {
+const ez_gemm_kernels *ez_gemm_kernels_active(const ez_gemm_kernels_ext **ext) {
+    const ez_gemm_kernels *kern = NULL;
+    const ez_gemm_kernels_ext *e = NULL;
     switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX2: *ext = ez_gemm_kernels_ext_avx2(); return ez_gemm_kernels_avx2();
+    case EZ_SIMD_AVX2:
+        kern = ez_gemm_kernels_avx2();
+        e = ez_gemm_kernels_ext_avx2();
+        break;
     case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: *ext = ez_gemm_kernels_ext_neon(); return ez_gemm_kernels_neon();
+    case EZ_SIMD_NEON_DOTPROD:
+        kern = ez_gemm_kernels_neon();
+        e = ez_gemm_kernels_ext_neon();
+        break;
     case EZ_SIMD_SCALAR: break;
     }
-    *ext = NULL;
-    return NULL;
+    if (ext) *ext = e;
+    return kern;
 }
 
 static void clear_or_keep(const gemm_problem *p) {
@@ -304,7 +312,7 @@ static void clear_or_keep(const gemm_problem *p) {
 void ez_gemm_f32(ez_pool *pool, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                  int64_t ldb, int trans_b, float *C, int64_t ldc, int accumulate) {
     const ez_gemm_kernels_ext *ext;
-    const ez_gemm_kernels *kern = active_kernels(&ext);
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(&ext);
     gemm_problem p = {M, N, K, A, lda, B, ldb, trans_b, C, ldc, accumulate};
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {

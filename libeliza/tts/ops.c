@@ -3,9 +3,11 @@
  * The convolutions are GEMMs on core/gemm's register-blocked tiles
  * (core/kernels/gemm_kernels.h), with operands packed straight from the
  * layers' own layouts:
- *  - conv1d, per group: y[c_out, t_out] = w[c_out, c_in k] . cols[c_in k, t_out],
- *    cols being im2col(x); its panels are packed from x as the tiles need
- *    them, so there is no im2col buffer.
+ *  - conv1d, stride 1 and groups 1, long enough (ez_tts_conv1d_prefers_fft):
+ *    by overlap-save FFT, per-bin GEMMs on the same tiles (ops_fft.c);
+ *  - conv1d otherwise, per group: y[c_out, t_out] = w[c_out, c_in k] .
+ *    cols[c_in k, t_out], cols being im2col(x); its panels are packed from x
+ *    as the tiles need them, so there is no im2col buffer.
  *  - conv_transpose1d, per group: cols[(o, j), s] = sum over c of
  *    w[c, o, j] x[c, s] (w read as the transpose it is), then col2im:
  *    y[o, s stride - pad + j] += cols[(o, j), s]. Tasks own whole output
@@ -29,22 +31,12 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
-#include "core/kernels/gemm_kernels.h"
+#include "core/kernels/gemm_kernels_ext.h"
 #include "core/platform.h"
 #include "tts/ops.h"
 #include "tts/ops_kernels.h"
 
-/* ---- kernel selection ------------------------------------------------------------------ */
-
-static const ez_gemm_kernels *gemm_kernels(void) {
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX2: return ez_gemm_kernels_avx2();
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: return ez_gemm_kernels_neon();
-    case EZ_SIMD_SCALAR: break;
-    }
-    return NULL;
-}
+/* ---- kernel selection (GEMM tiles: ez_gemm_kernels_active) ------------------------------ */
 
 static void snake_c(float *x, int64_t n, float alpha) {
     for (int64_t i = 0; i < n; i++) {
@@ -423,7 +415,7 @@ static void linear_ref_rows(void *ctx, int64_t t0, int64_t t1, int thread_index)
 void ez_tts_linear(ez_pool *pool, const float *x, int T, int n_in, const float *w, const float *b, int n_out,
                    float *y) {
     if (T <= 0 || n_out <= 0) return;
-    if (!gemm_kernels()) {
+    if (!ez_gemm_kernels_active(NULL)) {
         linear_job job = {x, w, b, n_in, n_out, y};
         ez_pool_for(pool, T, 4, linear_ref_rows, &job);
         return;
@@ -468,7 +460,17 @@ static void conv1d_depthwise(void *ctx, int64_t c0, int64_t c1, int thread_index
 
 void ez_tts_conv1d(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b, int c_out,
                    int k, int stride, int pad, int dilation, int groups, float *y) {
-    const ez_gemm_kernels *kern = gemm_kernels();
+    if (ez_tts_conv1d_prefers_fft(c_in, t_in, c_out, k, stride, pad, dilation, groups)) {
+        if (ez_tts_conv1d_fft(pool, x, c_in, t_in, w, b, c_out, k, pad, dilation, y) == ELIZA_OK) return;
+        if (ez_pool_thread_index(pool) == 0)
+            ez_log(ELIZA_LOG_WARN, "conv1d: no scratch memory for the FFT path; ran the direct one");
+    }
+    ez_tts_conv1d_direct(pool, x, c_in, t_in, w, b, c_out, k, stride, pad, dilation, groups, y);
+}
+
+void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
+                          int c_out, int k, int stride, int pad, int dilation, int groups, float *y) {
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
     int t_out = ez_conv1d_out_len(t_in, k, stride, pad, dilation);
     int cig = c_in / groups, cog = c_out / groups;
     conv_job cj = {x, w, b, c_in, t_in, c_out, k, stride, pad, dilation, t_out, y};
@@ -627,7 +629,7 @@ static void convt_depthwise(void *ctx, int64_t c0, int64_t c1, int thread_index)
 
 void ez_tts_conv_transpose1d(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
                              int c_out, int k, int stride, int pad, int out_pad, int groups, float *y) {
-    const ez_gemm_kernels *kern = gemm_kernels();
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
     int t_out = ez_conv_transpose1d_out_len(t_in, k, stride, pad, out_pad);
     convt_job j;
     int64_t want;
@@ -744,7 +746,7 @@ static int lstm_project(ez_pool *pool, const ez_gemm_kernels *kern, int caller, 
 static void lstm_layer(ez_pool *pool, const float *x, int T, int n_in, int H, int n_dir,
                        const float *const w_ih[2], const float *const w_hh[2], const float *const b_ih[2],
                        const float *const b_hh[2], const int reverse[2], float *y, int y_stride) {
-    const ez_gemm_kernels *kern = gemm_kernels();
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
     const ez_tts_kernels *tk = tts_kernels();
     int caller = ez_pool_thread_index(pool), starved = 0;
     size_t gates_floats = whole_lines((int64_t)T * 4 * H), state_floats = whole_lines(H), total;

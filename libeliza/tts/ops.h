@@ -41,6 +41,25 @@ EZ_INTERNAL void ez_tts_conv1d(ez_pool *pool, const float *x, int c_in, int t_in
                                const float *w, const float *b, int c_out, int k,
                                int stride, int pad, int dilation, int groups, float *y);
 
+/* ez_tts_conv1d without the FFT path: the im2col GEMM (for benchmarks and
+ * tests; ez_tts_conv1d picks between the two). */
+EZ_INTERNAL void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
+                                      const float *b, int c_out, int k, int stride, int pad, int dilation,
+                                      int groups, float *y);
+
+/* Conv1d with stride 1 and groups 1 by overlap-save FFT (ops_fft.c), same
+ * operands as ez_tts_conv1d. Returns ELIZA_OK, or without touching y:
+ * ELIZA_E_UNSUPPORTED (no GEMM kernels on this CPU or under
+ * ELIZA_FORCE_SCALAR, or 2k > 64), ELIZA_E_NOMEM (no scratch memory). Its
+ * error grows with the magnitude of each output's whole block rather than
+ * with the output's own sum of |w x| (ops_fft.c). */
+EZ_INTERNAL int32_t ez_tts_conv1d_fft(ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
+                                      const float *b, int c_out, int k, int pad, int dilation, float *y);
+
+/* Whether ez_tts_conv1d takes the FFT path for this shape (on this CPU). */
+EZ_INTERNAL int ez_tts_conv1d_prefers_fft(int c_in, int t_in, int c_out, int k, int stride, int pad,
+                                          int dilation, int groups);
+
 /* ConvTranspose1d. x: [c_in, t_in]; w: [c_in, c_out / groups, k] (PyTorch's
  * layout); b: [c_out] or NULL; y: [c_out, ez_conv_transpose1d_out_len(...)]. */
 EZ_INTERNAL void ez_tts_conv_transpose1d(ez_pool *pool, const float *x, int c_in, int t_in,

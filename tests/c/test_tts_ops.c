@@ -8,6 +8,10 @@
  *  - linear, conv1d, conv_transpose1d: per output,
  *      |fast - ref| <= (8 sqrt(K) + 4) eps sum |w x| (+ |b|),
  *    K the length of the sum; sum |w x| is the reference run on |w|, |x|, |b|.
+ *  - conv1d by FFT (ez_tts_conv1d_fft, and ez_tts_conv1d where it takes
+ *    that path): the same bound with sum |w x| replaced by its largest value
+ *    in the output's row, since the transforms spread each block's rounding
+ *    over the block; and max |fast - ref| / max |ref| <= 1e-5 per call.
  *  - AdaIN: |fast - ref| <= 4 eps (|(1 + gamma) n| + |beta|), n the
  *    normalized value.
  *  - Snake (alone or after AdaIN): |fast - ref| <= 2^-21 (|y| + |s| / |alpha|),
@@ -29,6 +33,7 @@
 #include "core/platform.h"
 #include "core/pool.h"
 #include "tts/ops.h"
+#include "tts/ops_fft.h"
 #include "tts_ops_golden.h"
 
 static int g_passed, g_failed;
@@ -77,7 +82,7 @@ static float *filled(int64_t n, float v) {
 
 static ez_pool *g_pool1, *g_pool2, *g_pool3;
 static int g_scalar;
-static double g_worst_sum, g_worst_adain, g_worst_snake, g_worst_lstm;
+static double g_worst_sum, g_worst_adain, g_worst_snake, g_worst_lstm, g_worst_fft, g_worst_fft_rel;
 
 /* Outputs over the bound, and the largest error / bound into *worst. */
 static int64_t count_over(const float *fast, const float *ref, const double *bound, int64_t n, double *worst) {
@@ -91,6 +96,27 @@ static int64_t count_over(const float *fast, const float *ref, const double *bou
 }
 
 static double sum_tolerance(int64_t K) { return (8.0 * sqrt((double)K) + 4.0) * FLT_EPSILON; }
+
+/* The FFT path's bound: sum_tolerance times the row's largest sum |w x|. */
+static void row_bounds(const float *mag, int rows, int cols, int64_t K, double *bound) {
+    for (int r = 0; r < rows; r++) {
+        double top = 0;
+        for (int c = 0; c < cols; c++)
+            if (mag[(int64_t)r * cols + c] > top) top = mag[(int64_t)r * cols + c];
+        for (int c = 0; c < cols; c++) bound[(int64_t)r * cols + c] = sum_tolerance(K) * top;
+    }
+}
+
+/* max |got - want| / max |want| (no fmax reductions: aarch64 gcc 12 ICEs on them) */
+static double relative_error(const float *got, const float *want, int64_t n) {
+    double err = 0, top = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]), v = fabs((double)want[i]);
+        if (e > err) err = e;
+        if (v > top) top = v;
+    }
+    return top > 0 ? err / top : err;
+}
 
 /* fast(pool) with 1 thread into out[0], with 2 into out[1], then without a
  * pool and with 3 threads into out[2]; reports differing bits. */
@@ -148,7 +174,10 @@ static void check_conv1d(conv_shape s, int with_bias) {
     ez_tts_conv1d_ref(c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups, ref);
     ez_tts_conv1d_ref(ax, s.c_in, s.t_in, aw, ab, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups, mag);
     run_all_pools(run_conv1d, &c, out, ny, what);
-    for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
+    if (ez_tts_conv1d_prefers_fft(s.c_in, s.t_in, s.c_out, s.k, s.stride, s.pad, s.dilation, s.groups))
+        row_bounds(mag, s.c_out, t_out, K, bound);
+    else
+        for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
     bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
     CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
     free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
@@ -181,6 +210,154 @@ static void test_conv1d_kokoro_shapes_match_reference(void) {
         {1, 400, 1, 3, 2, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_conv1d(shapes[i], 1);
+}
+
+/* ---- conv1d by FFT ------------------------------------------------------------------ */
+
+typedef struct {
+    conv_shape s;
+    const float *x, *w, *b;
+    const ez_fft_kernels *kernels; /* NULL: ez_tts_conv1d_fft's own choice */
+    int32_t rc;
+} fft_ctx;
+
+static void run_conv1d_fft(void *p, ez_pool *pool, float *out) {
+    fft_ctx *c = (fft_ctx *)p;
+    int32_t rc = c->kernels ? ez_fft_conv1d_with(c->kernels, pool, c->x, c->s.c_in, c->s.t_in, c->w, c->b, c->s.c_out,
+                                                 c->s.k, c->s.pad, c->s.dilation, out)
+                            : ez_tts_conv1d_fft(pool, c->x, c->s.c_in, c->s.t_in, c->w, c->b, c->s.c_out, c->s.k,
+                                                c->s.pad, c->s.dilation, out);
+    if (rc != ELIZA_OK) c->rc = rc;
+}
+
+/* ez_tts_conv1d_fft (or the conv with the given kernels) against the
+ * reference, with 1, 2, 3 threads and without a pool (same bits). Under
+ * ELIZA_FORCE_SCALAR it must decline. */
+static void check_conv1d_fft_with(conv_shape s, int with_bias, const ez_fft_kernels *kernels) {
+    int t_out = ez_conv1d_out_len(s.t_in, s.k, 1, s.pad, s.dilation);
+    int64_t nx = (int64_t)s.c_in * s.t_in, nw = (int64_t)s.c_out * s.c_in * s.k, K = (int64_t)s.c_in * s.k;
+    int64_t ny = (int64_t)s.c_out * EZ_MAX(t_out, 0), bad;
+    fft_ctx c = {s, random_floats(nx, 1.0f), random_floats(nw, 0.2f), with_bias ? random_floats(s.c_out, 1.0f) : NULL,
+                 kernels, ELIZA_OK};
+    float *ref = filled(ny, NAN), *mag = filled(ny, 0), **out = alloc3(ny);
+    float *ax = abs_copy(c.x, nx), *aw = abs_copy(c.w, nw), *ab = c.b ? abs_copy(c.b, s.c_out) : NULL;
+    double *bound = (double *)malloc(sizeof(double) * (size_t)(ny > 0 ? ny : 1)), rel;
+    char what[160];
+    snprintf(what, sizeof what, "conv1d_fft%s c_in=%d t_in=%d c_out=%d k=%d pad=%d dil=%d bias=%d",
+             kernels ? " (portable)" : "", s.c_in, s.t_in, s.c_out, s.k, s.pad, s.dilation, with_bias);
+    if (g_scalar) {
+        float y = 0;
+        CHECK(ez_tts_conv1d_fft(g_pool2, c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.pad, s.dilation, &y) ==
+                  ELIZA_E_UNSUPPORTED,
+              "%s: runs under ELIZA_FORCE_SCALAR", what);
+    } else {
+        ez_tts_conv1d_ref(c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, 1, s.pad, s.dilation, 1, ref);
+        ez_tts_conv1d_ref(ax, s.c_in, s.t_in, aw, ab, s.c_out, s.k, 1, s.pad, s.dilation, 1, mag);
+        run_all_pools(run_conv1d_fft, &c, out, ny, what);
+        CHECK(c.rc == ELIZA_OK, "%s: returned %d", what, (int)c.rc);
+        row_bounds(mag, s.c_out, EZ_MAX(t_out, 0), K, bound);
+        bad = count_over(out[0], ref, bound, ny, &g_worst_fft);
+        rel = relative_error(out[0], ref, ny);
+        if (rel > g_worst_fft_rel) g_worst_fft_rel = rel;
+        CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+        CHECK(rel <= 1e-5, "%s: max |fft - ref| / max |ref| = %.3g", what, rel);
+    }
+    free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
+    free(ref), free(mag), free(bound), free3(out);
+}
+
+static void check_conv1d_fft(conv_shape s, int with_bias) { check_conv1d_fft_with(s, with_bias, NULL); }
+
+/* The generator's resblock convolutions (256 and 128 channels, k 3, 7, 11,
+ * dilations 1, 3, 5, "same" padding) at lengths around the block size
+ * (54 to 62 outputs per block of 64): shorter than the kernel, than a
+ * block, one block exactly, odd lengths over several blocks; then odd
+ * channel counts and other paddings. */
+static void test_conv1d_fft_matches_reference(void) {
+    static const int ks[3] = {3, 7, 11}, ds[3] = {1, 3, 5};
+    static const int t256[] = {1, 5, 64, 199}, t128[] = {1, 10, 63, 65, 130, 777};
+    static const conv_shape odd[] = {
+        {13, 100, 21, 5, 1, 0, 2, 1},  {40, 333, 33, 9, 1, 4, 1, 1}, {1, 50, 8, 3, 1, 1, 1, 1},
+        {9, 70, 17, 31, 1, 40, 1, 1},  {24, 90, 40, 6, 1, 7, 3, 1},  {16, 300, 16, 7, 1, 0, 16, 1},
+        {32, 1000, 32, 11, 1, 60, 2, 1},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int dd = 0; dd < 3; dd++) {
+            int k = ks[i], d = ds[dd];
+            for (size_t t = 0; t < sizeof t128 / sizeof t128[0]; t++) {
+                conv_shape s = {128, t128[t], 128, k, 1, (k * d - d) / 2, d, 1};
+                check_conv1d_fft(s, (int)(t & 1));
+            }
+            if (dd == i)
+                for (size_t t = 0; t < sizeof t256 / sizeof t256[0]; t++) {
+                    conv_shape s = {256, t256[t], 256, k, 1, (k * d - d) / 2, d, 1};
+                    check_conv1d_fft(s, 1);
+                }
+        }
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) check_conv1d_fft(odd[i], (int)(i & 1));
+}
+
+/* The portable transform kernels (the build's only ones off x86-64) in
+ * the whole convolution, on any CPU. */
+static void test_conv1d_fft_portable_kernels_match_reference(void) {
+    static const conv_shape shapes[] = {
+        {128, 300, 128, 11, 1, 25, 5, 1}, {256, 70, 256, 3, 1, 1, 1, 1}, {40, 333, 33, 9, 1, 4, 1, 1},
+        {13, 100, 21, 5, 1, 0, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_conv1d_fft_with(shapes[i], 1, ez_fft_kernels_portable());
+}
+
+/* The portable transforms (used where there is no AVX2) against a plain
+ * DFT in double, and the AVX2 ones against the portable ones. */
+static void test_fft_kernels_match_dft(void) {
+    const ez_fft_kernels *kernels[2] = {ez_fft_kernels_portable(), NULL};
+    ez_fft_plan plan;
+    const int n = 64, m = 32, step = 3 * EZ_FFT_LANES, count = 50;
+    float *in = random_floats((int64_t)n * step, 1.0f), *y = random_floats(3 * 8 * (int64_t)m, 1.0f);
+    double worst_fwd = 0, worst_inv = 0;
+    if (ez_simd_level_active() == EZ_SIMD_AVX2) kernels[1] = ez_fft_kernels_avx2();
+    ez_fft_plan_init(&plan, n);
+    for (int kk = 0; kk < 2 && kernels[kk]; kk++) {
+        /* x: slot f at f * 24 floats, parts 8 apart (Re, Im, Re + Im); y
+         * likewise (Re, Im) */
+        float x[32 * 24], out[64 * 3 * EZ_FFT_LANES];
+        kernels[kk]->forward_block(&plan, in, step, x, 24, 8);
+        for (int f = 0; f <= m; f++)
+            for (int l = 0; l < EZ_FFT_LANES; l++) {
+                double re = 0, im = 0, top = 0, got_re, got_im;
+                for (int u = 0; u < n; u++) {
+                    double v = in[u * step + l], a = 6.283185307179586 * f * u / n;
+                    re += v * cos(a);
+                    im -= v * sin(a);
+                    top += fabs(v);
+                }
+                got_re = f == 0 ? x[l] : f == m ? x[8 + l] : x[f * 24 + l];
+                got_im = f == 0 || f == m ? 0.0 : x[f * 24 + 8 + l];
+                double e = (fabs(got_re - 2 * re) + fabs(got_im - 2 * im)) / (2 * top);
+                if (f > 0 && f < m) e += fabs(x[f * 24 + 16 + l] - (got_re + got_im)) / (2 * top);
+                if (e > worst_fwd) worst_fwd = e;
+            }
+        kernels[kk]->inverse_block(&plan, y, 24, 8, out, 3 * EZ_FFT_LANES, count);
+        for (int r = 0; r < count; r++)
+            for (int l = 0; l < EZ_FFT_LANES; l++) {
+                /* the sum over the Hermitian spectrum: Y0 + (-1)^r YM + 2 sum Re(Y e^{+...}) */
+                double acc = y[l] + (r & 1 ? -y[8 + l] : y[8 + l]), top = fabs(y[l]) + fabs(y[8 + l]);
+                for (int f = 1; f < m; f++) {
+                    double yr = y[f * 24 + l], yi = y[f * 24 + 8 + l];
+                    double a = 6.283185307179586 * f * r / n;
+                    acc += 2 * (yr * cos(a) - yi * sin(a));
+                    top += 2 * (fabs(yr) + fabs(yi));
+                }
+                if (fabs(out[r * 3 * EZ_FFT_LANES + l] - acc) / top > worst_inv)
+                    worst_inv = fabs(out[r * 3 * EZ_FFT_LANES + l] - acc) / top;
+            }
+    }
+    printf("fft kernels: forward %.3g, inverse %.3g of sum |x| (bound %.3g)\n", worst_fwd, worst_inv,
+           8 * FLT_EPSILON * log2(n));
+    CHECK(worst_fwd <= 8 * FLT_EPSILON * log2(n), "forward transform off the DFT by %.3g of sum |x|", worst_fwd);
+    CHECK(worst_inv <= 8 * FLT_EPSILON * log2(n), "inverse transform off the DFT by %.3g of sum |Y|", worst_inv);
+    free(in), free(y);
 }
 
 /* ---- conv_transpose1d --------------------------------------------------------------- */
@@ -560,6 +737,9 @@ int main(void) {
     test_references_match_pytorch();
     test_conv1d_random_shapes_match_reference();
     test_conv1d_kokoro_shapes_match_reference();
+    test_conv1d_fft_matches_reference();
+    test_conv1d_fft_portable_kernels_match_reference();
+    test_fft_kernels_match_dft();
     test_conv_transpose1d_random_shapes_match_reference();
     test_conv_transpose1d_kokoro_shapes_match_reference();
     test_linear_matches_reference();
@@ -568,8 +748,9 @@ int main(void) {
     test_adain_matches_reference();
     test_snake_matches_reference();
     test_leaky_relu_is_exact();
-    printf("largest error / bound: sums %.3f, adain %.3f, snake %.3f, lstm %.3f\n", g_worst_sum,
-           g_worst_adain, g_worst_snake, g_worst_lstm);
+    printf("largest error / bound: sums %.3f, fft %.3f, adain %.3f, snake %.3f, lstm %.3f\n", g_worst_sum,
+           g_worst_fft, g_worst_adain, g_worst_snake, g_worst_lstm);
+    printf("conv1d by FFT: largest max |fft - ref| / max |ref| %.3g\n", g_worst_fft_rel);
     ez_pool_destroy(g_pool1);
     ez_pool_destroy(g_pool2);
     ez_pool_destroy(g_pool3);

@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "core/kernels/vmath_avx2.h"
+
 /* 6 x 16: twelve accumulators, two B vectors and a broadcast fill 15 of the
  * 16 ymm registers; 12 FMAs per 8 loads keeps both FMA ports busy. */
 #define MR 6
@@ -100,25 +102,6 @@ static void tile_direct(int64_t kc, const float *a, int64_t lda, int rows, const
     tile_any(kc, a, a1, a2, a3, a4, a5, 1, b, c, ldc, rows, cols, accumulate);
 }
 
-/* r[i] = row i of an 8 x 8 block in, column i out. */
-static inline void transpose_8x8(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int h = 0; h < 2; h++) {
-        u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-    }
-}
-
 /* One micro-panel of a B stored [N, K]: `rows` (<= NR) rows from B, kc
  * deep, into dst[k * NR + j], zero past `rows`. Depths in whole 8s go
  * through two 8 x 8 register transposes; the rest is copied one by one. */
@@ -129,7 +112,7 @@ static void pack_panel_nk(int64_t kc, int rows, const float *B, int64_t ldb, flo
             __m256 r[8];
             for (int i = 0; i < 8; i++)
                 r[i] = 8 * h + i < rows ? _mm256_loadu_ps(B + (8 * h + i) * ldb + k) : _mm256_setzero_ps();
-            transpose_8x8(r);
+            ez_transpose8x8_avx2(r);
             for (int i = 0; i < 8; i++) _mm256_store_ps(dst + (k + i) * NR + 8 * h, r[i]);
         }
     for (; k < kc; k++)

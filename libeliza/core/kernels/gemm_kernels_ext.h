@@ -1,6 +1,6 @@
-/* The per-ISA pieces only core/gemm.c uses, beside the ez_gemm_kernels of
- * gemm_kernels.h (which tts/ops.c shares, so its layout stays put). Same
- * packed layouts as there. */
+/* The per-ISA pieces core/gemm.c and tts/ops_fft.c use beside the
+ * ez_gemm_kernels of gemm_kernels.h (which tts/ops.c shares, so its layout
+ * stays put). Same packed layouts as there. */
 #ifndef EZ_GEMM_KERNELS_EXT_H
 #define EZ_GEMM_KERNELS_EXT_H
 
@@ -28,5 +28,10 @@ typedef struct {
 /* NULL when this build or architecture has no such kernels. */
 EZ_INTERNAL const ez_gemm_kernels_ext *ez_gemm_kernels_ext_avx2(void);
 EZ_INTERNAL const ez_gemm_kernels_ext *ez_gemm_kernels_ext_neon(void);
+
+/* The tables for the SIMD level in use (core/cpu.h), or NULL (and *ext
+ * NULL) when there are none: ELIZA_FORCE_SCALAR or a CPU without them.
+ * ext may be NULL when only the base table is wanted. */
+EZ_INTERNAL const ez_gemm_kernels *ez_gemm_kernels_active(const ez_gemm_kernels_ext **ext);
 
 #endif /* EZ_GEMM_KERNELS_EXT_H */

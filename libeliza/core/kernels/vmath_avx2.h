@@ -5,7 +5,9 @@
  * ez_exp_avx2: e^x for x clamped to [-87.3, 88.3]: x = n ln2 + r with
  *   |r| <= ln2 / 2, e^r by Cephes' expf polynomial (degree 7 in r, about
  *   1 ulp), 2^n through the exponent bits.
- * ez_sigmoid_avx2: 1 / (1 + e^-x) on top of it. */
+ * ez_sigmoid_avx2: 1 / (1 + e^-x) on top of it.
+ * ez_transpose8x8_avx2: an 8 x 8 block of floats in eight registers, rows
+ *   in, columns out. */
 #ifndef EZ_VMATH_AVX2_H
 #define EZ_VMATH_AVX2_H
 
@@ -34,6 +36,25 @@ static inline __m256 ez_exp_avx2(__m256 x) {
 static inline __m256 ez_sigmoid_avx2(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f);
     return _mm256_div_ps(one, _mm256_add_ps(one, ez_exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+/* r[i] = row i of an 8 x 8 block in, column i out. */
+static inline void ez_transpose8x8_avx2(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) {
+        u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
 }
 
 #endif /* EZ_VMATH_AVX2_H */
