@@ -13,10 +13,12 @@ static void linear(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const float *x, 
     ez_tts_linear(c->pool, x, T, l->n_in, l->w, l->b, l->n_out, y);
 }
 
-/* transformers' gelu_new: the tanh approximation. */
-static void gelu_new(float *x, int64_t n) {
+/* transformers' gelu_new: the tanh approximation, on x[i0, i1) (ctx: x). */
+static void gelu_new(void *ctx, int64_t i0, int64_t i1, int thread_index) {
     const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-    for (int64_t i = 0; i < n; i++) {
+    float *x = (float *)ctx;
+    (void)thread_index;
+    for (int64_t i = i0; i < i1; i++) {
         float v = x[i];
         x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * (v * v * v))));
     }
@@ -81,7 +83,7 @@ int32_t ez_kokoro_albert(ez_kokoro_ctx *c, const int32_t *ids, int T, float *d_e
         for (int64_t i = 0; i < (int64_t)T * H; i++) a[i] = h[i] + a[i];
         ez_tts_layer_norm(a, T, H, w->attn_ln_w, w->attn_ln_b, hp->bert_eps);
         linear(c, &w->ffn, a, T, ff);
-        gelu_new(ff, (int64_t)T * FF);
+        ez_pool_for(c->pool, (int64_t)T * FF, 4096, gelu_new, ff);
         linear(c, &w->ffn_out, ff, T, h);
         for (int64_t i = 0; i < (int64_t)T * H; i++) h[i] = h[i] + a[i];
         ez_tts_layer_norm(h, T, H, w->full_ln_w, w->full_ln_b, hp->bert_eps);
