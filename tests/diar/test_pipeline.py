@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+import c_tools
 import eliza
 from eliza import models
 from eliza.diarize import read_wav
@@ -281,25 +282,11 @@ def test_two_hours_in_bounded_memory(model_paths: tuple[Path, Path]) -> None:
     assert report["grew_kb"] < 150 * 1024, report
 
 
-def _c_tool(name: str) -> Path | None:
-    dirs = [os.environ.get("ELIZA_BUILD_DIR")]
-    if os.environ.get("ELIZA_LIBRARY"):
-        dirs.append(str(Path(os.environ["ELIZA_LIBRARY"]).parent))
-    dirs.append(str(Path(__file__).resolve().parents[2] / "build"))
-    for d in dirs:
-        for exe in (name, f"{name}.exe"):
-            if d and (Path(d) / exe).is_file():
-                return Path(d) / exe
-    return None
-
-
 def test_pipeline_shortcuts_match_the_plain_calls(model_paths: tuple[Path, Path]) -> None:
     """The pipeline segments overlapping windows with one shared SincNet
     filterbank and embeds its partials side by side; the C tool checks both
     against the per-window / per-clip calls on the real models."""
-    tool = _c_tool("test_diar_models")
-    if tool is None:
-        pytest.skip("no test_diar_models tool: build the C tests (set ELIZA_BUILD_DIR)")
+    tool = c_tools.require("test_diar_models")
     run = subprocess.run(
         [str(tool), "shared", *map(str, model_paths)], capture_output=True, text=True, timeout=600
     )

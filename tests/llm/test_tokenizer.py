@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import random
 import struct
 import subprocess
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import c_tools
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDENS = REPO / "tests" / "data" / "llm_tokenizer_goldens.json"
@@ -52,16 +53,6 @@ def corpus() -> list[str]:
 
 
 # ---- the test_tokenizer tool (the C build) -----------------------------------------
-
-def _tool_path() -> Path | None:
-    dirs = [os.environ.get("ELIZA_BUILD_DIR"), str(REPO / "build")]
-    for d in dirs:
-        if d:
-            for name in ("test_tokenizer", "test_tokenizer.exe"):
-                if (Path(d) / name).is_file():
-                    return Path(d) / name
-    return None
-
 
 class Tool:
     """Runs the tool's `tokenize` command over a batch of texts."""
@@ -100,10 +91,7 @@ class Tool:
 
 @pytest.fixture(scope="session")
 def tool_exe() -> Path:
-    exe = _tool_path()
-    if exe is None:
-        pytest.skip("no test_tokenizer tool: build the C tests (set ELIZA_BUILD_DIR)")
-    return exe
+    return c_tools.require("test_tokenizer")
 
 
 # ---- Gemma through eliza.LLM or the tool -------------------------------------------------
@@ -139,7 +127,7 @@ def gemma_tok(gemma_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
             close()
         return
 
-    exe = _tool_path()
+    exe = c_tools.find("test_tokenizer")
     if exe is None:
         pytest.skip("neither eliza.LLM nor the test_tokenizer tool is available")
     tool = Tool(exe, gemma_path, tmp_path_factory.mktemp("tok"))
@@ -228,7 +216,7 @@ def test_gemma_detokenize_matches_llama_cpp(goldens: dict[str, Any], corpus: lis
             jobs.append((case.get("ids_special", case["ids"]), True))
         got = detok(jobs)
     else:
-        exe = _tool_path()
+        exe = c_tools.find("test_tokenizer")
         assert exe is not None
         res = Tool(exe, gemma_path, tmp_path).run(
             [(t.encode("utf-8"), False, s) for t in texts for s in (False, True)])
@@ -244,7 +232,7 @@ def test_gemma_round_trips_the_corpus(corpus: list[str], gemma_tok: tuple[Tokeni
         ids = tok([(t, True, False) for t in texts])
         got = detok([(i, False) for i in ids])
     else:
-        exe = _tool_path()
+        exe = c_tools.find("test_tokenizer")
         assert exe is not None
         got = [r["text"] for r in Tool(exe, gemma_path, tmp_path).run(
             [(t.encode("utf-8"), True, False) for t in texts])]

@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+import c_tools
+
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
@@ -41,19 +43,6 @@ MAX_CHUNK = 510
 # phonemizer's punctuation marks: a text whose phonemes are only these (and
 # spaces) has nothing to say, and the G2P gives no line for it
 MARKS = set(';:,.!?¡¿—…"«»“”(){}[]')
-
-
-def _tool_path() -> Path | None:
-    dirs = [os.environ.get("ELIZA_BUILD_DIR")]
-    if os.environ.get("ELIZA_LIBRARY"):
-        dirs.append(str(Path(os.environ["ELIZA_LIBRARY"]).parent))
-    dirs.append(str(REPO / "build"))
-    for d in dirs:
-        if d:
-            for name in ("test_tts_g2p", "test_tts_g2p.exe"):
-                if (Path(d) / name).is_file():
-                    return Path(d) / name
-    return None
 
 
 @dataclass
@@ -104,10 +93,7 @@ class Tool:
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory: pytest.TempPathFactory) -> Tool:
     pytest.importorskip("espeakng_loader")
-    exe = _tool_path()
-    if exe is None:
-        pytest.skip("no test_tts_g2p tool: build the C tests (set ELIZA_BUILD_DIR)")
-    return Tool(exe, tmp_path_factory.mktemp("g2p"))
+    return Tool(c_tools.require("test_tts_g2p"), tmp_path_factory.mktemp("g2p"))
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 converted weights.
 
 The engine is reached through the C test driver ``test_tts_kokoro stages``
-(tests/c/test_tts_kokoro.c), built beside the library named by
-``ELIZA_LIBRARY``: it runs one forward pass and writes every stage output
+(tests/c/test_tts_kokoro.c) of the same build (tests/c_tools.py finds
+it): it runs one forward pass and writes every stage output
 (``ez_kokoro_forward_trace``) and the per-phase times.
 
 Default run: the tiny random model and KModel's outputs on it committed in
@@ -25,7 +25,6 @@ audio bounds: see AUDIO_CORR_* below.
 
 from __future__ import annotations
 
-import os
 import struct
 import subprocess
 import tempfile
@@ -36,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+
+import c_tools
 
 gguf = pytest.importorskip("gguf")
 
@@ -77,13 +78,7 @@ SENTENCES = (
 
 
 def _driver() -> Path:
-    lib = os.environ.get("ELIZA_LIBRARY")
-    if not lib:
-        pytest.skip("ELIZA_LIBRARY is not set: the engine driver is found beside the library")
-    exe = Path(lib).resolve().parent / "test_tts_kokoro"
-    if not exe.is_file():
-        pytest.skip(f"{exe} is not built (the C tests of the same build)")
-    return exe
+    return c_tools.require("test_tts_kokoro")
 
 
 def run_engine(
