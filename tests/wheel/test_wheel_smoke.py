@@ -298,3 +298,28 @@ def test_tts_speaks_phonemes_with_a_tiny_model() -> None:
     assert pcm.dtype == np.float32 and pcm.size > 0 and bool(np.isfinite(pcm).all())
     assert np.array_equal(pcm, again)
     assert len(chunks) == 1 and np.array_equal(chunks[0].audio, pcm)
+
+
+def test_diarizer_runs_tiny_models(tiny_diar_models: tuple[Path, Path]) -> None:
+    """Segmentation, embedding and the whole pipeline (resampling, windows,
+    clustering, turns) on random-weight models in the real schemas: sane
+    shapes and values, the same turns twice, 48 kHz accepted."""
+    import numpy as np
+
+    assert _has_engine("diarization"), _engines()
+    rng = np.random.default_rng(3)
+    t = np.arange(16000 * 25) / 16000
+    audio = (0.3 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 0.2 * t) > 0)).astype(np.float32)
+    audio += (0.01 * rng.standard_normal(audio.size)).astype(np.float32)
+    with eliza.Diarizer(*tiny_diar_models, n_threads=2) as d:
+        logp = d.segment(audio[: 2 * 160000].reshape(2, 160000))
+        emb = d.embed(audio[:32000])
+        turns = d.diarize(audio, 16000)
+        again = d.diarize(audio, 16000)
+        at_48k = d.diarize(np.repeat(audio, 3), 48000)
+    assert logp.shape == (2, 589, 7) and bool(np.isfinite(logp).all())
+    assert np.allclose(np.exp(logp).sum(axis=-1), 1.0, atol=1e-4)
+    assert emb.shape == (16,) and abs(float(np.linalg.norm(emb)) - 1.0) < 1e-5
+    assert turns == again
+    for turn in turns + at_48k:
+        assert 0.0 <= turn.start < turn.end <= 25.0 + 1e-6 and turn.speaker >= 0
