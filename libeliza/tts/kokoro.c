@@ -768,7 +768,7 @@ int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids,
     const ez_kokoro_hparams *hp = &m->hp;
     const int D = hp->hidden, S = hp->style, T = n + 2;
     ez_kokoro_stack st = {{0}, 0};
-    ez_kokoro_ctx c = {m, pool, &st, trace, &m->phases};
+    ez_kokoro_ctx c = {m, pool, &st, trace, &m->phases, cancel};
     const float *s_dec = style, *s_pred = style + S;
     int32_t *ids_pad = NULL, *dur = NULL;
     float *d_en, *d, *en, *f0, *nn, *t_en, *asr, *x, *har, *pcm = NULL;

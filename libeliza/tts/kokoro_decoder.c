@@ -303,11 +303,13 @@ static void ew(ez_pool *pool, int op, float *y, float *z, const float *a, float 
     ez_pool_for(pool, n, 32768, ew_range, &j);
 }
 
-/* AdaINResBlock1: x [C, T] in place. */
+/* AdaINResBlock1: x [C, T] in place. The generator's unit of work: a
+ * cancel is seen here, so it takes effect within one block. */
 static int32_t resblock1(ez_kokoro_ctx *c, const ez_kokoro_resblock1 *b, float *x, int T, const float *s) {
     const int C = b->C, k = b->k, mark = c->st->n;
     float *t, *u;
     int32_t rc;
+    if (c->cancel && *c->cancel) return ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in the generator");
     if (!(t = ez_kokoro_alloc(c->st, (int64_t)C * T)) || !(u = ez_kokoro_alloc(c->st, (int64_t)C * T)))
         return ELIZA_E_NOMEM;
     ew(c->pool, EW_COPY, t, NULL, x, 0.0f, (int64_t)C * T);

@@ -165,13 +165,16 @@ EZ_INTERNAL float *ez_kokoro_alloc(ez_kokoro_stack *st, int64_t n);
 /* Frees every allocation made after `mark` (a former st->n). */
 EZ_INTERNAL void ez_kokoro_release(ez_kokoro_stack *st, int mark);
 
-/* The forward context: model, pool, scratch, the optional trace, the profile. */
+/* The forward context: model, pool, scratch, the optional trace, the
+ * profile, and the caller's cancel flag (NULL: none), which long stages
+ * poll between their blocks. */
 typedef struct {
     const ez_kokoro *m;
     ez_pool *pool;
     ez_kokoro_stack *st;
     ez_kokoro_trace *trace;
     ez_kokoro_phases *phases;
+    volatile const int *cancel;
 } ez_kokoro_ctx;
 
 /* Ends a profile phase `name` (a static string) now. */
