@@ -23,23 +23,10 @@
 #include "diar/embedding.h"
 #include "diar/nn.h"
 #include "diar/segmentation.h"
+#include "check.h"
 
 /* Not fmax(): Debian's aarch64 gcc 12 crashes vectorising fmax reductions. */
 static inline double max_d(double a, double b) { return a > b ? a : b; }
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            g_passed++;                                                   \
-        } else {                                                          \
-            g_failed++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
-    } while (0)
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
@@ -69,10 +56,10 @@ static void test_gate_order_parser(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int perm[4] = {-1, -1, -1, -1};
         int32_t rc = ez_nn_gate_order(cases[i].order, perm);
-        CHECK((rc == ELIZA_OK) == cases[i].ok, "gate order '%s': rc %d", cases[i].order, (int)rc);
-        if (rc == ELIZA_E_FORMAT) CHECK(strstr(ez_error_message(), "gate order") != NULL, "message: %s", ez_error_message());
+        CHECK_MSG((rc == ELIZA_OK) == cases[i].ok, "gate order '%s': rc %d", cases[i].order, (int)rc);
+        if (rc == ELIZA_E_FORMAT) CHECK_MSG(strstr(ez_error_message(), "gate order") != NULL, "message: %s", ez_error_message());
         if (cases[i].ok)
-            CHECK(memcmp(perm, cases[i].perm, sizeof perm) == 0, "gate order '%s': perm %d %d %d %d", cases[i].order,
+            CHECK_MSG(memcmp(perm, cases[i].perm, sizeof perm) == 0, "gate order '%s': perm %d %d %d %d", cases[i].order,
                   perm[0], perm[1], perm[2], perm[3]);
     }
 }
@@ -115,7 +102,7 @@ static void test_step_fast_matches_reference(void) {
                 err_h = max_d(err_h, fabs((double)h0[i] - h1[i]));
                 err_c = max_d(err_c, fabs((double)c0[i] - c1[i]) / (1.0 + fabs((double)c0[i])));
             }
-            CHECK(err_h <= 2e-6 && err_c <= 2e-6, "H %d nb %d: max |h| err %.3g, c err %.3g", H, nb, err_h, err_c);
+            CHECK_MSG(err_h <= 2e-6 && err_c <= 2e-6, "H %d nb %d: max |h| err %.3g, c err %.3g", H, nb, err_h, err_c);
             free(w), free(wp), free(xp), free(bias), free(h0), free(c0), free(h1), free(c1), free(g0), free(g1);
         }
 #endif
@@ -165,16 +152,16 @@ static void test_recurrence_matches_plain_loop(void) {
         ez_pool *pool = ez_pool_create(threads[i]);
         double err = 0;
         got[i] = (float *)malloc(sizeof(float) * (size_t)B * T * 2 * H);
-        CHECK(ez_nn_lstm_recur(&l, pool, xp, B, T, (int64_t)T * 2 * G, 2 * G, got[i], (int64_t)T * 2 * H, 2 * H) == ELIZA_OK,
+        CHECK_MSG(ez_nn_lstm_recur(&l, pool, xp, B, T, (int64_t)T * 2 * G, 2 * G, got[i], (int64_t)T * 2 * H, 2 * H) == ELIZA_OK,
               "recur");
         for (size_t j = 0; j < (size_t)B * T * 2 * H; j++) {
             /* not max_d(): Debian's aarch64 gcc 12 crashes vectorising that reduction */
             double e = fabs((double)got[i][j] - want[j]);
             if (e > err) err = e;
         }
-        CHECK(err <= 2e-5, "%d threads: max err %.3g against the plain loop", threads[i], err);
+        CHECK_MSG(err <= 2e-5, "%d threads: max err %.3g against the plain loop", threads[i], err);
         if (i > 0)
-            CHECK(memcmp(got[i], got[0], sizeof(float) * (size_t)B * T * 2 * H) == 0, "%d threads: bits differ from 1 thread",
+            CHECK_MSG(memcmp(got[i], got[0], sizeof(float) * (size_t)B * T * 2 * H) == 0, "%d threads: bits differ from 1 thread",
                   threads[i]);
         ez_pool_destroy(pool);
     }
@@ -212,20 +199,20 @@ static void check_shared_filterbank(ez_seg_model *m, ez_pool *pool, float dc) {
         offset[c] = (c == 0 ? 0 : c + 1) * step;
         memcpy(chunks + (size_t)c * W, x + offset[c], sizeof(float) * (size_t)W);
     }
-    CHECK(step % ez_seg_offset_quantum(m) == 0, "quantum %d", ez_seg_offset_quantum(m));
-    CHECK(ez_seg_forward(m, pool, chunks, n - 1, W, want) == ELIZA_OK, "%s", ez_error_message());
-    CHECK(ez_seg_forward_span(m, pool, x, len, offset, n - 1, W, got) == ELIZA_OK, "%s", ez_error_message());
+    CHECK_MSG(step % ez_seg_offset_quantum(m) == 0, "quantum %d", ez_seg_offset_quantum(m));
+    CHECK_MSG(ez_seg_forward(m, pool, chunks, n - 1, W, want) == ELIZA_OK, "%s", ez_error_message());
+    CHECK_MSG(ez_seg_forward_span(m, pool, x, len, offset, n - 1, W, got) == ELIZA_OK, "%s", ez_error_message());
     for (size_t i = 0; i < (size_t)(n - 1) * F * C; i++) worst = max_d(worst, fabs((double)got[i] - want[i]));
     printf("shared filterbank, DC %g: max |diff| of the log-probabilities %.3g\n", (double)dc, worst);
-    CHECK(worst <= 1e-4, "shared filterbank (DC %g): max |diff| %g", (double)dc, worst);
+    CHECK_MSG(worst <= 1e-4, "shared filterbank (DC %g): max |diff| %g", (double)dc, worst);
     offset[0] = 5;
-    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "unaligned offset taken");
+    CHECK_MSG(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "unaligned offset taken");
     offset[0] = len - W + 10;
-    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "offset past the end taken");
+    CHECK_MSG(ez_seg_forward_span(m, pool, x, len, offset, 1, W, got) == ELIZA_E_INVALID_ARG, "offset past the end taken");
     x[len / 2] = NAN;
     offset[0] = 0;
     offset[1] = len - W;
-    CHECK(ez_seg_forward_span(m, pool, x, len, offset, 2, W, got) == ELIZA_E_INVALID_ARG, "NaN taken");
+    CHECK_MSG(ez_seg_forward_span(m, pool, x, len, offset, 2, W, got) == ELIZA_E_INVALID_ARG, "NaN taken");
     free(x), free(chunks), free(want), free(got);
 }
 
@@ -239,14 +226,14 @@ static void check_clips(ez_emb_model *m, ez_pool *pool) {
     for (int s = 0; s < 3; s++) {
         for (int i = 0; i < n_clips; i++) {
             clip[i] = x + (size_t)i * 12800;
-            CHECK(ez_emb_embed(m, pool, clip[i], sizes[s], want + (size_t)i * dim) == ELIZA_OK, "%s", ez_error_message());
+            CHECK_MSG(ez_emb_embed(m, pool, clip[i], sizes[s], want + (size_t)i * dim) == ELIZA_OK, "%s", ez_error_message());
         }
-        CHECK(ez_emb_embed_clips(m, pool, clip, n_clips, sizes[s], got) == ELIZA_OK, "%s", ez_error_message());
-        CHECK(memcmp(got, want, sizeof(float) * (size_t)n_clips * (size_t)dim) == 0,
+        CHECK_MSG(ez_emb_embed_clips(m, pool, clip, n_clips, sizes[s], got) == ELIZA_OK, "%s", ez_error_message());
+        CHECK_MSG(memcmp(got, want, sizeof(float) * (size_t)n_clips * (size_t)dim) == 0,
               "%d clips of %zu samples side by side differ from one at a time", n_clips, sizes[s]);
     }
-    CHECK(ez_emb_embed_clips(m, pool, clip, 0, sizes[0], got) == ELIZA_OK, "no clips");
-    CHECK(ez_emb_embed_clips(m, pool, clip, 2, 100, got) == ELIZA_E_INVALID_ARG, "too short taken");
+    CHECK_MSG(ez_emb_embed_clips(m, pool, clip, 0, sizes[0], got) == ELIZA_OK, "no clips");
+    CHECK_MSG(ez_emb_embed_clips(m, pool, clip, 2, 100, got) == ELIZA_E_INVALID_ARG, "too short taken");
     free(x), free(want), free(got);
 }
 
@@ -255,8 +242,8 @@ static int tool_shared(const char *seg_path, const char *emb_path) {
     ez_emb_model *emb = NULL;
     for (int threads = 1; threads <= 2; threads++) {
         ez_pool *pool = ez_pool_create(threads);
-        CHECK(ez_seg_load(seg_path, &seg) == ELIZA_OK, "%s", ez_error_message());
-        CHECK(ez_emb_load(emb_path, &emb) == ELIZA_OK, "%s", ez_error_message());
+        CHECK_MSG(ez_seg_load(seg_path, &seg) == ELIZA_OK, "%s", ez_error_message());
+        CHECK_MSG(ez_emb_load(emb_path, &emb) == ELIZA_OK, "%s", ez_error_message());
         if (seg && emb) {
             check_shared_filterbank(seg, pool, 0.0f);
             check_shared_filterbank(seg, pool, 0.5f);

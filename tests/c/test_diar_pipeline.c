@@ -18,23 +18,10 @@
 #include "diar/cluster.h"
 #include "diar/pipeline.h"
 #include "diar/resample.h"
+#include "check.h"
 
 /* Not fmax(): Debian's aarch64 gcc 12 crashes vectorising fmax reductions. */
 static inline double max_d(double a, double b) { return a > b ? a : b; }
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            g_passed++;                                                   \
-        } else {                                                          \
-            g_failed++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
-    } while (0)
 
 #define PI 3.14159265358979323846
 
@@ -98,17 +85,17 @@ static float *resample_tone(int in_rate, int out_rate, double freq, int force_ge
 
 static void test_resampler_lengths_and_bad_rates(void) {
     ez_resampler *r = NULL;
-    CHECK(ez_resampler_create(0, 16000, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate 0 accepted");
-    CHECK(ez_resampler_create(44100, -1, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate -1 accepted");
-    CHECK(ez_resampler_create(44100, 16000, 0, &r) == ELIZA_OK, "44100 -> 16000 refused");
-    CHECK(ez_resampler_out_len(r, 44100) == 16000, "1 s at 44.1 kHz is %llu samples at 16 kHz",
+    CHECK_MSG(ez_resampler_create(0, 16000, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate 0 accepted");
+    CHECK_MSG(ez_resampler_create(44100, -1, 0, &r) == ELIZA_E_INVALID_ARG && !r, "rate -1 accepted");
+    CHECK_MSG(ez_resampler_create(44100, 16000, 0, &r) == ELIZA_OK, "44100 -> 16000 refused");
+    CHECK_MSG(ez_resampler_out_len(r, 44100) == 16000, "1 s at 44.1 kHz is %llu samples at 16 kHz",
           (unsigned long long)ez_resampler_out_len(r, 44100));
-    CHECK(ez_resampler_out_len(r, 1) == 1, "one sample gives %llu", (unsigned long long)ez_resampler_out_len(r, 1));
-    CHECK(ez_resampler_out_len(r, 0) == 0, "no samples give %llu", (unsigned long long)ez_resampler_out_len(r, 0));
-    CHECK(ez_resampler_out_len(r, 44101) == 16001, "44101 samples give %llu",
+    CHECK_MSG(ez_resampler_out_len(r, 1) == 1, "one sample gives %llu", (unsigned long long)ez_resampler_out_len(r, 1));
+    CHECK_MSG(ez_resampler_out_len(r, 0) == 0, "no samples give %llu", (unsigned long long)ez_resampler_out_len(r, 0));
+    CHECK_MSG(ez_resampler_out_len(r, 44101) == 16001, "44101 samples give %llu",
           (unsigned long long)ez_resampler_out_len(r, 44101));
     ez_resampler_free(r);
-    CHECK(ez_resampler_create(8000, 16000, 0, &r) == ELIZA_OK && ez_resampler_out_len(r, 8001) == 16002,
+    CHECK_MSG(ez_resampler_create(8000, 16000, 0, &r) == ELIZA_OK && ez_resampler_out_len(r, 8001) == 16002,
           "8 kHz -> 16 kHz length");
     ez_resampler_free(r);
     ez_resampler_free(NULL);
@@ -125,7 +112,7 @@ static void test_resampler_identity_and_dc(void) {
     ez_resampler_create(16000, 16000, 0, &r);
     ez_resampler_run(r, in, 4000, 0, 4000, out);
     for (int i = 100; i < 3900; i++) err = max_d(err, fabs(out[i] - in[i]));
-    CHECK(err < 2e-3, "16 kHz -> 16 kHz changes a passband signal by %g", err);
+    CHECK_MSG(err < 2e-3, "16 kHz -> 16 kHz changes a passband signal by %g", err);
     ez_resampler_free(r);
 
     for (int i = 0; i < 4000; i++) in[i] = 0.5f;
@@ -133,7 +120,7 @@ static void test_resampler_identity_and_dc(void) {
     ez_resampler_run(r, in, 4000, 0, 1333, out);
     err = 0;
     for (int i = 100; i < 1233; i++) err = max_d(err, fabs(out[i] - 0.5));
-    CHECK(err < 1e-6, "48 kHz -> 16 kHz changes DC by %g", err);
+    CHECK_MSG(err < 1e-6, "48 kHz -> 16 kHz changes DC by %g", err);
     ez_resampler_free(r);
 }
 
@@ -151,7 +138,7 @@ static void test_resampler_passband_and_alias_rejection(void) {
             if (pass[fi] >= 0.45 * in_rate) continue;
             y = resample_tone(in_rate, 16000, pass[fi], 0, &n);
             amp = tone_amplitude(y, a, b, pass[fi], 16000);
-            CHECK(fabs(20 * log10(amp)) < 0.05, "%d Hz -> 16 kHz: a %g Hz tone comes out at %+.3f dB", in_rate,
+            CHECK_MSG(fabs(20 * log10(amp)) < 0.05, "%d Hz -> 16 kHz: a %g Hz tone comes out at %+.3f dB", in_rate,
                   pass[fi], 20 * log10(amp));
             free(y);
         }
@@ -164,7 +151,7 @@ static void test_resampler_passband_and_alias_rejection(void) {
                 if (stop[fi] >= 0.5 * in_rate) continue;
                 y = resample_tone(in_rate, 16000, stop[fi], 0, &n);
                 level = 20 * log10(rms(y, a, b) * sqrt(2.0) + 1e-12);
-                CHECK(level < -70.0, "%d Hz -> 16 kHz: a %g Hz tone aliases at %.1f dB", in_rate, stop[fi], level);
+                CHECK_MSG(level < -70.0, "%d Hz -> 16 kHz: a %g Hz tone aliases at %.1f dB", in_rate, stop[fi], level);
                 free(y);
             }
         } else {
@@ -172,7 +159,7 @@ static void test_resampler_passband_and_alias_rejection(void) {
             float *y = resample_tone(in_rate, 16000, 1000.0, 0, &n);
             double err = 0;
             for (size_t i = a; i < b; i++) err = max_d(err, fabs(y[i] - sin(2 * PI * 1000.0 * i / 16000)));
-            CHECK(err < 2e-3, "%d Hz -> 16 kHz: 1 kHz tone off by %g", in_rate, err);
+            CHECK_MSG(err < 2e-3, "%d Hz -> 16 kHz: 1 kHz tone off by %g", in_rate, err);
             free(y);
         }
     }
@@ -196,14 +183,14 @@ static void test_resampler_polyphase_matches_general_and_random_access(void) {
         ez_resampler_run(fast, in, n, 0, m, y1);
         ez_resampler_run(ref, in, n, 0, m, y2);
         for (size_t i = 0; i < m; i++) err = max_d(err, fabs(y1[i] - y2[i]));
-        CHECK(err < 1e-4, "%d Hz: polyphase and general paths differ by %g", rates[ri], err);
+        CHECK_MSG(err < 1e-4, "%d Hz: polyphase and general paths differ by %g", rates[ri], err);
         /* Any output range equals the same range of the whole conversion. */
         for (size_t o0 = 0; o0 < m; o0 += 777) {
             size_t len = EZ_MIN((size_t)1234, m - o0);
             ez_resampler_run(fast, in, n, o0, len, part);
             for (size_t i = 0; i < len; i++) err_part = max_d(err_part, fabs(part[i] - y1[o0 + i]));
         }
-        CHECK(err_part == 0.0, "%d Hz: a range differs from the whole conversion by %g", rates[ri], err_part);
+        CHECK_MSG(err_part == 0.0, "%d Hz: a range differs from the whole conversion by %g", rates[ri], err_part);
         ez_resampler_free(fast);
         ez_resampler_free(ref);
         free(in);
@@ -257,41 +244,41 @@ static void test_cluster_finds_separated_speakers(void) {
         group[i] = i; /* no constraint */
         around(centres[truth[i]], 0.05, x + i * DIM);
     }
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK, "clustering failed");
-    CHECK(k == 3, "found %d clusters of 3", k);
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK, "clustering failed");
+    CHECK_MSG(k == 3, "found %d clusters of 3", k);
     for (int i = 0; i < 60; i++)
         for (int j = 0; j < 60; j++)
             if ((truth[i] == truth[j]) != (labels[i] == labels[j])) consistent = 0;
-    CHECK(consistent, "the clusters are not the speakers");
-    CHECK(labels[0] == 0 && labels[1] == 1 && labels[2] == 2, "clusters are not numbered by first member");
+    CHECK_MSG(consistent, "the clusters are not the speakers");
+    CHECK_MSG(labels[0] == 0 && labels[1] == 1 && labels[2] == 2, "clusters are not numbered by first member");
     free(cent);
 
     cfg.num_clusters = 2;
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
           "num_clusters 2 gave %d", k);
     free(cent);
     cfg.num_clusters = 1;
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1 && labels[59] == 0,
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1 && labels[59] == 0,
           "num_clusters 1 gave %d", k);
     free(cent);
     cfg.num_clusters = 0;
     cfg.max_clusters = 2;
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 2,
           "max_clusters 2 gave %d", k);
     free(cent);
     /* A threshold that merges everything, overruled by min_clusters. */
     cfg.max_clusters = 0;
     cfg.threshold = 1.9f;
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1,
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 1,
           "threshold 1.9 gave %d clusters", k);
     free(cent);
     cfg.min_clusters = 3;
-    CHECK(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 3,
+    CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 3,
           "min_clusters 3 gave %d", k);
     free(cent);
-    CHECK(ez_cluster_ahc(x, 0, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 0 && !cent,
+    CHECK_MSG(ez_cluster_ahc(x, 0, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK && k == 0 && !cent,
           "no items gave %d clusters", k);
-    CHECK(ez_cluster_ahc(x, EZ_CLUSTER_MAX_ITEMS + 1, DIM, group, &cfg, labels, &cent, &k) == ELIZA_E_INVALID_ARG,
+    CHECK_MSG(ez_cluster_ahc(x, EZ_CLUSTER_MAX_ITEMS + 1, DIM, group, &cfg, labels, &cent, &k) == ELIZA_E_INVALID_ARG,
           "too many items accepted");
 }
 
@@ -311,12 +298,12 @@ static void test_cluster_cannot_link_keeps_window_speakers_apart(void) {
         free_groups[i] = i;
     }
     ez_cluster_ahc(x, 40, DIM, free_groups, &cfg, labels, &cent, &k);
-    CHECK(k == 1, "unconstrained, the close voices gave %d clusters (expected 1)", k);
+    CHECK_MSG(k == 1, "unconstrained, the close voices gave %d clusters (expected 1)", k);
     free(cent);
     ez_cluster_ahc(x, 40, DIM, group, &cfg, labels, &cent, &k);
-    CHECK(k == 2, "with cannot-link, the close voices gave %d clusters (expected 2)", k);
+    CHECK_MSG(k == 2, "with cannot-link, the close voices gave %d clusters (expected 2)", k);
     for (int i = 0; i < 40; i += 2) apart &= labels[i] != labels[i + 1] && labels[i] >= 0 && labels[i + 1] >= 0;
-    CHECK(apart, "two speakers of one window share a cluster");
+    CHECK_MSG(apart, "two speakers of one window share a cluster");
     free(cent);
 }
 
@@ -332,8 +319,8 @@ static void test_cluster_small_clusters_are_not_speakers(void) {
     memcpy(x + 30 * DIM, outlier, sizeof outlier);
     for (int i = 0; i < 31; i++) group[i] = i;
     ez_cluster_ahc(x, 31, DIM, group, &cfg, labels, &cent, &k);
-    CHECK(k == 2, "an outlier made %d clusters (expected 2)", k);
-    CHECK(labels[30] == -1, "the outlier is in cluster %d", labels[30]);
+    CHECK_MSG(k == 2, "an outlier made %d clusters (expected 2)", k);
+    CHECK_MSG(labels[30] == -1, "the outlier is in cluster %d", labels[30]);
     free(cent);
 }
 
@@ -346,13 +333,13 @@ static void test_cluster_assign_distinct_within_group(void) {
     around(cent, 0.01, x);
     around(cent, 0.2, x + DIM);
     around(cent, 0.2, x + 2 * DIM);
-    CHECK(ez_cluster_assign(x, 3, DIM, group, cent, 2, labels) == ELIZA_OK, "assign failed");
-    CHECK(labels[0] == 0 && labels[1] == 1, "group 0 got clusters %d and %d", labels[0], labels[1]);
-    CHECK(labels[2] == 0, "a lone item did not take its nearest centroid (%d)", labels[2]);
+    CHECK_MSG(ez_cluster_assign(x, 3, DIM, group, cent, 2, labels) == ELIZA_OK, "assign failed");
+    CHECK_MSG(labels[0] == 0 && labels[1] == 1, "group 0 got clusters %d and %d", labels[0], labels[1]);
+    CHECK_MSG(labels[2] == 0, "a lone item did not take its nearest centroid (%d)", labels[2]);
     /* More items than clusters: each takes its nearest. */
     group[2] = 0;
     ez_cluster_assign(x, 3, DIM, group, cent, 2, labels);
-    CHECK(labels[0] == 0 && labels[1] == 0 && labels[2] == 0, "an oversized group was not assigned by nearest");
+    CHECK_MSG(labels[0] == 0 && labels[1] == 0 && labels[2] == 0, "an oversized group was not assigned by nearest");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -371,21 +358,21 @@ static void test_decode_powerset(void) {
         lp[7 + c] = c == 0 ? 0.0f : -30.0f;
     }
     ez_diar_decode_powerset(lp, 2, 7, 3, POWERSET, cls, soft);
-    CHECK(cls[0] == 4 && cls[1] == 0, "argmax classes %d %d (expected 4 0)", cls[0], cls[1]);
+    CHECK_MSG(cls[0] == 4 && cls[1] == 0, "argmax classes %d %d (expected 4 0)", cls[0], cls[1]);
     /* speaker 0: {0} + {0,1} + {0,2} = 0.8; speaker 1: 0.05 + 0.6 + 0.1 = 0.75; speaker 2: 0 + 0.1 + 0.1 = 0.2 */
-    CHECK(abs(soft[0] - 204) <= 1 && abs(soft[1] - 191) <= 1 && abs(soft[2] - 51) <= 1, "soft activity %d %d %d",
+    CHECK_MSG(abs(soft[0] - 204) <= 1 && abs(soft[1] - 191) <= 1 && abs(soft[2] - 51) <= 1, "soft activity %d %d %d",
           soft[0], soft[1], soft[2]);
-    CHECK(soft[3] == 0 && soft[4] == 0 && soft[5] == 0, "silence has activity");
+    CHECK_MSG(soft[3] == 0 && soft[4] == 0 && soft[5] == 0, "silence has activity");
 }
 
 static void test_window_geometry(void) {
-    CHECK(ez_diar_n_windows(1, 160000, 16000) == 1, "1 sample: windows");
-    CHECK(ez_diar_n_windows(160000, 160000, 16000) == 1, "10 s: windows");
-    CHECK(ez_diar_n_windows(160001, 160000, 16000) == 2, "10 s + 1: windows");
-    CHECK(ez_diar_n_windows(480000, 160000, 16000) == 21, "30 s: %lld windows",
+    CHECK_MSG(ez_diar_n_windows(1, 160000, 16000) == 1, "1 sample: windows");
+    CHECK_MSG(ez_diar_n_windows(160000, 160000, 16000) == 1, "10 s: windows");
+    CHECK_MSG(ez_diar_n_windows(160001, 160000, 16000) == 2, "10 s + 1: windows");
+    CHECK_MSG(ez_diar_n_windows(480000, 160000, 16000) == 21, "30 s: %lld windows",
           (long long)ez_diar_n_windows(480000, 160000, 16000));
-    CHECK(ez_diar_n_windows(485000, 160000, 16000) == 22, "30.3 s: windows");
-    CHECK(ez_diar_window_frame(1, 16000, 270.0) == 59 && ez_diar_window_frame(3, 16000, 270.0) == 178,
+    CHECK_MSG(ez_diar_n_windows(485000, 160000, 16000) == 22, "30.3 s: windows");
+    CHECK_MSG(ez_diar_window_frame(1, 16000, 270.0) == 59 && ez_diar_window_frame(3, 16000, 270.0) == 178,
           "window start frames %lld %lld", (long long)ez_diar_window_frame(1, 16000, 270.0),
           (long long)ez_diar_window_frame(3, 16000, 270.0));
 }
@@ -453,26 +440,26 @@ static void test_reconstruct_turns_across_permuted_windows(void) {
     set_frames(cls, 2, 5, 12, 3);
     set_frames(cls, 2, 12, 15, 6);
     /* Frames 22..24 hold X too in window 2 (class 6 = {1, 2}): overlap. */
-    CHECK(run_recon(3, cls, cluster, 2, 0, 0, &t, &n) == ELIZA_OK, "reconstruction failed");
-    CHECK(n == 3, "%zu turns (expected 3)", n);
+    CHECK_MSG(run_recon(3, cls, cluster, 2, 0, 0, &t, &n) == ELIZA_OK, "reconstruction failed");
+    CHECK_MSG(n == 3, "%zu turns (expected 3)", n);
     if (n == 3) {
         /* Timestamps are frame centres: t * 0.1 + 0.05. */
-        CHECK(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 1.35), "turn 0: %d %.3f..%.3f",
+        CHECK_MSG(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 1.35), "turn 0: %d %.3f..%.3f",
               t[0].speaker, t[0].start, t[0].end);
-        CHECK(t[1].speaker == 1 && near(t[1].start, 1.55) && near(t[1].end, 2.55), "turn 1: %d %.3f..%.3f",
+        CHECK_MSG(t[1].speaker == 1 && near(t[1].start, 1.55) && near(t[1].end, 2.55), "turn 1: %d %.3f..%.3f",
               t[1].speaker, t[1].start, t[1].end);
-        CHECK(t[2].speaker == 0 && near(t[2].start, 2.25) && near(t[2].end, 2.55), "turn 2 (overlap): %d %.3f..%.3f",
+        CHECK_MSG(t[2].speaker == 0 && near(t[2].start, 2.25) && near(t[2].end, 2.55), "turn 2 (overlap): %d %.3f..%.3f",
               t[2].speaker, t[2].start, t[2].end);
-        CHECK(t[0].confidence > 0.5f && t[0].confidence <= 1.0f, "confidence %g", t[0].confidence);
+        CHECK_MSG(t[0].confidence > 0.5f && t[0].confidence <= 1.0f, "confidence %g", t[0].confidence);
     }
     free(t);
 
     /* Gaps under min_duration_off close; turns under min_duration_on go. */
-    CHECK(run_recon(3, cls, cluster, 2, 0.5, 1.0, &t, &n) == ELIZA_OK && n == 2, "%zu turns after filling", n);
-    if (n == 2) CHECK(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 2.55), "filled turn %.3f..%.3f",
+    CHECK_MSG(run_recon(3, cls, cluster, 2, 0.5, 1.0, &t, &n) == ELIZA_OK && n == 2, "%zu turns after filling", n);
+    if (n == 2) CHECK_MSG(t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 2.55), "filled turn %.3f..%.3f",
                       t[0].start, t[0].end);
     free(t);
-    CHECK(run_recon(3, cls, cluster, 2, 1.05, 0, &t, &n) == ELIZA_OK && n == 1, "%zu turns after dropping", n);
+    CHECK_MSG(run_recon(3, cls, cluster, 2, 1.05, 0, &t, &n) == ELIZA_OK && n == 1, "%zu turns after dropping", n);
     free(t);
 }
 
@@ -488,11 +475,11 @@ static void test_reconstruct_count_limits_speakers(void) {
     set_frames(cls, 1, 5, 15, 1);   /* frames 10..19: slot 0 */
     set_frames(cls, 2, 0, 10, 1);   /* frames 10..19: slot 0 */
     run_recon(3, cls, cluster, 2, 0, 0, &t, &n);
-    CHECK(n == 1 && t[0].speaker == 0, "%zu turns, the count of 1.33 was not respected", n);
+    CHECK_MSG(n == 1 && t[0].speaker == 0, "%zu turns, the count of 1.33 was not respected", n);
     free(t);
     /* Nothing assigned: no turns, an empty (freeable) array. */
     memset(cluster, 0xff, sizeof cluster);
-    CHECK(run_recon(3, cls, cluster, 0, 0, 0, &t, &n) == ELIZA_OK && n == 0 && t, "unassigned speakers gave turns");
+    CHECK_MSG(run_recon(3, cls, cluster, 0, 0, 0, &t, &n) == ELIZA_OK && n == 0 && t, "unassigned speakers gave turns");
     free(t);
 }
 
@@ -660,30 +647,30 @@ static void test_run_synthetic_conversation(int sr) {
     eliza_diarize_turn *t = NULL;
     double err, duration = (double)n / sr;
     int32_t rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
-    CHECK(rc == ELIZA_OK, "%d Hz: run failed: %s", sr, ez_error_message());
-    CHECK(n_speakers_of(t, n_turns) == 3, "%d Hz: %d speakers found of 3", sr, n_speakers_of(t, n_turns));
+    CHECK_MSG(rc == ELIZA_OK, "%d Hz: run failed: %s", sr, ez_error_message());
+    CHECK_MSG(n_speakers_of(t, n_turns) == 3, "%d Hz: %d speakers found of 3", sr, n_speakers_of(t, n_turns));
     err = frame_error(truth, 24, t, n_turns, duration, 3);
-    CHECK(err < 0.03, "%d Hz: %.1f%% of the time is wrong", sr, 100 * err);
-    CHECK(ez_atomic_int_load(&progress) == 1000000, "%d Hz: progress ended at %d", sr, ez_atomic_int_load(&progress));
-    for (size_t i = 1; i < n_turns; i++) CHECK(t[i].start >= t[i - 1].start, "turns are not sorted by start");
+    CHECK_MSG(err < 0.03, "%d Hz: %.1f%% of the time is wrong", sr, 100 * err);
+    CHECK_MSG(ez_atomic_int_load(&progress) == 1000000, "%d Hz: progress ended at %d", sr, ez_atomic_int_load(&progress));
+    for (size_t i = 1; i < n_turns; i++) CHECK_MSG(t[i].start >= t[i - 1].start, "turns are not sorted by start");
     /* Turns of real length are confident; boundary frames may flicker. */
     for (size_t i = 0; i < n_turns; i++)
-        CHECK(t[i].end > t[i].start && t[i].start >= 0 && t[i].end <= duration && t[i].confidence > 0.0f &&
+        CHECK_MSG(t[i].end > t[i].start && t[i].start >= 0 && t[i].end <= duration && t[i].confidence > 0.0f &&
                   t[i].confidence <= 1.0f && (t[i].end - t[i].start < 1.0 || t[i].confidence > 0.6f),
               "turn %zu: %.3f..%.3f confidence %g", i, t[i].start, t[i].end, t[i].confidence);
-    CHECK(t[0].speaker == 0, "the first turn is speaker %d", t[0].speaker);
+    CHECK_MSG(t[0].speaker == 0, "the first turn is speaker %d", t[0].speaker);
     free(t);
 
     /* A given number of speakers is obeyed. */
     o.num_speakers = 2;
     rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
-    CHECK(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 2, "%d Hz: num_speakers 2 gave %d", sr,
+    CHECK_MSG(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 2, "%d Hz: num_speakers 2 gave %d", sr,
           n_speakers_of(t, n_turns));
     free(t);
     o.num_speakers = 0;
     o.max_speakers = 1;
     rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
-    CHECK(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 1, "%d Hz: max_speakers 1 gave %d", sr,
+    CHECK_MSG(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 1, "%d Hz: max_speakers 1 gave %d", sr,
           n_speakers_of(t, n_turns));
     free(t);
     free(x);
@@ -696,14 +683,14 @@ static void test_run_silence_and_tiny_inputs(void) {
     eliza_diarize_turn *t = NULL;
     size_t n = 99;
     float one = 0.25f, *zeros = (float *)calloc(30 * SR, sizeof(float));
-    CHECK(ez_diar_run(&m, NULL, 0, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "no samples");
+    CHECK_MSG(ez_diar_run(&m, NULL, 0, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "no samples");
     free(t);
-    CHECK(ez_diar_run(&m, &one, 1, 44100, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "one sample");
+    CHECK_MSG(ez_diar_run(&m, &one, 1, 44100, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "one sample");
     free(t);
     fc.chunks_seen = 0;
-    CHECK(ez_diar_run(&m, zeros, 30 * SR, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0, "30 s of zeros gave %zu turns",
+    CHECK_MSG(ez_diar_run(&m, zeros, 30 * SR, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0, "30 s of zeros gave %zu turns",
           n);
-    CHECK(fc.chunks_seen == 1, "digital silence was segmented %d times (expected once, then cached)",
+    CHECK_MSG(fc.chunks_seen == 1, "digital silence was segmented %d times (expected once, then cached)",
           fc.chunks_seen);
     free(t);
     free(zeros);
@@ -719,18 +706,18 @@ static void test_run_cancel(void) {
     ez_atomic_int progress = 0, cancel = 1;
     ez_diar_control ctl = {&cancel, &progress};
     eliza_diarize_turn *t = NULL;
-    CHECK(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t && n_turns == 0,
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t && n_turns == 0,
           "a raised cancel flag did not stop the run");
-    CHECK(fc.seg_calls == 0, "segmentation ran %d times after a cancel", fc.seg_calls);
+    CHECK_MSG(fc.seg_calls == 0, "segmentation ran %d times after a cancel", fc.seg_calls);
     /* Raised during the third batch: the run stops there. */
     ez_atomic_int_store(&cancel, 0);
     fc.cancel_after = 3;
     fc.cancel = &cancel;
     o.batch_size = 2;
-    CHECK(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t,
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t,
           "a cancel during the run did not stop it");
-    CHECK(fc.seg_calls == 3, "segmentation ran %d times (cancel raised on the 3rd)", fc.seg_calls);
-    CHECK(ez_atomic_int_load(&progress) > 0 && ez_atomic_int_load(&progress) < 1000000, "progress %d after cancel",
+    CHECK_MSG(fc.seg_calls == 3, "segmentation ran %d times (cancel raised on the 3rd)", fc.seg_calls);
+    CHECK_MSG(ez_atomic_int_load(&progress) > 0 && ez_atomic_int_load(&progress) < 1000000, "progress %d after cancel",
           ez_atomic_int_load(&progress));
     free(x);
 }
@@ -756,7 +743,7 @@ static void test_run_two_hours_bounded(void) {
     size_t n_turns = 0;
     long before, after;
     if (!x) {
-        CHECK(0, "cannot allocate 2 h of audio");
+        CHECK_MSG(0, "cannot allocate 2 h of audio");
         return;
     }
     memset(x, 0, n * sizeof(float));
@@ -766,14 +753,14 @@ static void test_run_two_hours_bounded(void) {
             x[(size_t)block * 600 * SR + (size_t)s] = (float)(0.5 * sin(2 * PI * VOICE_HZ[v] * s / SR));
         }
     before = peak_rss_kb();
-    CHECK(ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns) == ELIZA_OK, "2 h run failed: %s", ez_error_message());
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns) == ELIZA_OK, "2 h run failed: %s", ez_error_message());
     after = peak_rss_kb();
-    CHECK(n_speakers_of(t, n_turns) == 3, "2 h: %d speakers of 3", n_speakers_of(t, n_turns));
-    CHECK(n_turns >= 48 && n_turns <= 60, "2 h: %zu turns (48 expected)", n_turns);
+    CHECK_MSG(n_speakers_of(t, n_turns) == 3, "2 h: %d speakers of 3", n_speakers_of(t, n_turns));
+    CHECK_MSG(n_turns >= 48 && n_turns <= 60, "2 h: %zu turns (48 expected)", n_turns);
 #if defined(__linux__)
     printf("2 h of audio (7201 windows): peak RSS grew by %.1f MB over the input's %.0f MB\n",
            (after - before) / 1024.0, n * sizeof(float) / 1048576.0);
-    CHECK(after - before < 120 * 1024, "2 h of audio took %.1f MB beyond the input", (after - before) / 1024.0);
+    CHECK_MSG(after - before < 120 * 1024, "2 h of audio took %.1f MB beyond the input", (after - before) / 1024.0);
 #else
     (void)before;
     (void)after;

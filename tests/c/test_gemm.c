@@ -17,20 +17,7 @@
 #include "core/gemm.h"
 #include "core/pool.h"
 #include "core/quant.h"
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            g_passed++;                                                   \
-        } else {                                                          \
-            g_failed++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
-    } while (0)
+#include "check.h"
 
 static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
 
@@ -164,7 +151,7 @@ static void check_gemm_lda(ez_pool *pool, shape s, int trans_b, int accumulate, 
     case_run_fast(&c, pool);
     case_run_ref(&c);
     bad = case_mismatches(&c, &pad_written);
-    CHECK(bad == 0 && pad_written == 0,
+    CHECK_MSG(bad == 0 && pad_written == 0,
           "gemm M=%lld N=%lld K=%lld lda=%lld trans_b=%d acc=%d pad=%d threads=%d: %lld out of tolerance, %lld "
           "padding cells written",
           (long long)s.M, (long long)s.N, (long long)s.K, (long long)c.lda, trans_b, accumulate, pad,
@@ -241,7 +228,7 @@ static void test_gemm_same_bits_for_any_thread_count(void) {
                 same &= memcmp(c.C_ref, c.C_fast, sizeof(float) * (size_t)(c.s.M * c.ldc)) == 0;
                 ez_pool_destroy(pool);
             }
-            CHECK(same, "gemm M=%lld N=%lld K=%lld trans_b=%d: results differ between thread counts",
+            CHECK_MSG(same, "gemm M=%lld N=%lld K=%lld trans_b=%d: results differ between thread counts",
                   (long long)c.s.M, (long long)c.s.N, (long long)c.s.K, trans_b);
             case_free(&c);
         }
@@ -250,9 +237,9 @@ static void test_gemm_same_bits_for_any_thread_count(void) {
 static void test_gemm_zero_depth_clears_or_keeps(void) {
     float A[1] = {1.0f}, B[1] = {1.0f}, C[6] = {1, 2, 3, 4, 5, 6};
     ez_gemm_f32(NULL, 2, 3, 0, A, 1, B, 3, 0, C, 3, 1);
-    CHECK(C[0] == 1.0f && C[5] == 6.0f, "K=0 with accumulate must leave C alone");
+    CHECK_MSG(C[0] == 1.0f && C[5] == 6.0f, "K=0 with accumulate must leave C alone");
     ez_gemm_f32(NULL, 2, 3, 0, A, 1, B, 3, 0, C, 3, 0);
-    CHECK(C[0] == 0.0f && C[5] == 0.0f, "K=0 without accumulate must clear C");
+    CHECK_MSG(C[0] == 0.0f && C[5] == 0.0f, "K=0 without accumulate must clear C");
 }
 
 /* Under ELIZA_FORCE_SCALAR=1 ez_gemm_f32 must be the reference, bit for bit. */
@@ -265,14 +252,14 @@ static void test_gemm_scalar_mode_is_the_reference(void) {
                ez_simd_level_name(ez_simd_level_active()));
         return;
     }
-    CHECK(ez_simd_level_active() == EZ_SIMD_SCALAR, "forced scalar but level is %s",
+    CHECK_MSG(ez_simd_level_active() == EZ_SIMD_SCALAR, "forced scalar but level is %s",
           ez_simd_level_name(ez_simd_level_active()));
     pool = ez_pool_create(2);
     for (int trans_b = 0; trans_b <= 1; trans_b++) {
         case_init(&c, s, trans_b, trans_b, 1);
         case_run_fast(&c, pool);
         case_run_ref(&c);
-        CHECK(memcmp(c.C_fast, c.C_ref, sizeof(float) * (size_t)(s.M * c.ldc)) == 0,
+        CHECK_MSG(memcmp(c.C_fast, c.C_ref, sizeof(float) * (size_t)(s.M * c.ldc)) == 0,
               "scalar mode differs from the reference (trans_b=%d)", trans_b);
         case_free(&c);
     }
@@ -340,7 +327,7 @@ static void test_matmul_covers_every_type_with_kernels(void) {
     for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
         const ez_type_traits *tr = ez_type_traits_of(t);
         if (!tr || !tr->has_kernels || !ez_kernels(t)->dot) continue;
-        CHECK(known_weight_type(t), "type %s has dot kernels but no matmul test", tr->name);
+        CHECK_MSG(known_weight_type(t), "type %s has dot kernels but no matmul test", tr->name);
     }
 }
 
@@ -381,7 +368,7 @@ static void check_matmul(ez_pool *pool, uint32_t type, int64_t M, int64_t N, int
         ez_kernels_ref(type)->dequant((const uint8_t *)W + (size_t)n * row_bytes, Wf + n * K, K);
     ez_gemm_f32_ref(M, N, K, X, K, Wf, K, 1, Yref, N, 0);
     rc = ez_matmul(pool, type, W, N, K, X, M, Y);
-    CHECK(rc == ELIZA_OK, "matmul %s: returned %d (%s)", tr->name, rc, ez_error_message());
+    CHECK_MSG(rc == ELIZA_OK, "matmul %s: returned %d (%s)", tr->name, rc, ez_error_message());
     for (int64_t m = 0; m < M && rc == ELIZA_OK; m++)
         for (int64_t n = 0; n < N; n++) {
             const float *x = X + m * K, *w = Wf + n * K;
@@ -389,7 +376,7 @@ static void check_matmul(ez_pool *pool, uint32_t type, int64_t M, int64_t N, int
             if (vdt != EZ_TYPE_F32) tol += q8_error_bound(x, w, K, (int)ez_type_traits_of(vdt)->block_size);
             if (!(fabs((double)Y[m * N + n] - (double)Yref[m * N + n]) <= tol)) bad++;
         }
-    CHECK(bad == 0, "matmul %s M=%lld N=%lld K=%lld threads=%d: %lld of %lld outputs off the dequantized reference",
+    CHECK_MSG(bad == 0, "matmul %s M=%lld N=%lld K=%lld threads=%d: %lld of %lld outputs off the dequantized reference",
           tr->name, (long long)M, (long long)N, (long long)K, ez_pool_threads(pool), (long long)bad,
           (long long)(M * N));
     free(W);
@@ -440,13 +427,13 @@ static void check_matmul_exact_activations(uint32_t type, int64_t M, int64_t N, 
         dequantize_activation_row(vdt, xq, Xd + m * K, K);
     }
     ez_gemm_f32_ref(M, N, K, Xd, K, Wf, K, 1, Yref, N, 0);
-    CHECK(ez_matmul(NULL, type, W, N, K, X, M, Y) == ELIZA_OK, "matmul %s failed", tr->name);
+    CHECK_MSG(ez_matmul(NULL, type, W, N, K, X, M, Y) == ELIZA_OK, "matmul %s failed", tr->name);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             double tol = sum_tolerance(K, abs_dot(Xd + m * K, Wf + n * K, K));
             if (!(fabs((double)Y[m * N + n] - (double)Yref[m * N + n]) <= tol)) bad++;
         }
-    CHECK(bad == 0, "matmul %s M=%lld N=%lld K=%lld: %lld outputs off the exactly-quantized reference", tr->name,
+    CHECK_MSG(bad == 0, "matmul %s M=%lld N=%lld K=%lld: %lld outputs off the exactly-quantized reference", tr->name,
           (long long)M, (long long)N, (long long)K, (long long)bad);
     free(W);
     free(X);
@@ -502,8 +489,8 @@ static void test_matmul_nested_in_pool_loop_matches_direct(void) {
     head_job direct = {NULL, W, B, X, Y_direct, N, K, M, ELIZA_OK};
     ez_pool_for(pool, HEADS, 1, matmul_per_head, &job);
     matmul_per_head(&direct, 0, HEADS, 0);
-    CHECK(job.rc == ELIZA_OK && direct.rc == ELIZA_OK, "nested matmul failed");
-    CHECK(memcmp(Y, Y_direct, sizeof(float) * HEADS * M * N) == 0,
+    CHECK_MSG(job.rc == ELIZA_OK && direct.rc == ELIZA_OK, "nested matmul failed");
+    CHECK_MSG(memcmp(Y, Y_direct, sizeof(float) * HEADS * M * N) == 0,
           "products inside a pool loop differ from the same products without a pool");
     ez_pool_destroy(pool);
     free(W);
@@ -541,7 +528,7 @@ static void test_gemm_nested_in_pool_loop_matches_direct(void) {
     gemm_group_job direct = {NULL, A, B, C_direct, M, N, K};
     ez_pool_for(pool, GROUPS, 1, gemm_per_group, &job);
     gemm_per_group(&direct, 0, GROUPS, 0);
-    CHECK(memcmp(C, C_direct, sizeof(float) * GROUPS * M * N) == 0,
+    CHECK_MSG(memcmp(C, C_direct, sizeof(float) * GROUPS * M * N) == 0,
           "GEMMs inside a pool loop differ from the same GEMMs without a pool");
     ez_pool_destroy(pool);
     free(A);
@@ -553,12 +540,12 @@ static void test_gemm_nested_in_pool_loop_matches_direct(void) {
 static void test_matmul_refuses_what_it_cannot_do(void) {
     float X[64] = {0}, Y[4];
     uint8_t W[256] = {0};
-    CHECK(ez_matmul(NULL, EZ_TYPE_Q4_1, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "Q4_1 has no kernels");
-    CHECK(ez_matmul(NULL, 99, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "type 99 is unknown");
-    CHECK(ez_matmul(NULL, EZ_TYPE_Q4_0, W, 1, 48, X, 1, Y) == ELIZA_E_UNSUPPORTED,
+    CHECK_MSG(ez_matmul(NULL, EZ_TYPE_Q4_1, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "Q4_1 has no kernels");
+    CHECK_MSG(ez_matmul(NULL, 99, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "type 99 is unknown");
+    CHECK_MSG(ez_matmul(NULL, EZ_TYPE_Q4_0, W, 1, 48, X, 1, Y) == ELIZA_E_UNSUPPORTED,
           "K=48 is not whole Q4_0 blocks");
-    CHECK(ez_error_message()[0] != '\0', "refusal without a message");
-    CHECK(ez_matmul(NULL, EZ_TYPE_Q8_0, W, 1, -32, X, 1, Y) == ELIZA_E_INVALID_ARG, "negative K");
+    CHECK_MSG(ez_error_message()[0] != '\0', "refusal without a message");
+    CHECK_MSG(ez_matmul(NULL, EZ_TYPE_Q8_0, W, 1, -32, X, 1, Y) == ELIZA_E_INVALID_ARG, "negative K");
 }
 
 int main(void) {

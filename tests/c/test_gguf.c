@@ -15,29 +15,7 @@
 #include "core/gguf.h"
 #include "core/quant.h"
 #include "eliza.h"
-
-/* ---- a tiny test harness ----------------------------------------------------- */
-
-static int g_test_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            g_test_failed = 1;                                                        \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                            \
-    do {                                                                                \
-        int32_t rc_ = (expr);                                                           \
-        if (rc_ != (want)) {                                                            \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; message: %s\n",  \
-                    __FILE__, __LINE__, #expr, rc_, eliza_status_name(rc_), #want,     \
-                    ez_error_message());                                                \
-            g_test_failed = 1;                                                          \
-        }                                                                               \
-    } while (0)
+#include "check.h"
 
 /* ---- a tiny GGUF writer ------------------------------------------------------ */
 
@@ -903,10 +881,10 @@ static void expect_fail(const uint8_t *f, size_t size, int32_t want, const char 
     if (rc != want) {
         fprintf(stderr, "  %s: got %s, expected %s (%s)\n", what, eliza_status_name(rc),
                 eliza_status_name(want), ez_error_message());
-        g_test_failed = 1;
+        g_failed = 1;
     } else if (needle && !strstr(ez_error_message(), needle)) {
         fprintf(stderr, "  %s: message '%s' lacks '%s'\n", what, ez_error_message(), needle);
-        g_test_failed = 1;
+        g_failed = 1;
     }
 }
 
@@ -929,7 +907,7 @@ static uint8_t *ref_with(int kind, int nth, uint64_t v, size_t *size) {
         return f;
     }
     fprintf(stderr, "ref_with: no mark %d #%d\n", kind, nth);
-    g_test_failed = 1;
+    g_failed = 1;
     return f;
 }
 
@@ -1461,11 +1439,11 @@ int main(int argc, char **argv) {
     }
 
     for (i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        g_test_failed = 0;
+        g_failed = 0;
         tests[i].fn();
-        printf("%s %s\n", g_test_failed ? "FAIL" : "ok  ", tests[i].name);
+        printf("%s %s\n", g_failed ? "FAIL" : "ok  ", tests[i].name);
         fflush(stdout);
-        if (g_test_failed) failed++;
+        if (g_failed) failed++;
         else passed++;
     }
     printf("%d passed, %d failed\n", passed, failed);

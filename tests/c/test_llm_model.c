@@ -15,28 +15,7 @@
 #include "core/platform.h"
 #include "core/quant.h"
 #include "eliza.h"
-
-/* ---- harness ------------------------------------------------------------------- */
-
-static int g_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            g_failed = 1;                                                             \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                                             \
-    do {                                                                                                 \
-        int32_t rc_ = (expr);                                                                            \
-        if (rc_ != (want)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; message: %s\n", __FILE__, __LINE__, \
-                    #expr, rc_, eliza_status_name(rc_), #want, eliza_last_error());                      \
-            g_failed = 1;                                                                                \
-        }                                                                                                \
-    } while (0)
+#include "check.h"
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);

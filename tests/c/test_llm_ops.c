@@ -14,16 +14,7 @@
 #include "core/quant.h"
 #include "llm/ops.h"
 #include "llm/sampler.h"
-
-static int g_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            g_failed = 1;                                                             \
-        }                                                                             \
-    } while (0)
+#include "check.h"
 
 static uint64_t g_rng = 99;
 static float frand(void) {

@@ -9,20 +9,7 @@
 #include "core/error.h"
 #include "core/platform.h"
 #include "core/pool.h"
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            g_passed++;                                                   \
-        } else {                                                          \
-            g_failed++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
-    } while (0)
+#include "check.h"
 
 #define MAX_THREADS 8
 
@@ -66,11 +53,11 @@ static void run_visit(ez_pool *pool, int n_threads, int64_t n, int64_t grain) {
     job.n_threads = n_threads;
     for (int t = 0; t < n_threads; t++) job.visits[t] = (uint8_t *)calloc((size_t)(n > 0 ? n : 1), 1);
     ez_pool_for(pool, n, grain, count_visits, &job);
-    CHECK(visited_once(&job), "threads=%d n=%lld grain=%lld: an index was not visited exactly once", n_threads,
+    CHECK_MSG(visited_once(&job), "threads=%d n=%lld grain=%lld: an index was not visited exactly once", n_threads,
           (long long)n, (long long)grain);
-    CHECK(!job.bad_range, "threads=%d n=%lld grain=%lld: a chunk was off the grain grid", n_threads,
+    CHECK_MSG(!job.bad_range, "threads=%d n=%lld grain=%lld: a chunk was off the grain grid", n_threads,
           (long long)n, (long long)grain);
-    CHECK(!job.bad_thread, "threads=%d: thread index out of range", n_threads);
+    CHECK_MSG(!job.bad_thread, "threads=%d: thread index out of range", n_threads);
     for (int t = 0; t < n_threads; t++) free(job.visits[t]);
 }
 
@@ -79,9 +66,9 @@ static void test_pool_visits_every_index_once(void) {
     static const int64_t grains[] = {0, 1, 3, 64, 1000, 1 << 21};
     for (int nt = 1; nt <= MAX_THREADS; nt++) {
         ez_pool *pool = ez_pool_create(nt);
-        CHECK(pool != NULL, "create %d threads: %s", nt, ez_error_message());
+        CHECK_MSG(pool != NULL, "create %d threads: %s", nt, ez_error_message());
         if (!pool) continue;
-        CHECK(ez_pool_threads(pool) == nt, "ez_pool_threads = %d, want %d", ez_pool_threads(pool), nt);
+        CHECK_MSG(ez_pool_threads(pool) == nt, "ez_pool_threads = %d, want %d", ez_pool_threads(pool), nt);
         for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
             for (size_t g = 0; g < sizeof grains / sizeof grains[0]; g++) run_visit(pool, nt, sizes[s], grains[g]);
         ez_pool_destroy(pool);
@@ -90,7 +77,7 @@ static void test_pool_visits_every_index_once(void) {
 
 static void test_pool_null_runs_inline(void) {
     run_visit(NULL, 1, 12345, 7);
-    CHECK(ez_pool_threads(NULL) == 1, "ez_pool_threads(NULL) = %d", ez_pool_threads(NULL));
+    CHECK_MSG(ez_pool_threads(NULL) == 1, "ez_pool_threads(NULL) = %d", ez_pool_threads(NULL));
 }
 
 /* A sum over many tiny loops: each iteration adds i to its own slot. */
@@ -114,7 +101,7 @@ static void test_pool_many_tiny_loops_back_to_back(void) {
         if (!pool) continue;
         for (int l = 0; l < LOOPS; l++) ez_pool_for(pool, WIDTH, 1, add_index, &job);
         for (int i = 0; i < WIDTH; i++) ok &= slots[i] == (int64_t)LOOPS * (i + 1);
-        CHECK(ok, "threads=%d: %d tiny loops lost or repeated work", nt, LOOPS);
+        CHECK_MSG(ok, "threads=%d: %d tiny loops lost or repeated work", nt, LOOPS);
         ez_pool_destroy(pool);
     }
 }
@@ -138,7 +125,7 @@ static void test_pool_wakes_sleeping_workers(void) {
         wait_ns(l % 2 ? 2000000 : 50000);
     }
     for (int i = 0; i < 64; i++) ok &= slots[i] == 20 * (int64_t)(i + 1);
-    CHECK(ok, "loops after idle gaps lost work");
+    CHECK_MSG(ok, "loops after idle gaps lost work");
     ez_pool_destroy(pool);
 }
 
@@ -179,9 +166,9 @@ static void test_pool_nested_loop_runs_inline(void) {
     if (!pool) return;
     ez_pool_for(pool, OUTER, 1, outer_body, &job);
     for (int i = 0; i < OUTER * INNER; i++) ok &= counts[i] == 1;
-    CHECK(ok, "nested loop did not visit every index once");
-    CHECK(!job.bad_thread, "nested loop ran under another thread index than its outer chunk");
-    CHECK(ez_pool_thread_index(pool) == 0, "thread index outside any loop must be 0");
+    CHECK_MSG(ok, "nested loop did not visit every index once");
+    CHECK_MSG(!job.bad_thread, "nested loop ran under another thread index than its outer chunk");
+    CHECK_MSG(ez_pool_thread_index(pool) == 0, "thread index outside any loop must be 0");
     ez_pool_destroy(pool);
 }
 
@@ -216,14 +203,14 @@ static void test_pool_scratch_is_per_thread_and_aligned(void) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         scratch_job job = {pool, sizes[s], 0};
         ez_pool_for(pool, 64, 1, fill_scratch, &job);
-        CHECK(!job.bad, "scratch of %zu bytes: misaligned, missing or shared between threads", sizes[s]);
+        CHECK_MSG(!job.bad, "scratch of %zu bytes: misaligned, missing or shared between threads", sizes[s]);
     }
-    CHECK(ez_pool_scratch(pool, 4, 16) == NULL, "scratch slot past the thread count must be refused");
-    CHECK(ez_pool_scratch(pool, -1, 16) == NULL, "negative scratch slot must be refused");
+    CHECK_MSG(ez_pool_scratch(pool, 4, 16) == NULL, "scratch slot past the thread count must be refused");
+    CHECK_MSG(ez_pool_scratch(pool, -1, 16) == NULL, "negative scratch slot must be refused");
     ez_pool_destroy(pool);
     {
         uint8_t *p = (uint8_t *)ez_pool_scratch(NULL, 0, 300);
-        CHECK(p != NULL && ((uintptr_t)p & 63) == 0, "fallback scratch missing or misaligned");
+        CHECK_MSG(p != NULL && ((uintptr_t)p & 63) == 0, "fallback scratch missing or misaligned");
         if (p) memset(p, 1, 300);
     }
 }
@@ -241,17 +228,17 @@ static void test_pool_repeated_create_destroy(void) {
         if (rep % 2) ez_pool_scratch(pool, nt - 1, 4096);
         ez_pool_destroy(pool);
     }
-    CHECK(ok, "repeated create failed");
+    CHECK_MSG(ok, "repeated create failed");
     ez_pool_destroy(NULL);
 }
 
 static void test_pool_default_and_absurd_thread_counts(void) {
     ez_pool *pool = ez_pool_create(0);
-    CHECK(pool != NULL && ez_pool_threads(pool) == ez_cpu_count(), "n_threads=0 must give one per CPU (%d)",
+    CHECK_MSG(pool != NULL && ez_pool_threads(pool) == ez_cpu_count(), "n_threads=0 must give one per CPU (%d)",
           ez_cpu_count());
     ez_pool_destroy(pool);
     pool = ez_pool_create(1000000);
-    CHECK(pool == NULL && ez_error_message()[0] != '\0', "a million threads must be refused with a message");
+    CHECK_MSG(pool == NULL && ez_error_message()[0] != '\0', "a million threads must be refused with a message");
     ez_pool_destroy(pool);
 }
 

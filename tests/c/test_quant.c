@@ -15,20 +15,7 @@
 #include "core/cpu.h"
 #include "core/gguf.h"
 #include "core/quant.h"
-
-static int g_pass, g_fail;
-
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        if (cond) {                                        \
-            g_pass++;                                      \
-        } else {                                           \
-            g_fail++;                                      \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);    \
-            printf(__VA_ARGS__);                           \
-            printf("\n");                                  \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 /* Relative error bounds, against sum(|w_i * x_i|) of the row. The fast dots
  * differ from the reference only in float summation order; the reference
@@ -201,7 +188,7 @@ static void check_dequant_row(uint32_t type, const void *row, int64_t n, const c
     size_t v;
     int64_t at = 0;
     if (!want || !got) {
-        CHECK(0, "out of memory");
+        CHECK_MSG(0, "out of memory");
         free(want);
         free(got);
         return;
@@ -212,7 +199,7 @@ static void check_dequant_row(uint32_t type, const void *row, int64_t n, const c
         if (!k) continue;
         memset(got, 0xa5, (size_t)n * sizeof(float));
         k->dequant(row, got, n);
-        CHECK(same_bits(want, got, n, &at), "%s %s dequant %s n=%lld: element %lld is %a, reference %a",
+        CHECK_MSG(same_bits(want, got, n, &at), "%s %s dequant %s n=%lld: element %lld is %a, reference %a",
               g_isas[v].name, ez_type_traits_of(type)->name, what, (long long)n, (long long)at, got[at],
               want[at]);
     }
@@ -232,7 +219,7 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
     size_t v;
     int64_t i;
     if (!w || !make_activation(tr->vec_dot_type, x, n, &act)) {
-        CHECK(0, "out of memory");
+        CHECK_MSG(0, "out of memory");
         free(w);
         free_activation(&act);
         return;
@@ -243,7 +230,7 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
         mag += fabs((double)w[i] * (double)act.value[i]);
     }
     want = ref->dot(n, row, act.q);
-    CHECK(fabs((double)want - exact) <= REF_DOT_TOL * mag + 1e-30,
+    CHECK_MSG(fabs((double)want - exact) <= REF_DOT_TOL * mag + 1e-30,
           "%s ref dot %s n=%lld: %.9g, dequantized dot %.9g (rel %.3g)", tr->name, what, (long long)n, want,
           exact, fabs((double)want - exact) / mag);
     for (v = 0; v < N_ISAS; v++) {
@@ -254,7 +241,7 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
         got = k->dot(n, row, act.q);
         err = mag > 0 ? fabs((double)got - (double)want) / mag : fabs((double)got - (double)want);
         if (err > g_worst[v][type]) g_worst[v][type] = err;
-        CHECK(err <= FAST_DOT_TOL, "%s %s dot %s n=%lld: %.9g, reference %.9g (rel %.3g)", g_isas[v].name,
+        CHECK_MSG(err <= FAST_DOT_TOL, "%s %s dot %s n=%lld: %.9g, reference %.9g (rel %.3g)", g_isas[v].name,
               tr->name, what, (long long)n, got, want, err);
     }
     free(w);
@@ -287,45 +274,45 @@ static void test_traits(void) {
     uint32_t t;
     for (i = 0; i < sizeof known / sizeof known[0]; i++) {
         const ez_type_traits *tr = ez_type_traits_of(known[i].type);
-        CHECK(tr && strcmp(tr->name, known[i].name) == 0 && tr->block_size == known[i].block &&
+        CHECK_MSG(tr && strcmp(tr->name, known[i].name) == 0 && tr->block_size == known[i].block &&
                   tr->type_size == known[i].size,
               "traits of type %u (%s)", known[i].type, known[i].name);
     }
     for (i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
-        CHECK(ez_type_traits_of(unknown[i]) == NULL, "type %u should be unknown", unknown[i]);
-        CHECK(ez_kernels(unknown[i]) == NULL && ez_kernels_ref(unknown[i]) == NULL, "no kernels for type %u",
+        CHECK_MSG(ez_type_traits_of(unknown[i]) == NULL, "type %u should be unknown", unknown[i]);
+        CHECK_MSG(ez_kernels(unknown[i]) == NULL && ez_kernels_ref(unknown[i]) == NULL, "no kernels for type %u",
               unknown[i]);
-        CHECK(ez_row_bytes(unknown[i], 256) == 0, "row bytes of unknown type %u", unknown[i]);
+        CHECK_MSG(ez_row_bytes(unknown[i], 256) == 0, "row bytes of unknown type %u", unknown[i]);
     }
     for (t = 0; t < EZ_TYPE_COUNT; t++) {
         const ez_type_traits *tr = ez_type_traits_of(t);
         int listed = 0;
         for (i = 0; i < N_KERNEL_TYPES; i++) listed |= g_kernel_types[i] == t;
         if (!tr) continue;
-        CHECK(tr->has_kernels == listed, "%s has_kernels is %d", tr->name, tr->has_kernels);
-        CHECK(ez_kernels(t) != NULL && ez_kernels_ref(t) != NULL, "%s has a kernel table", tr->name);
-        CHECK(!listed || (ez_kernels(t)->dequant && ez_kernels(t)->dot && ez_kernels_ref(t)->dequant &&
+        CHECK_MSG(tr->has_kernels == listed, "%s has_kernels is %d", tr->name, tr->has_kernels);
+        CHECK_MSG(ez_kernels(t) != NULL && ez_kernels_ref(t) != NULL, "%s has a kernel table", tr->name);
+        CHECK_MSG(!listed || (ez_kernels(t)->dequant && ez_kernels(t)->dot && ez_kernels_ref(t)->dequant &&
                           ez_kernels_ref(t)->dot),
               "%s kernels are set", tr->name);
     }
-    CHECK(ez_type_traits_of(EZ_TYPE_Q4_K)->vec_dot_type == EZ_TYPE_Q8_K, "Q4_K dots with Q8_K");
-    CHECK(ez_type_traits_of(EZ_TYPE_Q5_0)->vec_dot_type == EZ_TYPE_Q8_0, "Q5_0 dots with Q8_0");
-    CHECK(ez_type_traits_of(EZ_TYPE_BF16)->vec_dot_type == EZ_TYPE_F32, "BF16 dots with F32");
-    CHECK(ez_kernels(EZ_TYPE_Q8_0)->quant && ez_kernels(EZ_TYPE_Q8_K)->quant, "activation quantizers set");
-    CHECK(ez_kernels(EZ_TYPE_Q4_K)->quant == NULL, "no quantizer for weight-only types");
+    CHECK_MSG(ez_type_traits_of(EZ_TYPE_Q4_K)->vec_dot_type == EZ_TYPE_Q8_K, "Q4_K dots with Q8_K");
+    CHECK_MSG(ez_type_traits_of(EZ_TYPE_Q5_0)->vec_dot_type == EZ_TYPE_Q8_0, "Q5_0 dots with Q8_0");
+    CHECK_MSG(ez_type_traits_of(EZ_TYPE_BF16)->vec_dot_type == EZ_TYPE_F32, "BF16 dots with F32");
+    CHECK_MSG(ez_kernels(EZ_TYPE_Q8_0)->quant && ez_kernels(EZ_TYPE_Q8_K)->quant, "activation quantizers set");
+    CHECK_MSG(ez_kernels(EZ_TYPE_Q4_K)->quant == NULL, "no quantizer for weight-only types");
 
-    CHECK(ez_row_bytes(EZ_TYPE_Q4_K, 2048) == 8 * 144, "Q4_K row of 2048");
-    CHECK(ez_row_bytes(EZ_TYPE_Q8_0, 640) == 20 * 34, "Q8_0 row of 640");
-    CHECK(ez_row_bytes(EZ_TYPE_F32, 7) == 28, "F32 row of 7");
-    CHECK(ez_row_bytes(EZ_TYPE_Q4_K, 640) == 0, "Q4_K row of 640 is not whole blocks");
-    CHECK(ez_row_bytes(EZ_TYPE_Q8_0, 33) == 0, "Q8_0 row of 33 is not whole blocks");
-    CHECK(ez_row_bytes(EZ_TYPE_F64, UINT64_MAX) == 0, "F64 row of 2^64-1 overflows");
-    CHECK(ez_row_bytes(EZ_TYPE_Q8_K, UINT64_MAX - (UINT64_MAX % 256)) == 0, "Q8_K huge row overflows");
-    CHECK(ez_row_bytes(EZ_TYPE_Q6_K, UINT64_MAX - (UINT64_MAX % 256)) == (UINT64_MAX / 256) * 210,
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q4_K, 2048) == 8 * 144, "Q4_K row of 2048");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q8_0, 640) == 20 * 34, "Q8_0 row of 640");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_F32, 7) == 28, "F32 row of 7");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q4_K, 640) == 0, "Q4_K row of 640 is not whole blocks");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q8_0, 33) == 0, "Q8_0 row of 33 is not whole blocks");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_F64, UINT64_MAX) == 0, "F64 row of 2^64-1 overflows");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q8_K, UINT64_MAX - (UINT64_MAX % 256)) == 0, "Q8_K huge row overflows");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q6_K, UINT64_MAX - (UINT64_MAX % 256)) == (UINT64_MAX / 256) * 210,
           "Q6_K huge row still fits (210 bytes per 256 elements)");
-    CHECK(ez_row_bytes(EZ_TYPE_Q4_0, (UINT64_MAX / 18) / 32 * 32) == (UINT64_MAX / 18) / 32 * 18,
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_Q4_0, (UINT64_MAX / 18) / 32 * 32) == (UINT64_MAX / 18) / 32 * 18,
           "Q4_0 largest row that fits");
-    CHECK(ez_row_bytes(EZ_TYPE_F32, 0) == 0, "empty row");
+    CHECK_MSG(ez_row_bytes(EZ_TYPE_F32, 0) == 0, "empty row");
 }
 
 static uint32_t float_bits(float f) {
@@ -364,14 +351,14 @@ static void test_half_conversions(void) {
             bad_near += ez_f32_to_f16(nextafterf(mid, (h & 0x8000) ? -1e9f : 1e9f)) != (uint16_t)(h + 1);
         }
     }
-    CHECK(bad_round_trip == 0, "%d halves do not round-trip", bad_round_trip);
-    CHECK(bad_tie == 0, "%d half midpoints do not round to even", bad_tie);
-    CHECK(bad_near == 0, "%d near-midpoint floats round the wrong way", bad_near);
-    CHECK(ez_f32_to_f16(65520.0f) == 0x7c00 && ez_f32_to_f16(65519.99f) == 0x7bff, "overflow to inf at 65520");
-    CHECK(ez_f32_to_f16(-1e30f) == 0xfc00, "-1e30 narrows to -inf");
-    CHECK(ez_f32_to_f16(ldexpf(1.0f, -25)) == 0 && ez_f32_to_f16(ldexpf(1.5f, -25)) == 1, "smallest subnormal");
-    CHECK((ez_f32_to_f16(bits_float(0x7f800001u)) & 0x7e00) == 0x7e00, "float NaN narrows to a quiet half NaN");
-    CHECK(float_bits(ez_bf16_to_f32(0x3f80)) == 0x3f800000u && float_bits(ez_bf16_to_f32(0xff81)) == 0xff810000u,
+    CHECK_MSG(bad_round_trip == 0, "%d halves do not round-trip", bad_round_trip);
+    CHECK_MSG(bad_tie == 0, "%d half midpoints do not round to even", bad_tie);
+    CHECK_MSG(bad_near == 0, "%d near-midpoint floats round the wrong way", bad_near);
+    CHECK_MSG(ez_f32_to_f16(65520.0f) == 0x7c00 && ez_f32_to_f16(65519.99f) == 0x7bff, "overflow to inf at 65520");
+    CHECK_MSG(ez_f32_to_f16(-1e30f) == 0xfc00, "-1e30 narrows to -inf");
+    CHECK_MSG(ez_f32_to_f16(ldexpf(1.0f, -25)) == 0 && ez_f32_to_f16(ldexpf(1.5f, -25)) == 1, "smallest subnormal");
+    CHECK_MSG((ez_f32_to_f16(bits_float(0x7f800001u)) & 0x7e00) == 0x7e00, "float NaN narrows to a quiet half NaN");
+    CHECK_MSG(float_bits(ez_bf16_to_f32(0x3f80)) == 0x3f800000u && float_bits(ez_bf16_to_f32(0xff81)) == 0xff810000u,
           "bfloat16 widens by a 16-bit shift");
 }
 
@@ -387,7 +374,7 @@ static void test_activation_quantizers(void) {
     for (j = 0; j < EZ_QK; j++) x[j] = 0.0f;
     x[0] = 127.0f, x[1] = 0.5f, x[2] = -0.5f, x[3] = 2.5f, x[4] = -1.5f;
     k0->quant(x, q0, EZ_QK);
-    CHECK(q0[0].d == 0x3c00 && q0[0].qs[0] == 127 && q0[0].qs[1] == 1 && q0[0].qs[2] == -1 && q0[0].qs[3] == 3 &&
+    CHECK_MSG(q0[0].d == 0x3c00 && q0[0].qs[0] == 127 && q0[0].qs[1] == 1 && q0[0].qs[2] == -1 && q0[0].qs[3] == 3 &&
               q0[0].qs[4] == -2 && q0[0].qs[5] == 0,
           "Q8_0 rounds half away from zero (d=%04x q=%d %d %d %d %d)", q0[0].d, q0[0].qs[0], q0[0].qs[1],
           q0[0].qs[2], q0[0].qs[3], q0[0].qs[4]);
@@ -396,7 +383,7 @@ static void test_activation_quantizers(void) {
     x[0] = -127.0f, x[1] = 0.5f, x[2] = 1.5f, x[3] = 2.5f, x[4] = -0.5f, x[17] = 100.0f;
     kk->quant(x, &qk, EZ_QK_K);
     /* iscale = -127 / -127 = 1 */
-    CHECK(qk.d == 1.0f && qk.qs[0] == -127 && qk.qs[1] == 0 && qk.qs[2] == 2 && qk.qs[3] == 2 && qk.qs[4] == 0 &&
+    CHECK_MSG(qk.d == 1.0f && qk.qs[0] == -127 && qk.qs[1] == 0 && qk.qs[2] == 2 && qk.qs[3] == 2 && qk.qs[4] == 0 &&
               qk.bsums[0] == -123 && qk.bsums[1] == 100,
           "Q8_K rounds half to even (d=%g q=%d %d %d %d %d bsums %d %d)", qk.d, qk.qs[0], qk.qs[1], qk.qs[2],
           qk.qs[3], qk.qs[4], qk.bsums[0], qk.bsums[1]);
@@ -404,7 +391,7 @@ static void test_activation_quantizers(void) {
     for (j = 0; j < EZ_QK_K; j++) x[j] = 0.0f;
     x[9] = 3.0f, x[200] = -3.0f;
     kk->quant(x, &qk, EZ_QK_K);
-    CHECK(qk.qs[9] == -127 && qk.qs[200] == 127 && qk.d < 0, "Q8_K takes the sign of the first largest value");
+    CHECK_MSG(qk.qs[9] == -127 && qk.qs[200] == 127 && qk.d < 0, "Q8_K takes the sign of the first largest value");
 
     for (j = 0; j < EZ_QK_K; j++) x[j] = 0.0f;
     memset(&qk, 0x55, sizeof qk);
@@ -412,7 +399,7 @@ static void test_activation_quantizers(void) {
     bad = qk.d != 0.0f;
     for (j = 0; j < EZ_QK_K; j++) bad |= qk.qs[j] != 0;
     for (j = 0; j < EZ_QK_K / 16; j++) bad |= qk.bsums[j] != 0;
-    CHECK(!bad, "Q8_K of zeros is all zero, bsums included");
+    CHECK_MSG(!bad, "Q8_K of zeros is all zero, bsums included");
 
     fill_activations(x, EZ_QK_K);
     k0->quant(x, q0, EZ_QK_K);
@@ -431,7 +418,7 @@ static void test_activation_quantizers(void) {
         for (l = 0; l < 16; l++) s += qk.qs[16 * j + l];
         bad += s != qk.bsums[j];
     }
-    CHECK(bad == 0, "%d quantized activations off by more than half a step, or bad bsums", bad);
+    CHECK_MSG(bad == 0, "%d quantized activations off by more than half a step, or bad bsums", bad);
 }
 
 /* Row lengths per block size: one block, a few, the Gemma widths, and odd
@@ -469,7 +456,7 @@ static void test_random_rows(void) {
             uint8_t *buf = (uint8_t *)malloc(bytes + 4);
             float *x = (float *)malloc((size_t)n * sizeof(float));
             if (!buf || !x) {
-                CHECK(0, "out of memory");
+                CHECK_MSG(0, "out of memory");
                 free(buf);
                 free(x);
                 return;
@@ -496,9 +483,9 @@ static void test_dispatch(void) {
     const ez_simd_level level = ez_simd_level_active();
     const ez_type_kernels *k = ez_kernels(EZ_TYPE_Q4_K);
     if (ez_force_scalar() || level == EZ_SIMD_SCALAR) {
-        CHECK(k == ez_kernels_ref(EZ_TYPE_Q4_K), "scalar level uses the reference kernels");
+        CHECK_MSG(k == ez_kernels_ref(EZ_TYPE_Q4_K), "scalar level uses the reference kernels");
     } else {
-        CHECK(k != ez_kernels_ref(EZ_TYPE_Q4_K), "level %s uses fast kernels", ez_simd_level_name(level));
+        CHECK_MSG(k != ez_kernels_ref(EZ_TYPE_Q4_K), "level %s uses fast kernels", ez_simd_level_name(level));
     }
     printf("simd level: %s%s\n", ez_simd_level_name(level), ez_force_scalar() ? " (forced)" : "");
 }
@@ -508,7 +495,7 @@ static void test_gguf_file(const char *path) {
     ez_gguf *g = NULL;
     int32_t rc = ez_gguf_open(path, &g);
     uint64_t t, n_checked = 0;
-    CHECK(rc == ELIZA_OK, "ez_gguf_open(%s) = %d", path, rc);
+    CHECK_MSG(rc == ELIZA_OK, "ez_gguf_open(%s) = %d", path, rc);
     if (rc != ELIZA_OK) return;
     for (t = 0; t < g->n_tensors; t++) {
         const ez_gguf_tensor *ten = &g->tensors[t];
@@ -523,7 +510,7 @@ static void test_gguf_file(const char *path) {
         picks[0] = 0, picks[1] = rows / 2, picks[2] = rows - 1;
         x = (float *)malloc((size_t)n * sizeof(float));
         if (!x) {
-            CHECK(0, "out of memory");
+            CHECK_MSG(0, "out of memory");
             break;
         }
         for (p = 0; p < 3; p++) {
@@ -539,7 +526,7 @@ static void test_gguf_file(const char *path) {
         n_checked++;
     }
     printf("%s: %llu tensors with kernels checked\n", path, (unsigned long long)n_checked);
-    CHECK(n_checked > 0, "%s has no tensor with kernels", path);
+    CHECK_MSG(n_checked > 0, "%s has no tensor with kernels", path);
     ez_gguf_close(g);
 }
 
@@ -561,6 +548,6 @@ int main(void) {
         }
         printf("\n");
     }
-    printf("test_quant: %d passed, %d failed\n", g_pass, g_fail);
-    return g_fail ? 1 : 0;
+    printf("test_quant: %d passed, %d failed\n", g_passed, g_failed);
+    return g_failed ? 1 : 0;
 }

@@ -11,27 +11,7 @@
 
 #include "core/platform.h"
 #include "eliza.h"
-
-static int g_test_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            g_test_failed = 1;                                                        \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                           \
-    do {                                                                               \
-        int32_t rc_ = (expr);                                                          \
-        if (rc_ != (want)) {                                                           \
-            fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s; message: %s\n", \
-                    __FILE__, __LINE__, #expr, rc_, eliza_status_name(rc_), #want,    \
-                    eliza_last_error());                                               \
-            g_test_failed = 1;                                                         \
-        }                                                                              \
-    } while (0)
+#include "check.h"
 
 static const char *PHONEMES = "h\xC9\x99l\xCB\x88O w\xCB\x88\xC9\x9C\xC9\xB9ld.";  /* həlˈO wˈɜɹld. */
 
@@ -273,11 +253,11 @@ int main(void) {
             printf("skip %s (set ELIZA_TTS_TEST_MODEL to a Kokoro GGUF)\n", tests[i].name);
             continue;
         }
-        g_test_failed = 0;
+        g_failed = 0;
         tests[i].fn();
-        printf("%s %s\n", g_test_failed ? "FAIL" : "ok  ", tests[i].name);
+        printf("%s %s\n", g_failed ? "FAIL" : "ok  ", tests[i].name);
         fflush(stdout);
-        failed += g_test_failed;
+        failed += g_failed;
     }
     return failed ? 1 : 0;
 }

@@ -20,26 +20,7 @@
 #include "core/pool.h"
 #include "eliza.h"
 #include "tts/kokoro.h"
-
-static int g_failed;
-
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            g_failed = 1;                                                             \
-        }                                                                             \
-    } while (0)
-
-#define CHECK_RC(expr, want)                                                                           \
-    do {                                                                                               \
-        int32_t rc_ = (expr);                                                                          \
-        if (rc_ != (want)) {                                                                           \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %s; message: %s\n", __FILE__, __LINE__, \
-                    #expr, rc_, #want, ez_error_message());                                            \
-            g_failed = 1;                                                                              \
-        }                                                                                              \
-    } while (0)
+#include "check.h"
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);

@@ -35,20 +35,7 @@
 #include "tts/ops.h"
 #include "tts/ops_fft.h"
 #include "tts_ops_golden.h"
-
-static int g_passed, g_failed;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            g_passed++;                                                   \
-        } else {                                                          \
-            g_failed++;                                                   \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                   \
-            printf(__VA_ARGS__);                                          \
-            printf("\n");                                                 \
-        }                                                                 \
-    } while (0)
+#include "check.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
 
@@ -125,11 +112,11 @@ typedef void (*run_fn)(void *ctx, ez_pool *pool, float *out);
 static void run_all_pools(run_fn fn, void *ctx, float *out[3], int64_t n, const char *what) {
     fn(ctx, g_pool1, out[0]);
     fn(ctx, g_pool2, out[1]);
-    CHECK(memcmp(out[0], out[1], sizeof(float) * (size_t)n) == 0, "%s: 1 and 2 threads differ", what);
+    CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)n) == 0, "%s: 1 and 2 threads differ", what);
     fn(ctx, NULL, out[2]);
-    CHECK(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: pool and no pool differ", what);
+    CHECK_MSG(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: pool and no pool differ", what);
     fn(ctx, g_pool3, out[2]);
-    CHECK(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: 1 and 3 threads differ", what);
+    CHECK_MSG(memcmp(out[0], out[2], sizeof(float) * (size_t)n) == 0, "%s: 1 and 3 threads differ", what);
 }
 
 static float **alloc3(int64_t n) {
@@ -179,7 +166,7 @@ static void check_conv1d(conv_shape s, int with_bias) {
     else
         for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
     bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
-    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
     free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
     free(ref), free(mag), free(bound), free3(out);
 }
@@ -247,20 +234,20 @@ static void check_conv1d_fft_with(conv_shape s, int with_bias, const ez_fft_kern
              kernels ? " (portable)" : "", s.c_in, s.t_in, s.c_out, s.k, s.pad, s.dilation, with_bias);
     if (g_scalar) {
         float y = 0;
-        CHECK(ez_tts_conv1d_fft(g_pool2, c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.pad, s.dilation, &y) ==
+        CHECK_MSG(ez_tts_conv1d_fft(g_pool2, c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, s.pad, s.dilation, &y) ==
                   ELIZA_E_UNSUPPORTED,
               "%s: runs under ELIZA_FORCE_SCALAR", what);
     } else {
         ez_tts_conv1d_ref(c.x, s.c_in, s.t_in, c.w, c.b, s.c_out, s.k, 1, s.pad, s.dilation, 1, ref);
         ez_tts_conv1d_ref(ax, s.c_in, s.t_in, aw, ab, s.c_out, s.k, 1, s.pad, s.dilation, 1, mag);
         run_all_pools(run_conv1d_fft, &c, out, ny, what);
-        CHECK(c.rc == ELIZA_OK, "%s: returned %d", what, (int)c.rc);
+        CHECK_MSG(c.rc == ELIZA_OK, "%s: returned %d", what, (int)c.rc);
         row_bounds(mag, s.c_out, EZ_MAX(t_out, 0), K, bound);
         bad = count_over(out[0], ref, bound, ny, &g_worst_fft);
         rel = relative_error(out[0], ref, ny);
         if (rel > g_worst_fft_rel) g_worst_fft_rel = rel;
-        CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
-        CHECK(rel <= 1e-5, "%s: max |fft - ref| / max |ref| = %.3g", what, rel);
+        CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+        CHECK_MSG(rel <= 1e-5, "%s: max |fft - ref| / max |ref| = %.3g", what, rel);
     }
     free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
     free(ref), free(mag), free(bound), free3(out);
@@ -355,8 +342,8 @@ static void test_fft_kernels_match_dft(void) {
     }
     printf("fft kernels: forward %.3g, inverse %.3g of sum |x| (bound %.3g)\n", worst_fwd, worst_inv,
            8 * FLT_EPSILON * log2(n));
-    CHECK(worst_fwd <= 8 * FLT_EPSILON * log2(n), "forward transform off the DFT by %.3g of sum |x|", worst_fwd);
-    CHECK(worst_inv <= 8 * FLT_EPSILON * log2(n), "inverse transform off the DFT by %.3g of sum |Y|", worst_inv);
+    CHECK_MSG(worst_fwd <= 8 * FLT_EPSILON * log2(n), "forward transform off the DFT by %.3g of sum |x|", worst_fwd);
+    CHECK_MSG(worst_inv <= 8 * FLT_EPSILON * log2(n), "inverse transform off the DFT by %.3g of sum |Y|", worst_inv);
     free(in), free(y);
 }
 
@@ -394,7 +381,7 @@ static void check_convt(convt_shape s, int with_bias) {
     run_all_pools(run_convt, &c, out, ny, what);
     for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(K) * mag[i];
     bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
-    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
     free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
     free(ref), free(mag), free(bound), free3(out);
 }
@@ -449,7 +436,7 @@ static void check_linear(int T, int n_in, int n_out, int with_bias) {
     run_all_pools(run_linear, &c, out, ny, what);
     for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : sum_tolerance(n_in) * mag[i];
     bad = count_over(out[0], ref, bound, ny, &g_worst_sum);
-    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
     free((void *)c.x), free((void *)c.w), free((void *)c.b), free(ax), free(aw), free(ab);
     free(ref), free(mag), free(bound), free3(out);
 }
@@ -498,11 +485,11 @@ static void check_lstm(int T, int n_in, int H, int with_bias) {
     run_all_pools(run_lstm_bidir, &c, out, ny, what);
     for (int d = 0; d < 2; d++)
         ez_tts_lstm(g_pool2, c.x, T, n_in, H, c.w_ih[d], c.w_hh[d], c.b_ih[d], c.b_hh[d], d, single + d * H, 2 * H);
-    CHECK(memcmp(single, out[0], sizeof(float) * (size_t)ny) == 0, "%s: bidir differs from two single directions",
+    CHECK_MSG(memcmp(single, out[0], sizeof(float) * (size_t)ny) == 0, "%s: bidir differs from two single directions",
           what);
     for (int64_t i = 0; i < ny; i++) bound[i] = g_scalar ? 0.0 : 2e-6;
     bad = count_over(out[0], ref, bound, ny, &g_worst_lstm);
-    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
+    CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
     free((void *)c.x);
     for (int d = 0; d < 2; d++)
         free((void *)c.w_ih[d]), free((void *)c.w_hh[d]), free((void *)c.b_ih[d]), free((void *)c.b_hh[d]);
@@ -532,7 +519,7 @@ static void test_lstm_writes_only_its_half(void) {
     for (int t = 0; t < T; t++)
         for (int j = 0; j < H; j++)
             untouched &= y[t * 2 * H + j] == 7.0f && y2[t * 2 * H + H + j] == 7.0f;
-    CHECK(untouched, "lstm wrote outside its half of y");
+    CHECK_MSG(untouched, "lstm wrote outside its half of y");
     free(x), free(wi), free(wh), free(y), free(y2);
 }
 
@@ -599,7 +586,7 @@ static void check_adain(int C, int T, int act, float x_scale) {
         for (int64_t i = 0; i < n; i++) bound[i] = 0.0;
     worst = act == 1 ? &g_worst_snake : &g_worst_adain;
     bad = count_over(out[0], ref, bound, n, worst);
-    CHECK(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)n);
+    CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)n);
     free((void *)c.x), free((void *)c.gb), free(alpha), free(ref), free(bound), free3(out);
 }
 
@@ -633,7 +620,7 @@ static void check_snake(int C, int T, float x_scale) {
         bound[i] = g_scalar ? 0.0 : ldexp(fabs(ref[i]) + fabs(s) / fabs(a), -21);
     }
     bad = count_over(fast, ref, bound, n, &g_worst_snake);
-    CHECK(bad == 0, "snake C=%d T=%d x_scale=%g: %lld of %lld outputs off the reference", C, T, x_scale,
+    CHECK_MSG(bad == 0, "snake C=%d T=%d x_scale=%g: %lld of %lld outputs off the reference", C, T, x_scale,
           (long long)bad, (long long)n);
     free(x), free(ref), free(fast), free(alpha), free(bound);
 }
@@ -661,7 +648,7 @@ static void test_leaky_relu_is_exact(void) {
             float want = x[i] < 0 ? x[i] * 0.2f : x[i];
             same &= isnan(want) ? isnan(y[i]) != 0 : memcmp(&want, &y[i], sizeof want) == 0;
         }
-        CHECK(same, "leaky_relu over %d values differs from x < 0 ? slope x : x", n);
+        CHECK_MSG(same, "leaky_relu over %d values differs from x < 0 ? slope x : x", n);
         free(x), free(y);
     }
 }
@@ -687,40 +674,40 @@ static void test_references_match_pytorch(void) {
 
     ez_tts_conv1d_ref(g_conv1d_x, 6, 11, g_conv1d_w, g_conv1d_b, 4, 3, 2, 2, 2, 2, y);
     ez_tts_conv1d(g_pool2, g_conv1d_x, 6, 11, g_conv1d_w, g_conv1d_b, 4, 3, 2, 2, 2, 2, y2);
-    CHECK(ez_conv1d_out_len(11, 3, 2, 2, 2) * 4 == N_OF(g_conv1d_y), "conv1d output length");
-    CHECK(close_to(y, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d reference differs from torch");
-    CHECK(close_to(y2, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d differs from torch");
+    CHECK_MSG(ez_conv1d_out_len(11, 3, 2, 2, 2) * 4 == N_OF(g_conv1d_y), "conv1d output length");
+    CHECK_MSG(close_to(y, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d reference differs from torch");
+    CHECK_MSG(close_to(y2, g_conv1d_y, N_OF(g_conv1d_y), 1e-6), "conv1d differs from torch");
 
     ez_tts_conv_transpose1d_ref(g_convt_x, 4, 7, g_convt_w, g_convt_b, 6, 5, 3, 2, 1, 2, y);
     ez_tts_conv_transpose1d(g_pool2, g_convt_x, 4, 7, g_convt_w, g_convt_b, 6, 5, 3, 2, 1, 2, y2);
-    CHECK(ez_conv_transpose1d_out_len(7, 5, 3, 2, 1) * 6 == N_OF(g_convt_y), "conv_transpose1d output length");
-    CHECK(close_to(y, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d reference differs from torch");
-    CHECK(close_to(y2, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d differs from torch");
+    CHECK_MSG(ez_conv_transpose1d_out_len(7, 5, 3, 2, 1) * 6 == N_OF(g_convt_y), "conv_transpose1d output length");
+    CHECK_MSG(close_to(y, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d reference differs from torch");
+    CHECK_MSG(close_to(y2, g_convt_y, N_OF(g_convt_y), 1e-6), "conv_transpose1d differs from torch");
 
     for (int d = 0; d < 2; d++) ez_tts_lstm_ref(g_lstm_x, 6, 5, 3, wi[d], wh[d], bi[d], bh[d], d, h + d * 3, 6);
     ez_tts_lstm_bidir(g_pool2, g_lstm_x, 6, 5, 3, wi, wh, bi, bh, h2);
-    CHECK(close_to(h, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm reference differs from torch");
-    CHECK(close_to(h2, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm differs from torch");
+    CHECK_MSG(close_to(h, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm reference differs from torch");
+    CHECK_MSG(close_to(h2, g_lstm_y, N_OF(g_lstm_y), 1e-6), "lstm differs from torch");
 
     memcpy(a, g_adain_x, sizeof a);
     ez_tts_adain1d_ref(a, 3, 9, g_adain_gamma_beta, 1e-5f);
-    CHECK(close_to(a, g_adain_y, 27, 1e-6), "adain reference differs from torch");
+    CHECK_MSG(close_to(a, g_adain_y, 27, 1e-6), "adain reference differs from torch");
     ez_tts_snake_ref(a, 3, 9, g_adain_alpha);
-    CHECK(close_to(a, g_snake_y, 27, 1e-6), "snake reference differs from torch");
+    CHECK_MSG(close_to(a, g_snake_y, 27, 1e-6), "snake reference differs from torch");
     memcpy(a, g_adain_x, sizeof a);
     ez_tts_adain1d_snake(g_pool2, a, 3, 9, g_adain_gamma_beta, 1e-5f, g_adain_alpha);
-    CHECK(close_to(a, g_snake_y, 27, 1e-6), "adain + snake differs from torch");
+    CHECK_MSG(close_to(a, g_snake_y, 27, 1e-6), "adain + snake differs from torch");
 
     memcpy(y, g_small_x, sizeof g_small_x);
     ez_tts_layer_norm(y, 4, 8, g_ln_gamma, g_ln_beta, 1e-5f);
-    CHECK(close_to(y, g_ln_y, 32, 1e-6), "layer_norm differs from torch");
+    CHECK_MSG(close_to(y, g_ln_y, 32, 1e-6), "layer_norm differs from torch");
     memcpy(y, g_small_x, sizeof g_small_x);
     ez_tts_leaky_relu(y, 32, 0.2f);
-    CHECK(close_to(y, g_leaky_y, 32, 0.0), "leaky_relu differs from torch");
+    CHECK_MSG(close_to(y, g_leaky_y, 32, 0.0), "leaky_relu differs from torch");
     ez_tts_linear_ref(g_small_x, 4, 8, g_linear_w, g_linear_b, 5, y);
     ez_tts_linear(g_pool2, g_small_x, 4, 8, g_linear_w, g_linear_b, 5, y2);
-    CHECK(close_to(y, g_linear_y, 20, 1e-6), "linear reference differs from torch");
-    CHECK(close_to(y2, g_linear_y, 20, 1e-6), "linear differs from torch");
+    CHECK_MSG(close_to(y, g_linear_y, 20, 1e-6), "linear reference differs from torch");
+    CHECK_MSG(close_to(y2, g_linear_y, 20, 1e-6), "linear differs from torch");
 }
 
 int main(void) {
