@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ElizaIOError, FormatError, Status, UnsupportedError
+from ._output import gguf_file
 
 __all__ = ["ARCHITECTURES", "OUTTYPES", "ConversionReport", "convert_hf"]
 
@@ -936,11 +937,9 @@ def convert_hf(
         "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
     }[outtype]
     out = Path(out_path)
-    part = out.with_name(out.name + ".part")
-    writer = gguf.GGUFWriter(str(part), hp.arch, use_temp_file=True)
     counts: dict[str, int] = {}
     n_params = 0
-    try:
+    with gguf_file(out, hp.arch, use_temp_file=True) as writer:
         _add_metadata(writer, hp, vocab, name or src.resolve().name, int(file_type))
         extra = [("rope_freqs.weight", _llama3_rope_factors(hp))] if hp.rope_llama3 is not None else []
         total = len(plan) + len(extra)
@@ -955,15 +954,6 @@ def convert_hf(
             writer.add_tensor(gguf_name, stored, raw_dtype=raw)
             counts[qtype.name] = counts.get(qtype.name, 0) + 1
             n_params += int(data.size)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(part, out)
-    except BaseException:
-        writer.close()
-        part.unlink(missing_ok=True)
-        raise
     return ConversionReport(
         path=out,
         architecture=hp.arch,

@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ElizaIOError, FormatError, Status, UnsupportedError
+from ._output import gguf_file
 
 __all__ = [
     "ARCHITECTURE",
@@ -1171,8 +1172,7 @@ def _write(
     type_counts: dict[str, int] = {}
     n_params = 0
     items = [*tensors.items(), *((f"voice.{v}", a) for v, a in voices.items())]
-    writer = gguf.GGUFWriter(str(part), ARCHITECTURE, use_temp_file=False)
-    try:
+    with gguf_file(out, ARCHITECTURE, part=part) as writer:
         _add_metadata(writer, cfg, name, source, list(voices))
         writer.add_file_type(int(file_type))
         for i, (tname, data) in enumerate(items):
@@ -1198,15 +1198,6 @@ def _write(
             type_counts[qtype.name] = type_counts.get(qtype.name, 0) + 1
             if not tname.startswith("voice."):
                 n_params += int(data.size)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(part, out)
-    except BaseException:
-        writer.close()
-        part.unlink(missing_ok=True)
-        raise
     return KokoroReport(
         path=out,
         source=source,

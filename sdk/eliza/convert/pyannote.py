@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ElizaIOError, FormatError, Status
+from ._output import gguf_file
 
 __all__ = [
     "PYANNOTE_ARCH",
@@ -491,10 +492,8 @@ def convert_pyannote(
     mapping = powerset_mapping(N_SPEAKERS, MAX_SPEAKERS_PER_FRAME)
 
     out = Path(out_path)
-    part = out.with_name(out.name + ".part")
-    writer = gguf.GGUFWriter(str(part), PYANNOTE_ARCH, use_temp_file=False)
     a = PYANNOTE_ARCH
-    try:
+    with gguf_file(out, PYANNOTE_ARCH) as writer:
         writer.add_name("pyannote segmentation-3.0")
         writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
         writer.add_uint32(f"{a}.sample_rate", SAMPLE_RATE)
@@ -523,15 +522,6 @@ def convert_pyannote(
                 progress(i, len(wts.tensors), name)
             writer.add_tensor(name, data)
             n_params += int(data.size)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(part, out)
-    except BaseException:
-        writer.close()
-        part.unlink(missing_ok=True)
-        raise
     return SegmentationReport(out, len(wts.tensors), n_params, frames, step, field_)
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ElizaIOError, FormatError, Status
+from ._output import gguf_file
 
 __all__ = [
     "RESEMBLYZER_ARCH",
@@ -325,10 +326,8 @@ def convert_resemblyzer(
     src = Path(pt_path)
     tensors, n_layers, hidden, n_embd = _plan(read_legacy_state_dict(src), src)
     out = Path(out_path)
-    part = out.with_name(out.name + ".part")
-    writer = gguf.GGUFWriter(str(part), RESEMBLYZER_ARCH, use_temp_file=False)
     a = RESEMBLYZER_ARCH
-    try:
+    with gguf_file(out, RESEMBLYZER_ARCH) as writer:
         writer.add_name("resemblyzer GE2E voice encoder")
         writer.add_file_type(int(gguf.LlamaFileType.ALL_F32))
         writer.add_uint32(f"{a}.sample_rate", SAMPLE_RATE)
@@ -352,15 +351,6 @@ def convert_resemblyzer(
                 progress(i, len(tensors), name)
             writer.add_tensor(name, np.ascontiguousarray(data, dtype=np.float32))
             n_params += int(data.size)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        os.replace(part, out)
-    except BaseException:
-        writer.close()
-        part.unlink(missing_ok=True)
-        raise
     return EmbeddingReport(out, len(tensors), n_params, n_layers, hidden, n_embd)
 
 
