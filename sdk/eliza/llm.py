@@ -17,7 +17,6 @@ import enum
 import json
 import os
 import threading
-import weakref
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._handle import NativeModel
 from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
-from .errors import InternalError, InvalidArgumentError, StateError, Status, check
+from .errors import InternalError, InvalidArgumentError, Status, check
 
 __all__ = ["LLM", "LLMStats", "StopReason"]
 
@@ -176,7 +176,7 @@ class _Stream:
             self.close()
 
 
-class LLM:
+class LLM(NativeModel["_Stream"]):
     """A language model opened from one GGUF file, with its KV cache.
 
     ``n_threads`` 0 uses one thread per core; ``context_size`` 0 takes the
@@ -199,6 +199,8 @@ class LLM:
             print(text, llm.last_stats.decode_tokens_per_s)
     """
 
+    _kind = "LLM"
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -206,13 +208,8 @@ class LLM:
         context_size: int = 0,
         n_batch: int = 0,
     ) -> None:
-        self._handle: ctypes.c_void_p | None = None
-        # Weak: a stream whose iterator is dropped unstarted must be able to
-        # die (and close) on its own.
-        self._stream: weakref.ref[_Stream] | None = None
+        super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
-        self._stream_lock = threading.Lock()
-        self.path = os.fspath(path)
         params = LlmParams()
         lib().eliza_llm_default_params(ctypes.byref(params))
         params.n_threads = n_threads
@@ -222,47 +219,8 @@ class LLM:
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
 
-    # -- lifetime -------------------------------------------------------------
-
-    def close(self) -> None:
-        """Closes an open stream, then frees the model. Idempotent."""
-        stream = self._open_stream_object()
-        if stream is not None:
-            stream.close()
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            lib().eliza_llm_close(handle)
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> LLM:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def __repr__(self) -> str:
-        return f"<eliza.LLM {self.path!r}{' closed' if self.closed else ''}>"
-
-    def _live(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise StateError(Status.E_STATE, f"the LLM {self.path!r} is closed")
-        return self._handle
-
-    def _open_stream_object(self) -> _Stream | None:
-        with self._stream_lock:
-            return self._stream() if self._stream is not None else None
-
-    def _forget(self, stream: _Stream) -> None:
-        with self._stream_lock:
-            if self._stream is not None and self._stream() in (stream, None):
-                self._stream = None
+    def _close_handle(self, handle: ctypes.c_void_p) -> None:
+        lib().eliza_llm_close(handle)
 
     # -- model ------------------------------------------------------------------
 
@@ -483,10 +441,7 @@ class LLM:
         cfg.context_size = _unsigned(context_size, "context_size")
         out = ctypes.c_void_p()
         check(lib().eliza_llm_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))
-        stream = _Stream(self, out, (prompt_bytes, stop_bytes, stop_array))
-        with self._stream_lock:
-            self._stream = weakref.ref(stream)
-        return stream
+        return self._adopt(_Stream(self, out, (prompt_bytes, stop_bytes, stop_array)))
 
     @staticmethod
     def _pieces(stream: _Stream) -> Generator[str, None, None]:

@@ -16,7 +16,6 @@ import json
 import os
 import threading
 import wave
-import weakref
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ._handle import NativeModel
 from ._native import TtsChunk, TtsConfig, TtsParams, lib
-from .errors import InvalidArgumentError, StateError, Status, UnsupportedError, check
+from .errors import InvalidArgumentError, Status, UnsupportedError, check
 
 __all__ = ["TTS", "Chunk", "write_wav", "pcm16"]
 
@@ -127,7 +127,7 @@ class _Stream:
             self.close()
 
 
-class TTS:
+class TTS(NativeModel["_Stream"]):
     """A Kokoro-82M model opened from one GGUF file, voices included.
 
     ``model`` None takes the default model (converted once from its pinned
@@ -151,6 +151,8 @@ class TTS:
                 print(chunk.index, chunk.phonemes, len(chunk.audio) / tts.sample_rate)
     """
 
+    _kind = "TTS"
+
     def __init__(
         self,
         model: str | os.PathLike[str] | None = None,
@@ -159,10 +161,7 @@ class TTS:
         espeak_data: str | os.PathLike[str] | None = None,
         language: str = "en-us",
     ) -> None:
-        self._handle: ctypes.c_void_p | None = None
-        self._stream: weakref.ref[_Stream] | None = None
-        self._stream_lock = threading.Lock()
-        self.path = _default_model() if model is None else os.fspath(model)
+        super().__init__(_default_model() if model is None else os.fspath(model))
         if espeak_library is None and espeak_data is None:
             espeak_library, espeak_data = _espeak_defaults()
         params = TtsParams()
@@ -179,47 +178,8 @@ class TTS:
         check(lib().eliza_tts_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
 
-    # -- lifetime -------------------------------------------------------------
-
-    def close(self) -> None:
-        """Closes an open stream, then frees the model. Idempotent."""
-        stream = self._open_stream_object()
-        if stream is not None:
-            stream.close()
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            lib().eliza_tts_close(handle)
-
-    @property
-    def closed(self) -> bool:
-        return self._handle is None
-
-    def __enter__(self) -> TTS:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def __repr__(self) -> str:
-        return f"<eliza.TTS {self.path!r}{' closed' if self.closed else ''}>"
-
-    def _live(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise StateError(Status.E_STATE, f"the TTS {self.path!r} is closed")
-        return self._handle
-
-    def _open_stream_object(self) -> _Stream | None:
-        with self._stream_lock:
-            return self._stream() if self._stream is not None else None
-
-    def _forget(self, stream: _Stream) -> None:
-        with self._stream_lock:
-            if self._stream is not None and self._stream() in (stream, None):
-                self._stream = None
+    def _close_handle(self, handle: ctypes.c_void_p) -> None:
+        lib().eliza_tts_close(handle)
 
     # -- model ----------------------------------------------------------------
 
@@ -330,10 +290,7 @@ class TTS:
         cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
         out = ctypes.c_void_p()
         check(lib().eliza_tts_stream_open(self._live(), ctypes.byref(cfg), ctypes.byref(out)))
-        stream = _Stream(self, out)
-        with self._stream_lock:
-            self._stream = weakref.ref(stream)
-        return self._chunks(stream)
+        return self._chunks(self._adopt(_Stream(self, out)))
 
     def cancel(self) -> None:
         """Asks the open stream, if any, to stop as soon as possible; its
