@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import eliza
 from eliza import models
 from eliza._native import DiarizerParams, lib
 from eliza.errors import check
@@ -190,6 +193,18 @@ class Handle:
 # ---------------------------------------------------------------------------
 # References (live)
 # ---------------------------------------------------------------------------
+
+
+def run_converter(kind: str, src: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m eliza.convert KIND SRC OUT`` in a child, with the eliza
+    package these tests import."""
+    return subprocess.run(
+        [sys.executable, "-m", "eliza.convert", kind, str(src), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(eliza.__file__).resolve().parents[1])},
+    )
 
 
 def onnx_session(threads: int = 1) -> Any:

@@ -182,13 +182,7 @@ def test_convert_resemblyzer_cli_writes_the_cached_file(paths: tuple[Path, Path]
     src = u.pt_path()
     assert src is not None
     out = tmp_path / "emb.gguf"
-    run = subprocess.run(
-        [sys.executable, "-m", "eliza.convert", "resemblyzer", str(src), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(Path(eliza.__file__).resolve().parents[1])},
-    )
+    run = u.run_converter("resemblyzer", src, out)
     assert run.returncode == 0, run.stderr
     assert "LSTM 3 x 256" in run.stdout
     assert out.read_bytes() == paths[1].read_bytes()

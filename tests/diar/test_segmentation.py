@@ -260,13 +260,7 @@ def test_convert_pyannote_cli_writes_the_cached_file(paths: tuple[Path, Path], t
     src = u.onnx_path()
     assert src is not None
     out = tmp_path / "seg.gguf"
-    run = subprocess.run(
-        [sys.executable, "-m", "eliza.convert", "pyannote", str(src), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(Path(eliza.__file__).resolve().parents[1])},
-    )
+    run = u.run_converter("pyannote", src, out)
     assert run.returncode == 0, run.stderr
     assert "589 frames" in run.stdout
     assert out.read_bytes() == paths[0].read_bytes()
