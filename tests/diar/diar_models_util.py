@@ -1,6 +1,6 @@
 """Shared by the segmentation / embedding tests and their golden scripts:
-deterministic test audio, the model files, the raw C calls, and GGUF
-rewriting for the malformed-file tests.
+deterministic test audio, the model files, the models through the SDK, and
+GGUF rewriting for the malformed-file tests.
 
 The audio is built from integer hashing (splitmix64), numpy and
 ``scipy.signal.lfilter`` in float64 only, so the same seed gives the same
@@ -9,7 +9,6 @@ samples on every machine: goldens store outputs, never inputs.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -22,8 +21,6 @@ import numpy.typing as npt
 
 import eliza
 from eliza import models
-from eliza._native import DiarizerParams, lib
-from eliza.errors import check
 
 SR = 16000
 F32 = npt.NDArray[np.float32]
@@ -124,70 +121,9 @@ def pt_path() -> Path | None:
     return models._installed_member(spec)
 
 
-class Handle:
-    """An eliza_diarizer handle over the raw C calls."""
-
-    def __init__(self, seg: Path, emb: Path, n_threads: int = 2) -> None:
-        params = DiarizerParams()
-        lib().eliza_diarizer_default_params(ctypes.byref(params))
-        params.n_threads = n_threads
-        self.h = ctypes.c_void_p()
-        check(
-            lib().eliza_diarizer_open(
-                os.fsencode(seg), os.fsencode(emb), ctypes.byref(params), ctypes.byref(self.h)
-            )
-        )
-
-    def close(self) -> None:
-        lib().eliza_diarizer_close(self.h)
-        self.h = ctypes.c_void_p()
-
-    def __enter__(self) -> Handle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def segment(self, chunks: npt.ArrayLike) -> F32:
-        x = np.ascontiguousarray(np.atleast_2d(np.asarray(chunks, dtype=np.float32)))
-        out = ctypes.POINTER(ctypes.c_float)()
-        frames, classes = ctypes.c_size_t(), ctypes.c_size_t()
-        check(
-            lib().eliza_diarizer_segment(
-                self.h,
-                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                x.shape[0],
-                x.shape[1],
-                ctypes.byref(out),
-                ctypes.byref(frames),
-                ctypes.byref(classes),
-            )
-        )
-        try:
-            n = x.shape[0] * frames.value * classes.value
-            return (
-                np.ctypeslib.as_array(out, shape=(n,)).reshape(x.shape[0], frames.value, classes.value).copy()
-            )
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
-
-    def embed(self, audio: npt.ArrayLike) -> F32:
-        x = np.ascontiguousarray(np.asarray(audio, dtype=np.float32).reshape(-1))
-        out = ctypes.POINTER(ctypes.c_float)()
-        dim = ctypes.c_size_t()
-        check(
-            lib().eliza_diarizer_embed(
-                self.h,
-                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                x.size,
-                ctypes.byref(out),
-                ctypes.byref(dim),
-            )
-        )
-        try:
-            return np.ctypeslib.as_array(out, shape=(dim.value,)).copy()
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+# The models under test, through the SDK (its segment() and embed() are the
+# raw eliza_diarizer_segment / _embed calls).
+Handle = eliza.Diarizer
 
 
 # ---------------------------------------------------------------------------
