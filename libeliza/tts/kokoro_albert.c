@@ -5,23 +5,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/gemm.h"
 #include "tts/kokoro_impl.h"
 #include "tts/ops.h"
 
 static void linear(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const float *x, int T, float *y) {
     ez_tts_linear(c->pool, x, T, l->n_in, l->w, l->b, l->n_out, y);
-}
-
-/* transformers' gelu_new: the tanh approximation, on x[i0, i1) (ctx: x). */
-static void gelu_new(void *ctx, int64_t i0, int64_t i1, int thread_index) {
-    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-    float *x = (float *)ctx;
-    (void)thread_index;
-    for (int64_t i = i0; i < i1; i++) {
-        float v = x[i];
-        x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * (v * v * v))));
-    }
 }
 
 static void softmax_rows(float *s, int rows, int cols) {
@@ -37,16 +27,26 @@ static void softmax_rows(float *s, int rows, int cols) {
     }
 }
 
-/* Multi-head self-attention of q, k, v [T, H] into ctx [T, H]. */
-static void attention(ez_kokoro_ctx *c, const float *q, const float *k, const float *v, int T, float *scores,
-                      float *ctx) {
-    const int H = c->m->hp.bert_hidden, nh = c->m->hp.bert_heads, dh = H / nh;
+typedef struct {
+    const float *q, *k, *v; /* [T, H] */
+    float *scores;          /* [heads][T, T] */
+    float *ctx;             /* [T, H] */
+    int T, H, dh;
+} attention_job;
+
+/* Heads [h0, h1) of multi-head self-attention, each on one thread with
+ * scores of its own: ctx_h = softmax(q_h k_h^T / sqrt(dh)) v_h. */
+static void attention_heads(void *p, int64_t h0, int64_t h1, int thread_index) {
+    const attention_job *j = (const attention_job *)p;
+    const int T = j->T, H = j->H, dh = j->dh;
     const float scale = 1.0f / sqrtf((float)dh);
-    for (int h = 0; h < nh; h++) {
-        ez_gemm_f32(c->pool, T, T, dh, q + h * dh, H, k + h * dh, H, 1, scores, T, 0);
-        for (int64_t i = 0; i < (int64_t)T * T; i++) scores[i] *= scale;
-        softmax_rows(scores, T, T);
-        ez_gemm_f32(c->pool, T, dh, T, scores, T, v + h * dh, H, 0, ctx + h * dh, H, 0);
+    (void)thread_index;
+    for (int64_t h = h0; h < h1; h++) {
+        float *s = j->scores + h * T * T;
+        ez_gemm_f32(NULL, T, T, dh, j->q + h * dh, H, j->k + h * dh, H, 1, s, T, 0);
+        for (int64_t i = 0; i < (int64_t)T * T; i++) s[i] *= scale;
+        softmax_rows(s, T, T);
+        ez_gemm_f32(NULL, T, dh, T, s, T, j->v + h * dh, H, 0, j->ctx + h * dh, H, 0);
     }
 }
 
@@ -62,7 +62,7 @@ int32_t ez_kokoro_albert(ez_kokoro_ctx *c, const int32_t *ids, int T, float *d_e
         !(q = ez_kokoro_alloc(c->st, (int64_t)T * H)) || !(k = ez_kokoro_alloc(c->st, (int64_t)T * H)) ||
         !(v = ez_kokoro_alloc(c->st, (int64_t)T * H)) || !(ctx = ez_kokoro_alloc(c->st, (int64_t)T * H)) ||
         !(a = ez_kokoro_alloc(c->st, (int64_t)T * H)) || !(ff = ez_kokoro_alloc(c->st, (int64_t)T * FF)) ||
-        !(scores = ez_kokoro_alloc(c->st, (int64_t)T * T)))
+        !(scores = ez_kokoro_alloc(c->st, (int64_t)hp->bert_heads * T * T)))
         goto done;
 
     /* AlbertEmbeddings: (word + token type 0) + position, LayerNorm. */
@@ -75,15 +75,20 @@ int32_t ez_kokoro_albert(ez_kokoro_ctx *c, const int32_t *ids, int T, float *d_e
     linear(c, &w->emb_map, emb, T, h);
 
     for (int l = 0; l < hp->bert_layers; l++) {
+        attention_job aj = {q, k, v, scores, ctx, T, H, H / hp->bert_heads};
+        if (c->cancel && *c->cancel) {
+            rc = ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in ALBERT");
+            goto done;
+        }
         linear(c, &w->q, h, T, q);
         linear(c, &w->k, h, T, k);
         linear(c, &w->v, h, T, v);
-        attention(c, q, k, v, T, scores, ctx);
+        ez_pool_for(c->pool, hp->bert_heads, 1, attention_heads, &aj);
         linear(c, &w->dense, ctx, T, a);
         for (int64_t i = 0; i < (int64_t)T * H; i++) a[i] = h[i] + a[i];
         ez_tts_layer_norm(a, T, H, w->attn_ln_w, w->attn_ln_b, hp->bert_eps);
         linear(c, &w->ffn, a, T, ff);
-        ez_pool_for(c->pool, (int64_t)T * FF, 4096, gelu_new, ff);
+        ez_tts_gelu_tanh(c->pool, ff, (int64_t)T * FF);
         linear(c, &w->ffn_out, ff, T, h);
         for (int64_t i = 0; i < (int64_t)T * H; i++) h[i] = h[i] + a[i];
         ez_tts_layer_norm(h, T, H, w->full_ln_w, w->full_ln_b, hp->bert_eps);

@@ -197,7 +197,8 @@ typedef enum { EZ_KOKORO_ACT_NONE, EZ_KOKORO_ACT_LEAKY, EZ_KOKORO_ACT_SNAKE } ez
  * (ACT_LEAKY) or Snake with alpha [C] (ACT_SNAKE). */
 EZ_INTERNAL int32_t ez_kokoro_adain_run(ez_kokoro_ctx *c, const ez_kokoro_adain *a, const float *s,
                                         float *x, int T, ez_kokoro_act act, const float *alpha);
-/* out: [dim_out, T * (upsample ? 2 : 1)] = AdainResBlk1d(x [dim_in, T], s). */
+/* out: [dim_out, T * (upsample ? 2 : 1)] = AdainResBlk1d(x [dim_in, T], s).
+ * ELIZA_E_CANCELLED before it starts if the cancel flag is set. */
 EZ_INTERNAL int32_t ez_kokoro_resblk_run(ez_kokoro_ctx *c, const ez_kokoro_resblk *b, const float *x,
                                          int T, const float *s, float *out);
 /* [C, T] <-> [T, C]. */

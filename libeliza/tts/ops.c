@@ -92,7 +92,8 @@ static void lstm_cell_c(int H, const float *g_t, const float *w_hh, const float 
     }
 }
 
-static const ez_tts_kernels portable_kernels = {snake_c, mean_var_c, affine_act_c, lstm_cell_c};
+static const ez_tts_kernels portable_kernels = {snake_c, mean_var_c, affine_act_c, lstm_cell_c,
+                                                ez_tts_gelu_tanh_ref};
 
 /* NULL under ELIZA_FORCE_SCALAR or on a CPU without GEMM kernels: the
  * references run then. */
@@ -874,6 +875,19 @@ void ez_tts_leaky_relu(float *x, int64_t n, float slope) {
         bits = (scaled_bits & negative) | (bits & ~negative);
         memcpy(&x[i], &bits, sizeof bits);
     }
+}
+
+static void gelu_range(void *ctx, int64_t i0, int64_t i1, int thread_index) {
+    (void)thread_index;
+    tts_kernels()->gelu_tanh((float *)ctx + i0, i1 - i0);
+}
+
+void ez_tts_gelu_tanh(ez_pool *pool, float *x, int64_t n) {
+    if (!tts_kernels()) {
+        ez_tts_gelu_tanh_ref(x, n);
+        return;
+    }
+    ez_pool_for(pool, n, 4096, gelu_range, x);
 }
 
 void ez_tts_snake(float *x, int C, int T, const float *alpha) {

@@ -92,6 +92,10 @@ EZ_INTERNAL void ez_tts_snake(float *x, int C, int T, const float *alpha);
 /* x = x >= 0 ? x : slope * x, in place over n values. */
 EZ_INTERNAL void ez_tts_leaky_relu(float *x, int64_t n, float slope);
 
+/* transformers' gelu_new (GELU, tanh form): x = 0.5 x (1 + tanh(sqrt(2 / pi)
+ * (x + 0.044715 x^3))), in place over n values, split over the pool. */
+EZ_INTERNAL void ez_tts_gelu_tanh(ez_pool *pool, float *x, int64_t n);
+
 /* Both directions of a bidirectional PyTorch LSTM layer: direction 0
  * (forward) into y[t, 0:H], direction 1 (reverse) into y[t, H:2H] of
  * y: [T, 2H]. w_ih[d], w_hh[d], b_ih[d], b_hh[d] as in ez_tts_lstm (biases
@@ -125,5 +129,6 @@ EZ_INTERNAL void ez_tts_lstm_ref(const float *x, int T, int n_in, int H, const f
                                  int reverse, float *y, int y_stride);
 EZ_INTERNAL void ez_tts_adain1d_ref(float *x, int C, int T, const float *gamma_beta, float eps);
 EZ_INTERNAL void ez_tts_snake_ref(float *x, int C, int T, const float *alpha);
+EZ_INTERNAL void ez_tts_gelu_tanh_ref(float *x, int64_t n);
 
 #endif /* EZ_TTS_OPS_H */

@@ -34,6 +34,10 @@ typedef struct {
      * u0 is a multiple of 8. */
     void (*lstm_cell)(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c,
                       float *h_out, int u0, int u1);
+
+    /* ez_tts_gelu_tanh over n values (the AVX2 one as x / (1 + e^-2u),
+     * which is 0.5 x (1 + tanh u)). */
+    void (*gelu_tanh)(float *x, int64_t n);
 } ez_tts_kernels;
 
 /* NULL when this build or architecture has no AVX2 code; the caller checks

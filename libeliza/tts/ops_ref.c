@@ -130,3 +130,11 @@ void ez_tts_snake_ref(float *x, int C, int T, const float *alpha) {
         }
     }
 }
+
+void ez_tts_gelu_tanh_ref(float *x, int64_t n) {
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * (v * v * v))));
+    }
+}

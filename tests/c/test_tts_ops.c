@@ -69,7 +69,7 @@ static float *filled(int64_t n, float v) {
 
 static ez_pool *g_pool1, *g_pool2, *g_pool3;
 static int g_scalar;
-static double g_worst_sum, g_worst_adain, g_worst_snake, g_worst_lstm, g_worst_fft, g_worst_fft_rel;
+static double g_worst_sum, g_worst_adain, g_worst_snake, g_worst_lstm, g_worst_fft, g_worst_fft_rel, g_worst_gelu;
 
 /* Outputs over the bound, and the largest error / bound into *worst. */
 static int64_t count_over(const float *fast, const float *ref, const double *bound, int64_t n, double *worst) {
@@ -634,6 +634,36 @@ static void test_snake_matches_reference(void) {
     check_snake(8, 4096, 1e4f);
 }
 
+/* Lengths around the vector width and the pool's grain, inputs up to +-x_scale;
+ * any thread count gives the same bits. The fast form x / (1 + e^-2u) and the
+ * reference's 0.5 x (1 + tanh u) differ by a few ulp of x (the reference's
+ * 1 + tanh u cancels for negative x). */
+static void check_gelu(int64_t n, float x_scale) {
+    float *x = random_floats(n, x_scale), *ref = filled(n, 0), *fast = filled(n, 0), *fast1 = filled(n, 0);
+    double *bound = (double *)malloc(sizeof(double) * (size_t)(n ? n : 1));
+    int64_t bad;
+    memcpy(ref, x, sizeof(float) * (size_t)n);
+    memcpy(fast, x, sizeof(float) * (size_t)n);
+    memcpy(fast1, x, sizeof(float) * (size_t)n);
+    ez_tts_gelu_tanh_ref(ref, n);
+    ez_tts_gelu_tanh(g_pool2, fast, n);
+    ez_tts_gelu_tanh(g_pool1, fast1, n);
+    for (int64_t i = 0; i < n; i++) bound[i] = g_scalar ? 0.0 : ldexp(fabs(x[i]), -21);
+    bad = count_over(fast, ref, bound, n, &g_worst_gelu);
+    CHECK_MSG(bad == 0, "gelu n=%lld x_scale=%g: %lld outputs off the reference", (long long)n, x_scale,
+              (long long)bad);
+    CHECK_MSG(n == 0 || memcmp(fast, fast1, sizeof(float) * (size_t)n) == 0, "gelu n=%lld: 1 and 2 threads differ",
+              (long long)n);
+    free(x), free(ref), free(fast), free(fast1), free(bound);
+}
+
+static void test_gelu_matches_reference(void) {
+    for (int n = 0; n < 20; n++) check_gelu(n, 3.0f);
+    check_gelu(4096 * 3 + 5, 6.0f);
+    check_gelu(100000, 50.0f);
+    check_gelu(1000, 1e-3f);
+}
+
 /* Any length (vector bodies and tails), signed zeros, infinities, NaN. */
 static void test_leaky_relu_is_exact(void) {
     const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 3e38f, -3e38f};
@@ -734,9 +764,10 @@ int main(void) {
     test_lstm_writes_only_its_half();
     test_adain_matches_reference();
     test_snake_matches_reference();
+    test_gelu_matches_reference();
     test_leaky_relu_is_exact();
-    printf("largest error / bound: sums %.3f, fft %.3f, adain %.3f, snake %.3f, lstm %.3f\n", g_worst_sum,
-           g_worst_fft, g_worst_adain, g_worst_snake, g_worst_lstm);
+    printf("largest error / bound: sums %.3f, fft %.3f, adain %.3f, snake %.3f, lstm %.3f, gelu %.3f\n", g_worst_sum,
+           g_worst_fft, g_worst_adain, g_worst_snake, g_worst_lstm, g_worst_gelu);
     printf("conv1d by FFT: largest max |fft - ref| / max |ref| %.3g\n", g_worst_fft_rel);
     ez_pool_destroy(g_pool1);
     ez_pool_destroy(g_pool2);
