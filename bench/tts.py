@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -142,6 +142,28 @@ def _packs_and_vocab(args: argparse.Namespace) -> tuple[Any, dict[str, int]]:
     return packs[args.voice], vocab
 
 
+def time_peer(engine: str, version: str, synth: Callable[[str], int], lines: list[str]) -> dict[str, Any]:
+    """A peer's figures: synth(phonemes) returns its samples (24 kHz); one
+    warm-up call, then the lines one by one."""
+    synth(WARMUP)
+    t0 = time.perf_counter()
+    first = 0.0
+    n = 0
+    for i, ps in enumerate(lines):
+        n += synth(ps)
+        if i == 0:
+            first = time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return {
+        "engine": engine,
+        "wall_s": wall,
+        "audio_s": n / 24000,
+        "first_s": first,
+        "rss_mb": peak_rss_mb(),
+        "version": version,
+    }
+
+
 def run_onnxruntime(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
     import numpy as np
     import onnxruntime as ort
@@ -167,23 +189,7 @@ def run_onnxruntime(args: argparse.Namespace, lines: list[str]) -> dict[str, Any
         out = sess.run(None, feeds)[0]
         return int(np.asarray(out).size)
 
-    synth(WARMUP)
-    t0 = time.perf_counter()
-    first = 0.0
-    n = 0
-    for i, ps in enumerate(lines):
-        n += synth(ps)
-        if i == 0:
-            first = time.perf_counter() - t0
-    wall = time.perf_counter() - t0
-    return {
-        "engine": "onnxruntime",
-        "wall_s": wall,
-        "audio_s": n / 24000,
-        "first_s": first,
-        "rss_mb": peak_rss_mb(),
-        "version": ort.__version__,
-    }
+    return time_peer("onnxruntime", ort.__version__, synth, lines)
 
 
 def run_pytorch(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
@@ -201,23 +207,7 @@ def run_pytorch(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
             audio = model(ps, torch.from_numpy(pack[len(ps) - 1 : len(ps)].copy()), 1.0)
         return int(audio.numel())
 
-    synth(WARMUP)
-    t0 = time.perf_counter()
-    first = 0.0
-    n = 0
-    for i, ps in enumerate(lines):
-        n += synth(ps)
-        if i == 0:
-            first = time.perf_counter() - t0
-    wall = time.perf_counter() - t0
-    return {
-        "engine": "pytorch",
-        "wall_s": wall,
-        "audio_s": n / 24000,
-        "first_s": first,
-        "rss_mb": peak_rss_mb(),
-        "version": torch.__version__,
-    }
+    return time_peer("pytorch", torch.__version__, synth, lines)
 
 
 WORKERS = {"libeliza": run_libeliza, "onnxruntime": run_onnxruntime, "pytorch": run_pytorch}
