@@ -368,8 +368,9 @@ typedef struct eliza_tts_config {
 ELIZA_API void eliza_tts_default_config(eliza_tts_config *config);
 
 /* Text -> Kokoro phonemes, the way synthesis would see them: one line per
- * chunk (sentence, or part of one that would exceed 510 tokens), lines
- * separated by '\n'. *out_phonemes is freed with eliza_free(). Returns
+ * chunk (sentence, or part of one that would exceed the model's 510 tokens,
+ * fewer for a model with a shorter text encoder), lines separated by '\n'.
+ * *out_phonemes is freed with eliza_free(). Returns
  * ELIZA_E_UNSUPPORTED with instructions when no espeak-ng can be loaded,
  * ELIZA_E_INVALID_ARG for invalid UTF-8. */
 ELIZA_API int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phonemes);

@@ -1,7 +1,8 @@
 /* The eliza_tts_* entry points: argument and struct_size checks, handle
  * lifetimes, voice specs and blending, text -> phoneme lines (G2P, opened
- * lazily), chunking to the model's 510 phonemes, and the pull stream. The
- * model itself is tts/kokoro.c, the G2P tts/g2p.c.
+ * lazily), chunking to the model's 510 phonemes (fewer for a model with a
+ * shorter ALBERT), and the pull stream. The model itself is tts/kokoro.c,
+ * the G2P tts/g2p.c.
  *
  * Chunks follow kokoro 0.9.4's KPipeline: the text is cut at line breaks
  * (its split_pattern r'\n+'), G2P splits a line into sentences, a chunk's
@@ -335,10 +336,11 @@ static int is_blank(const char *text, size_t b, size_t e) {
 }
 
 /* The next chunk of phoneme lines at lines[*pos..n): one line, or its first
- * EZ_KOKORO_MAX_PHONEMES code points cut back to a space. [*begin, *end)
- * has no spaces at its ends; *n_cp is its length in code points. 0 when
- * nothing is left. */
-static int next_phoneme_chunk(const char *lines, size_t n, size_t *pos, size_t *begin, size_t *end, int *n_cp) {
+ * max_cp code points (the model's ez_kokoro_max_phonemes) cut back to a
+ * space. [*begin, *end) has no spaces at its ends; *n_cp is its length in
+ * code points. 0 when nothing is left. */
+static int next_phoneme_chunk(const char *lines, size_t n, int max_cp, size_t *pos, size_t *begin, size_t *end,
+                              int *n_cp) {
     size_t i = *pos, j, last_space = 0;
     int cp = 0, cp_at_space = 0;
     while (i < n && (lines[i] == ' ' || lines[i] == '\n' || lines[i] == '\r' || lines[i] == '\t')) i++;
@@ -348,7 +350,7 @@ static int next_phoneme_chunk(const char *lines, size_t n, size_t *pos, size_t *
     }
     j = i;
     while (j < n && lines[j] != '\n' && lines[j] != '\r') {
-        if (cp == EZ_KOKORO_MAX_PHONEMES) {
+        if (cp == max_cp) {
             if (last_space) {
                 j = last_space;
                 cp = cp_at_space;
@@ -385,7 +387,7 @@ static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *id
         if (id < 0) {
             ez_log(ELIZA_LOG_DEBUG, "tts: dropped phoneme U+%04" PRIX32 " ('%.*s'): not in the model's vocabulary",
                    utf8_decode(ph + i, len), len, ph + i);
-        } else if (n_ids < EZ_KOKORO_MAX_PHONEMES) {
+        } else if (n_ids < ez_kokoro_max_phonemes(m)) {
             ids[n_ids++] = id;
             if (!is_punctuation(utf8_decode(ph + i, len))) *speaks = 1;
         }
@@ -410,13 +412,15 @@ int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phoneme
     while (rc == ELIZA_OK && next_text_piece(text, n, &pos, &b, &e)) {
         if (is_blank(text, b, e)) continue;
         rc = need_g2p(tts);
-        if (rc == ELIZA_OK) rc = ez_g2p_phonemize(tts->g2p, text + b, e - b, EZ_KOKORO_MAX_PHONEMES, &raw);
+        if (rc == ELIZA_OK)
+            rc = ez_g2p_phonemize(tts->g2p, text + b, e - b, ez_kokoro_max_phonemes(tts->model), &raw);
         if (rc == ELIZA_OK) ez_sb_puts(&raw, "\n");
     }
     /* The lines synthesis would speak: cut to the model's limit, without the
      * ones that are only punctuation. */
     pos = 0;
-    while (rc == ELIZA_OK && raw.len && next_phoneme_chunk(raw.data, raw.len, &pos, &b, &e, &n_cp)) {
+    while (rc == ELIZA_OK && raw.len &&
+           next_phoneme_chunk(raw.data, raw.len, ez_kokoro_max_phonemes(tts->model), &pos, &b, &e, &n_cp)) {
         int speaks;
         phoneme_ids(tts->model, raw.data + b, e - b, ids, &speaks);
         if (!speaks) continue;
@@ -652,18 +656,19 @@ static int32_t fail_stream(eliza_tts_stream *s, int32_t rc) {
  * 0 when the text is used up. Text input runs the G2P one piece at a time. */
 static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t *n, int *n_cp, int *found) {
     eliza_tts *tts = s->tts;
+    const int max_cp = ez_kokoro_max_phonemes(tts->model);
     size_t b, e;
     *found = 0;
     for (;;) {
         if (s->phoneme_input) {
-            if (next_phoneme_chunk(s->text, s->text_len, &s->text_pos, &b, &e, n_cp)) {
+            if (next_phoneme_chunk(s->text, s->text_len, max_cp, &s->text_pos, &b, &e, n_cp)) {
                 *ph = s->text + b;
                 *n = e - b;
                 *found = 1;
             }
             return ELIZA_OK;
         }
-        if (s->lines.len && next_phoneme_chunk(s->lines.data, s->lines.len, &s->lines_pos, &b, &e, n_cp)) {
+        if (s->lines.len && next_phoneme_chunk(s->lines.data, s->lines.len, max_cp, &s->lines_pos, &b, &e, n_cp)) {
             *ph = s->lines.data + b;
             *n = e - b;
             *found = 1;
@@ -679,7 +684,7 @@ static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t 
             if (is_blank(s->text, b, e)) continue;
             if ((rc = need_g2p(tts))) return rc;
             t0 = ez_time_ns();
-            rc = ez_g2p_phonemize(tts->g2p, s->text + b, e - b, EZ_KOKORO_MAX_PHONEMES, &s->lines);
+            rc = ez_g2p_phonemize(tts->g2p, s->text + b, e - b, max_cp, &s->lines);
             profile_add(&tts->prof, "g2p", (double)(ez_time_ns() - t0) / 1e6);
             if (rc) return rc;
             if (s->lines.failed) return ez_fail(ELIZA_E_NOMEM, "out of memory for phonemes");

@@ -743,8 +743,10 @@ void ez_kokoro_phase_end(ez_kokoro_ctx *c, const char *name) {
     p->t0 = now;
 }
 
+int ez_kokoro_max_phonemes(const ez_kokoro *m) { return EZ_MIN(EZ_KOKORO_MAX_PHONEMES, m->hp.bert_max_pos - 2); }
+
 static int32_t check_args(const ez_kokoro *m, const int32_t *ids, int n, const float *style, float speed) {
-    int max_n = EZ_MIN(EZ_KOKORO_MAX_PHONEMES, m->hp.bert_max_pos - 2);
+    int max_n = ez_kokoro_max_phonemes(m);
     if (!ids || !style) return ez_fail(ELIZA_E_INVALID_ARG, "Kokoro forward: ids and style are required");
     if (n < 1 || n > max_n)
         return ez_fail(ELIZA_E_INVALID_ARG, "Kokoro forward: %d phonemes (1 to %d per chunk)", n, max_n);

@@ -25,6 +25,10 @@ EZ_INTERNAL const char *ez_kokoro_voice_name(const ez_kokoro *m, int index);
  * row n - 1 is the style for an utterance of n phonemes. */
 EZ_INTERNAL const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index);
 
+/* The most phonemes one chunk of this model takes: 510, or fewer when its
+ * ALBERT has fewer than 512 positions (two go to the pad ids). */
+EZ_INTERNAL int ez_kokoro_max_phonemes(const ez_kokoro *m);
+
 /* The id of one Kokoro phoneme symbol (a UTF-8 code point, `len` bytes at
  * sym), or -1 when the vocabulary has no such symbol. */
 EZ_INTERNAL int ez_kokoro_symbol_id(const ez_kokoro *m, const char *sym, int len);
@@ -37,7 +41,7 @@ typedef struct {
 #define EZ_KOKORO_MAX_PHASES 16
 EZ_INTERNAL int ez_kokoro_profile(const ez_kokoro *m, ez_kokoro_phase *out, int max);
 
-/* One chunk: ids [n] (1 <= n <= EZ_KOKORO_MAX_PHONEMES, without the pad ids
+/* One chunk: ids [n] (1 <= n <= ez_kokoro_max_phonemes(m), without the pad ids
  * the model adds at both ends), style [256], speed > 0. no_noise zeroes the
  * random phase and noise of the harmonic source; otherwise they are drawn
  * from `seed`. *out_pcm (malloc'd) holds *out_n samples. `cancel`, if not

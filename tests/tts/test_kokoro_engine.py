@@ -232,6 +232,19 @@ def test_tiny_model_noise_is_seeded() -> None:
     assert not np.array_equal(a["audio"], c["audio"])
 
 
+def test_tiny_model_chunks_to_its_own_limit() -> None:
+    """The tiny model's ALBERT has 40 positions: a long line goes out in
+    chunks of at most 38 phonemes (not Kokoro's 510), each of them spoken."""
+    import eliza
+
+    words = " ".join(["hˈɛloʊ", "wˈɜɹld"] * 30)  # noqa: RUF001
+    with eliza.TTS(TINY_MODEL, n_threads=2) as tts:
+        chunks = list(tts.stream(words, voice=tts.voices[0], phonemes=True, no_noise=True))
+    assert len(chunks) > 1
+    assert all(0 < len(c.phonemes) <= 38 and len(c.audio) > 0 for c in chunks)
+    assert " ".join(c.phonemes for c in chunks) == words
+
+
 # ---- reference run: KModel live ---------------------------------------------------------------
 
 
