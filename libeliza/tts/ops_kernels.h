@@ -1,7 +1,7 @@
 /* The per-ISA pieces of the fast Kokoro ops; tts/ops.c does the blocking,
  * the packing and the threading around them (and takes its GEMM tiles from
  * core/kernels/gemm_kernels.h). Each table entry has a portable C version in
- * ops.c; ops_avx2.c has the AVX2 + FMA ones.
+ * ops.c; ops_avx2.c has the AVX2 + FMA ones, ops_neon.c the NEON ones.
  *
  * Vector sin and exp are polynomial approximations (Cephes' single-precision
  * ones): see ops_avx2.c for their error bounds, and tests/c/test_tts_ops.c
@@ -43,5 +43,7 @@ typedef struct {
 /* NULL when this build or architecture has no AVX2 code; the caller checks
  * ez_simd_level_active() first. */
 EZ_INTERNAL const ez_tts_kernels *ez_tts_kernels_avx2(void);
+/* NULL off aarch64 (ops_neon.c). */
+EZ_INTERNAL const ez_tts_kernels *ez_tts_kernels_neon(void);
 
 #endif /* EZ_TTS_OPS_KERNELS_H */

@@ -1,0 +1,259 @@
+/* NEON pieces of the fast Kokoro ops (ops_kernels.h): the AVX2 ones
+ * (ops_avx2.c) on four lanes, with the same polynomials (Cephes' sin and
+ * exp, evaluated with fused multiply-adds), so the same error bounds hold:
+ * see ops_avx2.c's file comment and tests/c/test_tts_ops.c. NEON is part
+ * of the aarch64 baseline, so this file needs no special flags. */
+#include "tts/ops_kernels.h"
+
+#if EZ_ARCH_AARCH64
+
+#include <arm_neon.h>
+#include <math.h>
+
+/* ---- vector math ------------------------------------------------------------------ */
+
+/* e^x for x clamped to [-87.3, 88.3]: x = n ln2 + r, e^r by the degree-7
+ * polynomial, 2^n through the exponent bits. */
+static inline float32x4_t exp_ps(float32x4_t x) {
+    float32x4_t n, r, p;
+    int32x4_t e;
+    x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.3f)), vdupq_n_f32(88.3f));
+    n = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
+    r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    p = vdupq_n_f32(1.9875691500e-4f);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
+    e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+    return vmulq_f32(p, vreinterpretq_f32_s32(e));
+}
+
+static inline float32x4_t div_ps(float32x4_t a, float32x4_t b) { return vdivq_f32(a, b); }
+
+static inline float32x4_t sigmoid_ps(float32x4_t v) {
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    return div_ps(one, vaddq_f32(one, exp_ps(vnegq_f32(v))));
+}
+
+/* sign(v) (1 - e) / (1 + e), e = e^(-2 |v|) */
+static inline float32x4_t tanh_ps(float32x4_t v) {
+    const float32x4_t one = vdupq_n_f32(1.0f);
+    float32x4_t e = exp_ps(vmulq_n_f32(vabsq_f32(v), -2.0f));
+    float32x4_t t = div_ps(vsubq_f32(one, e), vaddq_f32(one, e));
+    return vbslq_f32(vdupq_n_u32(0x80000000u), v, t);
+}
+
+/* Valid where |x| <= 8192; sin_ps checks. Octant reduction by pi/4 in three
+ * parts, then the sine or cosine polynomial. */
+static inline float32x4_t sin_ps_reduced(float32x4_t x) {
+    float32x4_t ax = vabsq_f32(x), y, r, z, ps, pc, res;
+    uint32x4_t sign = vandq_u32(vreinterpretq_u32_f32(x), vdupq_n_u32(0x80000000u)), use_cos;
+    int32x4_t j = vcvtq_s32_f32(vmulq_n_f32(ax, 1.27323954473516f));
+    j = vandq_s32(vaddq_s32(j, vdupq_n_s32(1)), vdupq_n_s32(~1));
+    y = vcvtq_f32_s32(j);
+    /* octants 4..7 flip the sign; octants 2, 3, 6, 7 take the cosine polynomial */
+    sign = veorq_u32(sign, vshlq_n_u32(vandq_u32(vreinterpretq_u32_s32(j), vdupq_n_u32(4)), 29));
+    use_cos = vceqq_s32(vandq_s32(j, vdupq_n_s32(2)), vdupq_n_s32(2));
+    r = vfmsq_f32(ax, y, vdupq_n_f32(0.78515625f));
+    r = vfmsq_f32(r, y, vdupq_n_f32(2.4187564849853515625e-4f));
+    r = vfmsq_f32(r, y, vdupq_n_f32(3.77489497744594108e-8f));
+    z = vmulq_f32(r, r);
+    pc = vdupq_n_f32(2.443315711809948e-5f);
+    pc = vfmaq_f32(vdupq_n_f32(-1.388731625493765e-3f), pc, z);
+    pc = vfmaq_f32(vdupq_n_f32(4.166664568298827e-2f), pc, z);
+    pc = vmulq_f32(vmulq_f32(pc, z), z);
+    pc = vfmsq_f32(pc, vdupq_n_f32(0.5f), z);
+    pc = vaddq_f32(pc, vdupq_n_f32(1.0f));
+    ps = vdupq_n_f32(-1.9515295891e-4f);
+    ps = vfmaq_f32(vdupq_n_f32(8.3321608736e-3f), ps, z);
+    ps = vfmaq_f32(vdupq_n_f32(-1.6666654611e-1f), ps, z);
+    ps = vfmaq_f32(r, vmulq_f32(ps, z), r);
+    res = vbslq_f32(use_cos, pc, ps);
+    return vreinterpretq_f32_u32(veorq_u32(vreinterpretq_u32_f32(res), sign));
+}
+
+static inline float32x4_t sin_ps(float32x4_t x) {
+    uint32x4_t big = vmvnq_u32(vcleq_f32(vabsq_f32(x), vdupq_n_f32(8192.0f))); /* also inf, NaN */
+    if (vmaxvq_u32(big)) {
+        float v[4];
+        vst1q_f32(v, x);
+        for (int i = 0; i < 4; i++) v[i] = sinf(v[i]);
+        return vbslq_f32(big, vld1q_f32(v), sin_ps_reduced(x));
+    }
+    return sin_ps_reduced(x);
+}
+
+/* ---- Snake, AdaIN --------------------------------------------------------------------- */
+
+static inline float32x4_t snake_ps(float32x4_t v, float32x4_t alpha, float32x4_t inv_alpha) {
+    float32x4_t s = sin_ps(vmulq_f32(alpha, v));
+    return vfmaq_f32(v, inv_alpha, vmulq_f32(s, s));
+}
+
+static void snake_neon(float *x, int64_t n, float alpha) {
+    const float32x4_t a = vdupq_n_f32(alpha), ia = vdupq_n_f32(1.0f / alpha);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, snake_ps(vld1q_f32(x + i), a, ia));
+    for (; i < n; i++) {
+        float s = sinf(alpha * x[i]);
+        x[i] += (1.0f / alpha) * (s * s);
+    }
+}
+
+/* Two passes, sums in double (two lanes per vector, two vectors). */
+static void mean_var_neon(const float *x, int64_t n, double *mean_out, double *var_out) {
+    float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0, m;
+    double sum, mean, var;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t v = vld1q_f32(x + i);
+        s0 = vaddq_f64(s0, vcvt_f64_f32(vget_low_f32(v)));
+        s1 = vaddq_f64(s1, vcvt_high_f64_f32(v));
+    }
+    sum = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; i < n; i++) sum += x[i];
+    mean = sum / (double)n;
+    m = vdupq_n_f64(mean);
+    s0 = s1 = vdupq_n_f64(0.0);
+    for (i = 0; i + 4 <= n; i += 4) {
+        float32x4_t v = vld1q_f32(x + i);
+        float64x2_t d0 = vsubq_f64(vcvt_f64_f32(vget_low_f32(v)), m), d1 = vsubq_f64(vcvt_high_f64_f32(v), m);
+        s0 = vfmaq_f64(s0, d0, d0);
+        s1 = vfmaq_f64(s1, d1, d1);
+    }
+    var = vaddvq_f64(vaddq_f64(s0, s1));
+    for (; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+    *mean_out = mean;
+    *var_out = var / (double)n;
+}
+
+/* (x - mean) is formed in double and rounded once, as the reference does. */
+static inline float32x4_t normalize_ps(float32x4_t v, float64x2_t mean, float32x4_t inv, float32x4_t scale,
+                                       float32x4_t shift) {
+    float32x2_t lo = vcvt_f32_f64(vsubq_f64(vcvt_f64_f32(vget_low_f32(v)), mean));
+    float32x4_t d = vcvt_high_f32_f64(lo, vsubq_f64(vcvt_high_f64_f32(v), mean));
+    return vfmaq_f32(shift, scale, vmulq_f32(d, inv));
+}
+
+static inline float32x4_t act_ps(float32x4_t v, int act, float32x4_t param, float32x4_t inv_param) {
+    if (act == EZ_TTS_ACT_SNAKE) return snake_ps(v, param, inv_param);
+    if (act == EZ_TTS_ACT_LEAKY_RELU) return vbslq_f32(vcltzq_f32(v), vmulq_f32(v, param), v);
+    return v;
+}
+
+static void affine_act_neon(float *x, int64_t n, double mean, float inv, float scale, float shift, int act,
+                            float param) {
+    const float64x2_t m = vdupq_n_f64(mean);
+    const float32x4_t vi = vdupq_n_f32(inv), vs = vdupq_n_f32(scale), vb = vdupq_n_f32(shift);
+    const float32x4_t p = vdupq_n_f32(param), ip = vdupq_n_f32(1.0f / param);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, act_ps(normalize_ps(vld1q_f32(x + i), m, vi, vs, vb), act, p, ip));
+    for (; i < n; i++) {
+        float v = scale * ((float)(x[i] - mean) * inv) + shift;
+        if (act == EZ_TTS_ACT_SNAKE) {
+            float s = sinf(param * v);
+            v += (1.0f / param) * (s * s);
+        } else if (act == EZ_TTS_ACT_LEAKY_RELU) {
+            v = v < 0 ? v * param : v;
+        }
+        x[i] = v;
+    }
+}
+
+/* ---- LSTM step ------------------------------------------------------------------------- */
+
+/* Lane l = dot of row l of w (4 rows of K, stride K) with h. */
+static inline float32x4_t dot4(const float *w, int K, const float *h) {
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
+    const float *w1 = w + K, *w2 = w + 2 * K, *w3 = w + 3 * K;
+    float t[4];
+    int i = 0;
+    for (; i + 4 <= K; i += 4) {
+        float32x4_t hv = vld1q_f32(h + i);
+        a0 = vfmaq_f32(a0, vld1q_f32(w + i), hv);
+        a1 = vfmaq_f32(a1, vld1q_f32(w1 + i), hv);
+        a2 = vfmaq_f32(a2, vld1q_f32(w2 + i), hv);
+        a3 = vfmaq_f32(a3, vld1q_f32(w3 + i), hv);
+    }
+    t[0] = vaddvq_f32(a0);
+    t[1] = vaddvq_f32(a1);
+    t[2] = vaddvq_f32(a2);
+    t[3] = vaddvq_f32(a3);
+    for (; i < K; i++) {
+        t[0] += w[i] * h[i];
+        t[1] += w1[i] * h[i];
+        t[2] += w2[i] * h[i];
+        t[3] += w3[i] * h[i];
+    }
+    return vld1q_f32(t);
+}
+
+/* Units [u0, u1) in groups of four (u0 a multiple of 8; every group, the
+ * last one shorter, takes the same operations wherever it starts). */
+static void lstm_cell_neon(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c, float *h_out,
+                           int u0, int u1) {
+    for (int u = u0; u < u1; u += 4) {
+        const int n = u1 - u < 4 ? u1 - u : 4;
+        float pre[4][4], cv[4], hv[4];
+        for (int q = 0; q < 4; q++) {
+            if (n == 4) {
+                float32x4_t d = dot4(w_hh + ((int64_t)q * H + u) * H, H, h_prev);
+                vst1q_f32(pre[q], vaddq_f32(vld1q_f32(g_t + (int64_t)q * H + u), d));
+            } else {
+                for (int l = 0; l < 4; l++) {
+                    const int uu = u + (l < n ? l : 0);
+                    const float *row = w_hh + ((int64_t)q * H + uu) * H;
+                    float s = 0.0f;
+                    for (int i = 0; i < H; i++) s += row[i] * h_prev[i];
+                    pre[q][l] = g_t[(int64_t)q * H + uu] + s;
+                }
+            }
+        }
+        {
+            float32x4_t i_g = sigmoid_ps(vld1q_f32(pre[0])), f_g = sigmoid_ps(vld1q_f32(pre[1]));
+            float32x4_t g_g = tanh_ps(vld1q_f32(pre[2])), o_g = sigmoid_ps(vld1q_f32(pre[3]));
+            float c_prev[4];
+            for (int l = 0; l < 4; l++) c_prev[l] = c[u + (l < n ? l : 0)];
+            float32x4_t cn = vfmaq_f32(vmulq_f32(i_g, g_g), f_g, vld1q_f32(c_prev));
+            vst1q_f32(cv, cn);
+            vst1q_f32(hv, vmulq_f32(o_g, tanh_ps(cn)));
+        }
+        for (int l = 0; l < n; l++) {
+            c[u + l] = cv[l];
+            h_out[u + l] = hv[l];
+        }
+    }
+}
+
+/* ---- GELU (tanh form) ----------------------------------------------------------------- */
+
+/* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2 / pi) (x + 0.044715 x^3). */
+static void gelu_tanh_neon(float *x, int64_t n) {
+    const float m2k = -2.0f * 0.7978845608028654f;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4_t v = vld1q_f32(x + i), v3 = vmulq_f32(vmulq_f32(v, v), v);
+        float32x4_t e = exp_ps(vmulq_n_f32(vfmaq_n_f32(v, v3, 0.044715f), m2k));
+        vst1q_f32(x + i, div_ps(v, vaddq_f32(vdupq_n_f32(1.0f), e)));
+    }
+    for (; i < n; i++) {
+        float v = x[i];
+        x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * (v * v * v))));
+    }
+}
+
+static const ez_tts_kernels neon_kernels = {
+    snake_neon, mean_var_neon, affine_act_neon, lstm_cell_neon, gelu_tanh_neon,
+};
+
+const ez_tts_kernels *ez_tts_kernels_neon(void) { return &neon_kernels; }
+
+#else
+
+const ez_tts_kernels *ez_tts_kernels_neon(void) { return NULL; }
+
+#endif
