@@ -334,6 +334,9 @@ int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, in
 #if EZ_ARCH_X86_64
     job.fast = ez_simd_level_active() == EZ_SIMD_AVX2 && l->H % 16 == 0 && l->w_hh_t;
     job.step = job.fast ? ez_nn_lstm_step_avx2 : ez_nn_lstm_step_ref;
+#elif EZ_ARCH_AARCH64
+    job.fast = ez_simd_level_active() != EZ_SIMD_SCALAR && l->H % 16 == 0 && l->w_hh_t;
+    job.step = job.fast ? ez_nn_lstm_step_neon : ez_nn_lstm_step_ref;
 #else
     job.fast = 0;
     job.step = ez_nn_lstm_step_ref;

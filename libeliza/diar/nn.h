@@ -85,14 +85,18 @@ EZ_INTERNAL int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const f
 
 /* One step of nb sequences of one direction: gates[b] = xp[b] + bias +
  * h[b] . w^T, then c[b] and h[b] ([nb, H] each) updated in place. gates: [nb, 4H]
- * scratch. The reference reads w_hh ([4H, H]); the AVX2 kernel reads the
- * panels of w_hh_t and needs H % 16 == 0. */
+ * scratch. The reference reads w_hh ([4H, H]); the AVX2 and NEON kernels
+ * read the panels of w_hh_t and need H % 16 == 0. */
 typedef void (*ez_nn_lstm_step_fn)(int nb, int H, const float *const *xp, const float *bias, const float *w,
                                    float *gates, float *h, float *c);
 EZ_INTERNAL void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, const float *bias, const float *w_hh,
                                      float *gates, float *h, float *c);
 #if EZ_ARCH_X86_64
 EZ_INTERNAL void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bias,
+                                      const float *w_hh_t, float *gates, float *h, float *c);
+#endif
+#if EZ_ARCH_AARCH64
+EZ_INTERNAL void ez_nn_lstm_step_neon(int nb, int H, const float *const *xp, const float *bias,
                                       const float *w_hh_t, float *gates, float *h, float *c);
 #endif
 

@@ -9,41 +9,17 @@
 
 #include <arm_neon.h>
 #include <math.h>
+#include <string.h>
+
+#include "core/kernels/vmath_neon.h"
 
 /* ---- vector math ------------------------------------------------------------------ */
-
-/* e^x for x clamped to [-87.3, 88.3]: x = n ln2 + r, e^r by the degree-7
- * polynomial, 2^n through the exponent bits. */
-static inline float32x4_t exp_ps(float32x4_t x) {
-    float32x4_t n, r, p;
-    int32x4_t e;
-    x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.3f)), vdupq_n_f32(88.3f));
-    n = vrndnq_f32(vmulq_n_f32(x, 1.44269504088896341f));
-    r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-    p = vdupq_n_f32(1.9875691500e-4f);
-    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
-    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
-    p = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), p, vmulq_f32(r, r));
-    e = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-    return vmulq_f32(p, vreinterpretq_f32_s32(e));
-}
-
-static inline float32x4_t div_ps(float32x4_t a, float32x4_t b) { return vdivq_f32(a, b); }
-
-static inline float32x4_t sigmoid_ps(float32x4_t v) {
-    const float32x4_t one = vdupq_n_f32(1.0f);
-    return div_ps(one, vaddq_f32(one, exp_ps(vnegq_f32(v))));
-}
 
 /* sign(v) (1 - e) / (1 + e), e = e^(-2 |v|) */
 static inline float32x4_t tanh_ps(float32x4_t v) {
     const float32x4_t one = vdupq_n_f32(1.0f);
-    float32x4_t e = exp_ps(vmulq_n_f32(vabsq_f32(v), -2.0f));
-    float32x4_t t = div_ps(vsubq_f32(one, e), vaddq_f32(one, e));
+    float32x4_t e = ez_exp_neon(vmulq_n_f32(vabsq_f32(v), -2.0f));
+    float32x4_t t = vdivq_f32(vsubq_f32(one, e), vaddq_f32(one, e));
     return vbslq_f32(vdupq_n_u32(0x80000000u), v, t);
 }
 
@@ -87,6 +63,20 @@ static inline float32x4_t sin_ps(float32x4_t x) {
     return sin_ps_reduced(x);
 }
 
+/* The last n < 4 values of a row go through the vector code in a
+ * zero-padded buffer (what the pad lanes give is dropped). */
+static inline float32x4_t load_tail(const float *x, int64_t n) {
+    float buf[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    memcpy(buf, x, sizeof(float) * (size_t)n);
+    return vld1q_f32(buf);
+}
+
+static inline void store_tail(float *x, int64_t n, float32x4_t v) {
+    float buf[4];
+    vst1q_f32(buf, v);
+    memcpy(x, buf, sizeof(float) * (size_t)n);
+}
+
 /* ---- Snake, AdaIN --------------------------------------------------------------------- */
 
 static inline float32x4_t snake_ps(float32x4_t v, float32x4_t alpha, float32x4_t inv_alpha) {
@@ -98,10 +88,7 @@ static void snake_neon(float *x, int64_t n, float alpha) {
     const float32x4_t a = vdupq_n_f32(alpha), ia = vdupq_n_f32(1.0f / alpha);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) vst1q_f32(x + i, snake_ps(vld1q_f32(x + i), a, ia));
-    for (; i < n; i++) {
-        float s = sinf(alpha * x[i]);
-        x[i] += (1.0f / alpha) * (s * s);
-    }
+    if (i < n) store_tail(x + i, n - i, snake_ps(load_tail(x + i, n - i), a, ia));
 }
 
 /* Two passes, sums in double (two lanes per vector, two vectors). */
@@ -152,16 +139,7 @@ static void affine_act_neon(float *x, int64_t n, double mean, float inv, float s
     const float32x4_t p = vdupq_n_f32(param), ip = vdupq_n_f32(1.0f / param);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) vst1q_f32(x + i, act_ps(normalize_ps(vld1q_f32(x + i), m, vi, vs, vb), act, p, ip));
-    for (; i < n; i++) {
-        float v = scale * ((float)(x[i] - mean) * inv) + shift;
-        if (act == EZ_TTS_ACT_SNAKE) {
-            float s = sinf(param * v);
-            v += (1.0f / param) * (s * s);
-        } else if (act == EZ_TTS_ACT_LEAKY_RELU) {
-            v = v < 0 ? v * param : v;
-        }
-        x[i] = v;
-    }
+    if (i < n) store_tail(x + i, n - i, act_ps(normalize_ps(load_tail(x + i, n - i), m, vi, vs, vb), act, p, ip));
 }
 
 /* ---- LSTM step ------------------------------------------------------------------------- */
@@ -214,8 +192,8 @@ static void lstm_cell_neon(int H, const float *g_t, const float *w_hh, const flo
             }
         }
         {
-            float32x4_t i_g = sigmoid_ps(vld1q_f32(pre[0])), f_g = sigmoid_ps(vld1q_f32(pre[1]));
-            float32x4_t g_g = tanh_ps(vld1q_f32(pre[2])), o_g = sigmoid_ps(vld1q_f32(pre[3]));
+            float32x4_t i_g = ez_sigmoid_neon(vld1q_f32(pre[0])), f_g = ez_sigmoid_neon(vld1q_f32(pre[1]));
+            float32x4_t g_g = tanh_ps(vld1q_f32(pre[2])), o_g = ez_sigmoid_neon(vld1q_f32(pre[3]));
             float c_prev[4];
             for (int l = 0; l < 4; l++) c_prev[l] = c[u + (l < n ? l : 0)];
             float32x4_t cn = vfmaq_f32(vmulq_f32(i_g, g_g), f_g, vld1q_f32(c_prev));
@@ -232,18 +210,16 @@ static void lstm_cell_neon(int H, const float *g_t, const float *w_hh, const flo
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
 /* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2 / pi) (x + 0.044715 x^3). */
+static inline float32x4_t gelu_tanh_ps(float32x4_t v) {
+    float32x4_t v3 = vmulq_f32(vmulq_f32(v, v), v);
+    float32x4_t e = ez_exp_neon(vmulq_n_f32(vfmaq_n_f32(v, v3, 0.044715f), -2.0f * 0.7978845608028654f));
+    return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), e));
+}
+
 static void gelu_tanh_neon(float *x, int64_t n) {
-    const float m2k = -2.0f * 0.7978845608028654f;
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        float32x4_t v = vld1q_f32(x + i), v3 = vmulq_f32(vmulq_f32(v, v), v);
-        float32x4_t e = exp_ps(vmulq_n_f32(vfmaq_n_f32(v, v3, 0.044715f), m2k));
-        vst1q_f32(x + i, div_ps(v, vaddq_f32(vdupq_n_f32(1.0f), e)));
-    }
-    for (; i < n; i++) {
-        float v = x[i];
-        x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * (v * v * v))));
-    }
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, gelu_tanh_ps(vld1q_f32(x + i)));
+    if (i < n) store_tail(x + i, n - i, gelu_tanh_ps(load_tail(x + i, n - i)));
 }
 
 static const ez_tts_kernels neon_kernels = {

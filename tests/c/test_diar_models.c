@@ -74,12 +74,17 @@ static float *panels(const float *w, int H) {
 }
 
 static void test_step_fast_matches_reference(void) {
-#if EZ_ARCH_X86_64
+#if EZ_ARCH_X86_64 || EZ_ARCH_AARCH64
     static const int Hs[] = {16, 128, 256};
+#if EZ_ARCH_X86_64
+    const ez_nn_lstm_step_fn fast = ez_nn_lstm_step_avx2;
     if (!(ez_cpu_features() & EZ_CPU_AVX2) || !(ez_cpu_features() & EZ_CPU_FMA)) {
         printf("skip: no AVX2/FMA\n");
         return;
     }
+#else
+    const ez_nn_lstm_step_fn fast = ez_nn_lstm_step_neon;
+#endif
     for (size_t hi = 0; hi < sizeof Hs / sizeof Hs[0]; hi++)
         for (int nb = 1; nb <= 13; nb += (nb < 9 ? 1 : 4)) {
             int H = Hs[hi], G = 4 * H;
@@ -96,7 +101,7 @@ static void test_step_fast_matches_reference(void) {
             /* A few steps so the state feeds back. */
             for (int s = 0; s < 3; s++) {
                 ez_nn_lstm_step_ref(nb, H, rows, bias, w, g0, h0, c0);
-                ez_nn_lstm_step_avx2(nb, H, rows, bias, wp, g1, h1, c1);
+                fast(nb, H, rows, bias, wp, g1, h1, c1);
             }
             for (int i = 0; i < nb * H; i++) {
                 err_h = max_d(err_h, fabs((double)h0[i] - h1[i]));
