@@ -379,6 +379,7 @@ static int next_phoneme_chunk(const char *lines, size_t n, int max_cp, size_t *p
  * KModel.forward drops them. Returns how many ids, and through *speaks
  * whether any is more than punctuation. */
 static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *ids, int *speaks) {
+    const int max_ids = ez_kokoro_max_phonemes(m);
     int n_ids = 0;
     *speaks = 0;
     for (size_t i = 0; i < n;) {
@@ -387,7 +388,7 @@ static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *id
         if (id < 0) {
             ez_log(ELIZA_LOG_DEBUG, "tts: dropped phoneme U+%04" PRIX32 " ('%.*s'): not in the model's vocabulary",
                    utf8_decode(ph + i, len), len, ph + i);
-        } else if (n_ids < ez_kokoro_max_phonemes(m)) {
+        } else if (n_ids < max_ids) {
             ids[n_ids++] = id;
             if (!is_punctuation(utf8_decode(ph + i, len))) *speaks = 1;
         }

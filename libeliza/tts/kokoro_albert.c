@@ -28,6 +28,7 @@ static void softmax_rows(float *s, int rows, int cols) {
 }
 
 typedef struct {
+    ez_pool *pool;
     const float *q, *k, *v; /* [T, H] */
     float *scores;          /* [heads][T, T] */
     float *ctx;             /* [T, H] */
@@ -35,7 +36,9 @@ typedef struct {
 } attention_job;
 
 /* Heads [h0, h1) of multi-head self-attention, each on one thread with
- * scores of its own: ctx_h = softmax(q_h k_h^T / sqrt(dh)) v_h. */
+ * scores of its own: ctx_h = softmax(q_h k_h^T / sqrt(dh)) v_h. The GEMMs,
+ * called inside the pool's loop, run inline on this thread with its
+ * scratch slot. */
 static void attention_heads(void *p, int64_t h0, int64_t h1, int thread_index) {
     const attention_job *j = (const attention_job *)p;
     const int T = j->T, H = j->H, dh = j->dh;
@@ -43,10 +46,10 @@ static void attention_heads(void *p, int64_t h0, int64_t h1, int thread_index) {
     (void)thread_index;
     for (int64_t h = h0; h < h1; h++) {
         float *s = j->scores + h * T * T;
-        ez_gemm_f32(NULL, T, T, dh, j->q + h * dh, H, j->k + h * dh, H, 1, s, T, 0);
+        ez_gemm_f32(j->pool, T, T, dh, j->q + h * dh, H, j->k + h * dh, H, 1, s, T, 0);
         for (int64_t i = 0; i < (int64_t)T * T; i++) s[i] *= scale;
         softmax_rows(s, T, T);
-        ez_gemm_f32(NULL, T, dh, T, s, T, j->v + h * dh, H, 0, j->ctx + h * dh, H, 0);
+        ez_gemm_f32(j->pool, T, dh, T, s, T, j->v + h * dh, H, 0, j->ctx + h * dh, H, 0);
     }
 }
 
@@ -75,7 +78,7 @@ int32_t ez_kokoro_albert(ez_kokoro_ctx *c, const int32_t *ids, int T, float *d_e
     linear(c, &w->emb_map, emb, T, h);
 
     for (int l = 0; l < hp->bert_layers; l++) {
-        attention_job aj = {q, k, v, scores, ctx, T, H, H / hp->bert_heads};
+        attention_job aj = {c->pool, q, k, v, scores, ctx, T, H, H / hp->bert_heads};
         if (c->cancel && *c->cancel) {
             rc = ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in ALBERT");
             goto done;
