@@ -312,12 +312,9 @@ static int64_t chunk_size(int64_t n, int64_t grain, int n_threads) {
 void ez_pool_for(ez_pool *pool, int64_t n, int64_t grain, ez_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (!pool || pool->n_threads == 1 || n <= grain) {
-        fn(ctx, 0, n, 0);
-        return;
-    }
-    if (tls_pool == pool) {
-        fn(ctx, 0, n, tls_thread_index);
+    /* Inline: inside a chunk of this pool, under that chunk's thread index. */
+    if (!pool || pool->n_threads == 1 || n <= grain || tls_pool == pool) {
+        fn(ctx, 0, n, ez_pool_thread_index(pool));
         return;
     }
     pool->fn = fn;

@@ -154,6 +154,8 @@ static void outer_body(void *ctx, int64_t begin, int64_t end, int thread_index) 
     for (int64_t r = begin; r < end; r++) {
         inner_ctx in = {job, r, thread_index};
         ez_pool_for(job->pool, job->inner_n, 1, inner_body, &in);
+        /* one chunk (n <= grain): still this thread's index, not 0 */
+        ez_pool_for(job->pool, job->inner_n, job->inner_n, inner_body, &in);
     }
 }
 
@@ -165,8 +167,8 @@ static void test_pool_nested_loop_runs_inline(void) {
     int ok = 1;
     if (!pool) return;
     ez_pool_for(pool, OUTER, 1, outer_body, &job);
-    for (int i = 0; i < OUTER * INNER; i++) ok &= counts[i] == 1;
-    CHECK_MSG(ok, "nested loop did not visit every index once");
+    for (int i = 0; i < OUTER * INNER; i++) ok &= counts[i] == 2;
+    CHECK_MSG(ok, "nested loops did not visit every index once each");
     CHECK_MSG(!job.bad_thread, "nested loop ran under another thread index than its outer chunk");
     CHECK_MSG(ez_pool_thread_index(pool) == 0, "thread index outside any loop must be 0");
     ez_pool_destroy(pool);
