@@ -1,8 +1,9 @@
 /* The element-wise and reduction operations of the LLM forward pass, and the
  * matrix products over the stored (quantized) weights.
  *
- * Vector ops come as a table: the scalar reference (ops.c) and an AVX2+FMA
- * variant (ops_avx2.c), chosen once from ez_simd_level_active(), so
+ * Vector ops come as a table: the scalar reference (ops.c), an AVX2+FMA
+ * variant (ops_avx2.c) and a NEON one (ops_neon.c), chosen once from
+ * ez_simd_level_active(), so
  * ELIZA_FORCE_SCALAR=1 selects the reference. The two agree to float
  * rounding (summation order, a polynomial exp within 2 ulp); tests/c/
  * test_llm_ops.c holds them to it. */
@@ -46,11 +47,13 @@ typedef struct {
  * Gemma's logits by tenths. */
 EZ_INTERNAL void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n);
 
-/* The table in use (AVX2 when the CPU has it and ELIZA_FORCE_SCALAR is unset). */
+/* The table in use (AVX2 or NEON when the CPU has it and ELIZA_FORCE_SCALAR is unset). */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
 /* NULL when this build has no AVX2 variant (not x86-64); callers check the CPU. */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx2(void);
+/* NULL when this build is not aarch64 (where NEON is baseline). */
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_neon(void);
 
 /* Rotary position embedding of one vector of n_heads heads of head_dim
  * values, rotating the first n_rot dims of each head by the angles whose

@@ -149,7 +149,9 @@ static void softmax_avx2(float *x, int64_t n) {
     for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
     vm = _mm256_set1_ps(mx);
     for (i = 0; i + 8 <= n; i += 8) {
-        __m256 e = ez_exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        /* below -87.3 ez_exp_avx2 clamps; expf is (nearly) 0 there */
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), ez_exp_avx2(d));
         _mm256_storeu_ps(x + i, e);
         vsum = _mm256_add_ps(vsum, e);
     }

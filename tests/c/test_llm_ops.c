@@ -106,13 +106,15 @@ static void test_llm_ops_fast_matches_reference(void) {
     check_table_against_reference(ez_llm_ops_ref(), "ref");
     if (ez_llm_ops_avx2() && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
         check_table_against_reference(ez_llm_ops_avx2(), "avx2");
+    if (ez_llm_ops_neon()) check_table_against_reference(ez_llm_ops_neon(), "neon");
     check_table_against_reference(ez_llm_ops_active(), "active");
 }
 
 static void test_llm_ops_match_formulas(void) {
     const ez_llm_ops *ops = ez_llm_ops_active();
     float x[16] = {-30, -12, -5, -2, -1, -0.5f, -0.01f, 0, 0.01f, 0.5f, 1, 2, 5, 12, 30, 88};
-    float g[16], one[16], s[4] = {1000.0f, -1000.0f, 999.0f, 0.0f};
+    const float s4[4] = {1000.0f, -1000.0f, 999.0f, 0.0f};
+    float g[16], one[16], s[20];
     for (int i = 0; i < 16; i++) one[i] = 1.0f;
     memcpy(g, x, sizeof g);
     ops->gelu_tanh_mul(g, one, 16);
@@ -126,9 +128,13 @@ static void test_llm_ops_match_formulas(void) {
         double a = x[i], want = a / (1.0 + exp(-a));
         CHECK(isfinite(g[i]) && fabs(g[i] - want) <= 1e-6 + 1e-5 * fabs(want));
     }
-    /* No overflow with large logits. */
-    ops->softmax(s, 4);
-    CHECK(fabs(s[0] - 1.0 / (1.0 + exp(-1.0))) < 1e-6 && s[1] == 0.0f && fabs(s[2] - 1.0 / (1.0 + exp(1.0))) < 1e-6);
+    /* No overflow with large logits, and underflow to 0, in the vector
+     * loop (16 values) as in the scalar tail (the last 4). */
+    for (int r = 0; r < 5; r++) memcpy(s + 4 * r, s4, sizeof s4);
+    ops->softmax(s, 20);
+    for (int r = 0; r < 5; r++)
+        CHECK(fabs(s[4 * r] - 0.2 / (1.0 + exp(-1.0))) < 1e-7 && s[4 * r + 1] == 0.0f &&
+              fabs(s[4 * r + 2] - 0.2 / (1.0 + exp(1.0))) < 1e-7);
 }
 
 /* Ties round to even, and on x86-64 the inverse scale is 127 / amax (ggml's
