@@ -181,7 +181,15 @@ typedef struct eliza_llm_params {
     uint32_t context_size;   /* KV cache length in tokens; 0 = the model's
                               * training context capped at 4096 */
     uint32_t n_batch;        /* prompt tokens per forward pass; 0 = 256 */
+    uint32_t kv_type;        /* eliza_llm_kv_type of the KV cache; 0 = F32 */
 } eliza_llm_params;
+
+/* How the KV cache stores keys and values. */
+typedef enum eliza_llm_kv_type {
+    ELIZA_LLM_KV_F32 = 0,    /* float32: the reference implementations' numbers */
+    ELIZA_LLM_KV_F16 = 1     /* float16 (llama.cpp's default cache type): half
+                              * the memory, keys and values rounded to 11 bits */
+} eliza_llm_kv_type;
 
 /* Fills *params with defaults (params->struct_size set by the library). */
 ELIZA_API void eliza_llm_default_params(eliza_llm_params *params);
@@ -191,7 +199,8 @@ ELIZA_API void eliza_llm_default_params(eliza_llm_params *params);
  * model and its KV cache; release it with eliza_llm_close(). Returns
  * ELIZA_E_IO, ELIZA_E_FORMAT (corrupt file, missing tensor, shape that
  * contradicts the hyperparameters), ELIZA_E_UNSUPPORTED (architecture or
- * tensor type), ELIZA_E_NOMEM or ELIZA_E_ABI (struct_size too small). */
+ * tensor type), ELIZA_E_INVALID_ARG (a parameter out of range, an unknown
+ * kv_type), ELIZA_E_NOMEM or ELIZA_E_ABI (struct_size too small). */
 ELIZA_API int32_t eliza_llm_open(const char *path, const eliza_llm_params *params,
                                  eliza_llm **out);
 

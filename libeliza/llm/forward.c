@@ -26,8 +26,8 @@
 #include "ops.h"
 
 typedef struct {
-    float *k;      /* [cap, n_head_kv * head_dim] */
-    float *v;      /* [cap, n_head_kv * head_dim_v] */
+    void *k;       /* [cap, n_head_kv * head_dim] floats, or halves (kv_f16) */
+    void *v;       /* [cap, n_head_kv * head_dim_v] the same */
     int32_t cap;   /* slots; position p lives in slot p % cap */
 } kv_layer;
 
@@ -38,6 +38,8 @@ struct ez_llm_ctx {
     int n_threads;
     int32_t n_ctx, n_batch;
     kv_layer *kv;           /* [n_layer] */
+    int kv_f16;
+    size_t kv_bytes;
     int32_t max_cap;
 
     /* Working rows for one batch of up to n_batch tokens. */
@@ -66,25 +68,30 @@ const char *ez_llm_phase_name(int phase) {
 
 /* ---- creation ---------------------------------------------------------------------- */
 
-static float *alloc_floats(size_t n, int32_t *rc) {
-    float *p;
+/* n zeroed values of `size` bytes. */
+static void *alloc_zeroed(size_t n, size_t size, int32_t *rc) {
+    void *p;
     if (*rc) return NULL;
-    if (n > SIZE_MAX / sizeof(float)) {
-        *rc = ez_fail(ELIZA_E_NOMEM, "LLM buffers: %" PRIu64 " floats do not fit in memory", (uint64_t)n);
+    if (n > (SIZE_MAX - 64) / size) {
+        *rc = ez_fail(ELIZA_E_NOMEM, "LLM buffers: %" PRIu64 " values do not fit in memory", (uint64_t)n);
         return NULL;
     }
-    p = (float *)ez_aligned_alloc(n * sizeof(float) + 64);
-    if (!p) *rc = ez_fail(ELIZA_E_NOMEM, "LLM buffers: cannot allocate %" PRIu64 " floats", (uint64_t)n);
-    else memset(p, 0, n * sizeof(float));
+    p = ez_aligned_alloc(n * size + 64);
+    if (!p) *rc = ez_fail(ELIZA_E_NOMEM, "LLM buffers: cannot allocate %" PRIu64 " bytes", (uint64_t)(n * size));
+    else memset(p, 0, n * size);
     return p;
 }
 
-int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, ez_llm_ctx **out) {
+static float *alloc_floats(size_t n, int32_t *rc) { return (float *)alloc_zeroed(n, sizeof(float), rc); }
+
+int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_f16,
+                          ez_llm_ctx **out) {
     const ez_llm_hparams *hp = &m->hp;
     const size_t nb = (size_t)n_batch;
     const size_t n_q = (size_t)hp->n_head * (size_t)hp->head_dim;
     const size_t n_k = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
     const size_t n_v = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
+    const size_t kv_size = kv_f16 ? sizeof(uint16_t) : sizeof(float);
     ez_llm_ctx *c;
     int32_t rc = ELIZA_OK;
 
@@ -98,6 +105,7 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
     c->n_threads = ez_pool_threads(pool);
     c->n_ctx = n_ctx;
     c->n_batch = n_batch;
+    c->kv_f16 = kv_f16;
     ez_llm_acts_init(&c->acts);
 
     c->kv = (kv_layer *)calloc((size_t)hp->n_layer, sizeof *c->kv);
@@ -106,8 +114,9 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
         kv_layer *kv = &c->kv[il];
         kv->cap = n_ctx;
         if (m->layers[il].is_swa && (int64_t)hp->n_swa + n_batch < n_ctx) kv->cap = hp->n_swa + n_batch;
-        kv->k = alloc_floats((size_t)kv->cap * n_k, &rc);
-        kv->v = alloc_floats((size_t)kv->cap * n_v, &rc);
+        kv->k = alloc_zeroed((size_t)kv->cap * n_k, kv_size, &rc);
+        kv->v = alloc_zeroed((size_t)kv->cap * n_v, kv_size, &rc);
+        c->kv_bytes += (size_t)kv->cap * (n_k + n_v) * kv_size;
         c->max_cap = EZ_MAX(c->max_cap, kv->cap);
     }
     c->x = alloc_floats(nb * (size_t)hp->n_embd, &rc);
@@ -154,6 +163,10 @@ void ez_llm_ctx_free(ez_llm_ctx *c) {
 }
 
 int32_t ez_llm_ctx_n_ctx(const ez_llm_ctx *c) { return c->n_ctx; }
+
+int ez_llm_ctx_kv_f16(const ez_llm_ctx *c) { return c->kv_f16; }
+
+size_t ez_llm_ctx_kv_bytes(const ez_llm_ctx *c) { return c->kv_bytes; }
 
 const ez_llm_profile *ez_llm_ctx_profile(const ez_llm_ctx *c) { return &c->prof; }
 
@@ -218,14 +231,20 @@ typedef struct {
     int32_t n, pos0;
 } attn_job;
 
+/* Element `index` of a cache buffer, F32 or F16. */
+static const void *kv_at(const ez_llm_ctx *c, const void *base, int64_t index) {
+    return c->kv_f16 ? (const void *)((const uint16_t *)base + index) : (const void *)((const float *)base + index);
+}
+
 /* softmax(q k^T * scale) v for query heads h0 .. h0 + n_h - 1 of token i,
  * which share key/value head g, over the cached positions the token sees:
  * causal, and inside the window on local layers. Each key and value row is
  * read once for all n_h heads. w: n_h * window scratch floats. */
 static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, float *w) {
     const ez_llm_ctx *c = job->c;
+    const ez_llm_ops *ops = c->ops;
     const ez_llm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, hdv = hp->head_dim_v;
+    const int hd = hp->head_dim, hdv = hp->head_dim_v, f16 = c->kv_f16;
     const int64_t row_k = (int64_t)hp->n_head_kv * hd, row_v = (int64_t)hp->n_head_kv * hdv;
     const int32_t p = job->pos0 + i;
     const int32_t lo = job->is_swa ? EZ_MAX(0, p - hp->n_swa + 1) : 0;
@@ -233,26 +252,34 @@ static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, float
     const float *q = c->q + (int64_t)i * hp->n_head * hd + (int64_t)h0 * hd;
     float *out = c->att + (int64_t)i * hp->n_head * hdv + (int64_t)h0 * hdv;
     for (int32_t s = 0; s < len; s++) {
-        const float *k = job->kv->k + (int64_t)((lo + s) % job->kv->cap) * row_k + (int64_t)g * hd;
+        const void *k = kv_at(c, job->kv->k, (int64_t)((lo + s) % job->kv->cap) * row_k + (int64_t)g * hd);
         int r = 0;
         for (; r + 4 <= n_h; r += 4) {
             float d4[4];
-            c->ops->dot4(q + (int64_t)r * hd, hd, k, hd, d4);
+            if (f16) ops->dot4_f16(q + (int64_t)r * hd, hd, (const uint16_t *)k, hd, d4);
+            else ops->dot4(q + (int64_t)r * hd, hd, (const float *)k, hd, d4);
             for (int j = 0; j < 4; j++) w[(int64_t)(r + j) * len + s] = d4[j] * hp->attn_scale;
         }
-        for (; r < n_h; r++) w[(int64_t)r * len + s] = c->ops->dot(q + (int64_t)r * hd, k, hd) * hp->attn_scale;
+        for (; r < n_h; r++)
+            w[(int64_t)r * len + s] = (f16 ? ops->dot_f16(q + (int64_t)r * hd, (const uint16_t *)k, hd)
+                                           : ops->dot(q + (int64_t)r * hd, (const float *)k, hd)) *
+                                      hp->attn_scale;
     }
-    for (int r = 0; r < n_h; r++) c->ops->softmax(w + (int64_t)r * len, len);
+    for (int r = 0; r < n_h; r++) ops->softmax(w + (int64_t)r * len, len);
     memset(out, 0, sizeof(float) * (size_t)n_h * (size_t)hdv);
     for (int32_t s = 0; s < len; s++) {
-        const float *v = job->kv->v + (int64_t)((lo + s) % job->kv->cap) * row_v + (int64_t)g * hdv;
+        const void *v = kv_at(c, job->kv->v, (int64_t)((lo + s) % job->kv->cap) * row_v + (int64_t)g * hdv);
         int r = 0;
         for (; r + 4 <= n_h; r += 4) {
             const float w4[4] = {w[(int64_t)r * len + s], w[(int64_t)(r + 1) * len + s], w[(int64_t)(r + 2) * len + s],
                                  w[(int64_t)(r + 3) * len + s]};
-            c->ops->axpy4(out + (int64_t)r * hdv, hdv, w4, v, hdv);
+            if (f16) ops->axpy4_f16(out + (int64_t)r * hdv, hdv, w4, (const uint16_t *)v, hdv);
+            else ops->axpy4(out + (int64_t)r * hdv, hdv, w4, (const float *)v, hdv);
         }
-        for (; r < n_h; r++) c->ops->axpy(out + (int64_t)r * hdv, w[(int64_t)r * len + s], v, hdv);
+        for (; r < n_h; r++) {
+            if (f16) ops->axpy_f16(out + (int64_t)r * hdv, w[(int64_t)r * len + s], (const uint16_t *)v, hdv);
+            else ops->axpy(out + (int64_t)r * hdv, w[(int64_t)r * len + s], (const float *)v, hdv);
+        }
     }
 }
 
@@ -317,8 +344,13 @@ static int32_t attention_block(ez_llm_ctx *c, int il, int32_t n, int32_t pos0) {
 
     for (int32_t i = 0; i < n; i++) {
         const int64_t slot = (pos0 + i) % kv->cap;
-        memcpy(kv->k + slot * n_k, c->k + i * n_k, sizeof(float) * (size_t)n_k);
-        memcpy(kv->v + slot * n_v, c->v + i * n_v, sizeof(float) * (size_t)n_v);
+        if (c->kv_f16) {
+            c->ops->to_f16((uint16_t *)kv->k + slot * n_k, c->k + i * n_k, n_k);
+            c->ops->to_f16((uint16_t *)kv->v + slot * n_v, c->v + i * n_v, n_v);
+        } else {
+            memcpy((float *)kv->k + slot * n_k, c->k + i * n_k, sizeof(float) * (size_t)n_k);
+            memcpy((float *)kv->v + slot * n_v, c->v + i * n_v, sizeof(float) * (size_t)n_v);
+        }
     }
     if ((int64_t)n * hp->n_head_kv >= 4 * (int64_t)c->n_threads)
         ez_pool_for(c->pool, (int64_t)n * hp->n_head_kv, 1, attend_groups, &job);

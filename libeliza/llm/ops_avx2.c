@@ -192,9 +192,79 @@ static void quant_q8_0_avx2(const float *x, void *dst, int64_t n) {
     }
 }
 
-static const ez_llm_ops OPS_AVX2 = {dot_avx2,      axpy_avx2,          dot4_avx2,     axpy4_avx2,
-                                    rms_norm_avx2, gelu_tanh_mul_avx2, silu_mul_avx2, softmax_avx2,
-                                    quant_q8_0_avx2};
+/* ---- the F16 KV cache: halves widened with F16C (exact), then as above ---- */
+
+static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+static float f16_value(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
+
+static float dot_f16_avx2(const float *a, const uint16_t *b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    float s;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load_f16(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), load_f16(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), load_f16(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), s0);
+    s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < n; i++) s += a[i] * f16_value(b[i]);
+    return s;
+}
+
+static void axpy_f16_avx2(float *y, float a, const uint16_t *x, int64_t n) {
+    const __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * f16_value(x[i]);
+}
+
+static void dot4_f16_avx2(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = load_f16(b + i);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), v, s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + lda + i), v, s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 2 * lda + i), v, s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 3 * lda + i), v, s3);
+    }
+    s0 = _mm256_hadd_ps(s0, s1);
+    s2 = _mm256_hadd_ps(s2, s3);
+    s0 = _mm256_hadd_ps(s0, s2);
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1)));
+    for (; i < n; i++)
+        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * f16_value(b[i]);
+}
+
+static void axpy4_f16_avx2(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
+    const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]), w2 = _mm256_set1_ps(w[2]),
+                 w3 = _mm256_set1_ps(w[3]);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = load_f16(x + i);
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(w0, v, _mm256_loadu_ps(y + i)));
+        _mm256_storeu_ps(y + ldy + i, _mm256_fmadd_ps(w1, v, _mm256_loadu_ps(y + ldy + i)));
+        _mm256_storeu_ps(y + 2 * ldy + i, _mm256_fmadd_ps(w2, v, _mm256_loadu_ps(y + 2 * ldy + i)));
+        _mm256_storeu_ps(y + 3 * ldy + i, _mm256_fmadd_ps(w3, v, _mm256_loadu_ps(y + 3 * ldy + i)));
+    }
+    for (; i < n; i++)
+        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * f16_value(x[i]);
+}
+
+static void to_f16_avx2(uint16_t *dst, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
+}
+
+static const ez_llm_ops OPS_AVX2 = {dot_avx2,        axpy_avx2,          dot4_avx2,      axpy4_avx2,
+                                    rms_norm_avx2,   gelu_tanh_mul_avx2, silu_mul_avx2,  softmax_avx2,
+                                    quant_q8_0_avx2, dot_f16_avx2,       dot4_f16_avx2,  axpy_f16_avx2,
+                                    axpy4_f16_avx2,  to_f16_avx2};
 
 const ez_llm_ops *ez_llm_ops_avx2(void) { return &OPS_AVX2; }
 

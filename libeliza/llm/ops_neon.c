@@ -162,9 +162,72 @@ static void quant_q8_0_neon(const float *x, void *dst, int64_t n) {
     }
 }
 
-static const ez_llm_ops OPS_NEON = {dot_neon,      axpy_neon,          dot4_neon,     axpy4_neon,
-                                    rms_norm_neon, gelu_tanh_mul_neon, silu_mul_neon, softmax_neon,
-                                    quant_q8_0_neon};
+/* ---- the F16 KV cache: halves widened with vcvt (exact), then as above ---- */
+
+static inline float32x4_t load_f16(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+static float dot_f16_neon(const float *a, const uint16_t *b, int64_t n) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    float s;
+    for (; i + 16 <= n; i += 16) {
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), load_f16(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), load_f16(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), load_f16(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), load_f16(b + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), load_f16(b + i));
+    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
+    for (; i < n; i++) s += a[i] * ez_f16_to_f32(b[i]);
+    return s;
+}
+
+static void axpy_f16_neon(float *y, float a, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), load_f16(x + i), a));
+    for (; i < n; i++) y[i] += a * ez_f16_to_f32(x[i]);
+}
+
+static void dot4_f16_neon(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
+    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = load_f16(b + i);
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), v);
+        s1 = vfmaq_f32(s1, vld1q_f32(a + lda + i), v);
+        s2 = vfmaq_f32(s2, vld1q_f32(a + 2 * lda + i), v);
+        s3 = vfmaq_f32(s3, vld1q_f32(a + 3 * lda + i), v);
+    }
+    vst1q_f32(out, vpaddq_f32(vpaddq_f32(s0, s1), vpaddq_f32(s2, s3)));
+    for (; i < n; i++)
+        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * ez_f16_to_f32(b[i]);
+}
+
+static void axpy4_f16_neon(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
+    const float32x4_t vw = vld1q_f32(w);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float32x4_t v = load_f16(x + i);
+        vst1q_f32(y + i, vfmaq_laneq_f32(vld1q_f32(y + i), v, vw, 0));
+        vst1q_f32(y + ldy + i, vfmaq_laneq_f32(vld1q_f32(y + ldy + i), v, vw, 1));
+        vst1q_f32(y + 2 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 2 * ldy + i), v, vw, 2));
+        vst1q_f32(y + 3 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 3 * ldy + i), v, vw, 3));
+    }
+    for (; i < n; i++)
+        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * ez_f16_to_f32(x[i]);
+}
+
+/* vcvt rounds by FPCR: to nearest even unless the host changed it. */
+static void to_f16_neon(uint16_t *dst, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1_u16(dst + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
+}
+
+static const ez_llm_ops OPS_NEON = {dot_neon,        axpy_neon,          dot4_neon,      axpy4_neon,
+                                    rms_norm_neon,   gelu_tanh_mul_neon, silu_mul_neon,  softmax_neon,
+                                    quant_q8_0_neon, dot_f16_neon,       dot4_f16_neon,  axpy_f16_neon,
+                                    axpy4_f16_neon,  to_f16_neon};
 
 const ez_llm_ops *ez_llm_ops_neon(void) { return &OPS_NEON; }
 

@@ -84,6 +84,7 @@ class LlmParams(ctypes.Structure):
         ("n_threads", _i32),
         ("context_size", _u32),
         ("n_batch", _u32),
+        ("kv_type", _u32),
     ]
 
 

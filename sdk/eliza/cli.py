@@ -179,7 +179,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
     out = sys.stdout.buffer
-    with LLM(args.model, n_threads=args.threads, context_size=args.ctx) as llm:
+    with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type) as llm:
         pieces = llm.stream(
             args.prompt,
             max_tokens=args.max_tokens,
@@ -231,6 +231,8 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     gen.add_argument("--ctx", type=int, default=0, metavar="N",
                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
+    gen.add_argument("--kv-type", choices=["f16", "f32"], default="f32",
+                     help="KV cache storage: f32 (exact, default) or f16 (half the memory)")
     gen.set_defaults(func=_cmd_generate)
 
 

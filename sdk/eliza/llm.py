@@ -176,12 +176,18 @@ class _Stream:
             self.close()
 
 
+# eliza_llm_kv_type
+_KV_TYPES = {"f32": 0, "f16": 1}
+
+
 class LLM(NativeModel["_Stream"]):
     """A language model opened from one GGUF file, with its KV cache.
 
     ``n_threads`` 0 uses one thread per core; ``context_size`` 0 takes the
     model's training context capped at 4096 tokens; ``n_batch`` 0 evaluates
-    the prompt 256 tokens at a time. Use it as a context manager (or call
+    the prompt 256 tokens at a time. ``kv_type`` is how the KV cache stores
+    keys and values: ``"f32"`` (the reference's numbers) or ``"f16"`` (half
+    the memory, llama.cpp's default). Use it as a context manager (or call
     :meth:`close`) to free the weights' mapping and the cache at a known
     point. One thread at a time may use it; :meth:`cancel` is the exception.
 
@@ -207,6 +213,7 @@ class LLM(NativeModel["_Stream"]):
         n_threads: int = 0,
         context_size: int = 0,
         n_batch: int = 0,
+        kv_type: str = "f32",
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
@@ -215,6 +222,10 @@ class LLM(NativeModel["_Stream"]):
         params.n_threads = n_threads
         params.context_size = _unsigned(context_size, "context_size")
         params.n_batch = _unsigned(n_batch, "n_batch")
+        if kv_type not in _KV_TYPES:
+            known = ", ".join(sorted(_KV_TYPES))
+            raise InvalidArgumentError(Status.E_INVALID_ARG, f"kv_type {kv_type!r} is not one of {known}")
+        params.kv_type = _KV_TYPES[kv_type]
         handle = ctypes.c_void_p()
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -227,7 +238,7 @@ class LLM(NativeModel["_Stream"]):
     @property
     def info(self) -> dict[str, Any]:
         """``eliza_llm_info_json``: architecture, n_vocab, n_ctx_train,
-        context_size, n_embd, n_layer, bos, eos, n_threads."""
+        context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_bytes."""
         out = ctypes.c_char_p()
         check(lib().eliza_llm_info_json(self._live(), ctypes.byref(out)))
         raw = out.value or b""

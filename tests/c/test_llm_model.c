@@ -546,15 +546,20 @@ static void write_model(const spec *s, ref_model *r) {
     gguf_free(&w);
 }
 
-static eliza_llm *open_model(int32_t n_ctx, int32_t n_batch, int32_t n_threads) {
+static eliza_llm *open_model_kv(int32_t n_ctx, int32_t n_batch, int32_t n_threads, uint32_t kv_type) {
     eliza_llm_params p;
     eliza_llm *llm = NULL;
     eliza_llm_default_params(&p);
     p.context_size = (uint32_t)n_ctx;
     p.n_batch = (uint32_t)n_batch;
     p.n_threads = n_threads;
+    p.kv_type = kv_type;
     CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_OK);
     return llm;
+}
+
+static eliza_llm *open_model(int32_t n_ctx, int32_t n_batch, int32_t n_threads) {
+    return open_model_kv(n_ctx, n_batch, n_threads, ELIZA_LLM_KV_F32);
 }
 
 static void random_tokens(int32_t *t, int n) {
@@ -564,7 +569,8 @@ static void random_tokens(int32_t *t, int n) {
 
 /* ---- forward pass vs the reference ------------------------------------------------------- */
 
-static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads) {
+static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads,
+                                     uint32_t kv_type) {
     ref_model r;
     eliza_llm *llm;
     int32_t tokens[64];
@@ -574,7 +580,7 @@ static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int
     double max_err = 0, max_ref = 0;
 
     write_model(s, &r);
-    llm = open_model(n_ctx, n_batch, n_threads);
+    llm = open_model_kv(n_ctx, n_batch, n_threads, kv_type);
     g_rng = 777;
     random_tokens(tokens, n_tokens);
     ref_forward(&r, tokens, n_tokens, want);
@@ -606,12 +612,16 @@ static void test_llm_forward_matches_reference_per_arch(void) {
         spec s = base_spec(archs[i]);
         /* Batches of 4 over 23 tokens: several passes, a partial last one, and
          * gemma3's ring-buffered window (5) wrapping its cache (5 + 4 slots). */
-        double err1 = compare_with_reference(&s, 23, 40, 4, 2);
-        double err2 = compare_with_reference(&s, 23, 40, 256, 1);
-        if (getenv("ELIZA_TEST_VERBOSE") || !(err1 < 2e-5 && err2 < 2e-5))
-            fprintf(stderr, "%s: relative logit error %.3g (batch 4) %.3g (one batch)\n", archs[i], err1, err2);
+        double err1 = compare_with_reference(&s, 23, 40, 4, 2, ELIZA_LLM_KV_F32);
+        double err2 = compare_with_reference(&s, 23, 40, 256, 1, ELIZA_LLM_KV_F32);
+        /* F16 keys and values: 11 significant bits, through two layers */
+        double err3 = compare_with_reference(&s, 23, 40, 4, 2, ELIZA_LLM_KV_F16);
+        if (getenv("ELIZA_TEST_VERBOSE") || !(err1 < 2e-5 && err2 < 2e-5 && err3 < 2e-3))
+            fprintf(stderr, "%s: relative logit error %.3g (batch 4) %.3g (one batch) %.3g (F16 cache)\n", archs[i],
+                    err1, err2, err3);
         CHECK(err1 < 2e-5);
         CHECK(err2 < 2e-5);
+        CHECK(err3 < 2e-3 && err3 > 0.0);
     }
 }
 
@@ -624,7 +634,7 @@ static void test_llm_forward_quantized_weights_close_to_reference(void) {
         double err;
         s.wtype = types[i];
         s.softcap = 0.0f;
-        err = compare_with_reference(&s, 17, 32, 8, 2);
+        err = compare_with_reference(&s, 17, 32, 8, 2, ELIZA_LLM_KV_F32);
         /* Q8_0 weights also mean Q8_0 activations (as llama.cpp): about 1% of
          * scale; F16 weights take F32 activations. */
         if (getenv("ELIZA_TEST_VERBOSE") || !(err < (types[i] == EZ_TYPE_F16 ? 1e-4 : 1e-2))) fprintf(stderr, "type %u: relative error %.3g\n", types[i], err);
@@ -1115,6 +1125,9 @@ static void test_llm_api_arguments(void) {
     char *text = NULL, *json = NULL;
     float *lg = NULL;
 
+    /* F32 keys and values of 16 positions, every layer */
+    const unsigned long long kv_bytes = (unsigned long long)s.n_layer * 16 * 2 * s.n_head_kv * s.head_dim * 4;
+
     write_model(&s, &r);
     llm = open_model(16, 4, 1);
     if (!llm) goto done;
@@ -1131,7 +1144,23 @@ static void test_llm_api_arguments(void) {
     }
     CHECK_RC(eliza_llm_info_json(llm, &json), ELIZA_OK);
     CHECK(json && strstr(json, "\"architecture\": \"llama\"") && strstr(json, "\"context_size\": 16"));
+    CHECK(json && strstr(json, "\"kv_type\": \"f32\"") && strstr(json, "\"kv_bytes\": ") &&
+          strtoull(strstr(json, "\"kv_bytes\": ") + 12, NULL, 10) == kv_bytes);
     eliza_free(json);
+    {
+        /* An F16 cache: half the bytes; an unknown type is refused. */
+        eliza_llm *half = open_model_kv(16, 4, 1, ELIZA_LLM_KV_F16), *bad_llm = NULL;
+        eliza_llm_params p;
+        CHECK_RC(eliza_llm_info_json(half, &json), ELIZA_OK);
+        CHECK(json && strstr(json, "\"kv_type\": \"f16\"") &&
+              strtoull(strstr(json, "\"kv_bytes\": ") + 12, NULL, 10) == kv_bytes / 2);
+        eliza_free(json);
+        eliza_llm_close(half);
+        eliza_llm_default_params(&p);
+        p.kv_type = 2;
+        CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
+        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "kv_type 2"));
+    }
     CHECK_RC(eliza_llm_info_json(NULL, &json), ELIZA_E_INVALID_ARG);
     eliza_free(ids);
 done:

@@ -92,6 +92,29 @@ static void check_table_against_reference(const ez_llm_ops *fast, const char *na
         ref->softmax(y2, n);
         CHECK(rel_err(y1, y2, n) < 1e-5);
 
+        { /* the F16 cache's ops: the same within float rounding, halves written bit-identically */
+            float a4[4 * MAXN], o1[4], o2[4], yy1[4 * MAXN], yy2[4 * MAXN];
+            const float w4[4] = {0.5f, -1.25f, 2.0f, 0.0625f};
+            uint16_t h[MAXN], h2[MAXN];
+            fill(a4, 4 * n, 2.0f);
+            ref->to_f16(h, b, n);
+            fast->to_f16(h2, b, n);
+            CHECK(memcmp(h, h2, sizeof(uint16_t) * (size_t)n) == 0);
+            CHECK(fabs((double)fast->dot_f16(a, h, n) - (double)ref->dot_f16(a, h, n)) <= 1e-5 * n);
+            fast->dot4_f16(a4, n, h, n, o1);
+            ref->dot4_f16(a4, n, h, n, o2);
+            for (int r = 0; r < 4; r++) CHECK(fabs((double)o1[r] - (double)o2[r]) <= 1e-5 * n);
+            fill(yy1, 4 * n, 1.0f);
+            memcpy(yy2, yy1, sizeof(float) * 4 * (size_t)n);
+            fast->axpy4_f16(yy1, n, w4, h, n);
+            ref->axpy4_f16(yy2, n, w4, h, n);
+            CHECK(rel_err(yy1, yy2, 4 * n) < 1e-6);
+            memcpy(y1, a, sizeof(float) * (size_t)n);
+            memcpy(y2, a, sizeof(float) * (size_t)n);
+            fast->axpy_f16(y1, 0.37f, h, n);
+            ref->axpy_f16(y2, 0.37f, h, n);
+            CHECK(rel_err(y1, y2, n) < 1e-6);
+        }
         if (n % 32 == 0) { /* bit-identical codes and scales */
             uint8_t q1[MAXN / 32 * 34], q2[MAXN / 32 * 34];
             fast->quant_q8_0(a, q1, n);
@@ -135,6 +158,24 @@ static void test_llm_ops_match_formulas(void) {
     for (int r = 0; r < 5; r++)
         CHECK(fabs(s[4 * r] - 0.2 / (1.0 + exp(-1.0))) < 1e-7 && s[4 * r + 1] == 0.0f &&
               fabs(s[4 * r + 2] - 0.2 / (1.0 + exp(1.0))) < 1e-7);
+}
+
+/* Halves for the cache: nearest even, overflow to inf, subnormals, NaN; the
+ * vector loop (first 16) and the scalar tail (last 3) alike. */
+static void test_llm_to_f16_edges(void) {
+    const float v[19] = {1.0f,          1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 65504.0f, 65519.0f, 65520.0f, -1e6f,
+                         0x1p-24f,      0x1p-25f,        0x3p-25f,        -0.0f,    INFINITY, NAN,      1e-30f,
+                         -2.5e-6f,      0.1f,            1.0f + 0x1p-11f, 65520.0f, 0x3p-25f};
+    const uint16_t want[19] = {0x3c00, 0x3c00, 0x3c02, 0x7bff, 0x7bff, 0x7c00, 0xfc00, 0x0001, 0x0000, 0x0002,
+                               0x8000, 0x7c00, 0,      0x0000, 0x802a, 0x2e66, 0x3c00, 0x7c00, 0x0002};
+    uint16_t h[19];
+    ez_llm_ops_active()->to_f16(h, v, 19);
+    for (int i = 0; i < 19; i++) {
+        if (i == 12) CHECK((h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff) != 0); /* NaN */
+        else CHECK_MSG(h[i] == want[i], "to_f16 differs from the expected half");
+    }
+    for (int i = 0; i < 19; i++)
+        if (i != 12) CHECK(ez_f32_to_f16(v[i]) == want[i]);
 }
 
 /* Ties round to even, and on x86-64 the inverse scale is 127 / amax (ggml's
@@ -553,6 +594,7 @@ static void test_llm_sampler_contract(void) {
 int main(void) {
     test_llm_ops_fast_matches_reference();
     test_llm_ops_match_formulas();
+    test_llm_to_f16_edges();
     test_llm_quant_q8_0_rounds_like_llama_cpp();
     test_llm_rope_rotates_pairs();
     test_llm_matmul_group_matches_single_dots();

@@ -331,6 +331,22 @@ def test_info_describes_the_model() -> None:
     assert (info["n_embd"], info["n_layer"], info["eos"], info["n_threads"]) == (64, 2, 397, 1)
 
 
+def test_f16_kv_cache_halves_the_cache_and_keeps_the_logits(llm: eliza.LLM) -> None:
+    ids = llm.tokenize(PROMPT)
+    want = llm.logits(ids, all_positions=True)
+    with eliza.LLM(tm.gguf_file("gemma3", "f32"), n_threads=2, kv_type="f16") as half:
+        got = half.logits(ids, all_positions=True)
+        info = half.info
+    assert (llm.info["kv_type"], info["kv_type"]) == ("f32", "f16")
+    assert info["kv_bytes"] * 2 == llm.info["kv_bytes"] > 0
+    assert 0 < np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+def test_unknown_kv_type_is_invalid_argument() -> None:
+    with pytest.raises(eliza.InvalidArgumentError, match="kv_type 'q8'"):
+        eliza.LLM(tm.gguf_file("gemma3", "f32"), kv_type="q8")
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
