@@ -18,13 +18,13 @@ APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
                llvm mingw-w64 wine64 openjdk-17-jdk-headless
 
-.PHONY: demo test deps build check-c check-asan check-arm64 check-fuzz check-py wheel fuzz bench clean
+.PHONY: demo test deps build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
 
 demo: deps build
 	$(PYTHON) -m pip install -q .
 	ELIZA_MODEL_CACHE=$(MODELS) $(PYTHON) -m eliza.demo
 
-test: deps build check-c check-asan check-fuzz check-py
+test: deps build check-c check-asan check-tsan check-fuzz check-py
 
 # Installs the system and Python packages the build and the tests need. Safe
 # to rerun; a fresh machine gets everything from Debian and PyPI.
@@ -51,6 +51,14 @@ check-asan:
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	$(ESPEAK_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+
+# The C tests under ThreadSanitizer (not again with ELIZA_FORCE_SCALAR=1:
+# the same threads around other kernels).
+check-tsan:
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELIZA_SANITIZE_THREAD=ON
+	cmake --build $(BUILD)-tsan -j $(JOBS)
+	$(ESPEAK_ENV) TSAN_OPTIONS=halt_on_error=1 \
+	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -E '_scalar'
 
 # The NEON kernels, cross-compiled and run under qemu-user; then the ABI probe
 # under qemu and an aarch64 wheel that auditwheel accepts (wheels/proofs.py).
@@ -84,7 +92,7 @@ check-py: build
 	  $(PYTHON) -m pytest -q tests
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-arm64 $(BUILD)-fuzz dist build-pkg build-android build-ios
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-arm64 $(BUILD)-fuzz dist build-pkg build-android build-ios
 
 # ---- packaging proofs (wheels/proofs.py; tests/test_packaging.py runs each one,
 # so `make test` covers them through check-py) ---------------------------------

@@ -756,7 +756,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
         /* The forward polls the flag between its stages (ez_atomic_int has
          * the representation of an int). */
         rc = ez_kokoro_forward(tts->model, tts->pool, ids, n_ids, style, s->speed, s->no_noise,
-                               chunk_seed(s->seed, s->index), (volatile const int *)&s->cancel, &s->pcm, &n_pcm);
+                               chunk_seed(s->seed, s->index), &s->cancel, &s->pcm, &n_pcm);
         profile_add_model(&tts->prof, tts->model);
         profile_add(&tts->prof, "total", (double)(ez_time_ns() - t0) / 1e6);
         if (rc) {

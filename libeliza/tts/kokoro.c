@@ -762,10 +762,8 @@ static int32_t check_args(const ez_kokoro *m, const int32_t *ids, int n, const f
     return ELIZA_OK;
 }
 
-static int cancelled(volatile const int *cancel) { return cancel && *cancel; }
-
 int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n, const float *style,
-                                float speed, int no_noise, uint64_t seed, volatile const int *cancel,
+                                float speed, int no_noise, uint64_t seed, ez_atomic_int *cancel,
                                 ez_kokoro_trace *trace, float **out_pcm, size_t *out_n) {
     const ez_kokoro_hparams *hp = &m->hp;
     const int D = hp->hidden, S = hp->style, T = n + 2;
@@ -803,7 +801,7 @@ int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids,
 #define STAGE_END(name)                                                                   \
     do {                                                                                  \
         ez_kokoro_phase_end(&c, name);                                                    \
-        if (cancelled(cancel)) {                                                          \
+        if (ez_kokoro_cancelled(&c)) {                                                    \
             rc = ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled after %s", name); \
             goto done;                                                                    \
         }                                                                                 \
@@ -882,6 +880,6 @@ done:
 }
 
 int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n, const float *style, float speed,
-                          int no_noise, uint64_t seed, volatile const int *cancel, float **out_pcm, size_t *out_n) {
+                          int no_noise, uint64_t seed, ez_atomic_int *cancel, float **out_pcm, size_t *out_n) {
     return ez_kokoro_forward_trace(m, pool, ids, n, style, speed, no_noise, seed, cancel, NULL, out_pcm, out_n);
 }

@@ -5,6 +5,7 @@
 #ifndef EZ_TTS_KOKORO_H
 #define EZ_TTS_KOKORO_H
 
+#include "core/atomic.h"
 #include "core/common.h"
 #include "core/pool.h"
 
@@ -45,10 +46,11 @@ EZ_INTERNAL int ez_kokoro_profile(const ez_kokoro *m, ez_kokoro_phase *out, int 
  * the model adds at both ends), style [256], speed > 0. no_noise zeroes the
  * random phase and noise of the harmonic source; otherwise they are drawn
  * from `seed`. *out_pcm (malloc'd) holds *out_n samples. `cancel`, if not
- * NULL, is polled between stages: a nonzero value gives ELIZA_E_CANCELLED. */
+ * NULL, is polled (atomically: another thread sets it) between stages and
+ * blocks: a nonzero value gives ELIZA_E_CANCELLED. */
 EZ_INTERNAL int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
                                       const float *style, float speed, int no_noise,
-                                      uint64_t seed, volatile const int *cancel,
+                                      uint64_t seed, ez_atomic_int *cancel,
                                       float **out_pcm, size_t *out_n);
 
 /* ---- test only: the stage outputs of one forward pass ------------------------------
@@ -77,7 +79,7 @@ typedef struct {
  * ez_kokoro_trace_free, also after a failure). */
 EZ_INTERNAL int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
                                             const float *style, float speed, int no_noise,
-                                            uint64_t seed, volatile const int *cancel,
+                                            uint64_t seed, ez_atomic_int *cancel,
                                             ez_kokoro_trace *trace, float **out_pcm, size_t *out_n);
 EZ_INTERNAL void ez_kokoro_trace_free(ez_kokoro_trace *trace);
 

@@ -79,7 +79,7 @@ int32_t ez_kokoro_albert(ez_kokoro_ctx *c, const int32_t *ids, int T, float *d_e
 
     for (int l = 0; l < hp->bert_layers; l++) {
         attention_job aj = {c->pool, q, k, v, scores, ctx, T, H, H / hp->bert_heads};
-        if (c->cancel && *c->cancel) {
+        if (ez_kokoro_cancelled(c)) {
             rc = ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in ALBERT");
             goto done;
         }

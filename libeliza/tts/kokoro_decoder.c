@@ -322,7 +322,7 @@ static int32_t resblock1(ez_kokoro_ctx *c, const ez_kokoro_resblock1 *b, float *
     const int C = b->C, k = b->k, mark = c->st->n;
     float *t, *u;
     int32_t rc;
-    if (c->cancel && *c->cancel) return ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in the generator");
+    if (ez_kokoro_cancelled(c)) return ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in the generator");
     if (!(t = ez_kokoro_alloc(c->st, (int64_t)C * T)) || !(u = ez_kokoro_alloc(c->st, (int64_t)C * T)))
         return ELIZA_E_NOMEM;
     ew(c->pool, EW_COPY, t, NULL, x, 0.0f, (int64_t)C * T);

@@ -174,8 +174,11 @@ typedef struct {
     ez_kokoro_stack *st;
     ez_kokoro_trace *trace;
     ez_kokoro_phases *phases;
-    volatile const int *cancel;
+    ez_atomic_int *cancel;
 } ez_kokoro_ctx;
+
+/* Whether the caller asked to cancel. */
+static inline int ez_kokoro_cancelled(const ez_kokoro_ctx *c) { return c->cancel && ez_atomic_int_load(c->cancel); }
 
 /* Ends a profile phase `name` (a static string) now. */
 EZ_INTERNAL void ez_kokoro_phase_end(ez_kokoro_ctx *c, const char *name);

@@ -48,7 +48,7 @@ int32_t ez_kokoro_resblk_run(ez_kokoro_ctx *c, const ez_kokoro_resblk *b, const 
     float *t, *u, *h, *sc;
     int32_t rc = ELIZA_E_NOMEM;
 
-    if (c->cancel && *c->cancel) return ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in a residual block");
+    if (ez_kokoro_cancelled(c)) return ez_fail(ELIZA_E_CANCELLED, "Kokoro forward cancelled in a residual block");
     if (!(t = ez_kokoro_alloc(c->st, (int64_t)Ci * T)) || !(h = ez_kokoro_alloc(c->st, (int64_t)Co * T2))) goto done;
     /* residual: norm1, actv, pool, conv1, norm2, actv, conv2 */
     memcpy(t, x, (size_t)Ci * T * sizeof *t);

@@ -379,10 +379,11 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     float bad_style[EZ_KOKORO_STYLE_DIM], *a = NULL, *b = NULL, *c = NULL, *d = NULL;
     size_t na = 0, nb = 0, nc = 0, nd = 0;
     int32_t bad_ids[2] = {50, 178};
-    volatile int cancel = 1;
+    ez_atomic_int cancel;
     ez_kokoro_phase ph[EZ_KOKORO_MAX_PHASES];
     int n_ph;
 
+    ez_atomic_int_store(&cancel, 1);
     CHECK(ez_kokoro_sample_rate(m) == 24000);
     CHECK(ez_kokoro_voice_count(m) == 1);
     CHECK(ez_kokoro_voice_name(m, 0) && !strcmp(ez_kokoro_voice_name(m, 0), "tiny_a"));
