@@ -3,7 +3,7 @@
 same thread count, in one run.
 
     python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2]
-                        [--prefill 256] [--decode 128] [--rounds 3]
+                        [--prefill 256] [--decode 128] [--rounds 3] [--kv-type f32]
 
 Measures, for each engine in its own process (so peak RSS is its own):
   prefill  tokens/s evaluating a PREFILL-token prompt (logits of the last
@@ -19,7 +19,8 @@ its decode speed (4 instead of 25 tok/s), on a quiet one they win. Prints the fi
 ratios, and where libeliza's decode time goes (the "profile" of
 eliza_llm_info_json, per generated token).
 
-llama.cpp runs through llama-cpp-python (KV cache F16, flash attention off)
+libeliza's KV cache is F32 unless --kv-type f16. llama.cpp runs through
+llama-cpp-python (KV cache F16, flash attention off)
 with use_extra_bufts = false by default: on VMs that report AMX without
 enabling it, its AMX buffer type faults (--llama-extra-bufts to try).
 """
@@ -89,7 +90,9 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
     import eliza
 
     ctx = args.prefill + args.decode + 64
-    with eliza.LLM(args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill) as llm:
+    with eliza.LLM(
+        args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill, kv_type=args.kv_type
+    ) as llm:
         ids = prefill_ids(lambda t: llm.tokenize(t), args.prefill)
         llm.logits(ids[:8])  # warm-up: page in, first-touch buffers
         before = llm.info["profile"]
@@ -116,6 +119,7 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "decode_wall_tok_s": n_gen / total_s,
             "generated": n_gen,
             "rss_mb": peak_rss_mb(),
+            "kv_mb": llm.info["kv_bytes"] / 2**20,
             "profile_ms_per_token": profile,
             "prefill_profile_ms": prefill_profile,
             "text": text[:80],
@@ -181,7 +185,8 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
 
 def child(engine: str, args: argparse.Namespace, env: dict[str, str] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
-           "--threads", str(args.threads), "--prefill", str(args.prefill), "--decode", str(args.decode)]
+           "--threads", str(args.threads), "--prefill", str(args.prefill), "--decode", str(args.decode),
+           "--kv-type", args.kv_type]
     if args.llama_extra_bufts:
         cmd.append("--llama-extra-bufts")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
@@ -211,6 +216,7 @@ def main() -> int:
     ap.add_argument("--prefill", type=int, default=256)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--kv-type", choices=("f32", "f16"), default="f32", help="libeliza's KV cache type")
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     ap.add_argument("--llama-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types")
@@ -241,7 +247,8 @@ def main() -> int:
         return 0
 
     print(f"model {args.model.name}, {args.threads} threads, prefill {args.prefill} tokens, "
-          f"decode {args.decode} tokens, best of {args.rounds}")
+          f"decode {args.decode} tokens, best of {args.rounds}, libeliza KV cache {args.kv_type} "
+          f"({results['libeliza']['kv_mb']:.1f} MB)")
     print(f"{'engine':12s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'peak RSS MB':>12s}")
     for e in engines:
         res = results[e]
