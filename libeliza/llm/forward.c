@@ -26,9 +26,11 @@
 #include "core/quant.h"
 #include "ops.h"
 
-/* Query tokens per task of the blocked attention (prompt batches, F32 cache):
+/* Query tokens per task of the blocked attention (prompt batches):
  * their scores against the keys they see are one GEMM per head. */
 #define ATT_BLOCK 32
+/* Cache rows an F16 cache widens at a time for those GEMMs. */
+#define ATT_KV_CHUNK 256
 
 typedef struct {
     void *k;       /* [cap, n_head_kv * head_dim] floats, or halves (kv_f16) */
@@ -59,7 +61,7 @@ struct ez_llm_ctx {
     float *up;              /* [n_batch, n_ff] */
     float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, local */
     float *scores;          /* [n_threads][scores_per_thread] attention weights */
-    size_t scores_per_thread; /* (n_head / n_head_kv) * max_cap; for an F32 cache, attend_block's workspace */
+    size_t scores_per_thread; /* attend_block's workspace (more than attend's) */
     ez_llm_acts acts;
 
     ez_llm_profile prof;
@@ -134,9 +136,10 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
     c->gate = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     c->up = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     c->rope_cs = alloc_floats(2 * nb * (size_t)hp->n_rot, &rc);
-    c->scores_per_thread = (size_t)(hp->n_head / hp->n_head_kv) *
-                           (kv_f16 ? (size_t)c->max_cap
-                                   : ATT_BLOCK * ((size_t)c->max_cap + (size_t)hp->head_dim + (size_t)hp->head_dim_v));
+    c->scores_per_thread =
+        (size_t)(hp->n_head / hp->n_head_kv) * ATT_BLOCK *
+            ((size_t)c->max_cap + (size_t)hp->head_dim + (size_t)hp->head_dim_v) +
+        (kv_f16 ? (size_t)ATT_KV_CHUNK * (size_t)EZ_MAX(hp->head_dim, hp->head_dim_v) : 0);
     c->scores = alloc_floats((size_t)c->n_threads * c->scores_per_thread, &rc);
     if (rc) {
         ez_llm_ctx_free(c);
@@ -315,11 +318,28 @@ static void attend_heads(void *ctx, int64_t t0, int64_t t1, int thread_index) {
     }
 }
 
+/* Rows [slot, slot + n) of a cache buffer, the `width` columns from `col`,
+ * as F32: in place (F32 cache, leading dimension `row`) or widened into buf
+ * (F16 cache, leading dimension width). */
+static const float *cache_rows(const ez_llm_ctx *c, const void *base, int64_t row, int64_t col, int32_t slot,
+                               int32_t n, int width, float *buf, int64_t *ld) {
+    if (!c->kv_f16) {
+        *ld = row;
+        return (const float *)base + (int64_t)slot * row + col;
+    }
+    for (int32_t j = 0; j < n; j++)
+        c->ops->from_f16(buf + (int64_t)j * width, (const uint16_t *)base + (int64_t)(slot + j) * row + col, width);
+    *ld = width;
+    return buf;
+}
+
 /* The same as attend() for tokens [i0, i1) of the batch and the n_rep query
- * heads of key/value head g, F32 cache, with rows (token, head): S = Q K^T
- * over the positions lo .. hi the block sees (a GEMM per run of ring
- * slots, at most two), causal and window masks by zeroing after each row's
- * softmax, then O = S V. ws: (i1 - i0) * n_rep * (hd + hdv + len) floats. */
+ * heads of key/value head g, with rows (token, head): S = Q K^T over the
+ * positions lo .. hi the block sees, causal and window masks by zeroing
+ * after each row's softmax, then O = S V. The keys and values go to the
+ * GEMMs in runs of ring slots (the wrap cuts one in two), of at most
+ * ATT_KV_CHUNK rows with an F16 cache (widened first). ws: (i1 - i0) *
+ * n_rep * (hd + hdv + len) floats, then ATT_KV_CHUNK * max(hd, hdv). */
 static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, float *ws) {
     const ez_llm_ctx *c = job->c;
     const ez_llm_hparams *hp = &c->m->hp;
@@ -328,15 +348,20 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
     const int64_t n_q = (int64_t)hp->n_head * hd, n_att = (int64_t)hp->n_head * hdv;
     const int32_t cap = job->kv->cap, rows = (i1 - i0) * n_rep;
     const int32_t lo = job->is_swa ? EZ_MAX(0, job->pos0 + i0 - hp->n_swa + 1) : 0, hi = job->pos0 + i1 - 1;
-    const int32_t len = hi - lo + 1, first = lo % cap, run = EZ_MIN(len, cap - first); /* then len - run from slot 0 */
-    const float *kb = (const float *)job->kv->k + (int64_t)g * hd, *vb = (const float *)job->kv->v + (int64_t)g * hdv;
+    const int32_t len = hi - lo + 1, chunk = c->kv_f16 ? ATT_KV_CHUNK : len;
     float *q = ws, *o = q + (int64_t)rows * hd, *sc = o + (int64_t)rows * hdv; /* [rows, hd], [rows, hdv], [rows, len] */
+    float *buf = sc + (int64_t)rows * len;
+    int64_t ld;
     for (int32_t i = i0; i < i1; i++)
         memcpy(q + (int64_t)(i - i0) * n_rep * hd, c->q + (int64_t)i * n_q + (int64_t)g * n_rep * hd,
                sizeof(float) * (size_t)n_rep * (size_t)hd);
     /* sc [rows, len] = q [rows, hd] . keys [len, hd]^T */
-    ez_gemm_f32(c->pool, rows, run, hd, q, hd, kb + (int64_t)first * row_k, row_k, 1, sc, len, 0);
-    if (run < len) ez_gemm_f32(c->pool, rows, len - run, hd, q, hd, kb, row_k, 1, sc + run, len, 0);
+    for (int32_t j = 0; j < len;) {
+        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk);
+        const float *k = cache_rows(c, job->kv->k, row_k, (int64_t)g * hd, slot, n, hd, buf, &ld);
+        ez_gemm_f32(c->pool, rows, n, hd, q, hd, k, ld, 1, sc + j, len, 0);
+        j += n;
+    }
     for (int32_t k = 0; k < rows; k++) {
         const int32_t p = job->pos0 + i0 + k / n_rep;
         const int32_t from = (job->is_swa ? EZ_MAX(0, p - hp->n_swa + 1) : 0) - lo, to = p - lo + 1;
@@ -347,15 +372,19 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
         memset(row + to, 0, sizeof(float) * (size_t)(len - to));
     }
     /* o [rows, hdv] = weights [rows, len] . values [len, hdv] */
-    ez_gemm_f32(c->pool, rows, hdv, run, sc, len, vb + (int64_t)first * row_v, row_v, 0, o, hdv, 0);
-    if (run < len) ez_gemm_f32(c->pool, rows, hdv, len - run, sc + run, len, vb, row_v, 0, o, hdv, 1);
+    for (int32_t j = 0; j < len;) {
+        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk);
+        const float *v = cache_rows(c, job->kv->v, row_v, (int64_t)g * hdv, slot, n, hdv, buf, &ld);
+        ez_gemm_f32(c->pool, rows, hdv, n, sc + j, len, v, ld, 0, o, hdv, j > 0);
+        j += n;
+    }
     for (int32_t i = i0; i < i1; i++)
         memcpy(c->att + (int64_t)i * n_att + (int64_t)g * n_rep * hdv, o + (int64_t)(i - i0) * n_rep * hdv,
                sizeof(float) * (size_t)n_rep * (size_t)hdv);
 }
 
 /* Items are (block of ATT_BLOCK tokens, key/value head) pairs: prompt
- * batches with an F32 cache. */
+ * batches of at least ATT_BLOCK tokens. */
 static void attend_blocks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
     const attn_job *job = (const attn_job *)ctx;
     const int n_kv = job->c->m->hp.n_head_kv;
@@ -410,7 +439,7 @@ static int32_t attention_block(ez_llm_ctx *c, int il, int32_t n, int32_t pos0) {
             memcpy((float *)kv->v + slot * n_v, c->v + i * n_v, sizeof(float) * (size_t)n_v);
         }
     }
-    if (!c->kv_f16 && n >= ATT_BLOCK)
+    if (n >= ATT_BLOCK)
         ez_pool_for(c->pool, (int64_t)((n + ATT_BLOCK - 1) / ATT_BLOCK) * hp->n_head_kv, 1, attend_blocks, &job);
     else if ((int64_t)n * hp->n_head_kv >= 4 * (int64_t)c->n_threads)
         ez_pool_for(c->pool, (int64_t)n * hp->n_head_kv, 1, attend_groups, &job);

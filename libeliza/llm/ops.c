@@ -118,10 +118,14 @@ static void to_f16_ref(uint16_t *dst, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
+static void from_f16_ref(float *dst, const uint16_t *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = ez_f16_to_f32(x[i]);
+}
+
 static const ez_llm_ops OPS_REF = {dot_ref,          axpy_ref,          dot4_ref,     axpy4_ref,
                                    rms_norm_ref,     gelu_tanh_mul_ref, silu_mul_ref, softmax_ref,
                                    ez_llm_quant_q8_0_ref, dot_f16_ref,  dot4_f16_ref, axpy_f16_ref,
-                                   axpy4_f16_ref,    to_f16_ref};
+                                   axpy4_f16_ref,    to_f16_ref,        from_f16_ref};
 
 const ez_llm_ops *ez_llm_ops_ref(void) { return &OPS_REF; }
 

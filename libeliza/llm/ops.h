@@ -42,6 +42,8 @@ typedef struct {
     void (*axpy4_f16)(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n);
     /* dst[i] = x[i] as F16, as ez_f32_to_f16 (nearest even; inf from 65520) */
     void (*to_f16)(uint16_t *dst, const float *x, int64_t n);
+    /* dst[i] = x[i] widened (exact) */
+    void (*from_f16)(float *dst, const uint16_t *x, int64_t n);
 } ez_llm_ops;
 
 /* Q8_0 activation blocks exactly as llama.cpp's CPU backend makes them, so

@@ -261,10 +261,16 @@ static void to_f16_avx2(uint16_t *dst, const float *x, int64_t n) {
     for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
+static void from_f16_avx2(float *dst, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(x + i));
+    for (; i < n; i++) dst[i] = f16_value(x[i]);
+}
+
 static const ez_llm_ops OPS_AVX2 = {dot_avx2,        axpy_avx2,          dot4_avx2,      axpy4_avx2,
                                     rms_norm_avx2,   gelu_tanh_mul_avx2, silu_mul_avx2,  softmax_avx2,
                                     quant_q8_0_avx2, dot_f16_avx2,       dot4_f16_avx2,  axpy_f16_avx2,
-                                    axpy4_f16_avx2,  to_f16_avx2};
+                                    axpy4_f16_avx2,  to_f16_avx2,        from_f16_avx2};
 
 const ez_llm_ops *ez_llm_ops_avx2(void) { return &OPS_AVX2; }
 

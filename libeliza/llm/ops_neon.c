@@ -224,10 +224,16 @@ static void to_f16_neon(uint16_t *dst, const float *x, int64_t n) {
     for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
+static void from_f16_neon(float *dst, const uint16_t *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, load_f16(x + i));
+    for (; i < n; i++) dst[i] = ez_f16_to_f32(x[i]);
+}
+
 static const ez_llm_ops OPS_NEON = {dot_neon,        axpy_neon,          dot4_neon,      axpy4_neon,
                                     rms_norm_neon,   gelu_tanh_mul_neon, silu_mul_neon,  softmax_neon,
                                     quant_q8_0_neon, dot_f16_neon,       dot4_f16_neon,  axpy_f16_neon,
-                                    axpy4_f16_neon,  to_f16_neon};
+                                    axpy4_f16_neon,  to_f16_neon,        from_f16_neon};
 
 const ez_llm_ops *ez_llm_ops_neon(void) { return &OPS_NEON; }
 
