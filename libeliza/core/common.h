@@ -28,11 +28,14 @@
 #define EZ_LIKELY(x) __builtin_expect(!!(x), 1)
 #define EZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define EZ_ALIGNED(n) __attribute__((aligned(n)))
+/* For a kernel body shared by variants that differ in a constant argument. */
+#define EZ_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define EZ_PRINTF(fmt_idx, arg_idx)
 #define EZ_LIKELY(x) (x)
 #define EZ_UNLIKELY(x) (x)
 #define EZ_ALIGNED(n) __declspec(align(n))
+#define EZ_ALWAYS_INLINE __forceinline
 #endif
 
 #if defined(_MSC_VER)

@@ -27,35 +27,48 @@ static inline float hmax256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-static float dot_avx2(const float *a, const float *b, int64_t n) {
+/* Each of dot, axpy, dot4 and axpy4 has one body for F32 and F16 operands
+ * (the KV cache's halves, widened exactly by F16C); `f16` is a constant in
+ * every caller, so each variant compiles to its own loop. */
+static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+static inline __m256 load8(const void *x, int64_t i, int f16) {
+    return f16 ? load_f16((const uint16_t *)x + i) : _mm256_loadu_ps((const float *)x + i);
+}
+
+static inline float value_at(const void *x, int64_t i, int f16) {
+    return f16 ? _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(((const uint16_t *)x)[i]))) : ((const float *)x)[i];
+}
+
+static EZ_ALWAYS_INLINE float dot_body(const float *a, const void *b, int64_t n, int f16) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     int64_t i = 0;
     float s;
     for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b, i, f16), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(b, i + 8, f16), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), load8(b, i + 16, f16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), load8(b, i + 24, f16), s3);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b, i, f16), s0);
     s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++) s += a[i] * value_at(b, i, f16);
     return s;
 }
 
-static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
+static EZ_ALWAYS_INLINE void axpy_body(float *y, float a, const void *x, int64_t n, int f16) {
     const __m256 va = _mm256_set1_ps(a);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load8(x, i, f16), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += a * value_at(x, i, f16);
 }
 
-static void dot4_avx2(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
+static EZ_ALWAYS_INLINE void dot4_body(const float *a, int64_t lda, const void *b, int64_t n, float out[4], int f16) {
     __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     __m128 t01, t23;
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(b + i);
+        const __m256 v = load8(b, i, f16);
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), v, s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + lda + i), v, s1);
         s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 2 * lda + i), v, s2);
@@ -69,22 +82,39 @@ static void dot4_avx2(const float *a, int64_t lda, const float *b, int64_t n, fl
     t23 = _mm256_extractf128_ps(s0, 1);
     _mm_storeu_ps(out, _mm_add_ps(t01, t23));
     for (; i < n; i++)
-        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * b[i];
+        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * value_at(b, i, f16);
 }
 
-static void axpy4_avx2(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
+static EZ_ALWAYS_INLINE void axpy4_body(float *y, int64_t ldy, const float w[4], const void *x, int64_t n, int f16) {
     const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]), w2 = _mm256_set1_ps(w[2]),
                  w3 = _mm256_set1_ps(w[3]);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 v = load8(x, i, f16);
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(w0, v, _mm256_loadu_ps(y + i)));
         _mm256_storeu_ps(y + ldy + i, _mm256_fmadd_ps(w1, v, _mm256_loadu_ps(y + ldy + i)));
         _mm256_storeu_ps(y + 2 * ldy + i, _mm256_fmadd_ps(w2, v, _mm256_loadu_ps(y + 2 * ldy + i)));
         _mm256_storeu_ps(y + 3 * ldy + i, _mm256_fmadd_ps(w3, v, _mm256_loadu_ps(y + 3 * ldy + i)));
     }
     for (; i < n; i++)
-        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * x[i];
+        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * value_at(x, i, f16);
+}
+
+static float dot_avx2(const float *a, const float *b, int64_t n) { return dot_body(a, b, n, 0); }
+static void axpy_avx2(float *y, float a, const float *x, int64_t n) { axpy_body(y, a, x, n, 0); }
+static void dot4_avx2(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
+    dot4_body(a, lda, b, n, out, 0);
+}
+static void axpy4_avx2(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
+    axpy4_body(y, ldy, w, x, n, 0);
+}
+static float dot_f16_avx2(const float *a, const uint16_t *b, int64_t n) { return dot_body(a, b, n, 1); }
+static void axpy_f16_avx2(float *y, float a, const uint16_t *x, int64_t n) { axpy_body(y, a, x, n, 1); }
+static void dot4_f16_avx2(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
+    dot4_body(a, lda, b, n, out, 1);
+}
+static void axpy4_f16_avx2(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
+    axpy4_body(y, ldy, w, x, n, 1);
 }
 
 static void rms_norm_avx2(float *y, const float *x, const float *w, int64_t n, float eps) {
@@ -192,67 +222,7 @@ static void quant_q8_0_avx2(const float *x, void *dst, int64_t n) {
     }
 }
 
-/* ---- the F16 KV cache: halves widened with F16C (exact), then as above ---- */
-
-static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-static float f16_value(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
-
-static float dot_f16_avx2(const float *a, const uint16_t *b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    float s;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load_f16(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), load_f16(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), load_f16(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16(b + i), s0);
-    s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += a[i] * f16_value(b[i]);
-    return s;
-}
-
-static void axpy_f16_avx2(float *y, float a, const uint16_t *x, int64_t n) {
-    const __m256 va = _mm256_set1_ps(a);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * f16_value(x[i]);
-}
-
-static void dot4_f16_avx2(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = load_f16(b + i);
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), v, s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + lda + i), v, s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 2 * lda + i), v, s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + 3 * lda + i), v, s3);
-    }
-    s0 = _mm256_hadd_ps(s0, s1);
-    s2 = _mm256_hadd_ps(s2, s3);
-    s0 = _mm256_hadd_ps(s0, s2);
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s0), _mm256_extractf128_ps(s0, 1)));
-    for (; i < n; i++)
-        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * f16_value(b[i]);
-}
-
-static void axpy4_f16_avx2(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
-    const __m256 w0 = _mm256_set1_ps(w[0]), w1 = _mm256_set1_ps(w[1]), w2 = _mm256_set1_ps(w[2]),
-                 w3 = _mm256_set1_ps(w[3]);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = load_f16(x + i);
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(w0, v, _mm256_loadu_ps(y + i)));
-        _mm256_storeu_ps(y + ldy + i, _mm256_fmadd_ps(w1, v, _mm256_loadu_ps(y + ldy + i)));
-        _mm256_storeu_ps(y + 2 * ldy + i, _mm256_fmadd_ps(w2, v, _mm256_loadu_ps(y + 2 * ldy + i)));
-        _mm256_storeu_ps(y + 3 * ldy + i, _mm256_fmadd_ps(w3, v, _mm256_loadu_ps(y + 3 * ldy + i)));
-    }
-    for (; i < n; i++)
-        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * f16_value(x[i]);
-}
+/* ---- the F16 KV cache's conversions ---- */
 
 static void to_f16_avx2(uint16_t *dst, const float *x, int64_t n) {
     int64_t i = 0;
@@ -264,7 +234,7 @@ static void to_f16_avx2(uint16_t *dst, const float *x, int64_t n) {
 static void from_f16_avx2(float *dst, const uint16_t *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(x + i));
-    for (; i < n; i++) dst[i] = f16_value(x[i]);
+    for (; i < n; i++) dst[i] = value_at(x, i, 1);
 }
 
 static const ez_llm_ops OPS_AVX2 = {dot_avx2,        axpy_avx2,          dot4_avx2,      axpy4_avx2,

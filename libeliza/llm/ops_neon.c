@@ -13,33 +13,46 @@
 #include "core/kernels/vmath_neon.h"
 #include "core/quant.h"
 
-static float dot_neon(const float *a, const float *b, int64_t n) {
+/* Each of dot, axpy, dot4 and axpy4 has one body for F32 and F16 operands
+ * (the KV cache's halves, widened exactly by vcvt); `f16` is a constant in
+ * every caller, so each variant compiles to its own loop. */
+static inline float32x4_t load_f16(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+static inline float32x4_t load4(const void *x, int64_t i, int f16) {
+    return f16 ? load_f16((const uint16_t *)x + i) : vld1q_f32((const float *)x + i);
+}
+
+static inline float value_at(const void *x, int64_t i, int f16) {
+    return f16 ? ez_f16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
+}
+
+static EZ_ALWAYS_INLINE float dot_body(const float *a, const void *b, int64_t n, int f16) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     float s;
     for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), load4(b, i, f16));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), load4(b, i + 4, f16));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), load4(b, i + 8, f16));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), load4(b, i + 12, f16));
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), load4(b, i, f16));
     s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++) s += a[i] * value_at(b, i, f16);
     return s;
 }
 
-static void axpy_neon(float *y, float a, const float *x, int64_t n) {
+static EZ_ALWAYS_INLINE void axpy_body(float *y, float a, const void *x, int64_t n, int f16) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), vld1q_f32(x + i), a));
-    for (; i < n; i++) y[i] += a * x[i];
+    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), load4(x, i, f16), a));
+    for (; i < n; i++) y[i] += a * value_at(x, i, f16);
 }
 
-static void dot4_neon(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
+static EZ_ALWAYS_INLINE void dot4_body(const float *a, int64_t lda, const void *b, int64_t n, float out[4], int f16) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = vld1q_f32(b + i);
+        const float32x4_t v = load4(b, i, f16);
         s0 = vfmaq_f32(s0, vld1q_f32(a + i), v);
         s1 = vfmaq_f32(s1, vld1q_f32(a + lda + i), v);
         s2 = vfmaq_f32(s2, vld1q_f32(a + 2 * lda + i), v);
@@ -48,21 +61,38 @@ static void dot4_neon(const float *a, int64_t lda, const float *b, int64_t n, fl
     /* four horizontal sums at once: pairwise adds, twice */
     vst1q_f32(out, vpaddq_f32(vpaddq_f32(s0, s1), vpaddq_f32(s2, s3)));
     for (; i < n; i++)
-        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * b[i];
+        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * value_at(b, i, f16);
 }
 
-static void axpy4_neon(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
+static EZ_ALWAYS_INLINE void axpy4_body(float *y, int64_t ldy, const float w[4], const void *x, int64_t n, int f16) {
     const float32x4_t vw = vld1q_f32(w);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = vld1q_f32(x + i);
+        const float32x4_t v = load4(x, i, f16);
         vst1q_f32(y + i, vfmaq_laneq_f32(vld1q_f32(y + i), v, vw, 0));
         vst1q_f32(y + ldy + i, vfmaq_laneq_f32(vld1q_f32(y + ldy + i), v, vw, 1));
         vst1q_f32(y + 2 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 2 * ldy + i), v, vw, 2));
         vst1q_f32(y + 3 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 3 * ldy + i), v, vw, 3));
     }
     for (; i < n; i++)
-        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * x[i];
+        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * value_at(x, i, f16);
+}
+
+static float dot_neon(const float *a, const float *b, int64_t n) { return dot_body(a, b, n, 0); }
+static void axpy_neon(float *y, float a, const float *x, int64_t n) { axpy_body(y, a, x, n, 0); }
+static void dot4_neon(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
+    dot4_body(a, lda, b, n, out, 0);
+}
+static void axpy4_neon(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
+    axpy4_body(y, ldy, w, x, n, 0);
+}
+static float dot_f16_neon(const float *a, const uint16_t *b, int64_t n) { return dot_body(a, b, n, 1); }
+static void axpy_f16_neon(float *y, float a, const uint16_t *x, int64_t n) { axpy_body(y, a, x, n, 1); }
+static void dot4_f16_neon(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
+    dot4_body(a, lda, b, n, out, 1);
+}
+static void axpy4_f16_neon(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
+    axpy4_body(y, ldy, w, x, n, 1);
 }
 
 static void rms_norm_neon(float *y, const float *x, const float *w, int64_t n, float eps) {
@@ -162,60 +192,7 @@ static void quant_q8_0_neon(const float *x, void *dst, int64_t n) {
     }
 }
 
-/* ---- the F16 KV cache: halves widened with vcvt (exact), then as above ---- */
-
-static inline float32x4_t load_f16(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
-
-static float dot_f16_neon(const float *a, const uint16_t *b, int64_t n) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    float s;
-    for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), load_f16(b + i));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), load_f16(b + i + 4));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), load_f16(b + i + 8));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), load_f16(b + i + 12));
-    }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), load_f16(b + i));
-    s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * ez_f16_to_f32(b[i]);
-    return s;
-}
-
-static void axpy_f16_neon(float *y, float a, const uint16_t *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), load_f16(x + i), a));
-    for (; i < n; i++) y[i] += a * ez_f16_to_f32(x[i]);
-}
-
-static void dot4_f16_neon(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
-    float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = load_f16(b + i);
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), v);
-        s1 = vfmaq_f32(s1, vld1q_f32(a + lda + i), v);
-        s2 = vfmaq_f32(s2, vld1q_f32(a + 2 * lda + i), v);
-        s3 = vfmaq_f32(s3, vld1q_f32(a + 3 * lda + i), v);
-    }
-    vst1q_f32(out, vpaddq_f32(vpaddq_f32(s0, s1), vpaddq_f32(s2, s3)));
-    for (; i < n; i++)
-        for (int r = 0; r < 4; r++) out[r] += a[r * lda + i] * ez_f16_to_f32(b[i]);
-}
-
-static void axpy4_f16_neon(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n) {
-    const float32x4_t vw = vld1q_f32(w);
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float32x4_t v = load_f16(x + i);
-        vst1q_f32(y + i, vfmaq_laneq_f32(vld1q_f32(y + i), v, vw, 0));
-        vst1q_f32(y + ldy + i, vfmaq_laneq_f32(vld1q_f32(y + ldy + i), v, vw, 1));
-        vst1q_f32(y + 2 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 2 * ldy + i), v, vw, 2));
-        vst1q_f32(y + 3 * ldy + i, vfmaq_laneq_f32(vld1q_f32(y + 3 * ldy + i), v, vw, 3));
-    }
-    for (; i < n; i++)
-        for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * ez_f16_to_f32(x[i]);
-}
+/* ---- the F16 KV cache's conversions ---- */
 
 /* vcvt rounds by FPCR: to nearest even unless the host changed it. */
 static void to_f16_neon(uint16_t *dst, const float *x, int64_t n) {
