@@ -1173,6 +1173,15 @@ static void test_llm_api_arguments(void) {
         p.kv_type = 2;
         CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
         CHECK(bad_llm == NULL && strstr(eliza_last_error(), "kv_type 2"));
+        /* A host built before kv_type existed: the field is not read, F32. */
+        p.kv_type = ELIZA_LLM_KV_F16;
+        p.context_size = 16;
+        p.struct_size = (uint32_t)offsetof(eliza_llm_params, kv_type);
+        CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_OK);
+        CHECK_RC(eliza_llm_info_json(bad_llm, &json), ELIZA_OK);
+        CHECK(json && strstr(json, "\"kv_type\": \"f32\""));
+        eliza_free(json);
+        eliza_llm_close(bad_llm);
     }
     CHECK_RC(eliza_llm_info_json(NULL, &json), ELIZA_E_INVALID_ARG);
     eliza_free(ids);
