@@ -26,9 +26,13 @@
 #include "core/quant.h"
 #include "ops.h"
 
-/* Query tokens per task of the blocked attention (prompt batches):
- * their scores against the keys they see are one GEMM per head. */
+/* Query tokens per task of the blocked attention (prompt batches): their
+ * scores against the keys they see are one GEMM. At most ATT_BLOCK, fewer
+ * where a thread's workspace would pass ATT_WS_BYTES (long contexts), and
+ * none below ATT_MIN_BLOCK (the per-token path then). */
 #define ATT_BLOCK 32
+#define ATT_MIN_BLOCK 8
+#define ATT_WS_BYTES ((size_t)4 << 20)
 /* Cache rows an F16 cache widens at a time for those GEMMs. */
 #define ATT_KV_CHUNK 256
 
@@ -48,6 +52,7 @@ struct ez_llm_ctx {
     int kv_f16;
     size_t kv_bytes;
     int32_t max_cap;
+    int32_t att_block;      /* tokens per blocked-attention task; 0: per-token only */
 
     /* Working rows for one batch of up to n_batch tokens. */
     float *x;               /* [n_batch, n_embd] residual stream */
@@ -61,7 +66,7 @@ struct ez_llm_ctx {
     float *up;              /* [n_batch, n_ff] */
     float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, local */
     float *scores;          /* [n_threads][scores_per_thread] attention weights */
-    size_t scores_per_thread; /* attend_block's workspace (more than attend's) */
+    size_t scores_per_thread; /* the larger of attend's and attend_block's workspaces */
     ez_llm_acts acts;
 
     ez_llm_profile prof;
@@ -136,10 +141,15 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
     c->gate = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     c->up = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     c->rope_cs = alloc_floats(2 * nb * (size_t)hp->n_rot, &rc);
-    c->scores_per_thread =
-        (size_t)(hp->n_head / hp->n_head_kv) * ATT_BLOCK *
-            ((size_t)c->max_cap + (size_t)hp->head_dim + (size_t)hp->head_dim_v) +
-        (kv_f16 ? (size_t)ATT_KV_CHUNK * (size_t)EZ_MAX(hp->head_dim, hp->head_dim_v) : 0);
+    {
+        const size_t per_token = (size_t)(hp->n_head / hp->n_head_kv) *
+                                 ((size_t)c->max_cap + (size_t)hp->head_dim + (size_t)hp->head_dim_v);
+        const size_t block = ATT_WS_BYTES / sizeof(float) / per_token;
+        c->att_block = block >= ATT_MIN_BLOCK ? (int32_t)EZ_MIN(block, (size_t)ATT_BLOCK) : 0;
+        c->scores_per_thread =
+            EZ_MAX((size_t)c->att_block * per_token, (size_t)c->max_cap * (size_t)(hp->n_head / hp->n_head_kv)) +
+            (kv_f16 ? (size_t)ATT_KV_CHUNK * (size_t)EZ_MAX(hp->head_dim, hp->head_dim_v) : 0);
+    }
     c->scores = alloc_floats((size_t)c->n_threads * c->scores_per_thread, &rc);
     if (rc) {
         ez_llm_ctx_free(c);
@@ -383,15 +393,15 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
                sizeof(float) * (size_t)n_rep * (size_t)hdv);
 }
 
-/* Items are (block of ATT_BLOCK tokens, key/value head) pairs: prompt
- * batches of at least ATT_BLOCK tokens. */
+/* Items are (block of att_block tokens, key/value head) pairs: prompt
+ * batches of at least att_block tokens. */
 static void attend_blocks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
     const attn_job *job = (const attn_job *)ctx;
     const int n_kv = job->c->m->hp.n_head_kv;
     float *s = job->c->scores + (size_t)thread_index * job->c->scores_per_thread;
     for (int64_t t = t0; t < t1; t++) {
-        const int32_t i0 = (int32_t)(t / n_kv) * ATT_BLOCK;
-        attend_block(job, i0, EZ_MIN(i0 + ATT_BLOCK, job->n), (int)(t % n_kv), s);
+        const int32_t i0 = (int32_t)(t / n_kv) * job->c->att_block;
+        attend_block(job, i0, EZ_MIN(i0 + job->c->att_block, job->n), (int)(t % n_kv), s);
     }
 }
 
@@ -439,8 +449,9 @@ static int32_t attention_block(ez_llm_ctx *c, int il, int32_t n, int32_t pos0) {
             memcpy((float *)kv->v + slot * n_v, c->v + i * n_v, sizeof(float) * (size_t)n_v);
         }
     }
-    if (n >= ATT_BLOCK)
-        ez_pool_for(c->pool, (int64_t)((n + ATT_BLOCK - 1) / ATT_BLOCK) * hp->n_head_kv, 1, attend_blocks, &job);
+    if (c->att_block && n >= c->att_block)
+        ez_pool_for(c->pool, (int64_t)((n + c->att_block - 1) / c->att_block) * hp->n_head_kv, 1, attend_blocks,
+                    &job);
     else if ((int64_t)n * hp->n_head_kv >= 4 * (int64_t)c->n_threads)
         ez_pool_for(c->pool, (int64_t)n * hp->n_head_kv, 1, attend_groups, &job);
     else

@@ -624,17 +624,23 @@ static void test_llm_forward_matches_reference_per_arch(void) {
          * batches of 40 (blocks of 32 and 8) then 16 (the per-token path). */
         double err4 = compare_with_reference(&s, 96, 100, 32, 2, ELIZA_LLM_KV_F32);
         double err5 = compare_with_reference(&s, 56, 60, 40, 2, ELIZA_LLM_KV_F32);
-        /* ... with an F16 cache, widened 256 rows at a time (300 positions) */
+        /* ... with an F16 cache, widened 256 rows at a time (300 positions);
+         * and in a 20000-token context, whose 4 MB workspace per thread
+         * holds blocks of 26 tokens (26, 26, 4) */
         double err6 = compare_with_reference(&s, 300, 320, 64, 2, ELIZA_LLM_KV_F16);
-        if (getenv("ELIZA_TEST_VERBOSE") || !(err4 < 2e-5 && err5 < 2e-5 && err6 < 2e-3))
-            fprintf(stderr, "%s: relative logit error %.3g (96 tokens, batch 32) %.3g (56, batch 40) %.3g (300, F16)\n",
-                    archs[i], err4, err5, err6);
+        double err7 = compare_with_reference(&s, 56, 20000, 64, 2, ELIZA_LLM_KV_F32);
+        if (getenv("ELIZA_TEST_VERBOSE") || !(err4 < 2e-5 && err5 < 2e-5 && err6 < 2e-3 && err7 < 2e-5))
+            fprintf(stderr,
+                    "%s: relative logit error %.3g (96 tokens, batch 32) %.3g (56, batch 40) %.3g (300, F16) %.3g "
+                    "(context 20000)\n",
+                    archs[i], err4, err5, err6, err7);
         CHECK(err1 < 2e-5);
         CHECK(err2 < 2e-5);
         CHECK(err3 < 2e-3 && err3 > 0.0);
         CHECK(err4 < 2e-5);
         CHECK(err5 < 2e-5);
         CHECK(err6 < 2e-3 && err6 > 0.0);
+        CHECK(err7 < 2e-5);
     }
 }
 
