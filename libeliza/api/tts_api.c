@@ -753,8 +753,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
         if ((rc = set_phonemes(s, ph, n_ph))) return fail_stream(s, rc);
         /* KPipeline: pack[len(ps) - 1], the phoneme string's length. */
         blend_style(tts->model, &s->voice, n_cp, style);
-        /* The forward polls the flag between its stages (ez_atomic_int has
-         * the representation of an int). */
+        /* The forward polls the flag between its stages and blocks. */
         rc = ez_kokoro_forward(tts->model, tts->pool, ids, n_ids, style, s->speed, s->no_noise,
                                chunk_seed(s->seed, s->index), &s->cancel, &s->pcm, &n_pcm);
         profile_add_model(&tts->prof, tts->model);

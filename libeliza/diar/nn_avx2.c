@@ -19,9 +19,8 @@ static inline __m256 tanh8(__m256 x) {
  * constant where it is inlined, so the accumulators stay in registers); wp:
  * the panel of columns n0 .. n0 + 16 ([H, 16]). Every row sums in the same
  * order whatever nr is. */
-static inline __attribute__((always_inline)) void rows_cols16(const int nr, int H, int G, const float *const *xp,
-                                                              const float *bias, const float *wp, const float *h,
-                                                              float *gates, int n0) {
+static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int G, const float *const *xp, const float *bias,
+                                         const float *wp, const float *h, float *gates, int n0) {
     __m256 b0 = _mm256_loadu_ps(bias + n0), b1 = _mm256_loadu_ps(bias + n0 + 8), a[4][2];
     for (int r = 0; r < nr; r++) {
         a[r][0] = _mm256_add_ps(_mm256_loadu_ps(xp[r] + n0), b0);

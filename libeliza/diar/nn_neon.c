@@ -19,9 +19,8 @@ static inline float32x4_t tanh4(float32x4_t x) {
  * constant where it is inlined, so the 16 accumulators stay in registers);
  * wp: the panel of columns n0 .. n0 + 16 ([H, 16]). Every row sums in the
  * same order whatever nr is. */
-static inline __attribute__((always_inline)) void rows_cols16(const int nr, int H, int G, const float *const *xp,
-                                                              const float *bias, const float *wp, const float *h,
-                                                              float *gates, int n0) {
+static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int G, const float *const *xp, const float *bias,
+                                         const float *wp, const float *h, float *gates, int n0) {
     float32x4_t a[4][4];
     for (int r = 0; r < nr; r++)
         for (int v = 0; v < 4; v++) a[r][v] = vaddq_f32(vld1q_f32(xp[r] + n0 + 4 * v), vld1q_f32(bias + n0 + 4 * v));

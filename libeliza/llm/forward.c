@@ -45,6 +45,7 @@ typedef struct {
 struct ez_llm_ctx {
     const ez_llm_model *m;
     const ez_llm_ops *ops;
+    const ez_type_kernels *f16;  /* core's F16 kernels: the F16 cache's single dot and its widening */
     ez_pool *pool;
     int n_threads;
     int32_t n_ctx, n_batch;
@@ -113,6 +114,7 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
     if (!c) return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
     c->m = m;
     c->ops = ez_llm_ops_active();
+    c->f16 = ez_kernels(EZ_TYPE_F16);
     c->pool = pool;
     c->n_threads = ez_pool_threads(pool);
     c->n_ctx = n_ctx;
@@ -281,7 +283,7 @@ static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, float
             for (int j = 0; j < 4; j++) w[(int64_t)(r + j) * len + s] = d4[j] * hp->attn_scale;
         }
         for (; r < n_h; r++)
-            w[(int64_t)r * len + s] = (f16 ? ops->dot_f16(q + (int64_t)r * hd, (const uint16_t *)k, hd)
+            w[(int64_t)r * len + s] = (f16 ? c->f16->dot(hd, k, q + (int64_t)r * hd)
                                            : ops->dot(q + (int64_t)r * hd, (const float *)k, hd)) *
                                       hp->attn_scale;
     }
@@ -338,7 +340,7 @@ static const float *cache_rows(const ez_llm_ctx *c, const void *base, int64_t ro
         return (const float *)base + (int64_t)slot * row + col;
     }
     for (int32_t j = 0; j < n; j++)
-        c->ops->from_f16(buf + (int64_t)j * width, (const uint16_t *)base + (int64_t)(slot + j) * row + col, width);
+        c->f16->dequant((const uint16_t *)base + (int64_t)(slot + j) * row + col, buf + (int64_t)j * width, width);
     *ld = width;
     return buf;
 }

@@ -96,14 +96,12 @@ void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
-static float dot_f16_ref(const float *a, const uint16_t *b, int64_t n) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)ez_f16_to_f32(b[i]);
-    return (float)s;
-}
-
 static void dot4_f16_ref(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
-    for (int r = 0; r < 4; r++) out[r] = dot_f16_ref(a + r * lda, b, n);
+    for (int r = 0; r < 4; r++) {
+        double s = 0.0;
+        for (int64_t i = 0; i < n; i++) s += (double)a[r * lda + i] * (double)ez_f16_to_f32(b[i]);
+        out[r] = (float)s;
+    }
 }
 
 static void axpy_f16_ref(float *y, float a, const uint16_t *x, int64_t n) {
@@ -118,14 +116,10 @@ static void to_f16_ref(uint16_t *dst, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
-static void from_f16_ref(float *dst, const uint16_t *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] = ez_f16_to_f32(x[i]);
-}
-
 static const ez_llm_ops OPS_REF = {dot_ref,          axpy_ref,          dot4_ref,     axpy4_ref,
                                    rms_norm_ref,     gelu_tanh_mul_ref, silu_mul_ref, softmax_ref,
-                                   ez_llm_quant_q8_0_ref, dot_f16_ref,  dot4_f16_ref, axpy_f16_ref,
-                                   axpy4_f16_ref,    to_f16_ref,        from_f16_ref};
+                                   ez_llm_quant_q8_0_ref, dot4_f16_ref, axpy_f16_ref, axpy4_f16_ref,
+                                   to_f16_ref};
 
 const ez_llm_ops *ez_llm_ops_ref(void) { return &OPS_REF; }
 

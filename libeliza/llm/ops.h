@@ -35,15 +35,13 @@ typedef struct {
     /* n floats -> n/32 Q8_0 blocks, rounded as llama.cpp's CPU backend does
      * on this architecture (see ez_llm_quant_q8_0_ref) */
     void (*quant_q8_0)(const float *x, void *dst, int64_t n);
-    /* The F16 KV cache's dot, dot4, axpy and axpy4: b and x are IEEE halves. */
-    float (*dot_f16)(const float *a, const uint16_t *b, int64_t n);
+    /* The F16 KV cache's dot4, axpy and axpy4: b and x are IEEE halves (its
+     * single dot and its widening are core's F16 kernels, ez_kernels). */
     void (*dot4_f16)(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]);
     void (*axpy_f16)(float *y, float a, const uint16_t *x, int64_t n);
     void (*axpy4_f16)(float *y, int64_t ldy, const float w[4], const uint16_t *x, int64_t n);
     /* dst[i] = x[i] as F16, as ez_f32_to_f16 (nearest even; inf from 65520) */
     void (*to_f16)(uint16_t *dst, const float *x, int64_t n);
-    /* dst[i] = x[i] widened (exact) */
-    void (*from_f16)(float *dst, const uint16_t *x, int64_t n);
 } ez_llm_ops;
 
 /* Q8_0 activation blocks exactly as llama.cpp's CPU backend makes them, so

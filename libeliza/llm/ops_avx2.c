@@ -27,7 +27,7 @@ static inline float hmax256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-/* Each of dot, axpy, dot4 and axpy4 has one body for F32 and F16 operands
+/* Each of axpy, dot4 and axpy4 has one body for F32 and F16 operands
  * (the KV cache's halves, widened exactly by F16C); `f16` is a constant in
  * every caller, so each variant compiles to its own loop. */
 static inline __m256 load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
@@ -40,19 +40,19 @@ static inline float value_at(const void *x, int64_t i, int f16) {
     return f16 ? _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(((const uint16_t *)x)[i]))) : ((const float *)x)[i];
 }
 
-static EZ_ALWAYS_INLINE float dot_body(const float *a, const void *b, int64_t n, int f16) {
+static float dot_avx2(const float *a, const float *b, int64_t n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
     int64_t i = 0;
     float s;
     for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b, i, f16), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(b, i + 8, f16), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), load8(b, i + 16, f16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), load8(b, i + 24, f16), s3);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b, i, f16), s0);
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     s = hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    for (; i < n; i++) s += a[i] * value_at(b, i, f16);
+    for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -100,7 +100,6 @@ static EZ_ALWAYS_INLINE void axpy4_body(float *y, int64_t ldy, const float w[4],
         for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * value_at(x, i, f16);
 }
 
-static float dot_avx2(const float *a, const float *b, int64_t n) { return dot_body(a, b, n, 0); }
 static void axpy_avx2(float *y, float a, const float *x, int64_t n) { axpy_body(y, a, x, n, 0); }
 static void dot4_avx2(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
     dot4_body(a, lda, b, n, out, 0);
@@ -108,7 +107,6 @@ static void dot4_avx2(const float *a, int64_t lda, const float *b, int64_t n, fl
 static void axpy4_avx2(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
     axpy4_body(y, ldy, w, x, n, 0);
 }
-static float dot_f16_avx2(const float *a, const uint16_t *b, int64_t n) { return dot_body(a, b, n, 1); }
 static void axpy_f16_avx2(float *y, float a, const uint16_t *x, int64_t n) { axpy_body(y, a, x, n, 1); }
 static void dot4_f16_avx2(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
     dot4_body(a, lda, b, n, out, 1);
@@ -141,16 +139,9 @@ static void rms_norm_avx2(float *y, const float *x, const float *w, int64_t n, f
 }
 
 static void gelu_tanh_mul_avx2(float *g, const float *u, int64_t n) {
-    const __m256 k0 = _mm256_set1_ps(-2.0f * 0.7978845608028654f), k1 = _mm256_set1_ps(0.044715f);
-    const __m256 one = _mm256_set1_ps(1.0f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 x = _mm256_loadu_ps(g + i);
-        __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-        __m256 t = _mm256_mul_ps(k0, _mm256_fmadd_ps(k1, x3, x));
-        __m256 gl = _mm256_div_ps(x, _mm256_add_ps(one, ez_exp_avx2(t)));
-        _mm256_storeu_ps(g + i, _mm256_mul_ps(gl, _mm256_loadu_ps(u + i)));
-    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(g + i, _mm256_mul_ps(ez_gelu_tanh_avx2(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i)));
     for (; i < n; i++) {
         float x = g[i];
         float t = -2.0f * 0.7978845608028654f * (x + 0.044715f * x * x * x);
@@ -231,16 +222,10 @@ static void to_f16_avx2(uint16_t *dst, const float *x, int64_t n) {
     for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
-static void from_f16_avx2(float *dst, const uint16_t *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(x + i));
-    for (; i < n; i++) dst[i] = value_at(x, i, 1);
-}
-
 static const ez_llm_ops OPS_AVX2 = {dot_avx2,        axpy_avx2,          dot4_avx2,      axpy4_avx2,
                                     rms_norm_avx2,   gelu_tanh_mul_avx2, silu_mul_avx2,  softmax_avx2,
-                                    quant_q8_0_avx2, dot_f16_avx2,       dot4_f16_avx2,  axpy_f16_avx2,
-                                    axpy4_f16_avx2,  to_f16_avx2,        from_f16_avx2};
+                                    quant_q8_0_avx2, dot4_f16_avx2,      axpy_f16_avx2,  axpy4_f16_avx2,
+                                    to_f16_avx2};
 
 const ez_llm_ops *ez_llm_ops_avx2(void) { return &OPS_AVX2; }
 

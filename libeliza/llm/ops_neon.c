@@ -13,7 +13,7 @@
 #include "core/kernels/vmath_neon.h"
 #include "core/quant.h"
 
-/* Each of dot, axpy, dot4 and axpy4 has one body for F32 and F16 operands
+/* Each of axpy, dot4 and axpy4 has one body for F32 and F16 operands
  * (the KV cache's halves, widened exactly by vcvt); `f16` is a constant in
  * every caller, so each variant compiles to its own loop. */
 static inline float32x4_t load_f16(const uint16_t *p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
@@ -26,19 +26,19 @@ static inline float value_at(const void *x, int64_t i, int f16) {
     return f16 ? ez_f16_to_f32(((const uint16_t *)x)[i]) : ((const float *)x)[i];
 }
 
-static EZ_ALWAYS_INLINE float dot_body(const float *a, const void *b, int64_t n, int f16) {
+static float dot_neon(const float *a, const float *b, int64_t n) {
     float32x4_t s0 = vdupq_n_f32(0.0f), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     float s;
     for (; i + 16 <= n; i += 16) {
-        s0 = vfmaq_f32(s0, vld1q_f32(a + i), load4(b, i, f16));
-        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), load4(b, i + 4, f16));
-        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), load4(b, i + 8, f16));
-        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), load4(b, i + 12, f16));
+        s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
+        s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
+        s2 = vfmaq_f32(s2, vld1q_f32(a + i + 8), vld1q_f32(b + i + 8));
+        s3 = vfmaq_f32(s3, vld1q_f32(a + i + 12), vld1q_f32(b + i + 12));
     }
-    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), load4(b, i, f16));
+    for (; i + 4 <= n; i += 4) s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
     s = vaddvq_f32(vaddq_f32(vaddq_f32(s0, s1), vaddq_f32(s2, s3)));
-    for (; i < n; i++) s += a[i] * value_at(b, i, f16);
+    for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -78,7 +78,6 @@ static EZ_ALWAYS_INLINE void axpy4_body(float *y, int64_t ldy, const float w[4],
         for (int r = 0; r < 4; r++) y[r * ldy + i] += w[r] * value_at(x, i, f16);
 }
 
-static float dot_neon(const float *a, const float *b, int64_t n) { return dot_body(a, b, n, 0); }
 static void axpy_neon(float *y, float a, const float *x, int64_t n) { axpy_body(y, a, x, n, 0); }
 static void dot4_neon(const float *a, int64_t lda, const float *b, int64_t n, float out[4]) {
     dot4_body(a, lda, b, n, out, 0);
@@ -86,7 +85,6 @@ static void dot4_neon(const float *a, int64_t lda, const float *b, int64_t n, fl
 static void axpy4_neon(float *y, int64_t ldy, const float w[4], const float *x, int64_t n) {
     axpy4_body(y, ldy, w, x, n, 0);
 }
-static float dot_f16_neon(const float *a, const uint16_t *b, int64_t n) { return dot_body(a, b, n, 1); }
 static void axpy_f16_neon(float *y, float a, const uint16_t *x, int64_t n) { axpy_body(y, a, x, n, 1); }
 static void dot4_f16_neon(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
     dot4_body(a, lda, b, n, out, 1);
@@ -116,17 +114,9 @@ static void rms_norm_neon(float *y, const float *x, const float *w, int64_t n, f
     for (; i < n; i++) y[i] = x[i] * scale * w[i];
 }
 
-/* x sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3), as the reference */
 static void gelu_tanh_mul_neon(float *g, const float *u, int64_t n) {
-    const float32x4_t one = vdupq_n_f32(1.0f);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const float32x4_t x = vld1q_f32(g + i);
-        const float32x4_t x3 = vmulq_f32(vmulq_f32(x, x), x);
-        const float32x4_t t = vmulq_n_f32(vfmaq_n_f32(x, x3, 0.044715f), -2.0f * 0.7978845608028654f);
-        const float32x4_t gl = vdivq_f32(x, vaddq_f32(one, ez_exp_neon(t)));
-        vst1q_f32(g + i, vmulq_f32(gl, vld1q_f32(u + i)));
-    }
+    for (; i + 4 <= n; i += 4) vst1q_f32(g + i, vmulq_f32(ez_gelu_tanh_neon(vld1q_f32(g + i)), vld1q_f32(u + i)));
     for (; i < n; i++) {
         const float x = g[i];
         const float t = -2.0f * 0.7978845608028654f * (x + 0.044715f * x * x * x);
@@ -201,16 +191,10 @@ static void to_f16_neon(uint16_t *dst, const float *x, int64_t n) {
     for (; i < n; i++) dst[i] = ez_f32_to_f16(x[i]);
 }
 
-static void from_f16_neon(float *dst, const uint16_t *x, int64_t n) {
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(dst + i, load_f16(x + i));
-    for (; i < n; i++) dst[i] = ez_f16_to_f32(x[i]);
-}
-
 static const ez_llm_ops OPS_NEON = {dot_neon,        axpy_neon,          dot4_neon,      axpy4_neon,
                                     rms_norm_neon,   gelu_tanh_mul_neon, silu_mul_neon,  softmax_neon,
-                                    quant_q8_0_neon, dot_f16_neon,       dot4_f16_neon,  axpy_f16_neon,
-                                    axpy4_f16_neon,  to_f16_neon,        from_f16_neon};
+                                    quant_q8_0_neon, dot4_f16_neon,      axpy_f16_neon,  axpy4_f16_neon,
+                                    to_f16_neon};
 
 const ez_llm_ops *ez_llm_ops_neon(void) { return &OPS_NEON; }
 

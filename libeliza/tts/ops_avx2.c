@@ -253,20 +253,12 @@ static void lstm_cell_avx2(int H, const float *g_t, const float *w_hh, const flo
 
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
-/* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2 / pi) (x + 0.044715 x^3). */
-static inline __m256 gelu_tanh_ps(__m256 x) {
-    const __m256 m2k = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
-    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-    __m256 e = ez_exp_avx2(_mm256_mul_ps(m2k, _mm256_fmadd_ps(c, x3, x)));
-    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
 static void gelu_tanh_avx2(float *x, int64_t n) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu_tanh_ps(_mm256_loadu_ps(x + i)));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, ez_gelu_tanh_avx2(_mm256_loadu_ps(x + i)));
     if (i < n) {
         __m256i m = tail_mask(n - i);
-        _mm256_maskstore_ps(x + i, m, gelu_tanh_ps(_mm256_maskload_ps(x + i, m)));
+        _mm256_maskstore_ps(x + i, m, ez_gelu_tanh_avx2(_mm256_maskload_ps(x + i, m)));
     }
 }
 

@@ -209,17 +209,10 @@ static void lstm_cell_neon(int H, const float *g_t, const float *w_hh, const flo
 
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
-/* 0.5 x (1 + tanh u) = x / (1 + e^-2u), u = sqrt(2 / pi) (x + 0.044715 x^3). */
-static inline float32x4_t gelu_tanh_ps(float32x4_t v) {
-    float32x4_t v3 = vmulq_f32(vmulq_f32(v, v), v);
-    float32x4_t e = ez_exp_neon(vmulq_n_f32(vfmaq_n_f32(v, v3, 0.044715f), -2.0f * 0.7978845608028654f));
-    return vdivq_f32(v, vaddq_f32(vdupq_n_f32(1.0f), e));
-}
-
 static void gelu_tanh_neon(float *x, int64_t n) {
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, gelu_tanh_ps(vld1q_f32(x + i)));
-    if (i < n) store_tail(x + i, n - i, gelu_tanh_ps(load_tail(x + i, n - i)));
+    for (; i + 4 <= n; i += 4) vst1q_f32(x + i, ez_gelu_tanh_neon(vld1q_f32(x + i)));
+    if (i < n) store_tail(x + i, n - i, ez_gelu_tanh_neon(load_tail(x + i, n - i)));
 }
 
 static const ez_tts_kernels neon_kernels = {

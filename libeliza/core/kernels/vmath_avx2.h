@@ -6,6 +6,8 @@
  *   |r| <= ln2 / 2, e^r by Cephes' expf polynomial (degree 7 in r, about
  *   1 ulp), 2^n through the exponent bits.
  * ez_sigmoid_avx2: 1 / (1 + e^-x) on top of it.
+ * ez_gelu_tanh_avx2: GELU's tanh form 0.5 x (1 + tanh u), u = sqrt(2 / pi)
+ *   (x + 0.044715 x^3), as x / (1 + e^-2u): no cancellation, no overflow.
  * ez_transpose8x8_avx2: an 8 x 8 block of floats in eight registers, rows
  *   in, columns out. */
 #ifndef EZ_VMATH_AVX2_H
@@ -36,6 +38,13 @@ static inline __m256 ez_exp_avx2(__m256 x) {
 static inline __m256 ez_sigmoid_avx2(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.0f);
     return _mm256_div_ps(one, _mm256_add_ps(one, ez_exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+static inline __m256 ez_gelu_tanh_avx2(__m256 x) {
+    const __m256 m2k = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    __m256 e = ez_exp_avx2(_mm256_mul_ps(m2k, _mm256_fmadd_ps(c, x3, x)));
+    return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
 }
 
 /* r[i] = row i of an 8 x 8 block in, column i out. */

@@ -5,7 +5,9 @@
  * ez_exp_neon: e^x for x clamped to [-87.3, 88.3]: x = n ln2 + r with
  *   |r| <= ln2 / 2, e^r by Cephes' expf polynomial (degree 7 in r, about
  *   1 ulp), 2^n through the exponent bits.
- * ez_sigmoid_neon: 1 / (1 + e^-x) on top of it. */
+ * ez_sigmoid_neon: 1 / (1 + e^-x) on top of it.
+ * ez_gelu_tanh_neon: GELU's tanh form 0.5 x (1 + tanh u), u = sqrt(2 / pi)
+ *   (x + 0.044715 x^3), as x / (1 + e^-2u): no cancellation, no overflow. */
 #ifndef EZ_VMATH_NEON_H
 #define EZ_VMATH_NEON_H
 
@@ -32,6 +34,12 @@ static inline float32x4_t ez_exp_neon(float32x4_t x) {
 static inline float32x4_t ez_sigmoid_neon(float32x4_t x) {
     const float32x4_t one = vdupq_n_f32(1.0f);
     return vdivq_f32(one, vaddq_f32(one, ez_exp_neon(vnegq_f32(x))));
+}
+
+static inline float32x4_t ez_gelu_tanh_neon(float32x4_t x) {
+    float32x4_t x3 = vmulq_f32(vmulq_f32(x, x), x);
+    float32x4_t e = ez_exp_neon(vmulq_n_f32(vfmaq_n_f32(x, x3, 0.044715f), -2.0f * 0.7978845608028654f));
+    return vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0f), e));
 }
 
 #endif /* EZ_VMATH_NEON_H */
