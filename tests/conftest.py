@@ -3,7 +3,8 @@
 The library under test is ``$ELIZA_LIBRARY`` if set, else ``build/`` of this
 checkout if it holds one (``cmake -S . -B build && cmake --build build``),
 else the one packaged in an installed ``eliza`` wheel. The ``eliza`` package
-is the installed one if there is one, else ``sdk/`` of this checkout.
+is ``sdk/`` of this checkout, so the tests test the code beside them;
+``ELIZA_TEST_INSTALLED=1`` tests an installed ``eliza`` instead.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if "ELIZA_LIBRARY" not in os.environ:
         if (REPO / "build" / _name).is_file():
             os.environ["ELIZA_LIBRARY"] = str(REPO / "build" / _name)
             break
-if importlib.util.find_spec("eliza") is None:
+if os.environ.get("ELIZA_TEST_INSTALLED") != "1" or importlib.util.find_spec("eliza") is None:
     sys.path.insert(0, str(REPO / "sdk"))
 
 import eliza  # noqa: E402  (needs the path set above)

@@ -168,3 +168,8 @@ def test_forward_to_logging_maps_levels(caplog: pytest.LogCaptureFixture) -> Non
         ("WARNING", "careful"),
         ("DEBUG", "details"),
     ]
+
+
+@pytest.mark.skipif(os.environ.get("ELIZA_TEST_INSTALLED") == "1", reason="testing an installed eliza")
+def test_tests_import_the_checkouts_sdk() -> None:
+    assert Path(eliza.__file__).resolve().is_relative_to(REPO / "sdk")
