@@ -1,0 +1,211 @@
+"""Diarization error rate on real recorded speech: the fourteen 30 s meeting
+excerpts (with RTTM references and UEMs) that ship in the source
+distribution of ``pyannote-audio==4.0.7`` under ``tests/data/``, split by its
+``database.yml`` into train (trn00..trn09), development (dev00, dev01) and
+test (tst00, tst01). Tune only on train; the development + test figure is
+the honest one.
+
+The sdist is fetched with pip once into a cache directory (never
+committed): ``$ELIZA_DIAR_REAL`` or ``~/.cache/eliza/diar-real``.
+
+    python tests/diar/real/evaluate_real.py [--split train|heldout|all] [--json OUT]
+
+Scores: pyannote.metrics' DER inside each file's UEM with overlap included,
+at no collar and at a 0.25 s collar each side, per file and per split, and
+the share of files whose speaker count is exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+VERSION = "4.0.7"
+SPLITS = {"train": "train", "development": "development", "test": "test"}
+# md-eval's "collar 0.25 s" (each side) is pyannote.metrics' collar=0.5.
+COLLARS = {"0": 0.0, "0.25": 0.5}
+
+System = Callable[[Path], list[tuple[float, float, int]]]
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("ELIZA_DIAR_REAL")
+    return Path(env) if env else Path.home() / ".cache" / "eliza" / "diar-real"
+
+
+def fetch(root: Path | None = None) -> Path:
+    """The directory of the sdist's tests/data (fetched once)."""
+    root = root or cache_dir()
+    data = root / "data"
+    if (data / "database.yml").is_file():
+        return data
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"pyannote-audio=={VERSION}",
+                "-d",
+                tmp,
+            ],
+            check=True,
+        )
+        sdist = next(Path(tmp).glob("pyannote_audio-*.tar.gz"))
+        prefix = f"{sdist.name[: -len('.tar.gz')]}/tests/data/"
+        unpacked = Path(tmp) / "data"
+        with tarfile.open(sdist) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.isfile()]
+            for m in members:
+                m.name = m.name[len(prefix) :]
+            tar.extractall(unpacked, members=members, filter="data")
+        unpacked.rename(data)
+    return data
+
+
+def _uri_key(uri: str) -> str:
+    # The list spells the first train file "trñ00", its RTTM and UEM "trn00".
+    return uri.replace("ñ", "n")
+
+
+def load_split(data: Path, split: str) -> list[dict[str, Any]]:
+    """The files of one split: uri, wav path, reference Annotation, UEM Timeline."""
+    from pyannote.core import Annotation, Segment, Timeline
+
+    uris = [u.strip() for u in (data / f"debug.{split}.lst").read_text(encoding="utf-8").split() if u.strip()]
+    refs: dict[str, Any] = {}
+    for line in (data / f"debug.{split}.rttm").read_text(encoding="utf-8").splitlines():
+        f = line.split()
+        if f and f[0] == "SPEAKER":
+            start, dur = float(f[3]), float(f[4])
+            refs.setdefault(f[1], Annotation(uri=f[1]))[Segment(start, start + dur)] = f[7]
+    uems: dict[str, Any] = {}
+    for line in (data / f"debug.{split}.uem").read_text(encoding="utf-8").splitlines():
+        f = line.split()
+        if f:
+            uems.setdefault(f[0], Timeline(uri=f[0])).add(Segment(float(f[2]), float(f[3])))
+    files = []
+    for uri in uris:
+        key = _uri_key(uri)
+        files.append(
+            {
+                "uri": key,
+                "wav": data / f"{uri}.wav",
+                "ref": refs.get(key, Annotation(uri=key)),
+                "uem": uems[key],
+            }
+        )
+    return files
+
+
+def to_annotation(turns: Sequence[tuple[float, float, int]], uri: str) -> Any:
+    from pyannote.core import Annotation, Segment
+
+    ann = Annotation(uri=uri)
+    for start, end, speaker in turns:
+        if end > start:
+            ann[Segment(start, end)] = f"S{speaker}"
+    return ann
+
+
+def eliza_system(threads: int, **options: Any) -> System:
+    sys.path.insert(0, str(REPO / "sdk"))
+    import eliza
+
+    diarizer = eliza.Diarizer(n_threads=threads)
+
+    def run(wav: Path) -> list[tuple[float, float, int]]:
+        return [(t.start, t.end, t.speaker) for t in diarizer.diarize(wav, **options)]
+
+    return run
+
+
+def evaluate(system: System, files: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    metrics = {k: DiarizationErrorRate(collar=c, skip_overlap=False) for k, c in COLLARS.items()}
+    rows = []
+    total_audio = total_time = 0.0
+    for f in files:
+        t0 = time.perf_counter()
+        turns = system(f["wav"])
+        elapsed = time.perf_counter() - t0
+        hyp = to_annotation(turns, f["uri"])
+        duration = float(f["uem"].duration())
+        row: dict[str, Any] = {"name": f["uri"], "seconds": elapsed, "duration": duration}
+        for key, metric in metrics.items():
+            row[f"der_{key}"] = float(metric(f["ref"], hyp, uem=f["uem"]))
+        row["true_speakers"] = len(f["ref"].labels())
+        row["found_speakers"] = len(hyp.labels())
+        rows.append(row)
+        total_audio += duration
+        total_time += elapsed
+    overall: dict[str, float] = {f"der_{k}": float(abs(m)) for k, m in metrics.items()}
+    overall["speaker_count_accuracy"] = sum(r["true_speakers"] == r["found_speakers"] for r in rows) / max(
+        len(rows), 1
+    )
+    overall["rtf"] = total_time / max(total_audio, 1e-9)
+    return {"files": rows, "overall": overall}
+
+
+def print_report(result: dict[str, Any], title: str) -> None:
+    print(f"== {title}")
+    print(f"{'file':10} {'DER c0':>7} {'DER c.25':>8} {'spk':>7} {'RTF':>6}")
+    for r in result["files"]:
+        print(
+            f"{r['name']:10} {100 * r['der_0']:6.2f}% {100 * r['der_0.25']:7.2f}% "
+            f"{r['found_speakers']:>3}/{r['true_speakers']:<3} {r['seconds'] / r['duration']:6.3f}"
+        )
+    o = result["overall"]
+    print(
+        f"{'overall':10} {100 * o['der_0']:6.2f}% {100 * o['der_0.25']:7.2f}% "
+        f"{100 * o['speaker_count_accuracy']:5.0f}%  {o['rtf']:6.3f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--split", choices=("train", "heldout", "all"), default="all")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--step", type=float, default=None, help="window step, seconds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    data = fetch()
+    options = {k: v for k, v in (("threshold", args.threshold), ("step", args.step)) if v is not None}
+    system = eliza_system(args.threads, **options)
+    groups = {"train": ["train"], "heldout": ["development", "test"]}
+    chosen = ["train", "heldout"] if args.split == "all" else [args.split]
+    results = {}
+    for name in chosen:
+        files = [f for split in groups[name] for f in load_split(data, split)]
+        results[name] = evaluate(system, files)
+        print_report(results[name], f"libeliza on the {name} split ({len(files)} files)")
+    if args.json:
+        args.json.write_text(json.dumps({"options": options, "splits": results}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
