@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/quant.h"
 
 /* AVX-VNNI (vpdpbusd on 256-bit vectors) through a function target, so the
@@ -19,7 +20,6 @@
 #if !defined(_MSC_VER) && ((defined(__clang__) && __clang_major__ >= 12) || \
                            (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define EZ_LLM_HAVE_AVXVNNI 1
-#include <cpuid.h>
 #else
 #define EZ_LLM_HAVE_AVXVNNI 0
 #endif
@@ -490,13 +490,9 @@ ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type) {
     return NULL;
 }
 
-/* CPUID.(EAX=7, ECX=1):EAX bit 4. The OS support for the AVX state it
- * needs is that of AVX2, which the caller has checked. */
 int ez_llm_cpu_has_avxvnni(void) {
 #if EZ_LLM_HAVE_AVXVNNI
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (a >> 4) & 1;
+    return (ez_cpu_features() & EZ_CPU_AVXVNNI) != 0;
 #else
     return 0;
 #endif

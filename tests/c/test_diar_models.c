@@ -268,6 +268,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s [shared SEG.gguf EMB.gguf]\n", argv[0]);
         return 2;
     }
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_gate_order_parser();
     test_step_fast_matches_reference();
     test_recurrence_matches_plain_loop();

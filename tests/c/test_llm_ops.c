@@ -591,6 +591,7 @@ static void test_llm_sampler_contract(void) {
 }
 
 int main(void) {
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_llm_ops_fast_matches_reference();
     test_llm_ops_match_formulas();
     test_llm_to_f16_edges();

@@ -533,6 +533,7 @@ static void test_gguf_file(const char *path) {
 int main(void) {
     const char *gguf_path = getenv("ELIZA_TEST_GGUF");
     size_t v, t;
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_traits();
     test_half_conversions();
     test_activation_quantizers();
