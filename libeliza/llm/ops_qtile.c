@@ -336,6 +336,7 @@ ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type) {
 
 ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type) {
     if (!ez_simd_at_least(EZ_SIMD_AVX2)) return NULL;
+    if (ez_simd_at_least(EZ_SIMD_AVX512) && ez_llm_x8_avx512(w_type)) return ez_llm_x8_avx512(w_type);
     if (ez_llm_cpu_has_avxvnni() && ez_llm_x8_avx2_vnni(w_type)) return ez_llm_x8_avx2_vnni(w_type);
     return ez_llm_x8_avx2(w_type);
 }
