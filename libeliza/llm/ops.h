@@ -59,6 +59,7 @@ EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
 /* NULL when this build has no AVX2 variant (not x86-64); callers check the CPU. */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx2(void);
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx512(void);
 /* NULL when this build is not aarch64 (where NEON is baseline). */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_neon(void);
 

@@ -128,6 +128,8 @@ static void test_llm_ops_fast_matches_reference(void) {
     check_table_against_reference(ez_llm_ops_ref(), "ref");
     if (ez_llm_ops_avx2() && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
         check_table_against_reference(ez_llm_ops_avx2(), "avx2");
+    if (ez_llm_ops_avx512() && (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512)
+        check_table_against_reference(ez_llm_ops_avx512(), "avx512");
     if (ez_llm_ops_neon()) check_table_against_reference(ez_llm_ops_neon(), "neon");
     check_table_against_reference(ez_llm_ops_active(), "active");
 }
