@@ -52,13 +52,13 @@ check-asan:
 	$(ESPEAK_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
 
-# The C tests under ThreadSanitizer (not again with ELIZA_FORCE_SCALAR=1:
-# the same threads around other kernels).
+# The C tests under ThreadSanitizer (not again with ELIZA_FORCE_SCALAR=1 or
+# ELIZA_SIMD=avx2: the same threads around other kernels).
 check-tsan:
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DELIZA_SANITIZE_THREAD=ON
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	$(ESPEAK_ENV) TSAN_OPTIONS=halt_on_error=1 \
-	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -E '_scalar'
+	  ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -E '_scalar|_avx2'
 
 # The NEON kernels, cross-compiled and run under qemu-user; then the ABI probe
 # under qemu and an aarch64 wheel that auditwheel accepts (wheels/proofs.py).

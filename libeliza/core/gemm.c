@@ -285,6 +285,10 @@ const ez_gemm_kernels *ez_gemm_kernels_active(const ez_gemm_kernels_ext **ext) {
     const ez_gemm_kernels *kern = NULL;
     const ez_gemm_kernels_ext *e = NULL;
     switch (ez_simd_level_active()) {
+    case EZ_SIMD_AVX512:
+        kern = ez_gemm_kernels_avx512();
+        e = ez_gemm_kernels_ext_avx512();
+        break;
     case EZ_SIMD_AVX2:
         kern = ez_gemm_kernels_avx2();
         e = ez_gemm_kernels_ext_avx2();

@@ -74,7 +74,8 @@ const ez_type_kernels *ez_kernels(uint32_t type) {
     ez_simd_level level;
     if (!ez_type_traits_of(type)) return NULL;
     level = ez_simd_level_active();
-    if (level == EZ_SIMD_AVX2) k = ez_kernels_avx2(type);
+    if (level == EZ_SIMD_AVX512) k = ez_kernels_avx512(type);
+    if (!k && (level == EZ_SIMD_AVX2 || level == EZ_SIMD_AVX512)) k = ez_kernels_avx2(type);
     if (level == EZ_SIMD_NEON_DOTPROD) k = ez_kernels_neon_dotprod(type);
     if (!k && (level == EZ_SIMD_NEON || level == EZ_SIMD_NEON_DOTPROD)) k = ez_kernels_neon(type);
     return k ? k : ez_kernels_ref(type);

@@ -130,6 +130,7 @@ EZ_INTERNAL const ez_type_kernels *ez_kernels_ref(uint32_t type);
  * benchmark use these to compare every level the CPU runs, not only the
  * active one. */
 EZ_INTERNAL const ez_type_kernels *ez_kernels_avx2(uint32_t type);
+EZ_INTERNAL const ez_type_kernels *ez_kernels_avx512(uint32_t type);
 EZ_INTERNAL const ez_type_kernels *ez_kernels_neon(uint32_t type);
 EZ_INTERNAL const ez_type_kernels *ez_kernels_neon_dotprod(uint32_t type);
 

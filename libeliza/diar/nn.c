@@ -332,8 +332,10 @@ int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, in
     job.group = (B + job.n_groups - 1) / job.n_groups;
     job.n_groups = (B + job.group - 1) / job.group;
 #if EZ_ARCH_X86_64
-    job.fast = ez_simd_level_active() == EZ_SIMD_AVX2 && l->H % 16 == 0 && l->w_hh_t;
-    job.step = job.fast ? ez_nn_lstm_step_avx2 : ez_nn_lstm_step_ref;
+    job.fast = ez_simd_at_least(EZ_SIMD_AVX2) && l->H % 16 == 0 && l->w_hh_t;
+    job.step = !job.fast                             ? ez_nn_lstm_step_ref
+               : ez_simd_at_least(EZ_SIMD_AVX512) ? ez_nn_lstm_step_avx512
+                                                  : ez_nn_lstm_step_avx2;
 #elif EZ_ARCH_AARCH64
     job.fast = ez_simd_level_active() != EZ_SIMD_SCALAR && l->H % 16 == 0 && l->w_hh_t;
     job.step = job.fast ? ez_nn_lstm_step_neon : ez_nn_lstm_step_ref;

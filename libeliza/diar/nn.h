@@ -94,6 +94,8 @@ EZ_INTERNAL void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, cons
 #if EZ_ARCH_X86_64
 EZ_INTERNAL void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bias,
                                       const float *w_hh_t, float *gates, float *h, float *c);
+EZ_INTERNAL void ez_nn_lstm_step_avx512(int nb, int H, const float *const *xp, const float *bias,
+                                        const float *w_hh_t, float *gates, float *h, float *c);
 #endif
 #if EZ_ARCH_AARCH64
 EZ_INTERNAL void ez_nn_lstm_step_neon(int nb, int H, const float *const *xp, const float *bias,

@@ -125,6 +125,9 @@ const ez_llm_ops *ez_llm_ops_ref(void) { return &OPS_REF; }
 
 const ez_llm_ops *ez_llm_ops_active(void) {
     switch (ez_simd_level_active()) {
+    case EZ_SIMD_AVX512:
+        if (ez_llm_ops_avx512()) return ez_llm_ops_avx512();
+        return ez_llm_ops_avx2() ? ez_llm_ops_avx2() : &OPS_REF;
     case EZ_SIMD_AVX2: return ez_llm_ops_avx2() ? ez_llm_ops_avx2() : &OPS_REF;
     case EZ_SIMD_NEON:
     case EZ_SIMD_NEON_DOTPROD: return ez_llm_ops_neon() ? ez_llm_ops_neon() : &OPS_REF;

@@ -59,6 +59,7 @@ EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
 /* NULL when this build has no AVX2 variant (not x86-64); callers check the CPU. */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx2(void);
+EZ_INTERNAL const ez_llm_ops *ez_llm_ops_avx512(void);
 /* NULL when this build is not aarch64 (where NEON is baseline). */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_neon(void);
 
@@ -139,6 +140,9 @@ EZ_INTERNAL int ez_llm_tile_zero_point(uint32_t w_type);
  * [nb][TILE_ROWS] (rows past n_rows zero). */
 EZ_INTERNAL void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
                                         float *scales);
+/* The same with AVX2 (x86-64 only; the caller checks the CPU). */
+EZ_INTERNAL void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
+                                         float *scales);
 /* K quants: tiles[sb * TILE_ROWS + r] for every super-block sb. */
 EZ_INTERNAL void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
 /* NULL when the type has no tile kernel (or, for _active, under
@@ -191,6 +195,8 @@ typedef void (*ez_llm_x8_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, con
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type);
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type);
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2_vnni(uint32_t w_type);
+/* AVX-512 (with VNNI): two groups of 8 activation rows per register. */
+EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type);
 /* The fast kernel for this CPU, or NULL (also under ELIZA_FORCE_SCALAR). */
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
 

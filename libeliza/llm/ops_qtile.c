@@ -215,10 +215,8 @@ ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type) {
 
 /* Under ELIZA_FORCE_SCALAR the per-pair reference dots are the reference
  * path, so there is no active tile kernel. */
-/* (CPUID on every call: a few hundred cycles, against a product of at least
- * four rows; no cached state to share between threads.) */
 ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type) {
-    if (ez_simd_level_active() != EZ_SIMD_AVX2) return NULL;
+    if (!ez_simd_at_least(EZ_SIMD_AVX2)) return NULL;
     if (ez_llm_cpu_has_avxvnni() && ez_llm_tile_avx2_vnni(w_type)) return ez_llm_tile_avx2_vnni(w_type);
     return ez_llm_tile_avx2(w_type);
 }
@@ -337,7 +335,8 @@ ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type) {
 }
 
 ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type) {
-    if (ez_simd_level_active() != EZ_SIMD_AVX2) return NULL;
+    if (!ez_simd_at_least(EZ_SIMD_AVX2)) return NULL;
+    if (ez_simd_at_least(EZ_SIMD_AVX512) && ez_llm_x8_avx512(w_type)) return ez_llm_x8_avx512(w_type);
     if (ez_llm_cpu_has_avxvnni() && ez_llm_x8_avx2_vnni(w_type)) return ez_llm_x8_avx2_vnni(w_type);
     return ez_llm_x8_avx2(w_type);
 }

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/cpu.h"
 #include "core/quant.h"
 
 /* AVX-VNNI (vpdpbusd on 256-bit vectors) through a function target, so the
@@ -19,7 +20,6 @@
 #if !defined(_MSC_VER) && ((defined(__clang__) && __clang_major__ >= 12) || \
                            (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 11))
 #define EZ_LLM_HAVE_AVXVNNI 1
-#include <cpuid.h>
 #else
 #define EZ_LLM_HAVE_AVXVNNI 0
 #endif
@@ -54,7 +54,7 @@ static inline __m256i fifth_bits(const uint8_t qh_bytes[4]) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-static void unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales) {
+void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales) {
     const int64_t nb = w->n_cols / EZ_QK;
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
         const uint8_t *row = w->data + (size_t)(r0 + r) * w->row_bytes;
@@ -184,7 +184,7 @@ static void tile_with(pair_fn pair, const ez_llm_matrix *w, int64_t r0, int64_t 
     act_rows a;
     for (int64_t g = r0; g < r1; g += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g);
-        unpack_avx2(w, g, n_rows, codes, scales);
+        ez_llm_tile_unpack_avx2(w, g, n_rows, codes, scales);
         for (int64_t m = 0; m < M; m += PAIR_ACTS) {
             const int n_acts = (int)EZ_MIN((int64_t)PAIR_ACTS, M - m);
             for (int j = 0; j < PAIR_ACTS; j++)
@@ -300,7 +300,7 @@ static void x8_with(x8_rows_fn rows, const ez_llm_matrix *w, int64_t r0, int64_t
     float out[EZ_LLM_TILE_ROWS][8];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        unpack_avx2(w, g0, n_rows, codes, scales);
+        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
         for (int64_t m = 0; m < M; m += 8) {
             const int n_acts = (int)EZ_MIN((int64_t)8, M - m);
             rows(nb, codes, scales, x + (m / 8) * nb, zp, out);
@@ -490,13 +490,9 @@ ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type) {
     return NULL;
 }
 
-/* CPUID.(EAX=7, ECX=1):EAX bit 4. The OS support for the AVX state it
- * needs is that of AVX2, which the caller has checked. */
 int ez_llm_cpu_has_avxvnni(void) {
 #if EZ_LLM_HAVE_AVXVNNI
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
-    return (a >> 4) & 1;
+    return (ez_cpu_features() & EZ_CPU_AVXVNNI) != 0;
 #else
     return 0;
 #endif

@@ -25,7 +25,7 @@
 #define EZ_FFT_LANES 8
 #define EZ_FFT_MAX_N 128
 /* Widest GEMM micro-panel (ez_gemm_kernels.nr) the spectra are packed for. */
-#define EZ_FFT_MAX_NR 16
+#define EZ_FFT_MAX_NR 32
 
 typedef float ez_fft_lanes[EZ_FFT_LANES];
 

@@ -226,7 +226,7 @@ static void from_lanes(const float *src, int n_rows, int64_t n, const float *bia
     }
 }
 
-/* ---- filter spectra (nr = 16: two vectors per panel row) ---------------------------------- */
+/* ---- filter spectra (nr a multiple of 16: two vectors per 16 columns of a panel row) ------- */
 
 typedef struct {
     __m256 v[2];
@@ -242,11 +242,12 @@ static inline row16 sub16(row16 a, row16 b) {
     return r;
 }
 
-/* The layout and the sums are those of the portable spectra (ops_fft_impl.h). */
+/* The layout and the sums are those of the portable spectra (ops_fft_impl.h),
+ * 16 columns of a panel at a time. */
 static void spectra16(const ez_fft_plan *p, int f, float scale, const float *wt, int k, int c_in, int ci_pad,
-                      int n_panels, float *out) {
+                      int n_panels, int nr, float *out) {
     float cs[EZ_FFT_MAX_N], sn[EZ_FFT_MAX_N];
-    const int64_t plane = ez_fft_plane_stride(ci_pad, 16, n_panels), width = (int64_t)n_panels * 16;
+    const int64_t plane = ez_fft_plane_stride(ci_pad, nr, n_panels), width = (int64_t)n_panels * nr;
     const int n_planes = f == 0 ? 2 : 2 * f == p->m ? 3 : 6;
     for (int j = 0; j < k; j++) {
         int idx = (int)(((int64_t)f * j) % p->n);
@@ -254,9 +255,10 @@ static void spectra16(const ez_fft_plan *p, int f, float scale, const float *wt,
         sn[j] = scale * p->sin_n[idx];
     }
     for (int ci = 0; ci < ci_pad; ci++)
-        for (int q = 0; q < n_panels; q++) {
-            float *top = out + q * ez_fft_panel_stride(ci_pad, 16) + (int64_t)ci * 16;
-            const float *row = wt + (int64_t)ci * k * width + (int64_t)q * 16;
+        for (int q16 = 0; q16 < n_panels * (nr / 16); q16++) {
+            const int q = q16 / (nr / 16), h = q16 % (nr / 16);
+            float *top = out + q * ez_fft_panel_stride(ci_pad, nr) + (int64_t)ci * nr + 16 * h;
+            const float *row = wt + (int64_t)ci * k * width + (int64_t)q * nr + 16 * h;
             __m256 ce0 = _mm256_setzero_ps(), ce1 = ce0, co0 = ce0, co1 = ce0, se0 = ce0, se1 = ce0, so0 = ce0,
                    so1 = ce0;
             row16 cf, sf, cg, sg, zero = {{_mm256_setzero_ps(), _mm256_setzero_ps()}};
@@ -309,8 +311,8 @@ static void spectra16(const ez_fft_plan *p, int f, float scale, const float *wt,
 
 static void spectra(const ez_fft_plan *p, int f, float scale, const float *wt, int k, int c_in, int ci_pad,
                     int n_panels, int nr, float *out) {
-    if (nr == 16)
-        spectra16(p, f, scale, wt, k, c_in, ci_pad, n_panels, out);
+    if (nr % 16 == 0)
+        spectra16(p, f, scale, wt, k, c_in, ci_pad, n_panels, nr, out);
     else
         ez_fft_kernels_portable()->spectra(p, f, scale, wt, k, c_in, ci_pad, n_panels, nr, out);
 }

@@ -43,6 +43,8 @@ typedef struct {
 /* NULL when this build or architecture has no AVX2 code; the caller checks
  * ez_simd_level_active() first. */
 EZ_INTERNAL const ez_tts_kernels *ez_tts_kernels_avx2(void);
+/* The same for AVX-512 (ops_avx512.c). */
+EZ_INTERNAL const ez_tts_kernels *ez_tts_kernels_avx512(void);
 /* NULL off aarch64 (ops_neon.c). */
 EZ_INTERNAL const ez_tts_kernels *ez_tts_kernels_neon(void);
 

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "eliza.h"
 
@@ -50,6 +52,26 @@ static int g_passed, g_failed;
                     eliza_last_error());                                               \
             g_failed++;                                                                \
         }                                                                              \
+    } while (0)
+
+/* ctest's SKIP_RETURN_CODE for a test that cannot run on this CPU. */
+#define EZ_TEST_SKIP 77
+
+/* Under ELIZA_SIMD=<level> (ctest's *_avx2 repeats): nonzero, after saying
+ * so, when the library runs another level because the CPU lacks that one. */
+static inline int pinned_level_missing(void) {
+    const char *want = getenv("ELIZA_SIMD");
+    char key[64];
+    if (!want || !*want) return 0;
+    snprintf(key, sizeof key, "\"simd\": \"%s\"", want);
+    if (strstr(eliza_capabilities_json(), key)) return 0;
+    printf("skipped: ELIZA_SIMD=%s but this CPU lacks that level (%s)\n", want, eliza_capabilities_json());
+    return 1;
+}
+
+#define SKIP_IF_PINNED_LEVEL_MISSING()                    \
+    do {                                                  \
+        if (pinned_level_missing()) return EZ_TEST_SKIP; \
     } while (0)
 
 #endif /* EZ_TEST_CHECK_H */

@@ -77,39 +77,45 @@ static void test_step_fast_matches_reference(void) {
 #if EZ_ARCH_X86_64 || EZ_ARCH_AARCH64
     static const int Hs[] = {16, 128, 256};
 #if EZ_ARCH_X86_64
-    const ez_nn_lstm_step_fn fast = ez_nn_lstm_step_avx2;
-    if (!(ez_cpu_features() & EZ_CPU_AVX2) || !(ez_cpu_features() & EZ_CPU_FMA)) {
-        printf("skip: no AVX2/FMA\n");
-        return;
-    }
+    const ez_nn_lstm_step_fn kernels[] = {ez_nn_lstm_step_avx2, ez_nn_lstm_step_avx512};
+    const uint32_t needs[] = {EZ_CPU_LEVEL_AVX2, EZ_CPU_LEVEL_AVX512};
 #else
-    const ez_nn_lstm_step_fn fast = ez_nn_lstm_step_neon;
+    const ez_nn_lstm_step_fn kernels[] = {ez_nn_lstm_step_neon};
+    const uint32_t needs[] = {EZ_CPU_NEON};
 #endif
-    for (size_t hi = 0; hi < sizeof Hs / sizeof Hs[0]; hi++)
-        for (int nb = 1; nb <= 13; nb += (nb < 9 ? 1 : 4)) {
-            int H = Hs[hi], G = 4 * H;
-            float *w = random_floats((size_t)G * H, 1.0f / sqrtf((float)H)), *wp = panels(w, H);
-            float *xp = random_floats((size_t)nb * G, 3.0f), *bias = random_floats((size_t)G, 0.5f);
-            float *h0 = random_floats((size_t)nb * H, 1.0f), *c0 = random_floats((size_t)nb * H, 2.0f);
-            float *h1 = (float *)malloc(sizeof(float) * (size_t)nb * H), *c1 = (float *)malloc(sizeof(float) * (size_t)nb * H);
-            float *g0 = (float *)malloc(sizeof(float) * (size_t)nb * G), *g1 = (float *)malloc(sizeof(float) * (size_t)nb * G);
-            const float *rows[13];
-            double err_h = 0, err_c = 0;
-            for (int b = 0; b < nb; b++) rows[b] = xp + (size_t)b * G;
-            memcpy(h1, h0, sizeof(float) * (size_t)nb * H);
-            memcpy(c1, c0, sizeof(float) * (size_t)nb * H);
-            /* A few steps so the state feeds back. */
-            for (int s = 0; s < 3; s++) {
-                ez_nn_lstm_step_ref(nb, H, rows, bias, w, g0, h0, c0);
-                fast(nb, H, rows, bias, wp, g1, h1, c1);
-            }
-            for (int i = 0; i < nb * H; i++) {
-                err_h = max_d(err_h, fabs((double)h0[i] - h1[i]));
-                err_c = max_d(err_c, fabs((double)c0[i] - c1[i]) / (1.0 + fabs((double)c0[i])));
-            }
-            CHECK_MSG(err_h <= 2e-6 && err_c <= 2e-6, "H %d nb %d: max |h| err %.3g, c err %.3g", H, nb, err_h, err_c);
-            free(w), free(wp), free(xp), free(bias), free(h0), free(c0), free(h1), free(c1), free(g0), free(g1);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const ez_nn_lstm_step_fn fast = kernels[ki];
+        if ((ez_cpu_features() & needs[ki]) != needs[ki]) {
+            printf("skip: kernel %zu needs CPU features this one lacks\n", ki);
+            continue;
         }
+        for (size_t hi = 0; hi < sizeof Hs / sizeof Hs[0]; hi++)
+            for (int nb = 1; nb <= 13; nb += (nb < 9 ? 1 : 4)) {
+                int H = Hs[hi], G = 4 * H;
+                float *w = random_floats((size_t)G * H, 1.0f / sqrtf((float)H)), *wp = panels(w, H);
+                float *xp = random_floats((size_t)nb * G, 3.0f), *bias = random_floats((size_t)G, 0.5f);
+                float *h0 = random_floats((size_t)nb * H, 1.0f), *c0 = random_floats((size_t)nb * H, 2.0f);
+                float *h1 = (float *)malloc(sizeof(float) * (size_t)nb * H), *c1 = (float *)malloc(sizeof(float) * (size_t)nb * H);
+                float *g0 = (float *)malloc(sizeof(float) * (size_t)nb * G), *g1 = (float *)malloc(sizeof(float) * (size_t)nb * G);
+                const float *rows[13];
+                double err_h = 0, err_c = 0;
+                for (int b = 0; b < nb; b++) rows[b] = xp + (size_t)b * G;
+                memcpy(h1, h0, sizeof(float) * (size_t)nb * H);
+                memcpy(c1, c0, sizeof(float) * (size_t)nb * H);
+                /* A few steps so the state feeds back. */
+                for (int s = 0; s < 3; s++) {
+                    ez_nn_lstm_step_ref(nb, H, rows, bias, w, g0, h0, c0);
+                    fast(nb, H, rows, bias, wp, g1, h1, c1);
+                }
+                for (int i = 0; i < nb * H; i++) {
+                    err_h = max_d(err_h, fabs((double)h0[i] - h1[i]));
+                    err_c = max_d(err_c, fabs((double)c0[i] - c1[i]) / (1.0 + fabs((double)c0[i])));
+                }
+                CHECK_MSG(err_h <= 2e-6 && err_c <= 2e-6, "kernel %zu H %d nb %d: max |h| err %.3g, c err %.3g", ki, H,
+                          nb, err_h, err_c);
+                free(w), free(wp), free(xp), free(bias), free(h0), free(c0), free(h1), free(c1), free(g0), free(g1);
+            }
+    }
 #endif
 }
 
@@ -268,6 +274,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s [shared SEG.gguf EMB.gguf]\n", argv[0]);
         return 2;
     }
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_gate_order_parser();
     test_step_fast_matches_reference();
     test_recurrence_matches_plain_loop();

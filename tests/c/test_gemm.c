@@ -549,6 +549,7 @@ static void test_matmul_refuses_what_it_cannot_do(void) {
 }
 
 int main(void) {
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_gemm_fast_matches_reference();
     test_gemm_overlapping_rows_of_a();
     test_gemm_prefill_sized_product();

@@ -128,6 +128,8 @@ static void test_llm_ops_fast_matches_reference(void) {
     check_table_against_reference(ez_llm_ops_ref(), "ref");
     if (ez_llm_ops_avx2() && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
         check_table_against_reference(ez_llm_ops_avx2(), "avx2");
+    if (ez_llm_ops_avx512() && (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512)
+        check_table_against_reference(ez_llm_ops_avx512(), "avx512");
     if (ez_llm_ops_neon()) check_table_against_reference(ez_llm_ops_neon(), "neon");
     check_table_against_reference(ez_llm_ops_active(), "active");
 }
@@ -378,7 +380,9 @@ static void test_llm_tile_kernels_match_dots(void) {
  * group of activation rows. */
 static void test_llm_x8_kernels_match_dots(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
-    enum { K = 512, R = 11, M = 13 };
+    /* M = 21: two whole groups of 8 rows and a partial third, so the AVX-512
+     * kernels' pairs of groups include a lone one. */
+    enum { K = 512, R = 11, M = 21 };
     static float x[M * K], y[M * R];
     static uint8_t xq[M * 600];
     int bad = 0;
@@ -386,10 +390,10 @@ static void test_llm_x8_kernels_match_dots(void) {
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t vdt = ez_type_traits_of(types[ti])->vec_dot_type;
         const size_t xrb = (size_t)ez_row_bytes(vdt, (uint64_t)K);
-        void *pack = ez_aligned_alloc(2 * (vdt == EZ_TYPE_Q8_0 ? (K / 32) * sizeof(ez_llm_x8_block)
+        void *pack = ez_aligned_alloc((M + 7) / 8 * (vdt == EZ_TYPE_Q8_0 ? (K / 32) * sizeof(ez_llm_x8_block)
                                                                : (K / 256) * sizeof(ez_llm_x8k_block)));
         void *scratch = malloc(ez_llm_tile_scratch(types[ti], K) + 64);
-        ez_llm_x8_fn fns[3];
+        ez_llm_x8_fn fns[4];
         ez_llm_matrix w;
         for (int m = 0; m < M; m++) {
             if (vdt == EZ_TYPE_Q8_0) ez_llm_quant_q8_0_ref(x + m * K, xq + (size_t)m * xrb, K);
@@ -400,6 +404,7 @@ static void test_llm_x8_kernels_match_dots(void) {
         fns[0] = ez_llm_x8_ref(types[ti]);
         fns[1] = (ez_cpu_features() & EZ_CPU_AVX2) ? ez_llm_x8_avx2(types[ti]) : NULL;
         fns[2] = (ez_cpu_features() & EZ_CPU_AVX2) && ez_llm_cpu_has_avxvnni() ? ez_llm_x8_avx2_vnni(types[ti]) : NULL;
+        fns[3] = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512 ? ez_llm_x8_avx512(types[ti]) : NULL;
         CHECK(fns[0] != NULL);
         w.name = "w";
         w.type = types[ti];
@@ -407,7 +412,7 @@ static void test_llm_x8_kernels_match_dots(void) {
         w.n_cols = K;
         w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
         w.data = random_rows(types[ti], R, K);
-        for (int f = 0; f < 3; f++) {
+        for (int f = 0; f < 4; f++) {
             if (!fns[f]) continue;
             for (int i = 0; i < M * R; i++) y[i] = NAN;
             fns[f](&w, 1, R, pack, M, y, R, scratch);
@@ -591,6 +596,7 @@ static void test_llm_sampler_contract(void) {
 }
 
 int main(void) {
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_llm_ops_fast_matches_reference();
     test_llm_ops_match_formulas();
     test_llm_to_f16_edges();

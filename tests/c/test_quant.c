@@ -116,7 +116,8 @@ typedef struct {
 } isa_variant;
 
 static const isa_variant g_isas[] = {
-    {"avx2", ez_kernels_avx2, EZ_CPU_AVX2 | EZ_CPU_FMA | EZ_CPU_F16C},
+    {"avx2", ez_kernels_avx2, EZ_CPU_LEVEL_AVX2},
+    {"avx512", ez_kernels_avx512, EZ_CPU_LEVEL_AVX512},
     {"neon", ez_kernels_neon, EZ_CPU_NEON},
     {"neon+dotprod", ez_kernels_neon_dotprod, EZ_CPU_NEON | EZ_CPU_DOTPROD},
 };
@@ -215,7 +216,8 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
     float *w = (float *)malloc((size_t)n * sizeof(float));
     activation act = {NULL, NULL};
     double exact = 0.0, mag = 0.0;
-    float want;
+    float want, first_fast = 0.0f;
+    const char *first_isa = NULL;
     size_t v;
     int64_t i;
     if (!w || !make_activation(tr->vec_dot_type, x, n, &act)) {
@@ -243,6 +245,13 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
         if (err > g_worst[v][type]) g_worst[v][type] = err;
         CHECK_MSG(err <= FAST_DOT_TOL, "%s %s dot %s n=%lld: %.9g, reference %.9g (rel %.3g)", g_isas[v].name,
               tr->name, what, (long long)n, got, want, err);
+        /* Fast levels against each other (avx512 against avx2), the same bound. */
+        if (first_isa)
+            CHECK_MSG(fabs((double)got - (double)first_fast) <= FAST_DOT_TOL * mag + 1e-30,
+                      "%s %s dot %s n=%lld: %.9g, %s %.9g", g_isas[v].name, tr->name, what, (long long)n, got,
+                      first_isa, first_fast);
+        else
+            first_isa = g_isas[v].name, first_fast = got;
     }
     free(w);
     free_activation(&act);
@@ -487,6 +496,8 @@ static void test_dispatch(void) {
     } else {
         CHECK_MSG(k != ez_kernels_ref(EZ_TYPE_Q4_K), "level %s uses fast kernels", ez_simd_level_name(level));
     }
+    if (level == EZ_SIMD_AVX2) CHECK_MSG(k == ez_kernels_avx2(EZ_TYPE_Q4_K), "avx2 level uses the AVX2 table");
+    if (level == EZ_SIMD_AVX512) CHECK_MSG(k == ez_kernels_avx512(EZ_TYPE_Q4_K), "avx512 level uses the AVX-512 table");
     printf("simd level: %s%s\n", ez_simd_level_name(level), ez_force_scalar() ? " (forced)" : "");
 }
 
@@ -533,6 +544,7 @@ static void test_gguf_file(const char *path) {
 int main(void) {
     const char *gguf_path = getenv("ELIZA_TEST_GGUF");
     size_t v, t;
+    SKIP_IF_PINNED_LEVEL_MISSING();
     test_traits();
     test_half_conversions();
     test_activation_quantizers();

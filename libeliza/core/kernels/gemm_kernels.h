@@ -11,7 +11,7 @@
 #include "../common.h"
 
 /* Largest mr * nr of any ISA: the size of the edge-tile buffer. */
-#define EZ_GEMM_MAX_TILE 128
+#define EZ_GEMM_MAX_TILE 384
 
 typedef struct {
     int mr, nr;   /* register tile */
@@ -46,6 +46,7 @@ typedef struct {
 /* NULL when this build or architecture has no such kernels; the caller
  * checks the CPU (ez_simd_level_active) before using them. */
 EZ_INTERNAL const ez_gemm_kernels *ez_gemm_kernels_avx2(void);
+EZ_INTERNAL const ez_gemm_kernels *ez_gemm_kernels_avx512(void);
 EZ_INTERNAL const ez_gemm_kernels *ez_gemm_kernels_neon(void);
 
 #endif /* EZ_GEMM_KERNELS_H */

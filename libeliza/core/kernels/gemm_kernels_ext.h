@@ -27,6 +27,7 @@ typedef struct {
 
 /* NULL when this build or architecture has no such kernels. */
 EZ_INTERNAL const ez_gemm_kernels_ext *ez_gemm_kernels_ext_avx2(void);
+EZ_INTERNAL const ez_gemm_kernels_ext *ez_gemm_kernels_ext_avx512(void);
 EZ_INTERNAL const ez_gemm_kernels_ext *ez_gemm_kernels_ext_neon(void);
 
 /* The tables for the SIMD level in use (core/cpu.h), or NULL (and *ext

@@ -1,0 +1,170 @@
+/* AVX-512 x8 kernels (see ops.h and ops_qtile_avx2.c): the AVX2 kernels'
+ * scheme with two packed groups of 8 activation rows in the two halves of
+ * each register, so a weight's broadcast codes serve 16 rows per
+ * instruction. Q4_0 / Q5_0 sum with VNNI's vpdpbusd; the K quants keep the
+ * maddubs + madd form whose 16-bit products carry the per-16 scales.
+ * Compiled with the AVX-512 flags; used at the avx512 level only. */
+#include "ops.h"
+
+#if EZ_ARCH_X86_64
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/quant.h"
+
+static inline __m512i bcast4(const uint8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* 32 bytes of group g0 in the low half, of g1 in the high half. */
+static inline __m512i halves(const void *lo, const void *hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+
+static inline __m512 halves_ps(const float *lo, const float *hi) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1);
+}
+
+/* out[r][0..8) for group x0's rows, out[r][8..16) for x1's. */
+static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, const ez_llm_x8_block *x0,
+                     const ez_llm_x8_block *x1, int zp, float out[EZ_LLM_TILE_ROWS][16]) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    const __m512i vzp = _mm512_set1_epi32(-zp);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *cb = codes + (size_t)b * EZ_LLM_TILE_ROWS * EZ_QK;
+        const float *s = scales + (size_t)b * EZ_LLM_TILE_ROWS;
+        const __m512 dx = halves_ps(x0[b].d, x1[b].d);
+        const __m512i nz = _mm512_mullo_epi32(halves(x0[b].sum, x1[b].sum), vzp);
+        __m512i q[8], isum[EZ_LLM_TILE_ROWS];
+        for (int k = 0; k < 8; k++) q[k] = halves(x0[b].q[k], x1[b].q[k]);
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            const uint8_t *c = cb + r * EZ_QK;
+            __m512i e = _mm512_dpbusd_epi32(nz, bcast4(c), q[0]);
+            __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
+            e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
+            o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
+            e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
+            o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
+            e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
+            o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
+            isum[r] = _mm512_add_epi32(e, o);
+        }
+        a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_mul_ps(dx, _mm512_set1_ps(s[0])), a0);
+        a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[1]), _mm512_mul_ps(dx, _mm512_set1_ps(s[1])), a1);
+        a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[2]), _mm512_mul_ps(dx, _mm512_set1_ps(s[2])), a2);
+        a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[3]), _mm512_mul_ps(dx, _mm512_set1_ps(s[3])), a3);
+    }
+    _mm512_storeu_ps(out[0], a0);
+    _mm512_storeu_ps(out[1], a1);
+    _mm512_storeu_ps(out[2], a2);
+    _mm512_storeu_ps(out[3], a3);
+}
+
+/* The same for K quants, per super-block: per 16-element group four
+ * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, `wide`), one madd
+ * with the group's scale; then the offsets from the packed bsums. */
+static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
+                      const ez_llm_x8k_block *x1, int wide, float out[EZ_LLM_TILE_ROWS][16]) {
+    __m512 acc[EZ_LLM_TILE_ROWS];
+    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const ez_llm_ktile *t = tiles + sb * EZ_LLM_TILE_ROWS;
+        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
+        __m512i is[EZ_LLM_TILE_ROWS];
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) is[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 16; j++) {
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
+            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+                const uint8_t *c = t[r].codes + 16 * j;
+                const __m512i sc = _mm512_set1_epi16(t[r].scale[j / 2][(j % 2) * 8]);
+                const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
+                const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
+                const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
+                const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
+                if (wide) {
+                    const __m512i lo = _mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc);
+                    is[r] = _mm512_add_epi32(is[r], _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc)));
+                } else {
+                    const __m512i p = _mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3));
+                    is[r] = _mm512_add_epi32(is[r], _mm512_madd_epi16(p, sc));
+                }
+            }
+        }
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            __m512i o = _mm512_setzero_si512();
+            for (int i = 0; i < 8; i++) {
+                int32_t pair;
+                memcpy(&pair, &t[r].offset[2 * i], 4);
+                o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0[sb].bsums[i], x1[sb].bsums[i])));
+            }
+            is[r] = _mm512_sub_epi32(is[r], _mm512_mullo_epi32(o, _mm512_set1_epi32(t[r].zp)));
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].d)), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].c)), acc[r]);
+        }
+    }
+    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
+/* Activation rows m .. m + 15 from groups m / 8 and m / 8 + 1; a last lone
+ * group runs in both halves and the second half's results are dropped. */
+static void store_rows(const float out[EZ_LLM_TILE_ROWS][16], int n_acts, int n_rows, float *y, int64_t ldy) {
+    for (int a = 0; a < n_acts; a++)
+        for (int r = 0; r < n_rows; r++) y[a * ldy + r] = out[r][a];
+}
+
+static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
+                      int64_t ldy, void *scratch) {
+    const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
+    const int64_t nb = w->n_cols / EZ_QK;
+    const int zp = ez_llm_tile_zero_point(w->type);
+    uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
+    float out[EZ_LLM_TILE_ROWS][16];
+    for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
+        const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
+        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
+        for (int64_t m = 0; m < M; m += 16) {
+            const ez_llm_x8_block *xa = x + (m / 8) * nb, *xb = m + 8 < M ? xa + nb : xa;
+            x16_rows(nb, codes, scales, xa, xb, zp, out);
+            store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
+        }
+    }
+}
+
+static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
+                       int64_t ldy, void *scratch) {
+    const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
+    const int64_t nsb = w->n_cols / EZ_QK_K;
+    const int wide = w->type == EZ_TYPE_Q6_K;
+    ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    float out[EZ_LLM_TILE_ROWS][16];
+    for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
+        const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
+        ez_llm_ktile_unpack(w, g0, n_rows, tiles);
+        for (int64_t m = 0; m < M; m += 16) {
+            const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
+            x16k_rows(nsb, tiles, xa, xb, wide, out);
+            store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
+        }
+    }
+}
+
+ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
+    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0) return x8_avx512;
+    if (w_type == EZ_TYPE_Q4_K || w_type == EZ_TYPE_Q5_K || w_type == EZ_TYPE_Q6_K) return x8k_avx512;
+    return NULL;
+}
+
+#else
+
+ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
+    (void)w_type;
+    return NULL;
+}
+
+#endif
