@@ -28,7 +28,26 @@ gguf = pytest.importorskip("gguf")
 from gguf import GGMLQuantizationType as Q  # noqa: E402  (after the skip check)
 from gguf import GGUFWriter  # noqa: E402
 
-KERNEL_TYPES = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q5_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+KERNEL_TYPES = [
+    Q.F32,
+    Q.F16,
+    Q.BF16,
+    Q.Q4_0,
+    Q.Q4_1,
+    Q.Q5_0,
+    Q.Q5_1,
+    Q.Q8_0,
+    Q.Q2_K,
+    Q.Q3_K,
+    Q.Q4_K,
+    Q.Q5_K,
+    Q.Q6_K,
+    Q.IQ4_NL,
+    Q.IQ4_XS,
+    Q.TQ1_0,
+    Q.TQ2_0,
+    Q.MXFP4,
+]
 
 # Shapes in numpy order; the last axis is the GGUF row (ne[0]).
 SHAPES = {
@@ -37,9 +56,17 @@ SHAPES = {
     256: [(256,), (3, 512), (2, 2, 256)],
 }
 
-# Byte offsets of the float16 super-block scales that gguf-py cannot
-# produce for us (d, dmin for Q4_K / Q5_K; d at the end for Q6_K).
-K_SCALE_OFFSETS = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+# Byte offsets of the float16 (super-)block scales of the types gguf-py
+# cannot quantize (d, dmin for Q4_K / Q5_K / Q2_K; d for the others).
+K_SCALE_OFFSETS = {
+    Q.Q4_K: (0, 2),
+    Q.Q5_K: (0, 2),
+    Q.Q6_K: (208,),
+    Q.Q2_K: (80, 82),
+    Q.Q3_K: (108,),
+    Q.IQ4_NL: (0,),
+    Q.IQ4_XS: (0,),
+}
 
 
 def _can_quantize(qtype: Q) -> bool:
@@ -87,7 +114,8 @@ def _random_bits(qtype: Q, rng: np.random.Generator, shape: tuple[int, ...]) -> 
 
 
 def _reference(qtype: Q, stored: np.ndarray) -> npt.NDArray[np.float32]:
-    out: npt.NDArray[np.float32] = np.asarray(gguf.quants.dequantize(stored, qtype), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN scales in the random bits
+        out: npt.NDArray[np.float32] = np.asarray(gguf.quants.dequantize(stored, qtype), dtype=np.float32)
     return out
 
 
@@ -138,8 +166,8 @@ def test_dequantize_matches_gguf_py(qtype: Q, tmp_path: Path) -> None:
 
 
 def test_k_quants_are_not_quantizable_by_gguf_py() -> None:
-    """Pins why the K-quant data above is random blocks: if gguf-py learns to
-    quantize them, _stored starts using it and this test says so."""
+    """Pins why the K-quant and IQ4 data above is random blocks: if gguf-py
+    learns to quantize them, _stored starts using it and this test says so."""
     assert not any(_can_quantize(t) for t in K_SCALE_OFFSETS)
 
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "quant_kernels.h"
+#include "quant_tables.h"
 
 void ez_dequant_f32_ref(const void *src, float *dst, int64_t n) {
     memcpy(dst, src, (size_t)n * sizeof(float));
@@ -158,6 +159,190 @@ static void dequant_q6_k_ref(const void *src, float *dst, int64_t n) {
     }
 }
 
+/* Q4_1: Q4_0's layout with a float16 min; value d * q + m (gguf-py's order;
+ * d * q is exact, so a contracted FMA rounds the same). */
+static void dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q4_1 *b = (const ez_block_q4_1 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d), m = ez_half_to_float(b[i].m);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            dst[j] = d * (float)(b[i].qs[j] & 15) + m;
+            dst[j + 16] = d * (float)(b[i].qs[j] >> 4) + m;
+        }
+    }
+}
+
+/* Q5_1: Q5_0's bits with a float16 min; value d * q + m. */
+static void dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q5_1 *b = (const ez_block_q5_1 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d), m = ez_half_to_float(b[i].m);
+        uint32_t qh;
+        memcpy(&qh, b[i].qh, sizeof qh);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            const int q0 = (int)((b[i].qs[j] & 15) | (((qh >> j) & 1) << 4));
+            const int q1 = (int)((b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+            dst[j] = d * (float)q0 + m;
+            dst[j + 16] = d * (float)q1 + m;
+        }
+    }
+}
+
+/* IQ4_NL: Q4_0's nibble order; value d * kvalue[q]. */
+static void dequant_iq4_nl_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_iq4_nl *b = (const ez_block_iq4_nl *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_half_to_float(b[i].d);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            dst[j] = d * (float)ez_kvalues_iq4nl[b[i].qs[j] & 15];
+            dst[j + 16] = d * (float)ez_kvalues_iq4nl[b[i].qs[j] >> 4];
+        }
+    }
+}
+
+float ez_e8m0_to_float_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* MXFP4: Q4_0's nibble order; value 2^(e-128) * kvalue[q] (the doubled
+ * E2M1 values against the halved E8M0 scale, as ggml and gguf-py). */
+static void dequant_mxfp4_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_mxfp4 *b = (const ez_block_mxfp4 *)src;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, dst += EZ_QK) {
+        const float d = ez_e8m0_to_float_half(b[i].e);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            dst[j] = d * (float)ez_kvalues_mxfp4[b[i].qs[j] & 15];
+            dst[j + 16] = d * (float)ez_kvalues_mxfp4[b[i].qs[j] >> 4];
+        }
+    }
+}
+
+/* Q2_K: element 128h + 32s + l is bits 2s..2s+1 of qs[32h + l]; sixteen
+ * sub-blocks of 16, each with a 4-bit scale and a 4-bit min. Value
+ * (d * scale) * q - (dmin * min). */
+static void dequant_q2_k_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q2_k *b = (const ez_block_q2_k *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int e;
+    for (i = 0; i < nb; i++, dst += EZ_QK_K) {
+        const float d = ez_half_to_float(b[i].d), dmin = ez_half_to_float(b[i].dmin);
+        for (e = 0; e < EZ_QK_K; e++) {
+            const int q = (b[i].qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+            const uint8_t sc = b[i].scales[e / 16];
+            const float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+            const float t = dl * (float)q;
+            dst[e] = t - ml;
+        }
+    }
+}
+
+/* The sixteen 6-bit Q3_K scales, offset 32 taken off: bytes 0-7 hold the low
+ * 4 bits of scales 0-7 (low nibbles) and 8-15 (high nibbles), bits 2j..2j+1
+ * of byte 8 + i%4 the high 2 bits of scale i with j = i / 4. */
+static inline void q3_k_scales(const uint8_t s[12], int sc[16]) {
+    int i;
+    for (i = 0; i < 16; i++) {
+        const int lo = (s[i % 8] >> (4 * (i / 8))) & 15;
+        const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+        sc[i] = (lo | (hi << 4)) - 32;
+    }
+}
+
+/* Q3_K quant of element e: Q2_K's 2-bit layout, minus 4 unless bit e / 32
+ * of hmask[e % 32] is set. */
+static inline int q3_k_quant(const ez_block_q3_k *b, int e) {
+    const int lo = (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+    return lo - ((b->hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4);
+}
+
+static void dequant_q3_k_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_q3_k *b = (const ez_block_q3_k *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int e;
+    for (i = 0; i < nb; i++, dst += EZ_QK_K) {
+        const float d = ez_half_to_float(b[i].d);
+        int sc[16];
+        q3_k_scales(b[i].scales, sc);
+        for (e = 0; e < EZ_QK_K; e++) dst[e] = (d * (float)sc[e / 16]) * (float)q3_k_quant(&b[i], e);
+    }
+}
+
+/* IQ4_XS: eight sub-blocks of 32 with 6-bit scales (offset 32), low 4 bits
+ * in scales_l, high 2 in scales_h; sub-block k's codes are qs[16k..16k+15],
+ * Q4_0's nibble order. Value (d * scale) * kvalue[q]. */
+static inline int iq4_xs_scale(const ez_block_iq4_xs *b, int k) {
+    const int lo = (b->scales_l[k / 2] >> (4 * (k % 2))) & 15;
+    const int hi = (ez_load_u16(&b->scales_h) >> (2 * k)) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+static void dequant_iq4_xs_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_iq4_xs *b = (const ez_block_iq4_xs *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int k, j;
+    for (i = 0; i < nb; i++) {
+        const float d = ez_half_to_float(b[i].d);
+        for (k = 0; k < 8; k++, dst += 32) {
+            const float dl = d * (float)iq4_xs_scale(&b[i], k);
+            const uint8_t *q = b[i].qs + 16 * k;
+            for (j = 0; j < 16; j++) {
+                dst[j] = dl * (float)ez_kvalues_iq4nl[q[j] & 15];
+                dst[j + 16] = dl * (float)ez_kvalues_iq4nl[q[j] >> 4];
+            }
+        }
+    }
+}
+
+/* TQ1_0 trit of element e (0, 1, 2 for -1, 0, +1): elements 0-159 are
+ * digit e / 32 of qs[e % 32], 160-239 digit (e - 160) / 16 of qs[32 + e % 16],
+ * 240-255 digit (e - 240) / 4 of qh[e % 4]. A byte holds its base-3 digits
+ * as a fraction of 243 scaled to 256: multiplying by 3^k (mod 256) brings
+ * digit k to the top, and (q * 3) >> 8 reads it. */
+static inline int tq1_0_trit(const ez_block_tq1_0 *b, int e) {
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    uint8_t q;
+    if (e < 160) q = (uint8_t)(b->qs[e % 32] * pow3[e / 32]);
+    else if (e < 240) q = (uint8_t)(b->qs[32 + (e - 160) % 16] * pow3[(e - 160) / 16]);
+    else q = (uint8_t)(b->qh[(e - 240) % 4] * pow3[(e - 240) / 4]);
+    return ((int)q * 3) >> 8;
+}
+
+static void dequant_tq1_0_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_tq1_0 *b = (const ez_block_tq1_0 *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int e;
+    for (i = 0; i < nb; i++, dst += EZ_QK_K) {
+        const float d = ez_half_to_float(b[i].d);
+        for (e = 0; e < EZ_QK_K; e++) dst[e] = d * (float)(tq1_0_trit(&b[i], e) - 1);
+    }
+}
+
+/* TQ2_0: Q2_K's 2-bit layout; value d * (q - 1). */
+static inline int tq2_0_code(const ez_block_tq2_0 *b, int e) {
+    return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+}
+
+static void dequant_tq2_0_ref(const void *src, float *dst, int64_t n) {
+    const ez_block_tq2_0 *b = (const ez_block_tq2_0 *)src;
+    int64_t i, nb = n / EZ_QK_K;
+    int e;
+    for (i = 0; i < nb; i++, dst += EZ_QK_K) {
+        const float d = ez_half_to_float(b[i].d);
+        for (e = 0; e < EZ_QK_K; e++) dst[e] = d * (float)(tq2_0_code(&b[i], e) - 1);
+    }
+}
+
 void ez_quant_q8_0_ref(const float *src, void *dst, int64_t n) {
     ez_block_q8_0 *y = (ez_block_q8_0 *)dst;
     int64_t i, nb = n / EZ_QK;
@@ -170,6 +355,27 @@ void ez_quant_q8_0_ref(const float *src, void *dst, int64_t n) {
         y[i].d = ez_f32_to_f16(d);
         /* roundf: half away from zero, as ggml and gguf-py's np_roundf do. */
         for (j = 0; j < EZ_QK; j++) y[i].qs[j] = (int8_t)roundf(src[j] * id);
+    }
+}
+
+/* Q8_1: Q8_0's codes plus s = d * sum(codes), both rounded to float16 as
+ * ggml's quantize_row_q8_1_ref stores them. */
+void ez_quant_q8_1_ref(const float *src, void *dst, int64_t n) {
+    ez_block_q8_1 *y = (ez_block_q8_1 *)dst;
+    int64_t i, nb = n / EZ_QK;
+    int j;
+    for (i = 0; i < nb; i++, src += EZ_QK) {
+        float amax = 0.0f, d, id;
+        int sum = 0;
+        for (j = 0; j < EZ_QK; j++) amax = EZ_MAX(amax, fabsf(src[j]));
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (j = 0; j < EZ_QK; j++) {
+            y[i].qs[j] = (int8_t)roundf(src[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].d = ez_half_to_float(ez_f32_to_f16(d));
+        y[i].s = ez_half_to_float(ez_f32_to_f16((float)sum * d));
     }
 }
 
@@ -406,6 +612,183 @@ static float dot_q6_k_q8_k_ref(int64_t n, const void *w, const void *x) {
     return sum;
 }
 
+/* sum (d q + m) y = d dy sum(q c) + m * s, s = dy * sum(c) from the block. */
+static float dot_q4_1_q8_1_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_1 *a = (const ez_block_q4_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        for (j = 0; j < EZ_QK / 2; j++) isum += (a[i].qs[j] & 15) * b[i].qs[j] + (a[i].qs[j] >> 4) * b[i].qs[j + 16];
+        sum += ez_half_to_float(a[i].d) * b[i].d * (float)isum + ez_half_to_float(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+static float dot_q5_1_q8_1_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_1 *a = (const ez_block_q5_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        uint32_t qh;
+        memcpy(&qh, a[i].qh, sizeof qh);
+        for (j = 0; j < EZ_QK / 2; j++) {
+            const int q0 = (int)((a[i].qs[j] & 15) | (((qh >> j) & 1) << 4));
+            const int q1 = (int)((a[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+            isum += q0 * b[i].qs[j] + q1 * b[i].qs[j + 16];
+        }
+        sum += ez_half_to_float(a[i].d) * b[i].d * (float)isum + ez_half_to_float(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+static float dot_iq4_nl_q8_0_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_nl *a = (const ez_block_iq4_nl *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (j = 0; j < EZ_QK / 2; j++)
+            isum += ez_kvalues_iq4nl[a[i].qs[j] & 15] * b[i].qs[j] + ez_kvalues_iq4nl[a[i].qs[j] >> 4] * b[i].qs[j + 16];
+        d = ez_half_to_float(a[i].d) * ez_half_to_float(b[i].d);
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_mxfp4_q8_0_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_mxfp4 *a = (const ez_block_mxfp4 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    int64_t i, nb = n / EZ_QK;
+    float sum = 0.0f;
+    int j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (j = 0; j < EZ_QK / 2; j++)
+            isum += ez_kvalues_mxfp4[a[i].qs[j] & 15] * b[i].qs[j] + ez_kvalues_mxfp4[a[i].qs[j] >> 4] * b[i].qs[j + 16];
+        d = ez_e8m0_to_float_half(a[i].e) * ez_half_to_float(b[i].d);
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+/* d * sum_j scale_j sum(q y) - dmin * sum_j min_j bsum_j over sub-blocks of 16. */
+static float dot_q2_k_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q2_k *a = (const ez_block_q2_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int j, l;
+    for (i = 0; i < nb; i++) {
+        int isum = 0, msum = 0;
+        float d, dmin;
+        for (j = 0; j < 16; j++) {
+            int s = 0;
+            for (l = 16 * j; l < 16 * j + 16; l++)
+                s += ((a[i].qs[32 * (l / 128) + l % 32] >> (2 * ((l / 32) % 4))) & 3) * b[i].qs[l];
+            isum += (a[i].scales[j] & 15) * s;
+            msum += (a[i].scales[j] >> 4) * b[i].bsums[j];
+        }
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        dmin = ez_half_to_float(a[i].dmin) * b[i].d;
+        d *= (float)isum;
+        dmin *= (float)msum;
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_q3_k *a = (const ez_block_q3_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int j, l;
+    for (i = 0; i < nb; i++) {
+        int sc[16], isum = 0;
+        float d;
+        q3_k_scales(a[i].scales, sc);
+        for (j = 0; j < 16; j++) {
+            int s = 0;
+            for (l = 16 * j; l < 16 * j + 16; l++) s += q3_k_quant(&a[i], l) * b[i].qs[l];
+            isum += sc[j] * s;
+        }
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_iq4_xs_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_xs *a = (const ez_block_iq4_xs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k, j;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (k = 0; k < 8; k++) {
+            const uint8_t *q = a[i].qs + 16 * k;
+            const int8_t *y = b[i].qs + 32 * k;
+            int s = 0;
+            for (j = 0; j < 16; j++) s += ez_kvalues_iq4nl[q[j] & 15] * y[j] + ez_kvalues_iq4nl[q[j] >> 4] * y[j + 16];
+            isum += iq4_xs_scale(&a[i], k) * s;
+        }
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+/* Ternary: d * dy * sum((t - 1) y) = d * dy * (sum(t y) - sum(y)). */
+static float dot_tq1_0_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_tq1_0 *a = (const ez_block_tq1_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int e;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (e = 0; e < EZ_QK_K; e++) isum += (tq1_0_trit(&a[i], e) - 1) * b[i].qs[e];
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_tq2_0_q8_k_ref(int64_t n, const void *w, const void *x) {
+    const ez_block_tq2_0 *a = (const ez_block_tq2_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int e;
+    for (i = 0; i < nb; i++) {
+        int isum = 0;
+        float d;
+        for (e = 0; e < EZ_QK_K; e++) isum += (tq2_0_code(&a[i], e) - 1) * b[i].qs[e];
+        d = ez_half_to_float(a[i].d) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum;
+}
+
 static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_ref},
     [EZ_TYPE_F16] = {dequant_f16_ref, NULL, dot_f16_ref},
@@ -417,6 +800,16 @@ static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q5_K] = {dequant_q5_k_ref, NULL, dot_q5_k_q8_k_ref},
     [EZ_TYPE_Q6_K] = {dequant_q6_k_ref, NULL, dot_q6_k_q8_k_ref},
     [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
+    [EZ_TYPE_Q4_1] = {dequant_q4_1_ref, NULL, dot_q4_1_q8_1_ref},
+    [EZ_TYPE_Q5_1] = {dequant_q5_1_ref, NULL, dot_q5_1_q8_1_ref},
+    [EZ_TYPE_Q8_1] = {NULL, ez_quant_q8_1_ref, NULL},
+    [EZ_TYPE_IQ4_NL] = {dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_ref},
+    [EZ_TYPE_MXFP4] = {dequant_mxfp4_ref, NULL, dot_mxfp4_q8_0_ref},
+    [EZ_TYPE_Q2_K] = {dequant_q2_k_ref, NULL, dot_q2_k_q8_k_ref},
+    [EZ_TYPE_Q3_K] = {dequant_q3_k_ref, NULL, dot_q3_k_q8_k_ref},
+    [EZ_TYPE_IQ4_XS] = {dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_ref},
+    [EZ_TYPE_TQ1_0] = {dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k_ref},
+    [EZ_TYPE_TQ2_0] = {dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_ref},
 };
 
 const ez_type_kernels *ez_kernels_ref(uint32_t type) {
