@@ -54,6 +54,12 @@ typedef struct {
  * Gemma's logits by tenths. */
 EZ_INTERNAL void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n);
 
+/* Q8_1 activation blocks (Q4_1 / Q5_1 weights) as llama.cpp's CPU backend
+ * makes them: Q8_0's codes and rounding on this architecture, plus
+ * s = d * sum(codes) with the unrounded d, both stored as F16 (widened in
+ * core's 40-byte ez_block_q8_1). */
+EZ_INTERNAL void ez_llm_quant_q8_1(const float *x, void *dst, int64_t n);
+
 /* The table in use (AVX2 or NEON when the CPU has it and ELIZA_FORCE_SCALAR is unset). */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
@@ -78,19 +84,26 @@ EZ_INTERNAL void ez_rope_angles(float *cs, int32_t pos, int n_rot, float base, f
 
 
 /* Activations quantized to the formats the weights' dot kernels read. One
- * input (e.g. the normed hidden state) is quantized once and shared by every
- * matrix that reads it (q, k and v; gate and up). Buffers grow on demand
- * and are reused across calls. */
+ * input (e.g. the normed hidden state) is quantized once per format and
+ * shared by every matrix that reads it (q, k and v; gate and up), whatever
+ * mix of weight types the group holds: each weight type's vec_dot_type
+ * (core/quant.h) names the format, and a group of n matrices needs at most n.
+ * Buffers grow on demand and are reused across calls. */
+#define EZ_LLM_ACT_FORMATS 4
+
+typedef struct {
+    uint32_t type;          /* the vec_dot_type held (EZ_TYPE_COUNT: slot unused in this call) */
+    uint8_t *data;          /* [n_rows] rows of row_bytes */
+    size_t row_bytes, cap;
+    void *x8;               /* data repacked for the x8 kernels, or NULL */
+    size_t x8_cap;          /* bytes */
+    int x8_ready;           /* x8 holds this call's activations */
+} ez_llm_act_rows;
+
 typedef struct {
     const float *x;         /* [n_rows, n_cols] row-major F32 */
     int64_t n_rows, n_cols;
-    uint32_t q_type[2];     /* the vec_dot_types prepared so far (EZ_TYPE_COUNT = none) */
-    uint8_t *q_data[2];
-    size_t q_row_bytes[2];
-    size_t q_cap[2];
-    void *x8[2];             /* q_data[slot] repacked for the x8 kernels, or NULL */
-    size_t x8_cap[2];        /* bytes */
-    int x8_ready[2];         /* x8[slot] holds this call's activations */
+    ez_llm_act_rows fmt[EZ_LLM_ACT_FORMATS];
 } ez_llm_acts;
 
 EZ_INTERNAL void ez_llm_acts_init(ez_llm_acts *a);
