@@ -176,4 +176,11 @@ EZ_INTERNAL float ez_f16_to_f32(uint16_t h);
 EZ_INTERNAL uint16_t ez_f32_to_f16(float f);
 EZ_INTERNAL float ez_bf16_to_f32(uint16_t h);
 
+/* MXFP4's E8M0 block exponent as 2^(e-128), half the scale it stands for
+ * (ggml's GGML_E8M0_TO_FP32_HALF): e = 0 and 1 give subnormals. */
+EZ_INTERNAL float ez_e8m0_to_float_half(uint8_t e);
+
+/* The sixteen 6-bit scales of a Q3_K super-block, offset 32 taken off. */
+EZ_INTERNAL void ez_unpack_q3k_scales(const uint8_t s[12], int sc[16]);
+
 #endif /* EZ_QUANT_H */

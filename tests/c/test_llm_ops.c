@@ -355,7 +355,9 @@ static void test_llm_matmul_group_matches_single_dots(void) {
 /* The AVX2 tile kernel, the scalar tile reference and the per-pair
  * reference dots agree for every tile type, ragged row counts and odd M. */
 static void test_llm_tile_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,  EZ_TYPE_Q8_0, EZ_TYPE_Q4_K,
+                                     EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,  EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
+                                     EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,  EZ_TYPE_TQ2_0};
     enum { K = 512, R = 11, M = 7 };
     float x[M * K], y_ref[M * R], y_fast[M * R];
     uint8_t xq[M * 600];
@@ -400,6 +402,12 @@ static void test_llm_tile_kernels_match_dots(void) {
         free(scratch);
     }
     CHECK(ez_llm_tile_ref(EZ_TYPE_F16) == NULL);
+    /* every type with tile traits is in the list above */
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        int listed = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) listed |= types[ti] == t;
+        CHECK_MSG(!ez_llm_tile_traits_of(t) || listed, "type %u has tile traits but no tile test", t);
+    }
     CHECK(bad == 0);
 }
 
@@ -407,7 +415,8 @@ static void test_llm_tile_kernels_match_dots(void) {
  * reference dots: every kernel the CPU runs, ragged row counts, a partial
  * group of activation rows. */
 static void test_llm_x8_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K,
+                                     EZ_TYPE_Q6_K, EZ_TYPE_Q2_K, EZ_TYPE_Q3_K, EZ_TYPE_TQ2_0};
     enum { K = 512, R = 11, M = 13 };
     static float x[M * K], y[M * R];
     static uint8_t xq[M * 600];
@@ -455,7 +464,8 @@ static void test_llm_x8_kernels_match_dots(void) {
         free(scratch);
         ez_aligned_free(pack);
     }
-    CHECK(ez_llm_x8_ref(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_ref(EZ_TYPE_F16) == NULL);
+    CHECK(ez_llm_x8_ref(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_ref(EZ_TYPE_F16) == NULL &&
+          ez_llm_x8_ref(EZ_TYPE_IQ4_NL) == NULL && ez_llm_x8_ref(EZ_TYPE_IQ4_XS) == NULL);
     CHECK(bad == 0);
 }
 

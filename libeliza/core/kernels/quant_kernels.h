@@ -66,9 +66,6 @@ EZ_INTERNAL void ez_dequant_f32_ref(const void *src, float *dst, int64_t n);
 EZ_INTERNAL void ez_quant_q8_0_ref(const float *src, void *dst, int64_t n);
 EZ_INTERNAL void ez_quant_q8_k_ref(const float *src, void *dst, int64_t n);
 EZ_INTERNAL void ez_quant_q8_1_ref(const float *src, void *dst, int64_t n);
-/* MXFP4's E8M0 block exponent as 2^(e-128), half the scale it stands for
- * (ggml's GGML_E8M0_TO_FP32_HALF): e = 0 and 1 give subnormals. */
-EZ_INTERNAL float ez_e8m0_to_float_half(uint8_t e);
 
 /* NEON dequantizers the dotprod table shares (defined on aarch64 only). */
 EZ_INTERNAL void ez_dequant_q4_0_neon(const void *src, float *dst, int64_t n);

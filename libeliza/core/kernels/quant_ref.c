@@ -247,10 +247,10 @@ static void dequant_q2_k_ref(const void *src, float *dst, int64_t n) {
     }
 }
 
-/* The sixteen 6-bit Q3_K scales, offset 32 taken off: bytes 0-7 hold the low
- * 4 bits of scales 0-7 (low nibbles) and 8-15 (high nibbles), bits 2j..2j+1
- * of byte 8 + i%4 the high 2 bits of scale i with j = i / 4. */
-static inline void q3_k_scales(const uint8_t s[12], int sc[16]) {
+/* Bytes 0-7 hold the low 4 bits of Q3_K scales 0-7 (low nibbles) and 8-15
+ * (high nibbles), bits 2j..2j+1 of byte 8 + i%4 the high 2 bits of scale i
+ * with j = i / 4. */
+void ez_unpack_q3k_scales(const uint8_t s[12], int sc[16]) {
     int i;
     for (i = 0; i < 16; i++) {
         const int lo = (s[i % 8] >> (4 * (i / 8))) & 15;
@@ -273,7 +273,7 @@ static void dequant_q3_k_ref(const void *src, float *dst, int64_t n) {
     for (i = 0; i < nb; i++, dst += EZ_QK_K) {
         const float d = ez_half_to_float(b[i].d);
         int sc[16];
-        q3_k_scales(b[i].scales, sc);
+        ez_unpack_q3k_scales(b[i].scales, sc);
         for (e = 0; e < EZ_QK_K; e++) dst[e] = (d * (float)sc[e / 16]) * (float)q3_k_quant(&b[i], e);
     }
 }
@@ -718,7 +718,7 @@ static float dot_q3_k_q8_k_ref(int64_t n, const void *w, const void *x) {
     for (i = 0; i < nb; i++) {
         int sc[16], isum = 0;
         float d;
-        q3_k_scales(a[i].scales, sc);
+        ez_unpack_q3k_scales(a[i].scales, sc);
         for (j = 0; j < 16; j++) {
             int s = 0;
             for (l = 16 * j; l < 16 * j + 16; l++) s += q3_k_quant(&a[i], l) * b[i].qs[l];
