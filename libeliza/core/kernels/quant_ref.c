@@ -161,7 +161,7 @@ static void dequant_q6_k_ref(const void *src, float *dst, int64_t n) {
 
 /* Q4_1: Q4_0's layout with a float16 min; value d * q + m (gguf-py's order;
  * d * q is exact, so a contracted FMA rounds the same). */
-static void dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
     const ez_block_q4_1 *b = (const ez_block_q4_1 *)src;
     int64_t i, nb = n / EZ_QK;
     int j;
@@ -175,7 +175,7 @@ static void dequant_q4_1_ref(const void *src, float *dst, int64_t n) {
 }
 
 /* Q5_1: Q5_0's bits with a float16 min; value d * q + m. */
-static void dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
     const ez_block_q5_1 *b = (const ez_block_q5_1 *)src;
     int64_t i, nb = n / EZ_QK;
     int j;
@@ -193,7 +193,7 @@ static void dequant_q5_1_ref(const void *src, float *dst, int64_t n) {
 }
 
 /* IQ4_NL: Q4_0's nibble order; value d * kvalue[q]. */
-static void dequant_iq4_nl_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_iq4_nl_ref(const void *src, float *dst, int64_t n) {
     const ez_block_iq4_nl *b = (const ez_block_iq4_nl *)src;
     int64_t i, nb = n / EZ_QK;
     int j;
@@ -215,7 +215,7 @@ float ez_e8m0_to_float_half(uint8_t e) {
 
 /* MXFP4: Q4_0's nibble order; value 2^(e-128) * kvalue[q] (the doubled
  * E2M1 values against the halved E8M0 scale, as ggml and gguf-py). */
-static void dequant_mxfp4_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_mxfp4_ref(const void *src, float *dst, int64_t n) {
     const ez_block_mxfp4 *b = (const ez_block_mxfp4 *)src;
     int64_t i, nb = n / EZ_QK;
     int j;
@@ -231,7 +231,7 @@ static void dequant_mxfp4_ref(const void *src, float *dst, int64_t n) {
 /* Q2_K: element 128h + 32s + l is bits 2s..2s+1 of qs[32h + l]; sixteen
  * sub-blocks of 16, each with a 4-bit scale and a 4-bit min. Value
  * (d * scale) * q - (dmin * min). */
-static void dequant_q2_k_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_q2_k_ref(const void *src, float *dst, int64_t n) {
     const ez_block_q2_k *b = (const ez_block_q2_k *)src;
     int64_t i, nb = n / EZ_QK_K;
     int e;
@@ -266,7 +266,7 @@ static inline int q3_k_quant(const ez_block_q3_k *b, int e) {
     return lo - ((b->hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4);
 }
 
-static void dequant_q3_k_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_q3_k_ref(const void *src, float *dst, int64_t n) {
     const ez_block_q3_k *b = (const ez_block_q3_k *)src;
     int64_t i, nb = n / EZ_QK_K;
     int e;
@@ -287,7 +287,7 @@ static inline int iq4_xs_scale(const ez_block_iq4_xs *b, int k) {
     return (lo | (hi << 4)) - 32;
 }
 
-static void dequant_iq4_xs_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_iq4_xs_ref(const void *src, float *dst, int64_t n) {
     const ez_block_iq4_xs *b = (const ez_block_iq4_xs *)src;
     int64_t i, nb = n / EZ_QK_K;
     int k, j;
@@ -318,7 +318,7 @@ static inline int tq1_0_trit(const ez_block_tq1_0 *b, int e) {
     return ((int)q * 3) >> 8;
 }
 
-static void dequant_tq1_0_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_tq1_0_ref(const void *src, float *dst, int64_t n) {
     const ez_block_tq1_0 *b = (const ez_block_tq1_0 *)src;
     int64_t i, nb = n / EZ_QK_K;
     int e;
@@ -333,7 +333,7 @@ static inline int tq2_0_code(const ez_block_tq2_0 *b, int e) {
     return (b->qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
 }
 
-static void dequant_tq2_0_ref(const void *src, float *dst, int64_t n) {
+void ez_dequant_tq2_0_ref(const void *src, float *dst, int64_t n) {
     const ez_block_tq2_0 *b = (const ez_block_tq2_0 *)src;
     int64_t i, nb = n / EZ_QK_K;
     int e;
@@ -800,16 +800,16 @@ static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q5_K] = {dequant_q5_k_ref, NULL, dot_q5_k_q8_k_ref},
     [EZ_TYPE_Q6_K] = {dequant_q6_k_ref, NULL, dot_q6_k_q8_k_ref},
     [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
-    [EZ_TYPE_Q4_1] = {dequant_q4_1_ref, NULL, dot_q4_1_q8_1_ref},
-    [EZ_TYPE_Q5_1] = {dequant_q5_1_ref, NULL, dot_q5_1_q8_1_ref},
+    [EZ_TYPE_Q4_1] = {ez_dequant_q4_1_ref, NULL, dot_q4_1_q8_1_ref},
+    [EZ_TYPE_Q5_1] = {ez_dequant_q5_1_ref, NULL, dot_q5_1_q8_1_ref},
     [EZ_TYPE_Q8_1] = {NULL, ez_quant_q8_1_ref, NULL},
-    [EZ_TYPE_IQ4_NL] = {dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_ref},
-    [EZ_TYPE_MXFP4] = {dequant_mxfp4_ref, NULL, dot_mxfp4_q8_0_ref},
-    [EZ_TYPE_Q2_K] = {dequant_q2_k_ref, NULL, dot_q2_k_q8_k_ref},
-    [EZ_TYPE_Q3_K] = {dequant_q3_k_ref, NULL, dot_q3_k_q8_k_ref},
-    [EZ_TYPE_IQ4_XS] = {dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_ref},
-    [EZ_TYPE_TQ1_0] = {dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k_ref},
-    [EZ_TYPE_TQ2_0] = {dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_ref},
+    [EZ_TYPE_IQ4_NL] = {ez_dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_ref},
+    [EZ_TYPE_MXFP4] = {ez_dequant_mxfp4_ref, NULL, dot_mxfp4_q8_0_ref},
+    [EZ_TYPE_Q2_K] = {ez_dequant_q2_k_ref, NULL, dot_q2_k_q8_k_ref},
+    [EZ_TYPE_Q3_K] = {ez_dequant_q3_k_ref, NULL, dot_q3_k_q8_k_ref},
+    [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_ref},
+    [EZ_TYPE_TQ1_0] = {ez_dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k_ref},
+    [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_ref},
 };
 
 const ez_type_kernels *ez_kernels_ref(uint32_t type) {
