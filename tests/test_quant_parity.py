@@ -47,6 +47,13 @@ KERNEL_TYPES = [
     Q.TQ1_0,
     Q.TQ2_0,
     Q.MXFP4,
+    Q.IQ3_XXS,
+    Q.IQ3_S,
+    Q.IQ2_XXS,
+    Q.IQ2_XS,
+    Q.IQ2_S,
+    Q.IQ1_S,
+    Q.IQ1_M,
 ]
 
 # Shapes in numpy order; the last axis is the GGUF row (ne[0]).
@@ -66,6 +73,12 @@ K_SCALE_OFFSETS = {
     Q.Q3_K: (108,),
     Q.IQ4_NL: (0,),
     Q.IQ4_XS: (0,),
+    Q.IQ3_XXS: (0,),
+    Q.IQ3_S: (0,),
+    Q.IQ2_XXS: (0,),
+    Q.IQ2_XS: (0,),
+    Q.IQ2_S: (0,),
+    Q.IQ1_S: (0,),
 }
 
 
@@ -89,6 +102,16 @@ def _float_data(rng: np.random.Generator, shape: tuple[int, ...]) -> npt.NDArray
 def _stored(qtype: Q, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """A tensor of `shape` in `qtype` as GGUFWriter takes it: float arrays
     for F32 / F16, quantized bytes (rows, bytes per row) otherwise."""
+    if qtype == Q.IQ1_M:
+        # its float16 d is spread over the top nibbles of the four scale words
+        n_blocks = int(np.prod(shape)) // 256
+        blocks = rng.integers(0, 256, size=(n_blocks, 56), dtype=np.uint8)
+        d = (rng.uniform(-1, 1, n_blocks) * 2.0**-7).astype(np.float16).view(np.uint16)
+        words = blocks[:, 48:56].copy().view(np.uint16)
+        for k in range(4):
+            words[:, k] = (words[:, k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12)
+        blocks[:, 48:56] = words.view(np.uint8)
+        return blocks.reshape(*shape[:-1], shape[-1] // 256 * 56)
     if qtype in K_SCALE_OFFSETS and not _can_quantize(qtype):
         block, size = gguf.GGML_QUANT_SIZES[qtype]
         n_blocks = int(np.prod(shape)) // block
@@ -207,3 +230,21 @@ def test_c_kernels_on_gemma(gemma_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tensors with kernels checked" in run.stdout, run.stdout
     assert " 0 failed" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("qtype", [Q.IQ2_XXS, Q.IQ1_M, Q.IQ3_S], ids=lambda t: t.name)
+def test_truncated_iquant_block_is_a_clear_error(qtype: Q, tmp_path: Path) -> None:
+    """A file that ends inside the last i-quant block of a tensor is refused
+    at open, naming the tensor, instead of reading past the mapping."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / f"{qtype.name}.gguf"
+    writer = GGUFWriter(str(path), arch="quanttest")
+    _add(writer, "blk.0.w", qtype, _stored(qtype, rng, (2, 512)))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - gguf.GGML_QUANT_SIZES[qtype][1] // 2])
+    with pytest.raises(eliza.FormatError, match="blk.0.w"):
+        eliza.GGUFFile(path).close()

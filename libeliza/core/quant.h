@@ -7,7 +7,9 @@
  *   F32, F16, BF16                      -> F32 activations
  *   Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4     -> Q8_0 activations (32-element blocks)
  *   Q4_1, Q5_1                          -> Q8_1 activations (Q8_0 plus d * sum)
- *   Q2_K .. Q6_K, IQ4_XS, TQ1_0, TQ2_0  -> Q8_K activations (256-element blocks)
+ *   Q2_K .. Q6_K, IQ4_XS, TQ1_0, TQ2_0,
+ *   IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS,
+ *   IQ2_S, IQ1_S, IQ1_M                 -> Q8_K activations (256-element blocks)
  * (the pairs of ggml's CPU backend).
  *
  * Every kernel has a scalar reference (the *_ref table) and may have a fast
@@ -116,6 +118,32 @@ typedef struct {
     uint8_t qs[EZ_QK_K / 4];      /* 2-bit codes q, value q - 1 */
     uint16_t d;
 } ez_block_tq2_0;                 /* 66 B */
+/* The grid i-quants: codes index llama.cpp's grids (core/kernels/quant_tables.h)
+ * of 4 or 8 magnitudes, with sign bits, per-32 (or per-16) 4-bit or 3-bit
+ * scales and one float16 super-block scale. */
+typedef struct { uint16_t d; uint16_t qs[EZ_QK_K / 8]; } ez_block_iq2_xxs;                       /* 66 B */
+typedef struct { uint16_t d; uint16_t qs[EZ_QK_K / 8]; uint8_t scales[EZ_QK_K / 32]; } ez_block_iq2_xs; /* 74 B */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[EZ_QK_K / 4];      /* 32 grid codes (low 8 bits), then 32 sign bytes */
+    uint8_t qh[EZ_QK_K / 32];     /* high 2 bits of the codes */
+    uint8_t scales[EZ_QK_K / 32];
+} ez_block_iq2_s;                 /* 82 B */
+typedef struct { uint16_t d; uint8_t qs[3 * EZ_QK_K / 8]; } ez_block_iq3_xxs; /* 98 B: 64 codes, 8 scale+sign words */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[EZ_QK_K / 4];      /* grid codes, low 8 bits */
+    uint8_t qh[EZ_QK_K / 32];     /* ninth bits */
+    uint8_t signs[EZ_QK_K / 8];
+    uint8_t scales[EZ_QK_K / 64];
+} ez_block_iq3_s;                 /* 110 B */
+typedef struct { uint16_t d; uint8_t qs[EZ_QK_K / 8]; uint16_t qh[EZ_QK_K / 32]; } ez_block_iq1_s; /* 50 B */
+typedef struct {
+    uint8_t qs[EZ_QK_K / 8];      /* grid codes, low 8 bits */
+    uint8_t qh[EZ_QK_K / 16];     /* per code: high 3 bits and the delta sign */
+    uint8_t scales[EZ_QK_K / 32]; /* 3-bit scales; the float16 d in the top nibbles */
+} ez_block_iq1_m;                 /* 56 B */
+
 typedef struct {
     float d;
     int8_t qs[EZ_QK_K];

@@ -89,6 +89,12 @@ static void fill_weights(uint32_t type, void *row, int64_t n) {
         case EZ_TYPE_Q8_0:
         case EZ_TYPE_IQ4_NL:
         case EZ_TYPE_IQ4_XS:
+        case EZ_TYPE_IQ2_XXS:
+        case EZ_TYPE_IQ2_XS:
+        case EZ_TYPE_IQ2_S:
+        case EZ_TYPE_IQ3_XXS:
+        case EZ_TYPE_IQ3_S:
+        case EZ_TYPE_IQ1_S:
             h = random_scale();
             memcpy(blk, &h, 2);
             break;
@@ -114,6 +120,16 @@ static void fill_weights(uint32_t type, void *row, int64_t n) {
             h = random_scale();
             memcpy(blk + tr->type_size - 2, &h, 2);
             break;
+        case EZ_TYPE_IQ1_M: {
+            /* the float16 d lives in the top nibbles of the four scale words */
+            uint16_t sc[4];
+            int k;
+            h = random_scale();
+            memcpy(sc, blk + 48, sizeof sc);
+            for (k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fff) | (((h >> (4 * k)) & 15) << 12));
+            memcpy(blk + 48, sc, sizeof sc);
+            break;
+        }
         case EZ_TYPE_MXFP4:
             blk[0] = (uint8_t)(115 + rng_u64() % 8); /* 2^-13 .. 2^-6 */
             break;
@@ -146,7 +162,8 @@ static const ez_type_kernels *isa_kernels(size_t v, uint32_t type) {
 static const uint32_t g_kernel_types[] = {
     EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0,   EZ_TYPE_Q4_1,  EZ_TYPE_Q5_0,   EZ_TYPE_Q5_1,
     EZ_TYPE_Q8_0, EZ_TYPE_Q2_K, EZ_TYPE_Q3_K, EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,  EZ_TYPE_Q6_K,   EZ_TYPE_IQ4_NL,
-    EZ_TYPE_IQ4_XS, EZ_TYPE_TQ1_0, EZ_TYPE_TQ2_0, EZ_TYPE_MXFP4};
+    EZ_TYPE_IQ4_XS, EZ_TYPE_TQ1_0, EZ_TYPE_TQ2_0, EZ_TYPE_MXFP4, EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,
+    EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S, EZ_TYPE_IQ1_S, EZ_TYPE_IQ1_M};
 #define N_KERNEL_TYPES (sizeof g_kernel_types / sizeof g_kernel_types[0])
 
 /* Worst fast-vs-reference dot error seen, per instruction set and type. */

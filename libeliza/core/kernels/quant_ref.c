@@ -789,6 +789,182 @@ static float dot_tq2_0_q8_k_ref(int64_t n, const void *w, const void *x) {
     return sum;
 }
 
+/* ---- grid i-quants ------------------------------------------------------------
+ *
+ * Each 32-element sub-block ib decodes to integers v[32] (grid magnitude
+ * times sign, or for IQ1 8 * grid +- 1 with the delta folded in) and two
+ * integer scales ls[2] (its halves of 16; equal except for IQ2_XS / IQ2_S /
+ * IQ1_M); the values are d * ls * v * unit with unit 1/8 (IQ2, IQ1), 1/4
+ * (IQ3_XXS) or 1 (IQ3_S). Every product is exact in float32 (d: 11
+ * significant bits, ls: 5, v: 6, unit a power of two), so the order gguf-py
+ * multiplies in cannot change a result, and dots keep ls * v * y in
+ * integers as ggml does. */
+
+static float iq_unit(uint32_t type) {
+    return type == EZ_TYPE_IQ3_XXS ? 0.25f : type == EZ_TYPE_IQ3_S ? 1.0f : 0.125f;
+}
+
+static inline uint32_t load_u32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The 8 signed values of an IQ2 / IQ3_XXS grid row against a sign byte. */
+static inline void signed_row(const uint8_t *grid, int n, uint8_t signs, int8_t *v) {
+    int j;
+    for (j = 0; j < n; j++) v[j] = (int8_t)(signs >> j & 1 ? -grid[j] : grid[j]);
+}
+
+/* The float16 super-block scale of a block of `type`. */
+static uint16_t iq_d(uint32_t type, const uint8_t *blk) {
+    if (type == EZ_TYPE_IQ1_M) {
+        const ez_block_iq1_m *b = (const ez_block_iq1_m *)blk;
+        uint16_t sc[4];
+        memcpy(sc, b->scales, sizeof sc);
+        return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+    }
+    return ez_load_u16(blk);
+}
+
+static void iq_sub32(uint32_t type, const uint8_t *blk, int ib, int8_t v[32], int ls[2]) {
+    int l, j;
+    switch (type) {
+    case EZ_TYPE_IQ2_XXS: {
+        const ez_block_iq2_xxs *b = (const ez_block_iq2_xxs *)blk;
+        const uint32_t a0 = load_u32(&b->qs[4 * ib]), a1 = load_u32(&b->qs[4 * ib + 2]);
+        for (l = 0; l < 4; l++)
+            signed_row(ez_iq2xxs_grid[(a0 >> (8 * l)) & 255], 8, ez_ksigns_iq2xs[(a1 >> (7 * l)) & 127], v + 8 * l);
+        ls[0] = ls[1] = 2 * (int)(a1 >> 28) + 1;
+        break;
+    }
+    case EZ_TYPE_IQ2_XS: {
+        const ez_block_iq2_xs *b = (const ez_block_iq2_xs *)blk;
+        for (l = 0; l < 4; l++) {
+            const uint16_t q = ez_load_u16(&b->qs[4 * ib + l]);
+            signed_row(ez_iq2xs_grid[q & 511], 8, ez_ksigns_iq2xs[q >> 9], v + 8 * l);
+        }
+        ls[0] = 2 * (b->scales[ib] & 15) + 1;
+        ls[1] = 2 * (b->scales[ib] >> 4) + 1;
+        break;
+    }
+    case EZ_TYPE_IQ2_S: {
+        const ez_block_iq2_s *b = (const ez_block_iq2_s *)blk;
+        for (l = 0; l < 4; l++) {
+            const int code = b->qs[4 * ib + l] | (((b->qh[ib] >> (2 * l)) & 3) << 8);
+            signed_row(ez_iq2s_grid[code], 8, b->qs[32 + 4 * ib + l], v + 8 * l);
+        }
+        ls[0] = 2 * (b->scales[ib] & 15) + 1;
+        ls[1] = 2 * (b->scales[ib] >> 4) + 1;
+        break;
+    }
+    case EZ_TYPE_IQ3_XXS: {
+        const ez_block_iq3_xxs *b = (const ez_block_iq3_xxs *)blk;
+        const uint32_t aux = load_u32(b->qs + 64 + 4 * ib);
+        for (l = 0; l < 4; l++) {
+            const uint8_t signs = ez_ksigns_iq2xs[(aux >> (7 * l)) & 127];
+            signed_row(ez_iq3xxs_grid[b->qs[8 * ib + 2 * l]], 4, signs, v + 8 * l);
+            signed_row(ez_iq3xxs_grid[b->qs[8 * ib + 2 * l + 1]], 4, (uint8_t)(signs >> 4), v + 8 * l + 4);
+        }
+        ls[0] = ls[1] = 2 * (int)(aux >> 28) + 1;
+        break;
+    }
+    case EZ_TYPE_IQ3_S: {
+        const ez_block_iq3_s *b = (const ez_block_iq3_s *)blk;
+        for (l = 0; l < 8; l++) {
+            const int code = b->qs[8 * ib + l] | (((b->qh[ib] >> l) & 1) << 8);
+            signed_row(ez_iq3s_grid[code], 4, (uint8_t)(b->signs[4 * ib + l / 2] >> (4 * (l % 2))), v + 4 * l);
+        }
+        ls[0] = ls[1] = 2 * ((b->scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+        break;
+    }
+    case EZ_TYPE_IQ1_S: {
+        const ez_block_iq1_s *b = (const ez_block_iq1_s *)blk;
+        const uint16_t qh = ez_load_u16(&b->qh[ib]);
+        const int delta = qh & 0x8000 ? -1 : 1;
+        for (l = 0; l < 4; l++) {
+            const int8_t *g = ez_iq1s_grid[b->qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)];
+            for (j = 0; j < 8; j++) v[8 * l + j] = (int8_t)(8 * g[j] + delta);
+        }
+        ls[0] = ls[1] = 2 * ((qh >> 12) & 7) + 1;
+        break;
+    }
+    default: { /* IQ1_M */
+        const ez_block_iq1_m *b = (const ez_block_iq1_m *)blk;
+        const uint16_t sc = ez_load_u16(b->scales + 2 * (ib / 2));
+        for (l = 0; l < 4; l++) {
+            const int nib = (b->qh[2 * ib + l / 2] >> (4 * (l % 2))) & 15;
+            const int8_t *g = ez_iq1s_grid[b->qs[4 * ib + l] | ((nib & 7) << 8)];
+            const int delta = nib & 8 ? -1 : 1;
+            for (j = 0; j < 8; j++) v[8 * l + j] = (int8_t)(8 * g[j] + delta);
+        }
+        ls[0] = 2 * ((sc >> (6 * (ib % 2))) & 7) + 1;
+        ls[1] = 2 * ((sc >> (6 * (ib % 2) + 3)) & 7) + 1;
+        break;
+    }
+    }
+}
+
+static void dequant_iq_grid(uint32_t type, const void *src, float *dst, int64_t n) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    const uint8_t *p = (const uint8_t *)src;
+    const float unit = iq_unit(type);
+    int64_t i, nb = n / EZ_QK_K;
+    int ib, j;
+    for (i = 0; i < nb; i++, p += tr->type_size) {
+        const float d = ez_half_to_float(iq_d(type, p));
+        for (ib = 0; ib < 8; ib++, dst += 32) {
+            int8_t v[32];
+            int ls[2];
+            iq_sub32(type, p, ib, v, ls);
+            for (j = 0; j < 32; j++) dst[j] = d * (float)(ls[j / 16] * v[j]) * unit;
+        }
+    }
+}
+
+static float dot_iq_grid(uint32_t type, int64_t n, const void *w, const void *x) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    const uint8_t *p = (const uint8_t *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib, j;
+    for (i = 0; i < nb; i++, p += tr->type_size) {
+        int isum = 0;
+        float d;
+        for (ib = 0; ib < 8; ib++) {
+            int8_t v[32];
+            int ls[2], s0 = 0, s1 = 0;
+            iq_sub32(type, p, ib, v, ls);
+            for (j = 0; j < 16; j++) {
+                s0 += v[j] * b[i].qs[32 * ib + j];
+                s1 += v[j + 16] * b[i].qs[32 * ib + 16 + j];
+            }
+            isum += ls[0] * s0 + ls[1] * s1;
+        }
+        d = ez_half_to_float(iq_d(type, p)) * b[i].d;
+        d *= (float)isum;
+        sum += d;
+    }
+    return sum * iq_unit(type);
+}
+
+#define EZ_IQ_GRID_KERNELS(lower, TYPE)                                                        \
+    void ez_dequant_##lower##_ref(const void *src, float *dst, int64_t n) {                    \
+        dequant_iq_grid(TYPE, src, dst, n);                                                    \
+    }                                                                                          \
+    static float dot_##lower##_q8_k_ref(int64_t n, const void *w, const void *x) {             \
+        return dot_iq_grid(TYPE, n, w, x);                                                     \
+    }
+EZ_IQ_GRID_KERNELS(iq2_xxs, EZ_TYPE_IQ2_XXS)
+EZ_IQ_GRID_KERNELS(iq2_xs, EZ_TYPE_IQ2_XS)
+EZ_IQ_GRID_KERNELS(iq2_s, EZ_TYPE_IQ2_S)
+EZ_IQ_GRID_KERNELS(iq3_xxs, EZ_TYPE_IQ3_XXS)
+EZ_IQ_GRID_KERNELS(iq3_s, EZ_TYPE_IQ3_S)
+EZ_IQ_GRID_KERNELS(iq1_s, EZ_TYPE_IQ1_S)
+EZ_IQ_GRID_KERNELS(iq1_m, EZ_TYPE_IQ1_M)
+#undef EZ_IQ_GRID_KERNELS
+
 static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_ref},
     [EZ_TYPE_F16] = {dequant_f16_ref, NULL, dot_f16_ref},
@@ -810,6 +986,13 @@ static const ez_type_kernels g_ref[EZ_TYPE_COUNT] = {
     [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_ref},
     [EZ_TYPE_TQ1_0] = {ez_dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k_ref},
     [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_ref},
+    [EZ_TYPE_IQ2_XXS] = {ez_dequant_iq2_xxs_ref, NULL, dot_iq2_xxs_q8_k_ref},
+    [EZ_TYPE_IQ2_XS] = {ez_dequant_iq2_xs_ref, NULL, dot_iq2_xs_q8_k_ref},
+    [EZ_TYPE_IQ2_S] = {ez_dequant_iq2_s_ref, NULL, dot_iq2_s_q8_k_ref},
+    [EZ_TYPE_IQ3_XXS] = {ez_dequant_iq3_xxs_ref, NULL, dot_iq3_xxs_q8_k_ref},
+    [EZ_TYPE_IQ3_S] = {ez_dequant_iq3_s_ref, NULL, dot_iq3_s_q8_k_ref},
+    [EZ_TYPE_IQ1_S] = {ez_dequant_iq1_s_ref, NULL, dot_iq1_s_q8_k_ref},
+    [EZ_TYPE_IQ1_M] = {ez_dequant_iq1_m_ref, NULL, dot_iq1_m_q8_k_ref},
 };
 
 const ez_type_kernels *ez_kernels_ref(uint32_t type) {
