@@ -246,5 +246,5 @@ def test_truncated_iquant_block_is_a_clear_error(qtype: Q, tmp_path: Path) -> No
     writer.close()
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - gguf.GGML_QUANT_SIZES[qtype][1] // 2])
-    with pytest.raises(eliza.FormatError, match="blk.0.w"):
+    with pytest.raises(eliza.FormatError, match=r"blk\.0\.w"):
         eliza.GGUFFile(path).close()
