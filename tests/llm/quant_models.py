@@ -26,13 +26,14 @@ from gguf import GGUFReader, GGUFValueType, GGUFWriter
 from gguf.constants import GGML_QUANT_SIZES
 from gguf.quants import dequantize, quantize
 
-WIDE = {
-    "hidden_size": 256,
-    "intermediate_size": 512,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 64,
-}
+# Config overrides of tiny_models' llama: "tiny" for the tests, "bench" (90M
+# weights, 8 layers, memory bound on 2 cores) for bench/llm.py runs.
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "head_dim": 64},
+    "bench": {"hidden_size": 1024, "intermediate_size": 2816, "num_attention_heads": 16,
+              "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 8},
+}  # fmt: skip
 
 # Byte offsets of the float16 scales of one block (the super-block d, and
 # dmin where the type has one), for types gguf-py cannot quantize.
@@ -67,9 +68,12 @@ def _random_blocks(qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generato
     return blocks.reshape(w.shape[0], -1)
 
 
-def stored(qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generator) -> npt.NDArray[np.uint8]:
-    """Matrix w (rows, cols) in qtype: gguf-py's quantizer, or sane random blocks."""
-    if qtype not in SCALE_OFFSETS and qtype != Q.IQ1_M:
+def stored(
+    qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generator, random_blocks: bool = False
+) -> npt.NDArray[np.uint8]:
+    """Matrix w (rows, cols) in qtype: gguf-py's quantizer, or sane random
+    blocks (always with random_blocks)."""
+    if not random_blocks and qtype not in SCALE_OFFSETS and qtype != Q.IQ1_M:
         return np.asarray(quantize(w, qtype))
     return _random_blocks(qtype, w, rng)
 
@@ -109,17 +113,19 @@ def _rewrite(src: Path, dst: Path, matrix: MatrixFn) -> Path:
 
 
 @functools.cache
-def base_f32() -> Path:
-    """The wide tiny llama as F32 GGUF (once per process)."""
+def base_f32(size: str = "tiny", root: Path | None = None) -> Path:
+    """The wide llama of `size` as F32 GGUF, in root (default: the
+    per-process directory of tiny_models), once per process."""
     from eliza.convert import convert_hf
 
-    ckpt = tm.build("llama", tm._root() / "llama-wide", seed=5, **WIDE)
-    return convert_hf(ckpt, tm._root() / "llama-wide-f32.gguf", "f32").path
+    root = root or tm._root()
+    ckpt = tm.build("llama", root / f"llama-{size}", seed=5, **SIZES[size])
+    return convert_hf(ckpt, root / f"llama-{size}-f32.gguf", "f32").path
 
 
 @functools.cache
 def files(qtype: Q) -> tuple[Path, Path]:
-    """(the model with every weight matrix in qtype, its F32 twin)."""
+    """(the tiny model with every weight matrix in qtype, its F32 twin)."""
     rng = np.random.default_rng(int(qtype))
     blocks: dict[str, np.ndarray] = {}
 
@@ -131,6 +137,20 @@ def files(qtype: Q) -> tuple[Path, Path]:
         return np.asarray(dequantize(blocks[name], qtype), dtype=np.float32).reshape(w.shape), Q.F32
 
     root = tm._root()
-    typed = _rewrite(base_f32(), root / f"llama-wide-{qtype.name}.gguf", to_type)
-    twin = _rewrite(base_f32(), root / f"llama-wide-{qtype.name}-twin-f32.gguf", to_twin)
+    typed = _rewrite(base_f32(), root / f"llama-tiny-{qtype.name}.gguf", to_type)
+    twin = _rewrite(base_f32(), root / f"llama-tiny-{qtype.name}-twin-f32.gguf", to_twin)
     return typed, twin
+
+
+def bench_file(qtype: Q, root: Path) -> Path:
+    """The bench-size model with every matrix in qtype (random blocks: the
+    speed of a type does not depend on its values), written into root once."""
+    out = root / f"llama-bench-{qtype.name}.gguf"
+    if not out.is_file():
+        rng = np.random.default_rng(int(qtype))
+
+        def to_type(name: str, w: npt.NDArray[np.float32]) -> tuple[np.ndarray, Q]:
+            return stored(qtype, w, rng, random_blocks=True), qtype
+
+        _rewrite(base_f32("bench", root), out, to_type)
+    return out
