@@ -68,12 +68,9 @@ def _random_blocks(qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generato
     return blocks.reshape(w.shape[0], -1)
 
 
-def stored(
-    qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generator, random_blocks: bool = False
-) -> npt.NDArray[np.uint8]:
-    """Matrix w (rows, cols) in qtype: gguf-py's quantizer, or sane random
-    blocks (always with random_blocks)."""
-    if not random_blocks and qtype not in SCALE_OFFSETS and qtype != Q.IQ1_M:
+def stored(qtype: Q, w: npt.NDArray[np.float32], rng: np.random.Generator) -> npt.NDArray[np.uint8]:
+    """Matrix w (rows, cols) in qtype: gguf-py's quantizer, or sane random blocks."""
+    if qtype not in SCALE_OFFSETS and qtype != Q.IQ1_M:
         return np.asarray(quantize(w, qtype))
     return _random_blocks(qtype, w, rng)
 
@@ -143,14 +140,14 @@ def files(qtype: Q) -> tuple[Path, Path]:
 
 
 def bench_file(qtype: Q, root: Path) -> Path:
-    """The bench-size model with every matrix in qtype (random blocks: the
-    speed of a type does not depend on its values), written into root once."""
+    """The bench-size model with every matrix in qtype, as stored() makes it,
+    written into root once."""
     out = root / f"llama-bench-{qtype.name}.gguf"
     if not out.is_file():
         rng = np.random.default_rng(int(qtype))
 
         def to_type(name: str, w: npt.NDArray[np.float32]) -> tuple[np.ndarray, Q]:
-            return stored(qtype, w, rng, random_blocks=True), qtype
+            return stored(qtype, w, rng), qtype
 
         _rewrite(base_f32("bench", root), out, to_type)
     return out
