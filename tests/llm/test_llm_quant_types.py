@@ -12,7 +12,10 @@ machine over 24 random tokens, logits of standard deviation 1 to 3.8: max
 the same in prefill and per token; the bounds are about twice the worst.
 
 Against llama.cpp (its F16 KV cache, ours F32): max |diff| 0.0005 (Q5_K) to
-0.15 (IQ4_XS) on the 24 x 512 logits; every argmax llama.cpp picks with a
+0.15 (IQ4_XS) on the 24 x 512 logits; on the F32 model quantized by
+llama.cpp's own llama-quantize (the reference test, where the build of
+tests/tools/llama_cpp.py is present; the ftypes that need no importance
+matrix) 0.068 (Q5_0) to 0.13 (TQ1_0); every argmax llama.cpp picks with a
 top-two margin of 0.5 or more is ours too (the tiny model's logits are
 close together: 14 to 24 of the 24 positions of most types are such near
 ties, which are excepted and counted).
@@ -134,3 +137,57 @@ def test_quant_type_model_matches_llama_cpp_live(qtype: Q) -> None:
     assert worst <= LLAMA_MAX_DIFF, f"{qtype.name}: max |ours - llama.cpp| {worst:.3f}"
     srt = np.sort(ref, axis=1)
     _check_argmax(ours, np.argmax(ref, axis=1), srt[:, -1] - srt[:, -2], qtype.name)
+
+
+# llama-quantize's ftypes that need no importance matrix (IQ3_XXS, IQ2_*,
+# IQ1_* do; llama-imatrix is not among the tools built).
+LLAMA_FTYPES = [
+    "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS",
+    "IQ3_S", "TQ1_0", "TQ2_0", "MXFP4_MOE",
+]  # fmt: skip
+
+
+def _llama_cpp_build() -> Path | None:
+    """The root of the llama.cpp build of tests/tools/llama_cpp.py, or None
+    (loaded by path: the module's name is that of llama-cpp-python's package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "llama_cpp_build", Path(__file__).resolve().parents[1] / "tools" / "llama_cpp.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    root: Path | None = module.llama_cpp_dir()
+    return root
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("ftype", LLAMA_FTYPES)
+def test_llama_quantized_model_matches_llama_cpp(ftype: str) -> None:
+    """The tiny model quantized by llama-quantize (its type mixes included)
+    against llama.cpp on that file."""
+    import subprocess
+
+    pytest.importorskip("llama_cpp")
+    import make_quant_goldens as mg
+
+    root = _llama_cpp_build()
+    if root is None:
+        pytest.skip("llama.cpp is not built (python tests/tools/llama_cpp.py)")
+    base = qm.base_f32()
+    out = base.with_name(f"llama-tiny-llama-quantize-{ftype}.gguf")
+    run = subprocess.run(
+        [str(root / "build" / "bin" / "llama-quantize"), str(base), str(out), ftype],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    ids = mg.token_ids()
+    ref = mg.llama_logits(out, ids)
+    ours = _logits(out, ids, 0)
+    worst = float(np.abs(ours - ref).max())
+    assert worst <= LLAMA_MAX_DIFF, f"{ftype}: max |ours - llama.cpp| {worst:.3f}"
+    srt = np.sort(ref, axis=1)
+    _check_argmax(ours, np.argmax(ref, axis=1), srt[:, -1] - srt[:, -2], ftype)
