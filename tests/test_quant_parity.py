@@ -28,7 +28,33 @@ gguf = pytest.importorskip("gguf")
 from gguf import GGMLQuantizationType as Q  # noqa: E402  (after the skip check)
 from gguf import GGUFWriter  # noqa: E402
 
-KERNEL_TYPES = [Q.F32, Q.F16, Q.BF16, Q.Q4_0, Q.Q5_0, Q.Q8_0, Q.Q4_K, Q.Q5_K, Q.Q6_K]
+KERNEL_TYPES = [
+    Q.F32,
+    Q.F16,
+    Q.BF16,
+    Q.Q4_0,
+    Q.Q4_1,
+    Q.Q5_0,
+    Q.Q5_1,
+    Q.Q8_0,
+    Q.Q2_K,
+    Q.Q3_K,
+    Q.Q4_K,
+    Q.Q5_K,
+    Q.Q6_K,
+    Q.IQ4_NL,
+    Q.IQ4_XS,
+    Q.TQ1_0,
+    Q.TQ2_0,
+    Q.MXFP4,
+    Q.IQ3_XXS,
+    Q.IQ3_S,
+    Q.IQ2_XXS,
+    Q.IQ2_XS,
+    Q.IQ2_S,
+    Q.IQ1_S,
+    Q.IQ1_M,
+]
 
 # Shapes in numpy order; the last axis is the GGUF row (ne[0]).
 SHAPES = {
@@ -37,9 +63,23 @@ SHAPES = {
     256: [(256,), (3, 512), (2, 2, 256)],
 }
 
-# Byte offsets of the float16 super-block scales that gguf-py cannot
-# produce for us (d, dmin for Q4_K / Q5_K; d at the end for Q6_K).
-K_SCALE_OFFSETS = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+# Byte offsets of the float16 (super-)block scales of the types gguf-py
+# cannot quantize (d, dmin for Q4_K / Q5_K / Q2_K; d for the others).
+K_SCALE_OFFSETS = {
+    Q.Q4_K: (0, 2),
+    Q.Q5_K: (0, 2),
+    Q.Q6_K: (208,),
+    Q.Q2_K: (80, 82),
+    Q.Q3_K: (108,),
+    Q.IQ4_NL: (0,),
+    Q.IQ4_XS: (0,),
+    Q.IQ3_XXS: (0,),
+    Q.IQ3_S: (0,),
+    Q.IQ2_XXS: (0,),
+    Q.IQ2_XS: (0,),
+    Q.IQ2_S: (0,),
+    Q.IQ1_S: (0,),
+}
 
 
 def _can_quantize(qtype: Q) -> bool:
@@ -62,6 +102,16 @@ def _float_data(rng: np.random.Generator, shape: tuple[int, ...]) -> npt.NDArray
 def _stored(qtype: Q, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """A tensor of `shape` in `qtype` as GGUFWriter takes it: float arrays
     for F32 / F16, quantized bytes (rows, bytes per row) otherwise."""
+    if qtype == Q.IQ1_M:
+        # its float16 d is spread over the top nibbles of the four scale words
+        n_blocks = int(np.prod(shape)) // 256
+        blocks = rng.integers(0, 256, size=(n_blocks, 56), dtype=np.uint8)
+        d = (rng.uniform(-1, 1, n_blocks) * 2.0**-7).astype(np.float16).view(np.uint16)
+        words = blocks[:, 48:56].copy().view(np.uint16)
+        for k in range(4):
+            words[:, k] = (words[:, k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12)
+        blocks[:, 48:56] = words.view(np.uint8)
+        return blocks.reshape(*shape[:-1], shape[-1] // 256 * 56)
     if qtype in K_SCALE_OFFSETS and not _can_quantize(qtype):
         block, size = gguf.GGML_QUANT_SIZES[qtype]
         n_blocks = int(np.prod(shape)) // block
@@ -87,7 +137,8 @@ def _random_bits(qtype: Q, rng: np.random.Generator, shape: tuple[int, ...]) -> 
 
 
 def _reference(qtype: Q, stored: np.ndarray) -> npt.NDArray[np.float32]:
-    out: npt.NDArray[np.float32] = np.asarray(gguf.quants.dequantize(stored, qtype), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN scales in the random bits
+        out: npt.NDArray[np.float32] = np.asarray(gguf.quants.dequantize(stored, qtype), dtype=np.float32)
     return out
 
 
@@ -138,8 +189,8 @@ def test_dequantize_matches_gguf_py(qtype: Q, tmp_path: Path) -> None:
 
 
 def test_k_quants_are_not_quantizable_by_gguf_py() -> None:
-    """Pins why the K-quant data above is random blocks: if gguf-py learns to
-    quantize them, _stored starts using it and this test says so."""
+    """Pins why the K-quant and IQ4 data above is random blocks: if gguf-py
+    learns to quantize them, _stored starts using it and this test says so."""
     assert not any(_can_quantize(t) for t in K_SCALE_OFFSETS)
 
 
@@ -179,3 +230,21 @@ def test_c_kernels_on_gemma(gemma_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "tensors with kernels checked" in run.stdout, run.stdout
     assert " 0 failed" in run.stdout, run.stdout
+
+
+@pytest.mark.parametrize("qtype", [Q.IQ2_XXS, Q.IQ1_M, Q.IQ3_S], ids=lambda t: t.name)
+def test_truncated_iquant_block_is_a_clear_error(qtype: Q, tmp_path: Path) -> None:
+    """A file that ends inside the last i-quant block of a tensor is refused
+    at open, naming the tensor, instead of reading past the mapping."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / f"{qtype.name}.gguf"
+    writer = GGUFWriter(str(path), arch="quanttest")
+    _add(writer, "blk.0.w", qtype, _stored(qtype, rng, (2, 512)))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - gguf.GGML_QUANT_SIZES[qtype][1] // 2])
+    with pytest.raises(eliza.FormatError, match=r"blk\.0\.w"):
+        eliza.GGUFFile(path).close()

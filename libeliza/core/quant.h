@@ -4,9 +4,13 @@
  *
  * A weight row of type T is dotted with an activation row stored in
  * traits(T)->vec_dot_type:
- *   F32, F16, BF16           -> F32 activations
- *   Q4_0, Q5_0, Q8_0         -> Q8_0 activations (32-element blocks)
- *   Q4_K, Q5_K, Q6_K         -> Q8_K activations (256-element blocks)
+ *   F32, F16, BF16                      -> F32 activations
+ *   Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4     -> Q8_0 activations (32-element blocks)
+ *   Q4_1, Q5_1                          -> Q8_1 activations (Q8_0 plus d * sum)
+ *   Q2_K .. Q6_K, IQ4_XS, TQ1_0, TQ2_0,
+ *   IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS,
+ *   IQ2_S, IQ1_S, IQ1_M                 -> Q8_K activations (256-element blocks)
+ * (the pairs of ggml's CPU backend).
  *
  * Every kernel has a scalar reference (the *_ref table) and may have a fast
  * variant chosen once per process from the CPU features; ELIZA_FORCE_SCALAR=1
@@ -63,6 +67,14 @@ typedef enum {
 typedef struct { uint16_t d; uint8_t qs[EZ_QK / 2]; } ez_block_q4_0;              /* 18 B */
 typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[EZ_QK / 2]; } ez_block_q5_0; /* 22 B */
 typedef struct { uint16_t d; int8_t qs[EZ_QK]; } ez_block_q8_0;                   /* 34 B */
+typedef struct { uint16_t d, m; uint8_t qs[EZ_QK / 2]; } ez_block_q4_1;           /* 20 B: d * q + m */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[EZ_QK / 2]; } ez_block_q5_1; /* 24 B */
+/* Q8_1 (activations only): ggml stores d and s = d * sum(qs) as float16;
+ * here they are those float16 values widened, which keeps the 40-byte block
+ * gguf-py gives the type. */
+typedef struct { float d, s; int8_t qs[EZ_QK]; } ez_block_q8_1;                   /* 40 B */
+typedef struct { uint16_t d; uint8_t qs[EZ_QK / 2]; } ez_block_iq4_nl;            /* 18 B: d * kvalue[q] */
+typedef struct { uint8_t e; uint8_t qs[EZ_QK / 2]; } ez_block_mxfp4;              /* 17 B: 2^(e-128) * kvalue[q] */
 typedef struct {
     uint16_t d, dmin;        /* super-block scales of the 6-bit scales and mins */
     uint8_t scales[12];      /* 8 x (6-bit scale, 6-bit min), packed */
@@ -80,6 +92,58 @@ typedef struct {
     int8_t scales[EZ_QK_K / 16];
     uint16_t d;
 } ez_block_q6_k;             /* 210 B */
+typedef struct {
+    uint8_t scales[EZ_QK_K / 16]; /* per 16: 4-bit scale (low), 4-bit min (high) */
+    uint8_t qs[EZ_QK_K / 4];      /* 2-bit quants */
+    uint16_t d, dmin;
+} ez_block_q2_k;                  /* 84 B */
+typedef struct {
+    uint8_t hmask[EZ_QK_K / 8];   /* high bit of each quant, set: no -4 */
+    uint8_t qs[EZ_QK_K / 4];      /* low 2 bits */
+    uint8_t scales[12];           /* 16 x 6-bit scales, offset 32 */
+    uint16_t d;
+} ez_block_q3_k;                  /* 110 B */
+typedef struct {
+    uint16_t d;
+    uint16_t scales_h;            /* high 2 bits of the 8 scales */
+    uint8_t scales_l[EZ_QK_K / 64]; /* low 4 bits, two per byte */
+    uint8_t qs[EZ_QK_K / 2];
+} ez_block_iq4_xs;                /* 136 B */
+typedef struct {
+    uint8_t qs[(EZ_QK_K - 4 * EZ_QK_K / 64) / 5]; /* 5 trits per byte, as ceil(t * 256 / 243) */
+    uint8_t qh[EZ_QK_K / 64];                     /* 4 trits per byte */
+    uint16_t d;
+} ez_block_tq1_0;                 /* 54 B */
+typedef struct {
+    uint8_t qs[EZ_QK_K / 4];      /* 2-bit codes q, value q - 1 */
+    uint16_t d;
+} ez_block_tq2_0;                 /* 66 B */
+/* The grid i-quants: codes index llama.cpp's grids (core/kernels/quant_tables.h)
+ * of 4 or 8 magnitudes, with sign bits, per-32 (or per-16) 4-bit or 3-bit
+ * scales and one float16 super-block scale. */
+typedef struct { uint16_t d; uint16_t qs[EZ_QK_K / 8]; } ez_block_iq2_xxs;                       /* 66 B */
+typedef struct { uint16_t d; uint16_t qs[EZ_QK_K / 8]; uint8_t scales[EZ_QK_K / 32]; } ez_block_iq2_xs; /* 74 B */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[EZ_QK_K / 4];      /* 32 grid codes (low 8 bits), then 32 sign bytes */
+    uint8_t qh[EZ_QK_K / 32];     /* high 2 bits of the codes */
+    uint8_t scales[EZ_QK_K / 32];
+} ez_block_iq2_s;                 /* 82 B */
+typedef struct { uint16_t d; uint8_t qs[3 * EZ_QK_K / 8]; } ez_block_iq3_xxs; /* 98 B: 64 codes, 8 scale+sign words */
+typedef struct {
+    uint16_t d;
+    uint8_t qs[EZ_QK_K / 4];      /* grid codes, low 8 bits */
+    uint8_t qh[EZ_QK_K / 32];     /* ninth bits */
+    uint8_t signs[EZ_QK_K / 8];
+    uint8_t scales[EZ_QK_K / 64];
+} ez_block_iq3_s;                 /* 110 B */
+typedef struct { uint16_t d; uint8_t qs[EZ_QK_K / 8]; uint16_t qh[EZ_QK_K / 32]; } ez_block_iq1_s; /* 50 B */
+typedef struct {
+    uint8_t qs[EZ_QK_K / 8];      /* grid codes, low 8 bits */
+    uint8_t qh[EZ_QK_K / 16];     /* per code: high 3 bits and the delta sign */
+    uint8_t scales[EZ_QK_K / 32]; /* 3-bit scales; the float16 d in the top nibbles */
+} ez_block_iq1_m;                 /* 56 B */
+
 typedef struct {
     float d;
     int8_t qs[EZ_QK_K];
@@ -111,7 +175,7 @@ typedef float (*ez_dot_fn)(int64_t n, const void *w, const void *x);
 
 typedef struct {
     ez_dequant_fn dequant;  /* NULL if the type has no kernels */
-    ez_quant_fn quant;      /* set for activation formats: Q8_0, Q8_K; NULL otherwise */
+    ez_quant_fn quant;      /* set for activation formats: Q8_0, Q8_1, Q8_K; NULL otherwise */
     ez_dot_fn dot;          /* weight type x vec_dot_type; NULL if none */
 } ez_type_kernels;
 
@@ -140,5 +204,12 @@ EZ_INTERNAL const ez_type_kernels *ez_kernels_neon_dotprod(uint32_t type);
 EZ_INTERNAL float ez_f16_to_f32(uint16_t h);
 EZ_INTERNAL uint16_t ez_f32_to_f16(float f);
 EZ_INTERNAL float ez_bf16_to_f32(uint16_t h);
+
+/* MXFP4's E8M0 block exponent as 2^(e-128), half the scale it stands for
+ * (ggml's GGML_E8M0_TO_FP32_HALF): e = 0 and 1 give subnormals. */
+EZ_INTERNAL float ez_e8m0_to_float_half(uint8_t e);
+
+/* The sixteen 6-bit scales of a Q3_K super-block, offset 32 taken off. */
+EZ_INTERNAL void ez_unpack_q3k_scales(const uint8_t s[12], int sc[16]);
 
 #endif /* EZ_QUANT_H */

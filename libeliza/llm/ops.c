@@ -96,6 +96,21 @@ void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
+void ez_llm_quant_q8_1(const float *x, void *dst, int64_t n) {
+    ez_block_q8_1 *y = (ez_block_q8_1 *)dst;
+    for (int64_t b = 0; b < n / EZ_QK; b++, x += EZ_QK) {
+        ez_block_q8_0 q;
+        int sum = 0;
+        float amax = 0.0f;
+        for (int j = 0; j < EZ_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        ez_llm_quant_q8_0_ref(x, &q, EZ_QK);
+        for (int j = 0; j < EZ_QK; j++) sum += q.qs[j];
+        memcpy(y[b].qs, q.qs, EZ_QK);
+        y[b].d = ez_f16_to_f32(q.d);
+        y[b].s = ez_f16_to_f32(ez_f32_to_f16((amax / 127.0f) * (float)sum));
+    }
+}
+
 static void dot4_f16_ref(const float *a, int64_t lda, const uint16_t *b, int64_t n, float out[4]) {
     for (int r = 0; r < 4; r++) {
         double s = 0.0;

@@ -54,6 +54,12 @@ typedef struct {
  * Gemma's logits by tenths. */
 EZ_INTERNAL void ez_llm_quant_q8_0_ref(const float *x, void *dst, int64_t n);
 
+/* Q8_1 activation blocks (Q4_1 / Q5_1 weights) as llama.cpp's CPU backend
+ * makes them: Q8_0's codes and rounding on this architecture, plus
+ * s = d * sum(codes) with the unrounded d, both stored as F16 (widened in
+ * core's 40-byte ez_block_q8_1). */
+EZ_INTERNAL void ez_llm_quant_q8_1(const float *x, void *dst, int64_t n);
+
 /* The table in use (AVX2 or NEON when the CPU has it and ELIZA_FORCE_SCALAR is unset). */
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_active(void);
 EZ_INTERNAL const ez_llm_ops *ez_llm_ops_ref(void);
@@ -79,19 +85,26 @@ EZ_INTERNAL void ez_rope_angles(float *cs, int32_t pos, int n_rot, float base, f
 
 
 /* Activations quantized to the formats the weights' dot kernels read. One
- * input (e.g. the normed hidden state) is quantized once and shared by every
- * matrix that reads it (q, k and v; gate and up). Buffers grow on demand
- * and are reused across calls. */
+ * input (e.g. the normed hidden state) is quantized once per format and
+ * shared by every matrix that reads it (q, k and v; gate and up), whatever
+ * mix of weight types the group holds: each weight type's vec_dot_type
+ * (core/quant.h) names the format, and a group of n matrices needs at most n.
+ * Buffers grow on demand and are reused across calls. */
+#define EZ_LLM_ACT_FORMATS 4
+
+typedef struct {
+    uint32_t type;          /* the vec_dot_type held (EZ_TYPE_COUNT: slot unused in this call) */
+    uint8_t *data;          /* [n_rows] rows of row_bytes */
+    size_t row_bytes, cap;
+    void *x8;               /* data repacked for the x8 kernels, or NULL */
+    size_t x8_cap;          /* bytes */
+    int x8_ready;           /* x8 holds this call's activations */
+} ez_llm_act_rows;
+
 typedef struct {
     const float *x;         /* [n_rows, n_cols] row-major F32 */
     int64_t n_rows, n_cols;
-    uint32_t q_type[2];     /* the vec_dot_types prepared so far (EZ_TYPE_COUNT = none) */
-    uint8_t *q_data[2];
-    size_t q_row_bytes[2];
-    size_t q_cap[2];
-    void *x8[2];             /* q_data[slot] repacked for the x8 kernels, or NULL */
-    size_t x8_cap[2];        /* bytes */
-    int x8_ready[2];         /* x8[slot] holds this call's activations */
+    ez_llm_act_rows fmt[EZ_LLM_ACT_FORMATS];
 } ez_llm_acts;
 
 EZ_INTERNAL void ez_llm_acts_init(ez_llm_acts *a);
@@ -115,8 +128,8 @@ EZ_INTERNAL int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float 
 
 /* A group of EZ_LLM_TILE_ROWS weight rows is unpacked once into bytes and
  * dotted with every activation row; the per-pair dots would unpack it once
- * per row. Q4_0, Q5_0, Q8_0 weights (Q8_0 activations) and Q4_K, Q5_K, Q6_K
- * (Q8_K activations); ops_qtile.c has the layouts. Computes y[m * ldy + r]
+ * per row. The types with tile kernels are those of ez_llm_tile_traits_of;
+ * ops_qtile.c has the layouts. Computes y[m * ldy + r]
  * for r in [r0, r1), m in [0, M); scratch holds ez_llm_tile_scratch() bytes. */
 #define EZ_LLM_TILE_ROWS 4
 
@@ -133,9 +146,24 @@ typedef struct {
 typedef void (*ez_llm_tile_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8_t *x,
                                size_t x_row_bytes, int64_t M, float *y, int64_t ldy, void *scratch);
 
+/* How a weight type's rows unpack for the tile and x8 kernels, from which
+ * every tile kernel is chosen. */
+typedef enum {
+    EZ_LLM_TILE_Q32 = 1,  /* 32-element blocks: a byte per code and a float scale per block (Q8_0 activations) */
+    EZ_LLM_TILE_QK = 2    /* 256-element super-blocks into ez_llm_ktile (Q8_K activations) */
+} ez_llm_tile_family;
+
+typedef struct {
+    ez_llm_tile_family family;
+    int zero_point;   /* Q32, unsigned codes: subtracted from each code (8 for Q4_0, 16 for Q5_0) */
+    int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); no x8 kernel */
+    int wide;         /* QK: codes above 31 (Q6_K), where four maddubs sums could leave int16 */
+} ez_llm_tile_traits;
+
+/* NULL for types that only have per-pair dots. */
+EZ_INTERNAL const ez_llm_tile_traits *ez_llm_tile_traits_of(uint32_t w_type);
+
 EZ_INTERNAL size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols);
-/* 8 for Q4_0, 16 for Q5_0 (codes are stored unsigned), 0 for Q8_0 (signed). */
-EZ_INTERNAL int ez_llm_tile_zero_point(uint32_t w_type);
 /* Unpacks rows [r0, r0 + n_rows) into codes [nb][TILE_ROWS][32] and scales
  * [nb][TILE_ROWS] (rows past n_rows zero). */
 EZ_INTERNAL void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
@@ -157,8 +185,8 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 
 /* ---- x8 kernels: eight activation rows per vector lane ------------------------------
  *
- * For Q4_0 / Q5_0 (Q8_0 activations) and Q4_K / Q5_K / Q6_K weights (Q8_K
- * activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
+ * For the tile types with unsigned codes (Q8_0 activations) and every K-tile
+ * type (Q8_K activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
  * The activations are repacked once per product into groups of 8 rows whose
  * blocks interleave the rows 4 bytes at a time, so one 32-byte load holds 4
  * elements of 8 rows: a weight's 4 codes broadcast against it give 8
@@ -191,7 +219,7 @@ EZ_INTERNAL void ez_llm_pack_x8k(const uint8_t *xq, size_t x_row_bytes, int64_t 
 typedef void (*ez_llm_x8_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, int64_t M, float *y,
                              int64_t ldy, void *scratch);
 
-/* NULL for types without x8 kernels (all but Q4_0, Q5_0, Q4_K, Q5_K, Q6_K). */
+/* NULL for types without x8 kernels (see ez_llm_tile_traits). */
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type);
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type);
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx2_vnni(uint32_t w_type);

@@ -1,8 +1,8 @@
 /* Products of activations with stored weights through the fused quant dot
  * kernels of core/quant.h: the activations are quantized once to each
- * weight type's vec_dot_type (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_K for the K
- * quants, F32 as is for F32/F16/BF16) exactly as llama.cpp does, then every
- * output is one dot of a weight row with an activation row.
+ * weight type's vec_dot_type (Q8_0, Q8_1 or Q8_K; F32 as is for
+ * F32/F16/BF16) exactly as llama.cpp does, then every output is one dot of a
+ * weight row with an activation row.
  *
  * Work is split over tiles of weight rows; a tile stays in L1 while all
  * activation rows pass over it, so each weight byte comes from memory once
@@ -27,13 +27,13 @@
 
 void ez_llm_acts_init(ez_llm_acts *a) {
     memset(a, 0, sizeof *a);
-    a->q_type[0] = a->q_type[1] = EZ_TYPE_COUNT;
+    for (int i = 0; i < EZ_LLM_ACT_FORMATS; i++) a->fmt[i].type = EZ_TYPE_COUNT;
 }
 
 void ez_llm_acts_free(ez_llm_acts *a) {
-    for (int i = 0; i < 2; i++) {
-        ez_aligned_free(a->q_data[i]);
-        ez_aligned_free(a->x8[i]);
+    for (int i = 0; i < EZ_LLM_ACT_FORMATS; i++) {
+        ez_aligned_free(a->fmt[i].data);
+        ez_aligned_free(a->fmt[i].x8);
     }
     ez_llm_acts_init(a);
 }
@@ -57,36 +57,35 @@ static void pack_groups(void *ctx, int64_t g0, int64_t g1, int thread_index) {
     else ez_llm_pack_x8k(xq, j->row_bytes, rows, j->K, (ez_llm_x8k_block *)dst);
 }
 
-/* The quantized activation rows of `slot` repacked for the x8 kernels, once
+/* The quantized activation rows of `f` repacked for the x8 kernels, once
  * per call. */
-static int32_t x8_activations(ez_pool *pool, ez_llm_acts *a, int slot, const void **out) {
-    const uint32_t vdt = a->q_type[slot];
+static int32_t x8_activations(ez_pool *pool, const ez_llm_acts *a, ez_llm_act_rows *f, const void **out) {
     const int64_t n_groups = (a->n_rows + 7) / 8;
     pack_job job;
     size_t need;
-    job.group_bytes = vdt == EZ_TYPE_Q8_0 ? (size_t)(a->n_cols / EZ_QK) * sizeof(ez_llm_x8_block)
-                                          : (size_t)(a->n_cols / EZ_QK_K) * sizeof(ez_llm_x8k_block);
+    job.group_bytes = f->type == EZ_TYPE_Q8_0 ? (size_t)(a->n_cols / EZ_QK) * sizeof(ez_llm_x8_block)
+                                              : (size_t)(a->n_cols / EZ_QK_K) * sizeof(ez_llm_x8k_block);
     need = (size_t)n_groups * job.group_bytes;
-    if (!a->x8_ready[slot]) {
-        if (a->x8_cap[slot] < need) {
+    if (!f->x8_ready) {
+        if (f->x8_cap < need) {
             void *p = ez_aligned_alloc(need);
             if (!p)
                 return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes of packed activations",
                                (uint64_t)need);
-            ez_aligned_free(a->x8[slot]);
-            a->x8[slot] = p;
-            a->x8_cap[slot] = need;
+            ez_aligned_free(f->x8);
+            f->x8 = p;
+            f->x8_cap = need;
         }
-        job.vdt = vdt;
-        job.xq = a->q_data[slot];
-        job.row_bytes = a->q_row_bytes[slot];
+        job.vdt = f->type;
+        job.xq = f->data;
+        job.row_bytes = f->row_bytes;
         job.M = a->n_rows;
         job.K = a->n_cols;
-        job.dst = a->x8[slot];
+        job.dst = f->x8;
         ez_pool_for(pool, n_groups, 1, pack_groups, &job);
-        a->x8_ready[slot] = 1;
+        f->x8_ready = 1;
     }
-    *out = a->x8[slot];
+    *out = f->x8;
     return ELIZA_OK;
 }
 
@@ -104,49 +103,58 @@ static void quantize_rows(void *ctx, int64_t m0, int64_t m1, int thread_index) {
     for (int64_t m = m0; m < m1; m++) j->quant(j->x + m * j->K, j->dst + (size_t)m * j->row_bytes, j->K);
 }
 
-/* The activation rows in format `vdt`: x itself for F32, else a quantized
- * copy made on first use in this call. */
-static int32_t activations(ez_pool *pool, ez_llm_acts *a, uint32_t vdt, const uint8_t **rows, size_t *row_bytes) {
-    int slot;
+/* The quantizer of activation format `vdt`: Q8_0 and Q8_1 rounded as
+ * llama.cpp rounds them on this CPU (ops.h); Q8_K is ggml's reference. */
+static ez_quant_fn activation_quantizer(uint32_t vdt) {
+    if (vdt == EZ_TYPE_Q8_0) return ez_llm_ops_active()->quant_q8_0;
+    if (vdt == EZ_TYPE_Q8_1) return ez_llm_quant_q8_1;
+    return ez_kernels(vdt)->quant;
+}
+
+/* The activation rows in format `vdt`: *f NULL and x itself for F32, else
+ * the slot holding a quantized copy, made on first use in this call. */
+static int32_t activations(ez_pool *pool, ez_llm_acts *a, uint32_t vdt, ez_llm_act_rows **f, const uint8_t **rows,
+                           size_t *row_bytes) {
+    ez_llm_act_rows *slot = NULL;
     size_t rb, need;
     quant_job job;
+    *f = NULL;
     if (vdt == EZ_TYPE_F32) {
         *rows = (const uint8_t *)a->x;
         *row_bytes = sizeof(float) * (size_t)a->n_cols;
         return ELIZA_OK;
     }
-    for (slot = 0; slot < 2; slot++)
-        if (a->q_type[slot] == vdt) {
-            *rows = a->q_data[slot];
-            *row_bytes = a->q_row_bytes[slot];
-            return ELIZA_OK;
+    for (int i = 0; i < EZ_LLM_ACT_FORMATS && !slot; i++)
+        if (a->fmt[i].type == vdt || a->fmt[i].type == EZ_TYPE_COUNT) slot = &a->fmt[i];
+    if (!slot) return ez_fail(ELIZA_E_INTERNAL, "matmul: more than %d activation formats", EZ_LLM_ACT_FORMATS);
+    if (slot->type != vdt) {
+        rb = (size_t)ez_row_bytes(vdt, (uint64_t)a->n_cols);
+        job.quant = activation_quantizer(vdt);
+        if (rb == 0 || !job.quant)
+            return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: cannot quantize rows of %" PRId64 " to %s", a->n_cols,
+                           ez_type_traits_of(vdt)->name);
+        need = rb * (size_t)a->n_rows;
+        if (slot->cap < need) {
+            uint8_t *p = (uint8_t *)ez_aligned_alloc(need);
+            if (!p)
+                return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes of activations",
+                               (uint64_t)need);
+            ez_aligned_free(slot->data);
+            slot->data = p;
+            slot->cap = need;
         }
-    for (slot = 0; slot < 2 && a->q_type[slot] != EZ_TYPE_COUNT; slot++) {}
-    if (slot == 2) return ez_fail(ELIZA_E_INTERNAL, "matmul: more than two activation formats in one group");
-    rb = (size_t)ez_row_bytes(vdt, (uint64_t)a->n_cols);
-    if (rb == 0 || !ez_kernels(vdt)->quant)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: cannot quantize rows of %" PRId64 " to %s", a->n_cols,
-                       ez_type_traits_of(vdt)->name);
-    need = rb * (size_t)a->n_rows;
-    if (a->q_cap[slot] < need) {
-        uint8_t *p = (uint8_t *)ez_aligned_alloc(need);
-        if (!p)
-            return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes of activations", (uint64_t)need);
-        ez_aligned_free(a->q_data[slot]);
-        a->q_data[slot] = p;
-        a->q_cap[slot] = need;
+        job.x = a->x;
+        job.K = a->n_cols;
+        job.dst = slot->data;
+        job.row_bytes = rb;
+        ez_pool_for(pool, a->n_rows, EZ_MAX((int64_t)1, QUANT_GRAIN / a->n_cols), quantize_rows, &job);
+        slot->type = vdt;
+        slot->row_bytes = rb;
+        slot->x8_ready = 0;
     }
-    job.x = a->x;
-    job.K = a->n_cols;
-    job.dst = a->q_data[slot];
-    job.row_bytes = rb;
-    /* Q8_0 rounded as llama.cpp rounds it (ops.h); Q8_K is ggml's reference. */
-    job.quant = vdt == EZ_TYPE_Q8_0 ? ez_llm_ops_active()->quant_q8_0 : ez_kernels(vdt)->quant;
-    ez_pool_for(pool, a->n_rows, EZ_MAX((int64_t)1, QUANT_GRAIN / a->n_cols), quantize_rows, &job);
-    a->q_type[slot] = vdt;
-    a->q_row_bytes[slot] = rb;
-    *rows = a->q_data[slot];
-    *row_bytes = rb;
+    *f = slot;
+    *rows = slot->data;
+    *row_bytes = slot->row_bytes;
     return ELIZA_OK;
 }
 
@@ -207,8 +215,7 @@ int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t 
     acts->x = x;
     acts->n_rows = M;
     acts->n_cols = mm[0].w->n_cols;
-    acts->q_type[0] = acts->q_type[1] = EZ_TYPE_COUNT;
-    acts->x8_ready[0] = acts->x8_ready[1] = 0;
+    for (int i = 0; i < EZ_LLM_ACT_FORMATS; i++) acts->fmt[i].type = EZ_TYPE_COUNT;
     job.n_part = n_mm;
     job.M = M;
     job.pool = pool;
@@ -216,6 +223,7 @@ int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t 
     for (int i = 0; i < n_mm; i++) {
         const ez_llm_matrix *w = mm[i].w;
         mm_part *pt = &job.part[i];
+        ez_llm_act_rows *f;
         if (w->n_cols != acts->n_cols) return ez_fail(ELIZA_E_INTERNAL, "matmul: group with different inputs");
         pt->w = w;
         pt->dot = ez_kernels(w->type)->dot;
@@ -224,14 +232,11 @@ int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t 
         pt->y = mm[i].y;
         pt->ldy = mm[i].ldy;
         pt->first_tile = tiles;
-        rc = activations(pool, acts, ez_type_traits_of(w->type)->vec_dot_type, &pt->x, &pt->x_row_bytes);
+        rc = activations(pool, acts, ez_type_traits_of(w->type)->vec_dot_type, &f, &pt->x, &pt->x_row_bytes);
         if (rc) return rc;
-        pt->x8 = M >= EZ_LLM_X8_MIN_ROWS ? ez_llm_x8_active(w->type) : NULL;
+        pt->x8 = M >= EZ_LLM_X8_MIN_ROWS && f ? ez_llm_x8_active(w->type) : NULL;
         pt->x8_data = NULL;
-        if (pt->x8) {
-            const int slot = acts->q_type[0] == ez_type_traits_of(w->type)->vec_dot_type ? 0 : 1;
-            if ((rc = x8_activations(pool, acts, slot, &pt->x8_data))) return rc;
-        }
+        if (pt->x8 && (rc = x8_activations(pool, acts, f, &pt->x8_data))) return rc;
         if (pt->x8) job.tile_scratch = EZ_MAX(job.tile_scratch, ez_llm_tile_scratch(w->type, w->n_cols));
         tiles += (w->n_rows + ROW_TILE - 1) / ROW_TILE;
     }

@@ -5,46 +5,72 @@
  * dotted with every activation row. All integer sums are exact, so results
  * differ from the per-pair dot kernels only in the order of float additions.
  *
- * Q4_0 / Q5_0 / Q8_0 (Q8_0 activations): codes per 32-element block with the
- * block's float scale. Q4_0 and Q5_0 keep their unsigned codes (0..15,
- * 0..31) and the zero point (8, 16) comes off the integer sum; Q8_0 stays
- * signed.
+ * Q4_0 / Q5_0 / Q8_0 / IQ4_NL / MXFP4 (Q8_0 activations): codes per
+ * 32-element block with the block's float scale. Q4_0 and Q5_0 keep their
+ * unsigned codes (0..15, 0..31) and the zero point (8, 16) comes off the
+ * integer sum; Q8_0 stays signed, and IQ4_NL / MXFP4 codes become their
+ * signed table values.
  *
- * Q4_K / Q5_K / Q6_K (Q8_K activations, 256-element super-blocks): unsigned
- * codes (0..15, 0..31, 0..63), an integer scale per 16 elements, and an
+ * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / TQ2_0 (Q8_K activations, 256-element
+ * super-blocks): unsigned codes (0..3, 0..7, 0..15, 0..31, 0..63, 0..2), an
+ * integer scale per 16 elements, and an
  * integer "offset weight" per 16 elements; with S = sum_j offset_j * sum_{i in
  * j} x_i (from Q8_K's bsums, the activation sums per 16),
  *   dot = dx * (d * (sum_j scale_j * sum_{i in j} code_i x_i - zp * S) - c * S).
  * Q4_K / Q5_K: scale_j = the sub-block's 6-bit scale, offset_j its 6-bit
- * min, zp = 0, c = dmin. Q6_K: scale_j = offset_j = its int8 scale, zp = 32
- * (its zero point, taken off in integers: no float cancellation), c = 0. */
+ * min, zp = 0, c = dmin; Q2_K the same with 4-bit ones. Q6_K: scale_j =
+ * offset_j = its int8 scale, zp = 32 (its zero point, taken off in integers:
+ * no float cancellation), c = 0; Q3_K likewise with zp = 4 (codes q + 4),
+ * TQ2_0 with scale 1 and zp = 1. */
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/kernels/quant_tables.h"
 #include "core/quant.h"
 #include "ops.h"
 
 _Static_assert(sizeof(ez_llm_ktile) % 32 == 0, "K tiles must keep their codes 32-byte aligned");
 
-static int is_k_family(uint32_t t) { return t == EZ_TYPE_Q4_K || t == EZ_TYPE_Q5_K || t == EZ_TYPE_Q6_K; }
-static int is_0_family(uint32_t t) { return t == EZ_TYPE_Q4_0 || t == EZ_TYPE_Q5_0 || t == EZ_TYPE_Q8_0; }
+static const ez_llm_tile_traits g_tile_traits[EZ_TYPE_COUNT] = {
+    [EZ_TYPE_Q4_0] = {EZ_LLM_TILE_Q32, 8, 0, 0},  [EZ_TYPE_Q5_0] = {EZ_LLM_TILE_Q32, 16, 0, 0},
+    [EZ_TYPE_Q8_0] = {EZ_LLM_TILE_Q32, 0, 1, 0},  [EZ_TYPE_IQ4_NL] = {EZ_LLM_TILE_Q32, 0, 1, 0},
+    [EZ_TYPE_MXFP4] = {EZ_LLM_TILE_Q32, 0, 1, 0}, [EZ_TYPE_Q2_K] = {EZ_LLM_TILE_QK, 0, 0, 0},
+    [EZ_TYPE_Q3_K] = {EZ_LLM_TILE_QK, 0, 0, 0},   [EZ_TYPE_Q4_K] = {EZ_LLM_TILE_QK, 0, 0, 0},
+    [EZ_TYPE_Q5_K] = {EZ_LLM_TILE_QK, 0, 0, 0},   [EZ_TYPE_Q6_K] = {EZ_LLM_TILE_QK, 0, 0, 1},
+    [EZ_TYPE_TQ2_0] = {EZ_LLM_TILE_QK, 0, 0, 0},
+};
+
+const ez_llm_tile_traits *ez_llm_tile_traits_of(uint32_t w_type) {
+    return w_type < EZ_TYPE_COUNT && g_tile_traits[w_type].family ? &g_tile_traits[w_type] : NULL;
+}
+
+static int is_family(uint32_t t, ez_llm_tile_family f) {
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(t);
+    return tt && tt->family == f;
+}
 
 /* Unpacked group: Q*_0 codes[b][r][32] then scale[b][r] for nb blocks;
  * K quants ez_llm_ktile[sb][r] for nb super-blocks. */
 size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols) {
-    if (is_k_family(w_type))
+    if (is_family(w_type, EZ_LLM_TILE_QK))
         return (size_t)(n_cols / EZ_QK_K) * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
     return (size_t)(n_cols / EZ_QK) * EZ_LLM_TILE_ROWS * (EZ_QK + sizeof(float)) + 64;
 }
 
-int ez_llm_tile_zero_point(uint32_t w_type) {
-    return w_type == EZ_TYPE_Q4_0 ? 8 : w_type == EZ_TYPE_Q5_0 ? 16 : 0;
-}
-
-/* Codes of one block as bytes: unsigned for Q4_0 / Q5_0, signed for Q8_0. */
+/* Codes of one block as bytes: unsigned for Q4_0 / Q5_0, signed for the others. */
 static void unpack_block(uint32_t type, const uint8_t *blk, uint8_t *codes, float *scale) {
     int j;
-    if (type == EZ_TYPE_Q8_0) {
+    if (type == EZ_TYPE_IQ4_NL || type == EZ_TYPE_MXFP4) {
+        const ez_block_iq4_nl *b = (const ez_block_iq4_nl *)blk;
+        const ez_block_mxfp4 *bm = (const ez_block_mxfp4 *)blk;
+        const int8_t *kv = type == EZ_TYPE_IQ4_NL ? ez_kvalues_iq4nl : ez_kvalues_mxfp4;
+        const uint8_t *qs = type == EZ_TYPE_IQ4_NL ? b->qs : bm->qs;
+        for (j = 0; j < EZ_QK / 2; j++) {
+            codes[j] = (uint8_t)kv[qs[j] & 15];
+            codes[j + EZ_QK / 2] = (uint8_t)kv[qs[j] >> 4];
+        }
+        *scale = type == EZ_TYPE_IQ4_NL ? ez_f16_to_f32(b->d) : ez_e8m0_to_float_half(bm->e);
+    } else if (type == EZ_TYPE_Q8_0) {
         const ez_block_q8_0 *b = (const ez_block_q8_0 *)blk;
         memcpy(codes, b->qs, EZ_QK);
         *scale = ez_f16_to_f32(b->d);
@@ -85,8 +111,8 @@ void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint
 static void tile_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8_t *x, size_t x_row_bytes,
                      int64_t M, float *y, int64_t ldy, void *scratch) {
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_zero_point(w->type);
-    const int is_signed = w->type == EZ_TYPE_Q8_0;
+    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
+    const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
     uint8_t *codes = (uint8_t *)scratch;
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     for (int64_t g = r0; g < r1; g += EZ_LLM_TILE_ROWS) {
@@ -124,8 +150,37 @@ static void scale_min_k4(const uint8_t *q, int j, int *sc, int *m) {
     }
 }
 
+/* Q2_K / Q3_K / TQ2_0 code of element e: bits 2s..2s+1 of qs[32h + l] for
+ * e = 128h + 32s + l. */
+static inline int two_bits(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
+}
+
 static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
     int k, l, j;
+    if (type == EZ_TYPE_Q2_K || type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ2_0) {
+        const ez_block_q2_k *b2 = (const ez_block_q2_k *)blk;
+        const ez_block_q3_k *b3 = (const ez_block_q3_k *)blk;
+        const ez_block_tq2_0 *bt = (const ez_block_tq2_0 *)blk;
+        int sc[16];
+        for (l = 0; l < EZ_QK_K; l++) {
+            if (type == EZ_TYPE_Q2_K) t->codes[l] = (uint8_t)two_bits(b2->qs, l);
+            else if (type == EZ_TYPE_TQ2_0) t->codes[l] = (uint8_t)two_bits(bt->qs, l);
+            else t->codes[l] = (uint8_t)(two_bits(b3->qs, l) + ((b3->hmask[l % 32] >> (l / 32)) & 1 ? 4 : 0));
+        }
+        if (type == EZ_TYPE_Q3_K) ez_unpack_q3k_scales(b3->scales, sc);
+        for (j = 0; j < 16; j++) {
+            if (type == EZ_TYPE_Q2_K) sc[j] = b2->scales[j] & 15;
+            if (type == EZ_TYPE_TQ2_0) sc[j] = 1;
+            t->offset[j] = (int16_t)(type == EZ_TYPE_Q2_K ? b2->scales[j] >> 4 : sc[j]);
+        }
+        for (k = 0; k < 8; k++)
+            for (l = 0; l < 16; l++) t->scale[k][l] = (int16_t)sc[2 * k + l / 8];
+        t->zp = type == EZ_TYPE_Q2_K ? 0 : type == EZ_TYPE_Q3_K ? 4 : 1;
+        t->d = ez_f16_to_f32(type == EZ_TYPE_Q2_K ? b2->d : type == EZ_TYPE_Q3_K ? b3->d : bt->d);
+        t->c = type == EZ_TYPE_Q2_K ? ez_f16_to_f32(b2->dmin) : 0.0f;
+        return;
+    }
     if (type == EZ_TYPE_Q6_K) {
         const ez_block_q6_k *b = (const ez_block_q6_k *)blk;
         for (int h = 0; h < 2; h++) {
@@ -208,8 +263,8 @@ static void ktile_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint
 }
 
 ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type) {
-    if (is_0_family(w_type)) return tile_ref;
-    if (is_k_family(w_type)) return ktile_ref;
+    if (is_family(w_type, EZ_LLM_TILE_Q32)) return tile_ref;
+    if (is_family(w_type, EZ_LLM_TILE_QK)) return ktile_ref;
     return NULL;
 }
 
@@ -305,7 +360,7 @@ static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x
                    int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_zero_point(w->type);
+    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)scratch;
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
@@ -329,9 +384,10 @@ static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x
 }
 
 ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type) {
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0) return x8_ref;
-    if (is_k_family(w_type)) return x8k_ref;
-    return NULL;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (!tt) return NULL;
+    if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_ref;
+    return x8k_ref;
 }
 
 ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type) {

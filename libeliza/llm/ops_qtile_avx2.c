@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/kernels/quant_tables.h"
 #include "core/quant.h"
 
 /* AVX-VNNI (vpdpbusd on 256-bit vectors) through a function target, so the
@@ -39,6 +40,11 @@ static inline __m256i nibbles(const uint8_t *qs) {
     const __m128i q = _mm_loadu_si128((const __m128i *)qs);
     const __m128i m = _mm_set1_epi8(0x0f);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+}
+
+/* A 16-byte value table in both lanes, for _mm256_shuffle_epi8 lookups. */
+static inline __m256i table16(const int8_t t[16]) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t));
 }
 
 /* Bit j of qh -> 0x10 in byte j, else 0. */
@@ -72,6 +78,14 @@ void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uin
                 const ez_block_q4_0 *blk = (const ez_block_q4_0 *)row + b;
                 _mm256_store_si256(c, nibbles(blk->qs));
                 *s = f16(blk->d);
+            } else if (w->type == EZ_TYPE_IQ4_NL) {
+                const ez_block_iq4_nl *blk = (const ez_block_iq4_nl *)row + b;
+                _mm256_store_si256(c, _mm256_shuffle_epi8(table16(ez_kvalues_iq4nl), nibbles(blk->qs)));
+                *s = f16(blk->d);
+            } else if (w->type == EZ_TYPE_MXFP4) {
+                const ez_block_mxfp4 *blk = (const ez_block_mxfp4 *)row + b;
+                _mm256_store_si256(c, _mm256_shuffle_epi8(table16(ez_kvalues_mxfp4), nibbles(blk->qs)));
+                *s = ez_e8m0_to_float_half(blk->e);
             } else {
                 const ez_block_q5_0 *blk = (const ez_block_q5_0 *)row + b;
                 _mm256_store_si256(c, _mm256_or_si256(nibbles(blk->qs), fifth_bits(blk->qh)));
@@ -176,8 +190,8 @@ typedef void (*pair_fn)(int64_t nb, const uint8_t *codes, const float *scales, i
 static void tile_with(pair_fn pair, const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8_t *x,
                       size_t x_row_bytes, int64_t M, float *y, int64_t ldy, void *scratch) {
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_zero_point(w->type);
-    const int is_signed = w->type == EZ_TYPE_Q8_0;
+    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
+    const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     float out[PAIR_ACTS][2];
@@ -294,7 +308,7 @@ static void x8_with(x8_rows_fn rows, const ez_llm_matrix *w, int64_t r0, int64_t
                     float *y, int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_zero_point(w->type);
+    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     float out[EZ_LLM_TILE_ROWS][8];
@@ -394,7 +408,7 @@ static void x8k_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void 
                      void *scratch) {
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
-    const int wide = w->type == EZ_TYPE_Q6_K;
+    const int wide = ez_llm_tile_traits_of(w->type)->wide;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float out[EZ_LLM_TILE_ROWS][8];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
@@ -410,16 +424,18 @@ static void x8k_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void 
 }
 
 ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type) {
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0) return x8_avx2;
-    if (w_type == EZ_TYPE_Q4_K || w_type == EZ_TYPE_Q5_K || w_type == EZ_TYPE_Q6_K) return x8k_avx2;
-    return NULL;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (!tt) return NULL;
+    if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_avx2;
+    return x8k_avx2;
 }
 
 /* VNNI only pays for the Q*_0 family: K quants need their per-16 scales in
  * 16 bits, which maddubs + madd give for free. */
 ez_llm_x8_fn ez_llm_x8_avx2_vnni(uint32_t w_type) {
 #if EZ_LLM_HAVE_AVXVNNI
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0) return x8_vnni;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (tt && tt->family == EZ_LLM_TILE_Q32 && !tt->is_signed) return x8_vnni;
     return ez_llm_x8_avx2(w_type);
 #else
     (void)w_type;
@@ -485,9 +501,9 @@ static void ktile_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uin
 }
 
 ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type) {
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0 || w_type == EZ_TYPE_Q8_0) return tile_avx2;
-    if (w_type == EZ_TYPE_Q4_K || w_type == EZ_TYPE_Q5_K || w_type == EZ_TYPE_Q6_K) return ktile_avx2;
-    return NULL;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (!tt) return NULL;
+    return tt->family == EZ_LLM_TILE_Q32 ? tile_avx2 : ktile_avx2;
 }
 
 int ez_llm_cpu_has_avxvnni(void) {
@@ -500,7 +516,8 @@ int ez_llm_cpu_has_avxvnni(void) {
 
 ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type) {
 #if EZ_LLM_HAVE_AVXVNNI
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0 || w_type == EZ_TYPE_Q8_0) return tile_vnni;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (tt && tt->family == EZ_LLM_TILE_Q32) return tile_vnni;
     return ez_llm_tile_avx2(w_type);
 #else
     (void)w_type;

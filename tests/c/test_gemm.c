@@ -307,14 +307,53 @@ static void *random_weights(uint32_t type, int64_t N, int64_t K) {
             ((ez_block_q5_k *)blk)->dmin = random_scale_f16(0.001f, 0.01f);
             break;
         case EZ_TYPE_Q6_K: ((ez_block_q6_k *)blk)->d = random_scale_f16(0.0005f, 0.005f); break;
+        case EZ_TYPE_Q4_1:
+            ((ez_block_q4_1 *)blk)->d = random_scale_f16(0.01f, 0.1f);
+            ((ez_block_q4_1 *)blk)->m = random_scale_f16(0.01f, 0.1f);
+            break;
+        case EZ_TYPE_Q5_1:
+            ((ez_block_q5_1 *)blk)->d = random_scale_f16(0.01f, 0.1f);
+            ((ez_block_q5_1 *)blk)->m = random_scale_f16(0.01f, 0.1f);
+            break;
+        case EZ_TYPE_IQ4_NL: ((ez_block_iq4_nl *)blk)->d = random_scale_f16(0.001f, 0.01f); break;
+        case EZ_TYPE_MXFP4: ((ez_block_mxfp4 *)blk)->e = (uint8_t)(118 + next_u32() % 5); break;
+        case EZ_TYPE_Q2_K:
+            ((ez_block_q2_k *)blk)->d = random_scale_f16(0.001f, 0.01f);
+            ((ez_block_q2_k *)blk)->dmin = random_scale_f16(0.001f, 0.01f);
+            break;
+        case EZ_TYPE_Q3_K: ((ez_block_q3_k *)blk)->d = random_scale_f16(0.001f, 0.01f); break;
+        case EZ_TYPE_IQ4_XS: ((ez_block_iq4_xs *)blk)->d = random_scale_f16(0.0005f, 0.005f); break;
+        case EZ_TYPE_TQ1_0: ((ez_block_tq1_0 *)blk)->d = random_scale_f16(0.01f, 0.1f); break;
+        case EZ_TYPE_TQ2_0: ((ez_block_tq2_0 *)blk)->d = random_scale_f16(0.01f, 0.1f); break;
+        case EZ_TYPE_IQ2_XXS:
+        case EZ_TYPE_IQ2_XS:
+        case EZ_TYPE_IQ2_S:
+        case EZ_TYPE_IQ3_XXS:
+        case EZ_TYPE_IQ3_S:
+        case EZ_TYPE_IQ1_S: {
+            const uint16_t d = random_scale_f16(0.0005f, 0.005f);
+            memcpy(blk, &d, 2);
+            break;
+        }
+        case EZ_TYPE_IQ1_M: {
+            const uint16_t d = random_scale_f16(0.001f, 0.01f);
+            uint16_t sc[4];
+            memcpy(sc, blk + 48, sizeof sc);
+            for (int k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fff) | (((d >> (4 * k)) & 15) << 12));
+            memcpy(blk + 48, sc, sizeof sc);
+            break;
+        }
         default: break;
         }
     }
     return w;
 }
 
-static const uint32_t k_weight_types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0,
-                                          EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+static const uint32_t k_weight_types[] = {
+    EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q4_1,   EZ_TYPE_Q5_0,   EZ_TYPE_Q5_1,
+    EZ_TYPE_Q8_0, EZ_TYPE_Q2_K, EZ_TYPE_Q3_K, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,   EZ_TYPE_IQ4_NL,
+    EZ_TYPE_IQ4_XS, EZ_TYPE_TQ1_0, EZ_TYPE_TQ2_0, EZ_TYPE_MXFP4, EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,
+    EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S, EZ_TYPE_IQ1_S, EZ_TYPE_IQ1_M};
 
 static int known_weight_type(uint32_t type) {
     for (size_t i = 0; i < sizeof k_weight_types / sizeof k_weight_types[0]; i++)
@@ -540,7 +579,7 @@ static void test_gemm_nested_in_pool_loop_matches_direct(void) {
 static void test_matmul_refuses_what_it_cannot_do(void) {
     float X[64] = {0}, Y[4];
     uint8_t W[256] = {0};
-    CHECK_MSG(ez_matmul(NULL, EZ_TYPE_Q4_1, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "Q4_1 has no kernels");
+    CHECK_MSG(ez_matmul(NULL, EZ_TYPE_NVFP4, W, 1, 64, X, 1, Y) == ELIZA_E_UNSUPPORTED, "NVFP4 has no kernels");
     CHECK_MSG(ez_matmul(NULL, 99, W, 1, 32, X, 1, Y) == ELIZA_E_UNSUPPORTED, "type 99 is unknown");
     CHECK_MSG(ez_matmul(NULL, EZ_TYPE_Q4_0, W, 1, 48, X, 1, Y) == ELIZA_E_UNSUPPORTED,
           "K=48 is not whole Q4_0 blocks");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "core/cpu.h"
 #include "core/platform.h"
 #include "core/pool.h"
@@ -244,11 +245,20 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
             uint16_t h = ez_f32_to_f16(0.01f + 0.02f * (frand() + 1.0f));
             uint16_t h2 = ez_f32_to_f16(0.005f + 0.01f * (frand() + 1.0f));
             uint8_t *blk = d + b * tr->type_size;
-            if (type == EZ_TYPE_Q4_0 || type == EZ_TYPE_Q5_0 || type == EZ_TYPE_Q8_0) memcpy(blk, &h, 2);
-            if (type == EZ_TYPE_Q4_K || type == EZ_TYPE_Q5_K) {
+            if (type == EZ_TYPE_Q4_0 || type == EZ_TYPE_Q5_0 || type == EZ_TYPE_Q8_0 || type == EZ_TYPE_IQ4_NL ||
+                type == EZ_TYPE_IQ4_XS)
+                memcpy(blk, &h, 2);
+            if (type == EZ_TYPE_Q4_K || type == EZ_TYPE_Q5_K || type == EZ_TYPE_Q4_1 || type == EZ_TYPE_Q5_1) {
                 memcpy(blk, &h, 2);
                 memcpy(blk + 2, &h2, 2);
             }
+            if (type == EZ_TYPE_Q2_K) {
+                memcpy(blk + 80, &h, 2);
+                memcpy(blk + 82, &h2, 2);
+            }
+            if (type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ1_0 || type == EZ_TYPE_TQ2_0)
+                memcpy(blk + tr->type_size - 2, &h, 2);
+            if (type == EZ_TYPE_MXFP4) blk[0] = (uint8_t)(120 + (int)(frand() * 3.0f));
             if (type == EZ_TYPE_Q6_K) {
                 /* int8 scales of a realistic size (llama.cpp's quantizer keeps them within +-63
                  * and below); full-range random ones push integer sums past 2^24, where the
@@ -267,8 +277,27 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
 
 static int close_to(float got, float want, float scale) { return fabsf(got - want) <= 1e-5f * scale + 1e-6f; }
 
+/* The activation rows a weight type's dot reads, quantized as ez_llm_matmul
+ * quantizes them (llama.cpp's rounding on this CPU). */
+static const uint8_t *llm_activation(uint32_t vdt, const float *x, int K, uint8_t *buf) {
+    if (vdt == EZ_TYPE_F32) return (const uint8_t *)x;
+    if (vdt == EZ_TYPE_Q8_0) ez_llm_ops_active()->quant_q8_0(x, buf, K);
+    else if (vdt == EZ_TYPE_Q8_1) ez_llm_quant_q8_1(x, buf, K);
+    else ez_kernels(vdt)->quant(x, buf, K);
+    return buf;
+}
+
+/* A group of three matrices (one type each: the same type, or a mix whose
+ * dots read three activation formats) against the single dots. */
 static void test_llm_matmul_group_matches_single_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_F32, EZ_TYPE_F16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0};
+    static const uint32_t groups[][3] = {
+        {EZ_TYPE_F32, EZ_TYPE_F32, EZ_TYPE_F32},    {EZ_TYPE_F16, EZ_TYPE_F16, EZ_TYPE_F16},
+        {EZ_TYPE_Q4_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_0}, {EZ_TYPE_Q5_0, EZ_TYPE_Q5_0, EZ_TYPE_Q5_0},
+        {EZ_TYPE_Q8_0, EZ_TYPE_Q8_0, EZ_TYPE_Q8_0}, {EZ_TYPE_Q4_1, EZ_TYPE_Q5_1, EZ_TYPE_Q4_1},
+        /* Q8_0, Q8_1 and Q8_K activations in one group, twice over with F32 */
+        {EZ_TYPE_Q4_0, EZ_TYPE_Q4_1, EZ_TYPE_Q4_K}, {EZ_TYPE_Q2_K, EZ_TYPE_Q5_1, EZ_TYPE_IQ4_NL},
+        {EZ_TYPE_F32, EZ_TYPE_Q3_K, EZ_TYPE_MXFP4}, {EZ_TYPE_IQ4_XS, EZ_TYPE_TQ2_0, EZ_TYPE_TQ1_0},
+    };
     static const int Ms[] = {1, 3, 4, 5, 8};
     ez_pool *pool = ez_pool_create(2);
     const int K = 256;
@@ -278,15 +307,14 @@ static void test_llm_matmul_group_matches_single_dots(void) {
     int bad = 0;
     CHECK(pool != NULL);
     fill(x, 8 * K, 1.0f);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const uint32_t t = types[ti];
-        const ez_type_traits *tr = ez_type_traits_of(t);
+    for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
         ez_llm_matrix w[3];
         ez_llm_mm mm[3];
         float *y[3];
         ez_llm_acts acts;
         ez_llm_acts_init(&acts);
         for (int i = 0; i < 3; i++) {
+            const uint32_t t = groups[gi][i];
             w[i].name = "w";
             w[i].type = t;
             w[i].n_rows = rows[i];
@@ -300,19 +328,21 @@ static void test_llm_matmul_group_matches_single_dots(void) {
         }
         for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++) {
             const int M = Ms[mi];
-            CHECK(ez_llm_matmul(pool, &acts, x, M, mm, 3) == ELIZA_OK);
-            for (int m = 0; m < M; m++) {
-                const uint8_t *xr = (const uint8_t *)(x + m * K);
-                if (tr->vec_dot_type != EZ_TYPE_F32) {
-                    ez_kernels(tr->vec_dot_type)->quant(x + m * K, xq, K);
-                    xr = xq;
-                }
-                for (int i = 0; i < 3; i++)
+            int32_t rc = ez_llm_matmul(pool, &acts, x, M, mm, 3);
+            CHECK_MSG(rc == ELIZA_OK, "group %zu M=%d: %d %s", gi, M, rc, ez_error_message());
+            for (int m = 0; m < M; m++)
+                for (int i = 0; i < 3; i++) {
+                    const uint32_t vdt = ez_type_traits_of(w[i].type)->vec_dot_type;
+                    const uint8_t *xr = llm_activation(vdt, x + m * K, K, xq);
                     for (int r = 0; r < rows[i]; r++) {
-                        float want = ez_kernels(t)->dot(K, w[i].data + (size_t)r * w[i].row_bytes, xr);
-                        bad += !close_to(y[i][m * mm[i].ldy + r], want, 10.0f);
+                        float want = ez_kernels(w[i].type)->dot(K, w[i].data + (size_t)r * w[i].row_bytes, xr);
+                        if (!close_to(y[i][m * mm[i].ldy + r], want, 10.0f)) {
+                            if (bad++ < 5)
+                                fprintf(stderr, "  group %zu %s M=%d m=%d r=%d: %g vs %g\n", gi,
+                                        ez_type_traits_of(w[i].type)->name, M, m, r, y[i][m * mm[i].ldy + r], want);
+                        }
                     }
-            }
+                }
         }
         for (int i = 0; i < 3; i++) {
             free((void *)w[i].data);
@@ -327,7 +357,9 @@ static void test_llm_matmul_group_matches_single_dots(void) {
 /* The AVX2 tile kernel, the scalar tile reference and the per-pair
  * reference dots agree for every tile type, ragged row counts and odd M. */
 static void test_llm_tile_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,  EZ_TYPE_Q8_0, EZ_TYPE_Q4_K,
+                                     EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,  EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
+                                     EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,  EZ_TYPE_TQ2_0};
     enum { K = 512, R = 11, M = 7 };
     float x[M * K], y_ref[M * R], y_fast[M * R];
     uint8_t xq[M * 600];
@@ -372,6 +404,12 @@ static void test_llm_tile_kernels_match_dots(void) {
         free(scratch);
     }
     CHECK(ez_llm_tile_ref(EZ_TYPE_F16) == NULL);
+    /* every type with tile traits is in the list above */
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        int listed = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) listed |= types[ti] == t;
+        CHECK_MSG(!ez_llm_tile_traits_of(t) || listed, "type %u has tile traits but no tile test", t);
+    }
     CHECK(bad == 0);
 }
 
@@ -379,7 +417,8 @@ static void test_llm_tile_kernels_match_dots(void) {
  * reference dots: every kernel the CPU runs, ragged row counts, a partial
  * group of activation rows. */
 static void test_llm_x8_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K,
+                                     EZ_TYPE_Q6_K, EZ_TYPE_Q2_K, EZ_TYPE_Q3_K, EZ_TYPE_TQ2_0};
     /* M = 21: two whole groups of 8 rows and a partial third, so the AVX-512
      * kernels' pairs of groups include a lone one. */
     enum { K = 512, R = 11, M = 21 };
@@ -430,7 +469,8 @@ static void test_llm_x8_kernels_match_dots(void) {
         free(scratch);
         ez_aligned_free(pack);
     }
-    CHECK(ez_llm_x8_ref(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_ref(EZ_TYPE_F16) == NULL);
+    CHECK(ez_llm_x8_ref(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_ref(EZ_TYPE_F16) == NULL &&
+          ez_llm_x8_ref(EZ_TYPE_IQ4_NL) == NULL && ez_llm_x8_ref(EZ_TYPE_IQ4_XS) == NULL);
     CHECK(bad == 0);
 }
 

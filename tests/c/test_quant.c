@@ -87,9 +87,19 @@ static void fill_weights(uint32_t type, void *row, int64_t n) {
         case EZ_TYPE_Q4_0:
         case EZ_TYPE_Q5_0:
         case EZ_TYPE_Q8_0:
+        case EZ_TYPE_IQ4_NL:
+        case EZ_TYPE_IQ4_XS:
+        case EZ_TYPE_IQ2_XXS:
+        case EZ_TYPE_IQ2_XS:
+        case EZ_TYPE_IQ2_S:
+        case EZ_TYPE_IQ3_XXS:
+        case EZ_TYPE_IQ3_S:
+        case EZ_TYPE_IQ1_S:
             h = random_scale();
             memcpy(blk, &h, 2);
             break;
+        case EZ_TYPE_Q4_1:
+        case EZ_TYPE_Q5_1:
         case EZ_TYPE_Q4_K:
         case EZ_TYPE_Q5_K:
             h = random_scale();
@@ -97,9 +107,31 @@ static void fill_weights(uint32_t type, void *row, int64_t n) {
             h = random_scale();
             memcpy(blk + 2, &h, 2);
             break;
-        case EZ_TYPE_Q6_K:
+        case EZ_TYPE_Q2_K:
             h = random_scale();
-            memcpy(blk + 208, &h, 2);
+            memcpy(blk + 80, &h, 2);
+            h = random_scale();
+            memcpy(blk + 82, &h, 2);
+            break;
+        case EZ_TYPE_Q3_K:
+        case EZ_TYPE_Q6_K:
+        case EZ_TYPE_TQ1_0:
+        case EZ_TYPE_TQ2_0:
+            h = random_scale();
+            memcpy(blk + tr->type_size - 2, &h, 2);
+            break;
+        case EZ_TYPE_IQ1_M: {
+            /* the float16 d lives in the top nibbles of the four scale words */
+            uint16_t sc[4];
+            int k;
+            h = random_scale();
+            memcpy(sc, blk + 48, sizeof sc);
+            for (k = 0; k < 4; k++) sc[k] = (uint16_t)((sc[k] & 0x0fff) | (((h >> (4 * k)) & 15) << 12));
+            memcpy(blk + 48, sc, sizeof sc);
+            break;
+        }
+        case EZ_TYPE_MXFP4:
+            blk[0] = (uint8_t)(115 + rng_u64() % 8); /* 2^-13 .. 2^-6 */
             break;
         default:
             break;
@@ -128,8 +160,11 @@ static const ez_type_kernels *isa_kernels(size_t v, uint32_t type) {
     return g_isas[v].table(type);
 }
 
-static const uint32_t g_kernel_types[] = {EZ_TYPE_F32, EZ_TYPE_F16, EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0,
-                                          EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+static const uint32_t g_kernel_types[] = {
+    EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0,   EZ_TYPE_Q4_1,  EZ_TYPE_Q5_0,   EZ_TYPE_Q5_1,
+    EZ_TYPE_Q8_0, EZ_TYPE_Q2_K, EZ_TYPE_Q3_K, EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,  EZ_TYPE_Q6_K,   EZ_TYPE_IQ4_NL,
+    EZ_TYPE_IQ4_XS, EZ_TYPE_TQ1_0, EZ_TYPE_TQ2_0, EZ_TYPE_MXFP4, EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,
+    EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S, EZ_TYPE_IQ1_S, EZ_TYPE_IQ1_M};
 #define N_KERNEL_TYPES (sizeof g_kernel_types / sizeof g_kernel_types[0])
 
 /* Worst fast-vs-reference dot error seen, per instruction set and type. */
@@ -165,7 +200,12 @@ static int make_activation(uint32_t vec_type, const float *x, int64_t n, activat
         memcpy(act->value, x, (size_t)n * sizeof(float));
     } else if (vec_type == EZ_TYPE_Q8_0) {
         ref->quant(x, act->q, n);
-        ref->dequant(act->q, act->value, n);
+        ez_kernels_ref(EZ_TYPE_Q8_0)->dequant(act->q, act->value, n);
+    } else if (vec_type == EZ_TYPE_Q8_1) {
+        const ez_block_q8_1 *b = (const ez_block_q8_1 *)act->q;
+        ref->quant(x, act->q, n);
+        for (i = 0; i < n / EZ_QK; i++)
+            for (j = 0; j < EZ_QK; j++) act->value[i * EZ_QK + j] = b[i].d * (float)b[i].qs[j];
     } else {
         const ez_block_q8_k *b = (const ez_block_q8_k *)act->q;
         ref->quant(x, act->q, n);
@@ -230,6 +270,21 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
     for (i = 0; i < n; i++) {
         exact += (double)w[i] * (double)act.value[i];
         mag += fabs((double)w[i] * (double)act.value[i]);
+    }
+    if (tr->vec_dot_type == EZ_TYPE_Q8_1) {
+        /* The min term reads the block's s, d * sum(codes) rounded to
+         * float16 on its own (ggml's format), not the sum of the values. */
+        const ez_block_q8_1 *b = (const ez_block_q8_1 *)act.q;
+        for (i = 0; i < n / EZ_QK; i++) {
+            uint16_t mh;
+            double sum = 0.0;
+            int64_t j;
+            float m;
+            memcpy(&mh, (const uint8_t *)row + i * tr->type_size + 2, 2);
+            m = ez_f16_to_f32(mh);
+            for (j = 0; j < EZ_QK; j++) sum += (double)act.value[i * EZ_QK + j];
+            exact += (double)m * ((double)b[i].s - sum);
+        }
     }
     want = ref->dot(n, row, act.q);
     CHECK_MSG(fabs((double)want - exact) <= REF_DOT_TOL * mag + 1e-30,

@@ -12,6 +12,7 @@
  * ez_quant_q8_k_ref produce them: the signed-by-signed int8 products use
  * _mm256_sign_epi8 to move the weight's sign onto the activation. */
 #include "quant_kernels.h"
+#include "quant_tables.h"
 
 #if defined(EZ_ARCH_X86_64)
 #include <immintrin.h>
@@ -496,6 +497,230 @@ static float dot_q6_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
     return sum;
 }
 
+/* ---- the types added for issue 13: fused dots (dequantization is the
+ * reference's, which these types only need for embeddings and tests) ---- */
+
+/* Q4_1 / Q5_1: unsigned codes times activation bytes in integers, the
+ * block's min term m * s in a scalar beside the vector sum. */
+static inline __m256i u8_dot_quads(__m256i q, __m256i y) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), _mm256_set1_epi16(1));
+}
+
+static float dot_q4_1_q8_1_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_1 *a = (const ez_block_q4_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0.0f;
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        const __m256i p = u8_dot_quads(nibbles_to_bytes(a[i].qs), _mm256_loadu_si256((const __m256i *)b[i].qs));
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_q4_1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float_f16c(a[i].d) * b[i].d), _mm256_cvtepi32_ps(p), acc);
+        ms += half_to_float_f16c(a[i].m) * b[i].s;
+    }
+    return hsum_ps(acc) + ms;
+}
+
+static float dot_q5_1_q8_1_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_1 *a = (const ez_block_q5_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    __m256 acc = _mm256_setzero_ps();
+    float ms = 0.0f;
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        uint32_t qh;
+        __m256i q, p;
+        memcpy(&qh, a[i].qh, sizeof qh);
+        q = _mm256_or_si256(nibbles_to_bytes(a[i].qs), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+        p = u8_dot_quads(q, _mm256_loadu_si256((const __m256i *)b[i].qs));
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_q5_1));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(half_to_float_f16c(a[i].d) * b[i].d), _mm256_cvtepi32_ps(p), acc);
+        ms += half_to_float_f16c(a[i].m) * b[i].s;
+    }
+    return hsum_ps(acc) + ms;
+}
+
+/* A 16-byte value table in both lanes, for _mm256_shuffle_epi8 lookups. */
+static inline __m256i table16(const int8_t t[16]) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)t));
+}
+
+static inline __m256 iq4_nl_block(const ez_block_iq4_nl *a, const ez_block_q8_0 *b, __m256 acc) {
+    const __m256i q = _mm256_shuffle_epi8(table16(ez_kvalues_iq4nl), nibbles_to_bytes(a->qs));
+    const __m256i p = dot_i8_quads(q, _mm256_loadu_si256((const __m256i *)b->qs));
+    return _mm256_fmadd_ps(_mm256_set1_ps(half_product(a->d, b->d)), _mm256_cvtepi32_ps(p), acc);
+}
+
+static inline __m256 mxfp4_block(const ez_block_mxfp4 *a, const ez_block_q8_0 *b, __m256 acc) {
+    const __m256i q = _mm256_shuffle_epi8(table16(ez_kvalues_mxfp4), nibbles_to_bytes(a->qs));
+    const __m256i p = dot_i8_quads(q, _mm256_loadu_si256((const __m256i *)b->qs));
+    const float d = ez_e8m0_to_float_half(a->e) * half_to_float_f16c(b->d);
+    return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
+}
+
+static float dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_nl *a = (const ez_block_iq4_nl *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0, nb = n / EZ_QK;
+    for (; i + 2 <= nb; i += 2) {
+        prefetch_ahead(&a[i], 2 * (int)sizeof(ez_block_iq4_nl));
+        acc0 = iq4_nl_block(&a[i], &b[i], acc0);
+        acc1 = iq4_nl_block(&a[i + 1], &b[i + 1], acc1);
+    }
+    if (i < nb) acc0 = iq4_nl_block(&a[i], &b[i], acc0);
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+static float dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_mxfp4 *a = (const ez_block_mxfp4 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_mxfp4));
+        acc = mxfp4_block(&a[i], &b[i], acc);
+    }
+    return hsum_ps(acc);
+}
+
+/* The 2-bit layout of Q2_K / Q3_K / TQ2_0: bits 2s..2s+1 of the 32 bytes of
+ * half h are elements 128h + 32s .. +31, whose maddubs lanes 0-7 and 8-15
+ * fall in sub-blocks 8h + 2s and 8h + 2s + 1; a shuffle control picking
+ * int16 scale 2s in the low 128 bits and 2s + 1 in the high ones (Q6_K's
+ * scheme) scales them. */
+#define PICK_16PAIRS                                                                                          \
+    _mm256_setr_epi16(0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0100, 0x0302, 0x0302, 0x0302, \
+                      0x0302, 0x0302, 0x0302, 0x0302, 0x0302)
+
+static float dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_q2_k *a = (const ez_block_q2_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const __m256i m3 = _mm256_set1_epi8(3), step = _mm256_set1_epi8(4);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s;
+    for (i = 0; i < nb; i++) {
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)a[i].scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f)));
+        const __m128i scl = _mm_and_si128(sc8, _mm_set1_epi8(0x0f));
+        __m256i acc = _mm256_setzero_si256();
+        float d, dmin;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_q2_k));
+        for (h = 0; h < 2; h++) {
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(scl, 8 * h)));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
+            __m256i pick = PICK_16PAIRS;
+            for (s = 0; s < 4; s++) {
+                const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3);
+                const __m256i y = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * s));
+                acc = _mm256_add_epi32(acc, scaled_u8_dot(c, y, _mm256_shuffle_epi8(scales, pick)));
+                pick = _mm256_add_epi8(pick, step);
+            }
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        dmin = half_to_float_f16c(a[i].dmin) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        dmin *= (float)hsum_epi32(_mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)b[i].bsums)));
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+/* Q3_K as unsigned codes c = q + 4 (the hmask bit adds the 4), with
+ * sum(scale * q * y) = sum(scale * c * y) - 4 * sum(scale * bsum). */
+static float dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_q3_k *a = (const ez_block_q3_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), step = _mm256_set1_epi8(4);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s, j;
+    for (i = 0; i < nb; i++) {
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
+        int sc[16];
+        int16_t sc16[16];
+        __m256i all, acc;
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_q3_k));
+        ez_unpack_q3k_scales(a[i].scales, sc);
+        for (j = 0; j < 16; j++) sc16[j] = (int16_t)sc[j];
+        all = _mm256_loadu_si256((const __m256i *)sc16);
+        acc = _mm256_slli_epi32(_mm256_madd_epi16(all, _mm256_loadu_si256((const __m256i *)b[i].bsums)), 2);
+        acc = _mm256_sub_epi32(_mm256_setzero_si256(), acc);
+        for (h = 0; h < 2; h++) {
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(sc16 + 8 * h)));
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
+            __m256i pick = PICK_16PAIRS;
+            for (s = 0; s < 4; s++) {
+                const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(hm, 4 * h + s), one);
+                const __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3),
+                                                  _mm256_slli_epi16(hb, 2));
+                const __m256i y = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * s));
+                acc = _mm256_add_epi32(acc, scaled_u8_dot(c, y, _mm256_shuffle_epi8(scales, pick)));
+                pick = _mm256_add_epi8(pick, step);
+            }
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_iq4_xs_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_xs *a = (const ez_block_iq4_xs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const __m256i kv = table16(ez_kvalues_iq4nl);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k;
+    for (i = 0; i < nb; i++) {
+        const uint16_t sh = ez_load_u16(&a[i].scales_h);
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq4_xs));
+        for (k = 0; k < 8; k++) {
+            const int ls = (((a[i].scales_l[k / 2] >> (4 * (k % 2))) & 15) | (((sh >> (2 * k)) & 3) << 4)) - 32;
+            const __m256i q = _mm256_shuffle_epi8(kv, nibbles_to_bytes(a[i].qs + 16 * k));
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * k));
+            const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16((short)ls)));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+/* TQ2_0: sum((c - 1) y) = sum(c y) - sum(bsums). */
+static float dot_tq2_0_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_tq2_0 *a = (const ez_block_tq2_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b[i].bsums), _mm256_set1_epi16(-1));
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_tq2_0));
+        for (h = 0; h < 2; h++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
+            for (s = 0; s < 4; s++) {
+                const __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m3);
+                acc = _mm256_add_epi32(acc, u8_dot_quads(c, _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * s))));
+            }
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum;
+}
+#undef PICK_16PAIRS
+
 static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_avx2},
     [EZ_TYPE_F16] = {dequant_f16_avx2, NULL, dot_f16_avx2},
@@ -507,6 +732,15 @@ static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q5_K] = {dequant_q5_k_avx2, NULL, dot_q5_k_q8_k_avx2},
     [EZ_TYPE_Q6_K] = {dequant_q6_k_avx2, NULL, dot_q6_k_q8_k_avx2},
     [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
+    [EZ_TYPE_Q4_1] = {ez_dequant_q4_1_ref, NULL, dot_q4_1_q8_1_avx2},
+    [EZ_TYPE_Q5_1] = {ez_dequant_q5_1_ref, NULL, dot_q5_1_q8_1_avx2},
+    [EZ_TYPE_Q8_1] = {NULL, ez_quant_q8_1_ref, NULL},
+    [EZ_TYPE_IQ4_NL] = {ez_dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_avx2},
+    [EZ_TYPE_MXFP4] = {ez_dequant_mxfp4_ref, NULL, dot_mxfp4_q8_0_avx2},
+    [EZ_TYPE_Q2_K] = {ez_dequant_q2_k_ref, NULL, dot_q2_k_q8_k_avx2},
+    [EZ_TYPE_Q3_K] = {ez_dequant_q3_k_ref, NULL, dot_q3_k_q8_k_avx2},
+    [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_avx2},
+    [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_avx2},
 };
 
 const ez_type_kernels *ez_kernels_avx2(uint32_t type) {

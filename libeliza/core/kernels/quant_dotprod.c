@@ -19,6 +19,14 @@ static const ez_type_kernels g_dotprod[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q4_K] = {ez_dequant_q4_k_neon, NULL, dot_q4_k_q8_k},
     [EZ_TYPE_Q5_K] = {ez_dequant_q5_k_neon, NULL, dot_q5_k_q8_k},
     [EZ_TYPE_Q6_K] = {ez_dequant_q6_k_neon, NULL, dot_q6_k_q8_k},
+    [EZ_TYPE_Q4_1] = {ez_dequant_q4_1_ref, NULL, dot_q4_1_q8_1},
+    [EZ_TYPE_Q5_1] = {ez_dequant_q5_1_ref, NULL, dot_q5_1_q8_1},
+    [EZ_TYPE_IQ4_NL] = {ez_dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0},
+    [EZ_TYPE_MXFP4] = {ez_dequant_mxfp4_ref, NULL, dot_mxfp4_q8_0},
+    [EZ_TYPE_Q2_K] = {ez_dequant_q2_k_ref, NULL, dot_q2_k_q8_k},
+    [EZ_TYPE_Q3_K] = {ez_dequant_q3_k_ref, NULL, dot_q3_k_q8_k},
+    [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k},
+    [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k},
 };
 
 /* Types without an integer dot (floats, Q8_K) fall back to the NEON table

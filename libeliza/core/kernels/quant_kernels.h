@@ -63,8 +63,25 @@ static inline void ez_unpack_q4k_scales(const uint8_t s[12], uint8_t sc[8], uint
 
 /* Reference kernels reused by the fast tables. */
 EZ_INTERNAL void ez_dequant_f32_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_q4_1_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_q5_1_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq4_nl_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_mxfp4_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_q2_k_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_q3_k_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq4_xs_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_tq1_0_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_tq2_0_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq2_xxs_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq2_xs_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq2_s_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq3_xxs_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq3_s_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq1_s_ref(const void *src, float *dst, int64_t n);
+EZ_INTERNAL void ez_dequant_iq1_m_ref(const void *src, float *dst, int64_t n);
 EZ_INTERNAL void ez_quant_q8_0_ref(const float *src, void *dst, int64_t n);
 EZ_INTERNAL void ez_quant_q8_k_ref(const float *src, void *dst, int64_t n);
+EZ_INTERNAL void ez_quant_q8_1_ref(const float *src, void *dst, int64_t n);
 
 /* NEON dequantizers the dotprod table shares (defined on aarch64 only). */
 EZ_INTERNAL void ez_dequant_q4_0_neon(const void *src, float *dst, int64_t n);

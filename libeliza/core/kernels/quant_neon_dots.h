@@ -14,6 +14,7 @@
 #include <arm_neon.h>
 
 #include "quant_kernels.h"
+#include "quant_tables.h"
 
 /* Float16 -> float32 of two scales at once, for dots only: the hardware
  * conversion quiets signalling NaNs, which dequantization must not do. */
@@ -216,6 +217,195 @@ static float dot_q6_k_q8_k(int64_t n, const void *w, const void *x) {
                 acc = vmlaq_n_s32(acc, s, a[i].scales[8 * h + k]);
             }
         }
+        d = half_to_float_hw(a[i].d) * b[i].d;
+        d *= (float)vaddvq_s32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+/* ---- the types added for issue 13 ---------------------------------------------- */
+
+/* Q4_1 / Q5_1 against Q8_1: unsigned codes (< 32, so valid as signed bytes)
+ * in integers, the min term m * s beside the vector sum. */
+static float dot_q4_1_q8_1(int64_t n, const void *w, const void *x) {
+    const ez_block_q4_1 *a = (const ez_block_q4_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    float ms = 0.0f;
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        const uint8x16_t v = vld1q_u8(a[i].qs);
+        const float32x2_t dm = halves_to_float(a[i].d, a[i].m);
+        int32x4_t s = dot_i8x16(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(v, m4)), vld1q_s8(b[i].qs));
+        s = dot_i8x16(s, vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), vld1q_s8(b[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), vget_lane_f32(dm, 0) * b[i].d);
+        ms += vget_lane_f32(dm, 1) * b[i].s;
+    }
+    return vaddvq_f32(acc) + ms;
+}
+
+static float dot_q5_1_q8_1(int64_t n, const void *w, const void *x) {
+    const ez_block_q5_1 *a = (const ez_block_q5_1 *)w;
+    const ez_block_q8_1 *b = (const ez_block_q8_1 *)x;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m5 = vdupq_n_u8(0x10);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    float ms = 0.0f;
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        const uint8x16_t v = vld1q_u8(a[i].qs);
+        const uint8x16_t h0 = vandq_u8(bits_to_bytes(a[i].qh[0], a[i].qh[1]), m5);
+        const uint8x16_t h1 = vandq_u8(bits_to_bytes(a[i].qh[2], a[i].qh[3]), m5);
+        const float32x2_t dm = halves_to_float(a[i].d, a[i].m);
+        int32x4_t s = dot_i8x16(vdupq_n_s32(0), vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), h0)), vld1q_s8(b[i].qs));
+        s = dot_i8x16(s, vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), h1)), vld1q_s8(b[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), vget_lane_f32(dm, 0) * b[i].d);
+        ms += vget_lane_f32(dm, 1) * b[i].s;
+    }
+    return vaddvq_f32(acc) + ms;
+}
+
+/* Integer sum of a table-coded 32-element block (IQ4_NL, MXFP4, an IQ4_XS
+ * sub-block): Q4_0's nibble order, each code looked up in kv. */
+static inline int32x4_t table_block_sum(int8x16_t kv, const uint8_t *qs, const int8_t *y) {
+    const uint8x16_t v = vld1q_u8(qs);
+    const int32x4_t s = dot_i8x16(vdupq_n_s32(0), vqtbl1q_s8(kv, vandq_u8(v, vdupq_n_u8(0x0f))), vld1q_s8(y));
+    return dot_i8x16(s, vqtbl1q_s8(kv, vshrq_n_u8(v, 4)), vld1q_s8(y + 16));
+}
+
+static float dot_iq4_nl_q8_0(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_nl *a = (const ez_block_iq4_nl *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    const int8x16_t kv = vld1q_s8(ez_kvalues_iq4nl);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++)
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(table_block_sum(kv, a[i].qs, b[i].qs)), half_product(a[i].d, b[i].d));
+    return vaddvq_f32(acc);
+}
+
+static float dot_mxfp4_q8_0(int64_t n, const void *w, const void *x) {
+    const ez_block_mxfp4 *a = (const ez_block_mxfp4 *)w;
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
+    const int8x16_t kv = vld1q_s8(ez_kvalues_mxfp4);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    int64_t i, nb = n / EZ_QK;
+    for (i = 0; i < nb; i++) {
+        const float d = ez_e8m0_to_float_half(a[i].e) * half_to_float_hw(b[i].d);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(table_block_sum(kv, a[i].qs, b[i].qs)), d);
+    }
+    return vaddvq_f32(acc);
+}
+
+static float dot_iq4_xs_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq4_xs *a = (const ez_block_iq4_xs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const int8x16_t kv = vld1q_s8(ez_kvalues_iq4nl);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k;
+    for (i = 0; i < nb; i++) {
+        const uint16_t sh = ez_load_u16(&a[i].scales_h);
+        int32x4_t acc = vdupq_n_s32(0);
+        float d;
+        for (k = 0; k < 8; k++) {
+            const int ls = (((a[i].scales_l[k / 2] >> (4 * (k % 2))) & 15) | (((sh >> (2 * k)) & 3) << 4)) - 32;
+            acc = vmlaq_n_s32(acc, table_block_sum(kv, a[i].qs + 16 * k, b[i].qs + 32 * k), ls);
+        }
+        d = half_to_float_hw(a[i].d) * b[i].d;
+        d *= (float)vaddvq_s32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+/* The 2-bit codes of Q2_K / Q3_K / TQ2_0 for elements 128h + 32s + 16j ..
+ * + 15 (sub-block 8h + 2s + j): bits 2s..2s+1 of bytes 32h + 16j .. + 15. */
+static inline uint8x16_t two_bit_codes(const uint8_t *qs, int h, int s, int j) {
+    return vandq_u8(vshlq_u8(vld1q_u8(qs + 32 * h + 16 * j), vdupq_n_s8((int8_t)(-2 * s))), vdupq_n_u8(3));
+}
+
+static float dot_q2_k_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_q2_k *a = (const ez_block_q2_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s, j;
+    for (i = 0; i < nb; i++) {
+        const uint8x16_t sc = vld1q_u8(a[i].scales);
+        const int16x8_t m0 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(vshrq_n_u8(sc, 4))));
+        const int16x8_t m1 = vreinterpretq_s16_u16(vmovl_high_u8(vshrq_n_u8(sc, 4)));
+        const int32x4_t mp = vmull_s16(vget_low_s16(m0), vld1_s16(b[i].bsums));
+        int32x4_t msum = vmlal_s16(mp, vget_high_s16(m0), vld1_s16(b[i].bsums + 4));
+        int32x4_t acc = vdupq_n_s32(0);
+        const float32x2_t dd = halves_to_float(a[i].d, a[i].dmin);
+        float d, dmin;
+        msum = vmlal_s16(msum, vget_low_s16(m1), vld1_s16(b[i].bsums + 8));
+        msum = vmlal_s16(msum, vget_high_s16(m1), vld1_s16(b[i].bsums + 12));
+        for (h = 0; h < 2; h++)
+            for (s = 0; s < 4; s++)
+                for (j = 0; j < 2; j++) {
+                    const int sub = 8 * h + 2 * s + j;
+                    const int32x4_t p = dot_i8x16(vdupq_n_s32(0), vreinterpretq_s8_u8(two_bit_codes(a[i].qs, h, s, j)),
+                                                  vld1q_s8(b[i].qs + 16 * sub));
+                    acc = vmlaq_n_s32(acc, p, a[i].scales[sub] & 15);
+                }
+        d = vget_lane_f32(dd, 0) * b[i].d;
+        dmin = vget_lane_f32(dd, 1) * b[i].d;
+        d *= (float)vaddvq_s32(acc);
+        dmin *= (float)vaddvq_s32(msum);
+        sum += d - dmin;
+    }
+    return sum;
+}
+
+static float dot_q3_k_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_q3_k *a = (const ez_block_q3_k *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const int8x16_t four = vdupq_n_s8(4);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s, j;
+    for (i = 0; i < nb; i++) {
+        const uint8x16_t hm[2] = {vld1q_u8(a[i].hmask), vld1q_u8(a[i].hmask + 16)};
+        int32x4_t acc = vdupq_n_s32(0);
+        int sc[16];
+        float d;
+        ez_unpack_q3k_scales(a[i].scales, sc);
+        for (h = 0; h < 2; h++)
+            for (s = 0; s < 4; s++)
+                for (j = 0; j < 2; j++) {
+                    const int sub = 8 * h + 2 * s + j;
+                    const uint8x16_t hb = vandq_u8(vshlq_u8(hm[j], vdupq_n_s8((int8_t)(-(4 * h + s)))), vdupq_n_u8(1));
+                    const uint8x16_t c = vorrq_u8(two_bit_codes(a[i].qs, h, s, j), vshlq_n_u8(hb, 2));
+                    const int32x4_t p = dot_i8x16(vdupq_n_s32(0), vsubq_s8(vreinterpretq_s8_u8(c), four),
+                                                  vld1q_s8(b[i].qs + 16 * sub));
+                    acc = vmlaq_n_s32(acc, p, sc[sub]);
+                }
+        d = half_to_float_hw(a[i].d) * b[i].d;
+        d *= (float)vaddvq_s32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+static float dot_tq2_0_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_tq2_0 *a = (const ez_block_tq2_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const int8x16_t one = vdupq_n_s8(1);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int h, s, j;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        float d;
+        for (h = 0; h < 2; h++)
+            for (s = 0; s < 4; s++)
+                for (j = 0; j < 2; j++) {
+                    const int8x16_t c = vsubq_s8(vreinterpretq_s8_u8(two_bit_codes(a[i].qs, h, s, j)), one);
+                    acc = dot_i8x16(acc, c, vld1q_s8(b[i].qs + 16 * (8 * h + 2 * s + j)));
+                }
         d = half_to_float_hw(a[i].d) * b[i].d;
         d *= (float)vaddvq_s32(acc);
         sum += d;
