@@ -85,6 +85,7 @@ class LlmParams(ctypes.Structure):
         ("context_size", _u32),
         ("n_batch", _u32),
         ("kv_type", _u32),
+        ("kv_type_v", _u32),
     ]
 
 

@@ -179,7 +179,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
     out = sys.stdout.buffer
-    with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type) as llm:
+    with LLM(
+        args.model,
+        n_threads=args.threads,
+        context_size=args.ctx,
+        kv_type=args.kv_type,
+        kv_type_v=args.kv_type_v,
+    ) as llm:
         pieces = llm.stream(
             args.prompt,
             max_tokens=args.max_tokens,
@@ -231,9 +237,18 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     gen.add_argument("--ctx", type=int, default=0, metavar="N",
                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
-    gen.add_argument("--kv-type", choices=["f16", "f32"], default="f32",
-                     help="KV cache storage: f32 (exact, default) or f16 (half the memory)")
+    _add_kv_type_arguments(gen)
     gen.set_defaults(func=_cmd_generate)
+
+
+def _add_kv_type_arguments(cmd: argparse.ArgumentParser) -> None:
+    from .llm import KV_TYPES
+
+    cmd.add_argument("--kv-type", choices=list(KV_TYPES), default="f32",
+                     help="KV cache storage of keys (and values): f32 (exact, default), f16 (half the "
+                     "memory), q8_0, q4_0 (ggml blocks, Hadamard-rotated), tbq4_0, tbq3_0 (TurboQuant)")
+    cmd.add_argument("--kv-type-v", choices=list(KV_TYPES), default=None,
+                     help="storage of the values when it differs from --kv-type")
 
 
 def _read_say_text(args: argparse.Namespace) -> str:

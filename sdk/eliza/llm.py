@@ -177,7 +177,14 @@ class _Stream:
 
 
 # eliza_llm_kv_type
-_KV_TYPES = {"f32": 0, "f16": 1}
+KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2, "q4_0": 3, "tbq4_0": 4, "tbq3_0": 5}
+
+
+def _kv_type(name: str, what: str) -> int:
+    if name not in KV_TYPES:
+        known = ", ".join(KV_TYPES)
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} {name!r} is not one of {known}")
+    return KV_TYPES[name]
 
 
 class LLM(NativeModel["_Stream"]):
@@ -186,8 +193,11 @@ class LLM(NativeModel["_Stream"]):
     ``n_threads`` 0 uses one thread per core; ``context_size`` 0 takes the
     model's training context capped at 4096 tokens; ``n_batch`` 0 evaluates
     the prompt 256 tokens at a time. ``kv_type`` is how the KV cache stores
-    keys and values: ``"f32"`` (the reference's numbers) or ``"f16"`` (half
-    the memory, llama.cpp's default). Use it as a context manager (or call
+    keys and values: ``"f32"`` (the reference's numbers), ``"f16"`` (half
+    the memory, llama.cpp's default), ``"q8_0"``, ``"q4_0"`` (ggml's blocks,
+    Hadamard-rotated), ``"tbq4_0"`` or ``"tbq3_0"`` (TurboQuant, 4.5 and 3.5
+    bits per value); ``kv_type_v`` (None: the same) gives the values another
+    type than the keys. Use it as a context manager (or call
     :meth:`close`) to free the weights' mapping and the cache at a known
     point. One thread at a time may use it; :meth:`cancel` is the exception.
 
@@ -214,6 +224,7 @@ class LLM(NativeModel["_Stream"]):
         context_size: int = 0,
         n_batch: int = 0,
         kv_type: str = "f32",
+        kv_type_v: str | None = None,
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
@@ -222,10 +233,9 @@ class LLM(NativeModel["_Stream"]):
         params.n_threads = n_threads
         params.context_size = _unsigned(context_size, "context_size")
         params.n_batch = _unsigned(n_batch, "n_batch")
-        if kv_type not in _KV_TYPES:
-            known = ", ".join(sorted(_KV_TYPES))
-            raise InvalidArgumentError(Status.E_INVALID_ARG, f"kv_type {kv_type!r} is not one of {known}")
-        params.kv_type = _KV_TYPES[kv_type]
+        params.kv_type = _kv_type(kv_type, "kv_type")
+        if kv_type_v is not None:
+            params.kv_type_v = _kv_type(kv_type_v, "kv_type_v")
         handle = ctypes.c_void_p()
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -238,7 +248,8 @@ class LLM(NativeModel["_Stream"]):
     @property
     def info(self) -> dict[str, Any]:
         """``eliza_llm_info_json``: architecture, n_vocab, n_ctx_train,
-        context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_bytes."""
+        context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_type_v, kv_bytes,
+        kv_bytes_per_token."""
         out = ctypes.c_char_p()
         check(lib().eliza_llm_info_json(self._live(), ctypes.byref(out)))
         raw = out.value or b""

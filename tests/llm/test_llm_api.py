@@ -345,6 +345,41 @@ def test_f16_kv_cache_halves_the_cache_and_keeps_the_logits(llm: eliza.LLM) -> N
 def test_unknown_kv_type_is_invalid_argument() -> None:
     with pytest.raises(eliza.InvalidArgumentError, match="kv_type 'q8'"):
         eliza.LLM(tm.gguf_file("gemma3", "f32"), kv_type="q8")
+    with pytest.raises(eliza.InvalidArgumentError, match="kv_type_v 'tbq2'"):
+        eliza.LLM(tm.gguf_file("gemma3", "f32"), kv_type="q8_0", kv_type_v="tbq2")
+
+
+# Bytes per cached value of each type, and the largest relative logit error
+# against the F32 cache on the tiny gemma3 (head size 32: no Hadamard
+# rotation for Q8_0 / Q4_0; its window of 12 wraps its ring; random weights
+# make it far more sensitive than a trained model), about twice what each
+# gives. tests/c/test_llm_model.c holds unsaturated logits to tighter bounds.
+_KV_CASES = {
+    ("q8_0", None): (34 / 32, 2.5e-2),
+    ("q4_0", None): (18 / 32, 0.5),
+    ("tbq4_0", None): (18 / 32, 0.4),
+    ("tbq3_0", None): (14 / 32, 0.6),
+    ("tbq4_0", "q8_0"): ((18 + 34) / 64, 0.3),
+}
+
+
+@pytest.mark.parametrize(("kv_type", "kv_type_v"), list(_KV_CASES))
+def test_quantized_kv_cache_sizes_and_logits(llm: eliza.LLM, kv_type: str, kv_type_v: str | None) -> None:
+    per_value, bound = _KV_CASES[(kv_type, kv_type_v)]
+    ids = llm.tokenize(PROMPT * 3)
+    want = llm.logits(ids, all_positions=True)
+    with eliza.LLM(
+        tm.gguf_file("gemma3", "f32"), n_threads=2, kv_type=kv_type, kv_type_v=kv_type_v
+    ) as q:
+        got = q.logits(ids, all_positions=True)
+        info = q.info
+        text = q.generate(PROMPT, max_tokens=8, temperature=0.0)
+    assert (info["kv_type"], info["kv_type_v"]) == (kv_type, kv_type_v or kv_type)
+    assert info["kv_bytes_per_token"] == llm.info["kv_bytes_per_token"] * per_value / 4
+    assert info["kv_bytes"] == llm.info["kv_bytes"] * per_value / 4
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert 0 < err <= bound, f"{kv_type}/{kv_type_v}: relative logit error {err:.3g}"
+    assert isinstance(text, str)
 
 
 # ---------------------------------------------------------------------------
