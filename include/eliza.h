@@ -257,6 +257,16 @@ ELIZA_API int32_t eliza_llm_detokenize(const eliza_llm *llm, const int32_t *toke
 ELIZA_API int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count,
                                    uint32_t all_positions, float **out_logits, size_t *out_count);
 
+/* Scores a text the way llama.cpp's llama-perplexity scores one chunk:
+ * evaluates tokens[0 .. count - 1) from position 0 (the KV cache is reset)
+ * and writes out_nll[i - first] = -log p(tokens[i + 1] | tokens[0 .. i])
+ * (natural log) for every first <= i < count - 1: count - 1 - first values
+ * into the caller's array. Needs 2 <= count <= the context size and first
+ * < count - 1 (else ELIZA_E_INVALID_ARG or ELIZA_E_CONTEXT_FULL); memory
+ * stays at most 64 positions of logits whatever count is. */
+ELIZA_API int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
+                                      size_t first, double *out_nll);
+
 typedef struct eliza_llm_stream_config {
     uint32_t struct_size;          /* sizeof(eliza_llm_stream_config) */
     uint32_t flags;                /* ELIZA_TOKENIZE_* applied to the prompt;

@@ -277,6 +277,44 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     return ELIZA_OK;
 }
 
+/* Logit rows of at most this many positions at a time when scoring. */
+#define SCORE_ROWS 64
+
+int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count, size_t first, double *out_nll) {
+    const int64_t n_vocab = llm ? llm->model->hp.n_vocab : 0;
+    float *logits;
+    int32_t rc = ELIZA_OK;
+
+    ez_clear_error();
+    if (!llm || !tokens || !out_nll) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_token_nll: NULL argument");
+    if (llm->stream) return ez_fail(ELIZA_E_STATE, "eliza_llm_token_nll: a stream of this model is open");
+    if (count < 2 || first >= count - 1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_token_nll: %" PRIu64 " tokens scored from %" PRIu64
+                       " leave nothing to score", (uint64_t)count, (uint64_t)first);
+    if (count > (size_t)llm->n_ctx)
+        return ez_fail(ELIZA_E_CONTEXT_FULL, "%" PRIu64 " tokens do not fit the context of %d", (uint64_t)count, llm->n_ctx);
+    for (size_t i = 1; i < count; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return ez_fail(ELIZA_E_INVALID_ARG, "token %d at index %" PRIu64 " is outside the vocabulary (%" PRId64 ")",
+                           tokens[i], (uint64_t)i, n_vocab);
+    logits = (float *)malloc(sizeof(float) * (size_t)SCORE_ROWS * (size_t)n_vocab);
+    if (!logits) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d rows of logits", SCORE_ROWS);
+    if (first > 0) rc = ez_llm_eval(llm->ctx, tokens, (int32_t)first, 0, NULL, 0, NULL);
+    for (size_t b0 = first; rc == ELIZA_OK && b0 < count - 1; b0 += SCORE_ROWS) {
+        const size_t nb = EZ_MIN((size_t)SCORE_ROWS, count - 1 - b0);
+        rc = ez_llm_eval(llm->ctx, tokens + b0, (int32_t)nb, (int32_t)b0, logits, 1, NULL);
+        for (size_t r = 0; rc == ELIZA_OK && r < nb; r++) {
+            const float *row = logits + r * (size_t)n_vocab;
+            double mx = row[0], sum = 0.0;
+            for (int64_t j = 1; j < n_vocab; j++) mx = row[j] > mx ? row[j] : mx;
+            for (int64_t j = 0; j < n_vocab; j++) sum += exp((double)row[j] - mx);
+            out_nll[b0 + r - first] = log(sum) + mx - (double)row[tokens[b0 + r + 1]];
+        }
+    }
+    free(logits);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Streams                                                                   */
 /* ------------------------------------------------------------------------ */

@@ -28,7 +28,7 @@ from ._handle import NativeModel
 from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
 from .errors import InternalError, InvalidArgumentError, Status, check
 
-__all__ = ["LLM", "LLMStats", "StopReason"]
+__all__ = ["LLM", "LLMStats", "Perplexity", "StopReason"]
 
 _TOKENIZE_ADD_BOS = 1 << 0
 _TOKENIZE_PARSE_SPECIAL = 1 << 1
@@ -88,6 +88,21 @@ def _c_string(text: str | bytes, what: str) -> bytes:
     if b"\0" in data:
         raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} contains a NUL character")
     return data
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """The result of :meth:`LLM.perplexity`, as llama.cpp's llama-perplexity
+    reports it: ``ppl`` = exp(mean of ``nll``) and its uncertainty
+    ``ppl_error`` (the standard error of the mean nll times ppl), over
+    ``n_chunks`` chunks of ``n_ctx`` tokens whose second halves were scored.
+    ``nll``: -log p of each scored token (natural log), in text order."""
+
+    ppl: float
+    ppl_error: float
+    n_ctx: int
+    n_chunks: int
+    nll: npt.NDArray[np.float64]
 
 
 def _token_array(ids: Iterable[int] | npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
@@ -320,6 +335,62 @@ class LLM(NativeModel["_Stream"]):
         finally:
             lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         return flat.reshape(len(arr), -1) if all_positions else flat
+
+    def token_nll(
+        self, ids: Iterable[int] | npt.NDArray[np.integer[Any]], first: int = 0
+    ) -> npt.NDArray[np.float64]:
+        """Evaluates ``ids`` from position 0 (the cache is reset) and returns
+        -log p(ids[i + 1] | ids[:i + 1]) for ``first`` <= i < len(ids) - 1
+        (``eliza_llm_token_nll``), float64."""
+        arr = _token_array(ids)
+        out = np.zeros(max(len(arr) - 1 - first, 0), np.float64)
+        check(
+            lib().eliza_llm_token_nll(
+                self._live(),
+                _int32_ptr(arr),
+                len(arr),
+                _unsigned(first, "first"),
+                out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            )
+        )
+        return out
+
+    def perplexity(self, text: str | bytes, n_ctx: int = 0) -> Perplexity:
+        """Perplexity of ``text`` by llama.cpp's llama-perplexity method: the
+        text is tokenized once (BOS first if the model wants one), cut into
+        len // n_ctx chunks of ``n_ctx`` tokens (0: this handle's context
+        size), the first token of each chunk is replaced by BOS, and each
+        chunk, evaluated from an empty cache, scores the tokens of its second
+        half. The text must give at least 2 * n_ctx tokens.
+
+        Example::
+
+            with eliza.LLM("gemma-3-270m-q4_k_m.gguf", context_size=512, kv_type="q8_0") as llm:
+                print(llm.perplexity(open("book.txt").read()).ppl)
+        """
+        n_ctx = _unsigned(n_ctx, "n_ctx") or int(self.info["context_size"])
+        ids = self.tokenize(text, add_bos=True, special=False)
+        if n_ctx < 4 or len(ids) < 2 * n_ctx:
+            raise InvalidArgumentError(
+                Status.E_INVALID_ARG,
+                f"perplexity needs at least 2 * n_ctx = {2 * n_ctx} tokens (n_ctx >= 4); "
+                f"the text has {len(ids)}",
+            )
+        bos = int(self.info["bos"])
+        adds_bos = len(self.tokenize(b"a", add_bos=True)) > len(self.tokenize(b"a", add_bos=False))
+        first = n_ctx // 2
+        parts = []
+        for start in range(0, len(ids) // n_ctx * n_ctx, n_ctx):
+            chunk = list(ids[start : start + n_ctx])
+            if adds_bos:
+                chunk[0] = bos
+            parts.append(self.token_nll(chunk, first))
+        nll = np.concatenate(parts)
+        mean = float(nll.mean())
+        var = float((nll * nll).mean()) - mean * mean
+        ppl = float(np.exp(mean))
+        err = float(np.sqrt(var / (len(nll) - 1))) * ppl if var > 0 else 0.0
+        return Perplexity(ppl=ppl, ppl_error=err, n_ctx=n_ctx, n_chunks=len(parts), nll=nll)
 
     # -- generation -------------------------------------------------------------
 
