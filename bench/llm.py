@@ -4,12 +4,15 @@ same thread count, in one run.
 
     python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2]
                         [--prefill 256] [--decode 128] [--rounds 3] [--kv-type f32]
+                        [--kv-type-v T] [--decode-context N]
 
 Measures, for each engine in its own process (so peak RSS is its own):
   prefill  tokens/s evaluating a PREFILL-token prompt (logits of the last
            position only, as generation needs)
   decode   tokens/s of DECODE greedy tokens after a short prompt (one token
-           per forward pass, the sampling included)
+           per forward pass, the sampling included), or after a prompt of
+           --decode-context tokens (libeliza only: the cost of attention over
+           a long cache of each --kv-type)
   rss      peak resident set of the process (MB), model mapping included
 The engines alternate for --rounds rounds; the best round of each counts
 (the machine is shared and noisy). llama.cpp runs twice per round, with
@@ -19,7 +22,8 @@ its decode speed (4 instead of 25 tok/s), on a quiet one they win. Prints the fi
 ratios, and where libeliza's decode time goes (the "profile" of
 eliza_llm_info_json, per generated token).
 
-libeliza's KV cache is F32 unless --kv-type f16. llama.cpp runs through
+libeliza's KV cache is F32 unless --kv-type says otherwise (f16, q8_0, q4_0,
+tbq4_0, tbq3_0; --kv-type-v for values of another type). llama.cpp runs through
 llama-cpp-python (KV cache F16, flash attention off)
 with use_extra_bufts = false by default: on VMs that report AMX without
 enabling it, its AMX buffer type faults (--llama-extra-bufts to try).
@@ -89,9 +93,10 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "sdk"))
     import eliza
 
-    ctx = args.prefill + args.decode + 64
+    ctx = max(args.prefill, args.decode_context) + args.decode + 64
     with eliza.LLM(
-        args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill, kv_type=args.kv_type
+        args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill, kv_type=args.kv_type,
+        kv_type_v=args.kv_type_v,
     ) as llm:
         ids = prefill_ids(lambda t: llm.tokenize(t), args.prefill)
         llm.logits(ids[:8])  # warm-up: page in, first-touch buffers
@@ -103,8 +108,11 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         after = llm.info["profile"]
         prefill_profile = {k[:-3]: after[k] - before[k] for k in after if k.endswith("_ms")}
         before = after
+        prompt = DECODE_PROMPT
+        if args.decode_context:
+            prompt = llm.detokenize(prefill_ids(lambda t: llm.tokenize(t), args.decode_context))
         t0 = time.perf_counter()
-        text = llm.generate(DECODE_PROMPT, max_tokens=args.decode, temperature=0.0)
+        text = llm.generate(prompt, max_tokens=args.decode, temperature=0.0)
         total_s = time.perf_counter() - t0
         stats = llm.last_stats
         after = llm.info["profile"]
@@ -186,7 +194,9 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
 def child(engine: str, args: argparse.Namespace, env: dict[str, str] | None = None) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
            "--threads", str(args.threads), "--prefill", str(args.prefill), "--decode", str(args.decode),
-           "--kv-type", args.kv_type]
+           "--kv-type", args.kv_type, "--decode-context", str(args.decode_context)]
+    if args.kv_type_v:
+        cmd += ["--kv-type-v", args.kv_type_v]
     if args.llama_extra_bufts:
         cmd.append("--llama-extra-bufts")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
@@ -216,7 +226,12 @@ def main() -> int:
     ap.add_argument("--prefill", type=int, default=256)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--kv-type", choices=("f32", "f16"), default="f32", help="libeliza's KV cache type")
+    kv_types = ("f32", "f16", "q8_0", "q4_0", "tbq4_0", "tbq3_0")
+    ap.add_argument("--kv-type", choices=kv_types, default="f32", help="libeliza's KV cache type")
+    ap.add_argument("--kv-type-v", choices=kv_types, default=None,
+                    help="libeliza's value cache type when it differs")
+    ap.add_argument("--decode-context", type=int, default=0, metavar="N",
+                    help="decode after a prompt of N tokens (libeliza only); 0: a short prompt")
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     ap.add_argument("--llama-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types")
@@ -230,7 +245,7 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    engines = ["libeliza"] + ([] if args.no_llama else ["llama.cpp"])
+    engines = ["libeliza"] + ([] if args.no_llama or args.decode_context else ["llama.cpp"])
     runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
     for r in range(args.rounds):
         for e in engines:

@@ -181,14 +181,30 @@ typedef struct eliza_llm_params {
     uint32_t context_size;   /* KV cache length in tokens; 0 = the model's
                               * training context capped at 4096 */
     uint32_t n_batch;        /* prompt tokens per forward pass; 0 = 256 */
-    uint32_t kv_type;        /* eliza_llm_kv_type of the KV cache; 0 = F32 */
+    uint32_t kv_type;        /* eliza_llm_kv_type of the cached keys (and of the
+                              * values unless kv_type_v says otherwise); 0 = F32 */
+    uint32_t kv_type_v;      /* eliza_llm_kv_type of the cached values, or
+                              * ELIZA_LLM_KV_AS_K (the default): kv_type's */
 } eliza_llm_params;
 
-/* How the KV cache stores keys and values. */
+/* How the KV cache stores keys and values. The block types hold 32 values
+ * per block and need a head size that is a multiple of 32 (else
+ * eliza_llm_open fails with ELIZA_E_INVALID_ARG); attention reads their
+ * codes directly. Bytes per value: F32 4, F16 2, Q8_0 1.0625, Q4_0 and
+ * TBQ4_0 0.5625, TBQ3_0 0.4375. */
 typedef enum eliza_llm_kv_type {
     ELIZA_LLM_KV_F32 = 0,    /* float32: the reference implementations' numbers */
-    ELIZA_LLM_KV_F16 = 1     /* float16 (llama.cpp's default cache type): half
+    ELIZA_LLM_KV_F16 = 1,    /* float16 (llama.cpp's default cache type): half
                               * the memory, keys and values rounded to 11 bits */
+    ELIZA_LLM_KV_Q8_0 = 2,   /* ggml's q8_0 blocks (fp16 scale + 32 int8) */
+    ELIZA_LLM_KV_Q4_0 = 3,   /* ggml's q4_0 blocks (fp16 scale + 32 nibbles) */
+    /* Q8_0 and Q4_0 are stored Walsh-Hadamard rotated when the head size
+     * is a multiple of 64, as llama.cpp does. */
+    ELIZA_LLM_KV_TBQ4_0 = 4, /* TurboQuant 4-bit: each block sign-flipped and
+                              * Hadamard-transformed, fp16 RMS scale, 16
+                              * Lloyd-Max levels (4.5 bits per value) */
+    ELIZA_LLM_KV_TBQ3_0 = 5, /* the same with 8 levels (3.5 bits per value) */
+    ELIZA_LLM_KV_AS_K = 0x7fffffff /* kv_type_v only: the same as kv_type */
 } eliza_llm_kv_type;
 
 /* Fills *params with defaults (params->struct_size set by the library). */
@@ -209,7 +225,9 @@ ELIZA_API void eliza_llm_close(eliza_llm *llm);
 
 /* A JSON object describing the loaded model: "architecture", "n_vocab",
  * "n_ctx_train", "context_size", "n_embd", "n_layer", "bos", "eos",
- * "n_threads". Freed with eliza_free(). */
+ * "n_threads", the cache's "kv_type" and "kv_type_v" (names such as "f16",
+ * "tbq3_0"), "kv_bytes" (the whole cache) and "kv_bytes_per_token" (one
+ * position's keys and values over all layers). Freed with eliza_free(). */
 ELIZA_API int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json);
 
 enum {
@@ -238,6 +256,16 @@ ELIZA_API int32_t eliza_llm_detokenize(const eliza_llm *llm, const int32_t *toke
  * *out_count floats (positions x n_vocab). For scoring and tests. */
 ELIZA_API int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count,
                                    uint32_t all_positions, float **out_logits, size_t *out_count);
+
+/* Scores a text the way llama.cpp's llama-perplexity scores one chunk:
+ * evaluates tokens[0 .. count - 1) from position 0 (the KV cache is reset)
+ * and writes out_nll[i - first] = -log p(tokens[i + 1] | tokens[0 .. i])
+ * (natural log) for every first <= i < count - 1: count - 1 - first values
+ * into the caller's array. Needs 2 <= count <= the context size and first
+ * < count - 1 (else ELIZA_E_INVALID_ARG or ELIZA_E_CONTEXT_FULL); memory
+ * stays at most 64 positions of logits whatever count is. */
+ELIZA_API int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
+                                      size_t first, double *out_nll);
 
 typedef struct eliza_llm_stream_config {
     uint32_t struct_size;          /* sizeof(eliza_llm_stream_config) */

@@ -14,6 +14,7 @@
 #include "core/pool.h"
 #include "core/strbuf.h"
 #include "llm/forward.h"
+#include "llm/kv.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
@@ -52,6 +53,7 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->context_size = 0;
     params->n_batch = 0;
     params->kv_type = ELIZA_LLM_KV_F32;
+    params->kv_type_v = ELIZA_LLM_KV_AS_K;
 }
 
 void eliza_llm_close(eliza_llm *llm) {
@@ -66,6 +68,7 @@ void eliza_llm_close(eliza_llm *llm) {
 
 static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     eliza_llm_default_params(p);
+    p->kv_type_v = p->kv_type;
     if (!in) return ELIZA_OK;
     if (!FITS(in, eliza_llm_params, n_threads))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_params.struct_size %" PRIu32 " is too small (%" PRIu64 ")", in->struct_size,
@@ -74,13 +77,17 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     if (FITS(in, eliza_llm_params, context_size)) p->context_size = in->context_size;
     if (FITS(in, eliza_llm_params, n_batch)) p->n_batch = in->n_batch;
     if (FITS(in, eliza_llm_params, kv_type)) p->kv_type = in->kv_type;
+    p->kv_type_v = p->kv_type;
+    if (FITS(in, eliza_llm_params, kv_type_v) && in->kv_type_v != ELIZA_LLM_KV_AS_K) p->kv_type_v = in->kv_type_v;
     if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", p->n_threads);
     if (p->context_size > MAX_CONTEXT)
         return ez_fail(ELIZA_E_INVALID_ARG, "context_size %" PRIu32 " is above %d", p->context_size, MAX_CONTEXT);
     if (p->n_batch > MAX_BATCH)
         return ez_fail(ELIZA_E_INVALID_ARG, "n_batch %" PRIu32 " is above %d", p->n_batch, MAX_BATCH);
-    if (p->kv_type != ELIZA_LLM_KV_F32 && p->kv_type != ELIZA_LLM_KV_F16)
+    if (p->kv_type > ELIZA_LLM_KV_TBQ3_0)
         return ez_fail(ELIZA_E_INVALID_ARG, "kv_type %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type);
+    if (p->kv_type_v > ELIZA_LLM_KV_TBQ3_0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "kv_type_v %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type_v);
     return ELIZA_OK;
 }
 
@@ -118,7 +125,7 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
     }
     if (rc == ELIZA_OK) {
         llm->n_threads = ez_pool_threads(llm->pool);
-        rc = ez_llm_ctx_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, p.kv_type == ELIZA_LLM_KV_F16,
+        rc = ez_llm_ctx_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p.kv_type, (int)p.kv_type_v,
                                &llm->ctx);
     }
     if (rc == ELIZA_OK) {
@@ -152,9 +159,11 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
                  hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim);
     ez_sb_printf(&sb, ", \"n_ff\": %d, \"bos\": %d, \"eos\": %d, \"n_threads\": %d, \"n_batch\": %d", hp->n_ff,
                  ez_tokenizer_bos(llm->tok), ez_tokenizer_eos(llm->tok), llm->n_threads, llm->n_batch);
-    ez_sb_printf(&sb, ", \"sliding_window\": %d, \"tied_output\": %s, \"kv_type\": \"%s\", \"kv_bytes\": %" PRIu64,
-                 hp->n_swa, llm->model->tied_output ? "true" : "false", ez_llm_ctx_kv_f16(llm->ctx) ? "f16" : "f32",
-                 (uint64_t)ez_llm_ctx_kv_bytes(llm->ctx));
+    ez_sb_printf(&sb, ", \"sliding_window\": %d, \"tied_output\": %s, \"kv_type\": \"%s\", \"kv_type_v\": \"%s\"",
+                 hp->n_swa, llm->model->tied_output ? "true" : "false",
+                 ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 0)), ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 1)));
+    ez_sb_printf(&sb, ", \"kv_bytes\": %" PRIu64 ", \"kv_bytes_per_token\": %" PRIu64,
+                 (uint64_t)ez_llm_ctx_kv_bytes(llm->ctx), (uint64_t)ez_llm_ctx_kv_bytes_per_token(llm->ctx));
     ez_sb_printf(&sb, ", \"profile\": {\"tokens\": %" PRIu64 ", \"batches\": %" PRIu64, prof->tokens, prof->batches);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++) {
         ez_sb_printf(&sb, ", \"%s_ms\": ", ez_llm_phase_name(i));
@@ -266,6 +275,44 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     *out_logits = logits;
     *out_count = total;
     return ELIZA_OK;
+}
+
+/* Logit rows of at most this many positions at a time when scoring. */
+#define SCORE_ROWS 64
+
+int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count, size_t first, double *out_nll) {
+    const int64_t n_vocab = llm ? llm->model->hp.n_vocab : 0;
+    float *logits;
+    int32_t rc = ELIZA_OK;
+
+    ez_clear_error();
+    if (!llm || !tokens || !out_nll) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_token_nll: NULL argument");
+    if (llm->stream) return ez_fail(ELIZA_E_STATE, "eliza_llm_token_nll: a stream of this model is open");
+    if (count < 2 || first >= count - 1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_token_nll: %" PRIu64 " tokens scored from %" PRIu64
+                       " leave nothing to score", (uint64_t)count, (uint64_t)first);
+    if (count > (size_t)llm->n_ctx)
+        return ez_fail(ELIZA_E_CONTEXT_FULL, "%" PRIu64 " tokens do not fit the context of %d", (uint64_t)count, llm->n_ctx);
+    for (size_t i = 1; i < count; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return ez_fail(ELIZA_E_INVALID_ARG, "token %d at index %" PRIu64 " is outside the vocabulary (%" PRId64 ")",
+                           tokens[i], (uint64_t)i, n_vocab);
+    logits = (float *)malloc(sizeof(float) * (size_t)SCORE_ROWS * (size_t)n_vocab);
+    if (!logits) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d rows of logits", SCORE_ROWS);
+    if (first > 0) rc = ez_llm_eval(llm->ctx, tokens, (int32_t)first, 0, NULL, 0, NULL);
+    for (size_t b0 = first; rc == ELIZA_OK && b0 < count - 1; b0 += SCORE_ROWS) {
+        const size_t nb = EZ_MIN((size_t)SCORE_ROWS, count - 1 - b0);
+        rc = ez_llm_eval(llm->ctx, tokens + b0, (int32_t)nb, (int32_t)b0, logits, 1, NULL);
+        for (size_t r = 0; rc == ELIZA_OK && r < nb; r++) {
+            const float *row = logits + r * (size_t)n_vocab;
+            double mx = row[0], sum = 0.0;
+            for (int64_t j = 1; j < n_vocab; j++) mx = row[j] > mx ? row[j] : mx;
+            for (int64_t j = 0; j < n_vocab; j++) sum += exp((double)row[j] - mx);
+            out_nll[b0 + r - first] = log(sum) + mx - (double)row[tokens[b0 + r + 1]];
+        }
+    }
+    free(logits);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

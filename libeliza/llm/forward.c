@@ -24,6 +24,7 @@
 #include "core/gemm.h"
 #include "core/platform.h"
 #include "core/quant.h"
+#include "kv.h"
 #include "ops.h"
 
 /* Query tokens per task of the blocked attention (prompt batches): their
@@ -33,24 +34,34 @@
 #define ATT_BLOCK 32
 #define ATT_MIN_BLOCK 8
 #define ATT_WS_BYTES ((size_t)4 << 20)
-/* Cache rows an F16 cache widens at a time for those GEMMs. */
+/* Cache rows a cache of another type than F32 widens at a time for those
+ * GEMMs (the one bounded copy of cached rows attention makes). */
 #define ATT_KV_CHUNK 256
 
 typedef struct {
-    void *k;       /* [cap, n_head_kv * head_dim] floats, or halves (kv_f16) */
-    void *v;       /* [cap, n_head_kv * head_dim_v] the same */
+    void *k;       /* [cap] rows of n_head_kv * head_dim keys in the key type */
+    void *v;       /* [cap] rows of n_head_kv * head_dim_v values in the value type */
     int32_t cap;   /* slots; position p lives in slot p % cap */
 } kv_layer;
+
+/* How keys (or values) are stored: the type, its kernels, the bytes of one
+ * head and one row (all heads of a position), and the transform that the
+ * stored vectors are in (kv.h; 0 none). */
+typedef struct {
+    int type;
+    const ez_kv_kernels *kern;
+    size_t head_bytes, row_bytes;
+    int rot;
+} kv_format;
 
 struct ez_llm_ctx {
     const ez_llm_model *m;
     const ez_llm_ops *ops;
-    const ez_type_kernels *f16;  /* core's F16 kernels: the F16 cache's single dot and its widening */
     ez_pool *pool;
     int n_threads;
     int32_t n_ctx, n_batch;
     kv_layer *kv;           /* [n_layer] */
-    int kv_f16;
+    kv_format fk, fv;       /* keys, values */
     size_t kv_bytes;
     int32_t max_cap;
     int32_t att_block;      /* tokens per blocked-attention task; 0: per-token only */
@@ -97,29 +108,46 @@ static void *alloc_zeroed(size_t n, size_t size, int32_t *rc) {
 
 static float *alloc_floats(size_t n, int32_t *rc) { return (float *)alloc_zeroed(n, sizeof(float), rc); }
 
-int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_f16,
-                          ez_llm_ctx **out) {
+/* The format of heads of head_dim values stored as `type` (n_heads per row). */
+static int32_t kv_format_make(int type, int head_dim, int n_heads, int is_v, kv_format *f) {
+    if (type < 0 || type >= EZ_KV_COUNT) return ez_fail(ELIZA_E_INVALID_ARG, "KV cache type %d is unknown", type);
+    if (head_dim % ez_kv_block_size(type) != 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "a %s %s cache needs a head size that is a multiple of %d; this model's is %d",
+                       ez_kv_type_name(type), is_v ? "value" : "key", ez_kv_block_size(type), head_dim);
+    f->type = type;
+    f->kern = ez_kv_kernels_active(type);
+    f->head_bytes = ez_kv_row_bytes(type, head_dim);
+    f->row_bytes = f->head_bytes * (size_t)n_heads;
+    f->rot = ez_kv_rotation(type, head_dim, is_v);
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_type_k,
+                          int kv_type_v, ez_llm_ctx **out) {
     const ez_llm_hparams *hp = &m->hp;
     const size_t nb = (size_t)n_batch;
     const size_t n_q = (size_t)hp->n_head * (size_t)hp->head_dim;
     const size_t n_k = (size_t)hp->n_head_kv * (size_t)hp->head_dim;
     const size_t n_v = (size_t)hp->n_head_kv * (size_t)hp->head_dim_v;
-    const size_t kv_size = kv_f16 ? sizeof(uint16_t) : sizeof(float);
+    kv_format fk, fv;
     ez_llm_ctx *c;
     int32_t rc = ELIZA_OK;
 
     *out = NULL;
     if (n_ctx < 1 || n_batch < 1) return ez_fail(ELIZA_E_INVALID_ARG, "context %d / batch %d must be >= 1", n_ctx, n_batch);
+    if ((rc = kv_format_make(kv_type_k, hp->head_dim, hp->n_head_kv, 0, &fk)) ||
+        (rc = kv_format_make(kv_type_v, hp->head_dim_v, hp->n_head_kv, 1, &fv)))
+        return rc;
     c = (ez_llm_ctx *)calloc(1, sizeof *c);
     if (!c) return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
     c->m = m;
     c->ops = ez_llm_ops_active();
-    c->f16 = ez_kernels(EZ_TYPE_F16);
     c->pool = pool;
     c->n_threads = ez_pool_threads(pool);
     c->n_ctx = n_ctx;
     c->n_batch = n_batch;
-    c->kv_f16 = kv_f16;
+    c->fk = fk;
+    c->fv = fv;
     ez_llm_acts_init(&c->acts);
 
     c->kv = (kv_layer *)calloc((size_t)hp->n_layer, sizeof *c->kv);
@@ -128,9 +156,9 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
         kv_layer *kv = &c->kv[il];
         kv->cap = n_ctx;
         if (m->layers[il].is_swa && (int64_t)hp->n_swa + n_batch < n_ctx) kv->cap = hp->n_swa + n_batch;
-        kv->k = alloc_zeroed((size_t)kv->cap * n_k, kv_size, &rc);
-        kv->v = alloc_zeroed((size_t)kv->cap * n_v, kv_size, &rc);
-        c->kv_bytes += (size_t)kv->cap * (n_k + n_v) * kv_size;
+        kv->k = alloc_zeroed((size_t)kv->cap, fk.row_bytes, &rc);
+        kv->v = alloc_zeroed((size_t)kv->cap, fv.row_bytes, &rc);
+        c->kv_bytes += (size_t)kv->cap * (fk.row_bytes + fv.row_bytes);
         c->max_cap = EZ_MAX(c->max_cap, kv->cap);
     }
     c->x = alloc_floats(nb * (size_t)hp->n_embd, &rc);
@@ -150,7 +178,9 @@ int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, i
         c->att_block = block >= ATT_MIN_BLOCK ? (int32_t)EZ_MIN(block, (size_t)ATT_BLOCK) : 0;
         c->scores_per_thread =
             EZ_MAX((size_t)c->att_block * per_token, (size_t)c->max_cap * (size_t)(hp->n_head / hp->n_head_kv)) +
-            (kv_f16 ? (size_t)ATT_KV_CHUNK * (size_t)EZ_MAX(hp->head_dim, hp->head_dim_v) : 0);
+            (fk.type != EZ_KV_F32 || fv.type != EZ_KV_F32
+                 ? (size_t)ATT_KV_CHUNK * (size_t)EZ_MAX(hp->head_dim, hp->head_dim_v)
+                 : 0);
     }
     c->scores = alloc_floats((size_t)c->n_threads * c->scores_per_thread, &rc);
     if (rc) {
@@ -186,7 +216,11 @@ void ez_llm_ctx_free(ez_llm_ctx *c) {
 
 int32_t ez_llm_ctx_n_ctx(const ez_llm_ctx *c) { return c->n_ctx; }
 
-int ez_llm_ctx_kv_f16(const ez_llm_ctx *c) { return c->kv_f16; }
+int ez_llm_ctx_kv_type(const ez_llm_ctx *c, int values) { return values ? c->fv.type : c->fk.type; }
+
+size_t ez_llm_ctx_kv_bytes_per_token(const ez_llm_ctx *c) {
+    return (size_t)c->m->hp.n_layer * (c->fk.row_bytes + c->fv.row_bytes);
+}
 
 size_t ez_llm_ctx_kv_bytes(const ez_llm_ctx *c) { return c->kv_bytes; }
 
@@ -253,55 +287,48 @@ typedef struct {
     int32_t n, pos0;
 } attn_job;
 
-/* Element `index` of a cache buffer, F32 or F16. */
-static const void *kv_at(const ez_llm_ctx *c, const void *base, int64_t index) {
-    return c->kv_f16 ? (const void *)((const uint16_t *)base + index) : (const void *)((const float *)base + index);
+/* Head g of the cached row of position p. */
+static const void *kv_head(const void *base, const kv_format *f, int32_t cap, int32_t p, int g) {
+    return (const uint8_t *)base + (size_t)(p % cap) * f->row_bytes + (size_t)g * f->head_bytes;
 }
 
 /* softmax(q k^T * scale) v for query heads h0 .. h0 + n_h - 1 of token i,
  * which share key/value head g, over the cached positions the token sees:
  * causal, and inside the window on local layers. Each key and value row is
- * read once for all n_h heads. w: n_h * window scratch floats. */
+ * read once for all n_h heads, in its stored type (queries and output in
+ * the cache's transformed domain, see attention_block). w: n_h * window
+ * scratch floats. */
 static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, float *w) {
     const ez_llm_ctx *c = job->c;
-    const ez_llm_ops *ops = c->ops;
+    const ez_kv_kernels *kk = c->fk.kern, *kvv = c->fv.kern;
     const ez_llm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, hdv = hp->head_dim_v, f16 = c->kv_f16;
-    const int64_t row_k = (int64_t)hp->n_head_kv * hd, row_v = (int64_t)hp->n_head_kv * hdv;
-    const int32_t p = job->pos0 + i;
+    const int hd = hp->head_dim, hdv = hp->head_dim_v;
+    const int32_t p = job->pos0 + i, cap = job->kv->cap;
     const int32_t lo = job->is_swa ? EZ_MAX(0, p - hp->n_swa + 1) : 0;
     const int32_t len = p - lo + 1;
     const float *q = c->q + (int64_t)i * hp->n_head * hd + (int64_t)h0 * hd;
     float *out = c->att + (int64_t)i * hp->n_head * hdv + (int64_t)h0 * hdv;
     for (int32_t s = 0; s < len; s++) {
-        const void *k = kv_at(c, job->kv->k, (int64_t)((lo + s) % job->kv->cap) * row_k + (int64_t)g * hd);
+        const void *k = kv_head(job->kv->k, &c->fk, cap, lo + s, g);
         int r = 0;
         for (; r + 4 <= n_h; r += 4) {
             float d4[4];
-            if (f16) ops->dot4_f16(q + (int64_t)r * hd, hd, (const uint16_t *)k, hd, d4);
-            else ops->dot4(q + (int64_t)r * hd, hd, (const float *)k, hd, d4);
+            kk->dot4(q + (int64_t)r * hd, hd, k, hd, d4);
             for (int j = 0; j < 4; j++) w[(int64_t)(r + j) * len + s] = d4[j] * hp->attn_scale;
         }
-        for (; r < n_h; r++)
-            w[(int64_t)r * len + s] = (f16 ? c->f16->dot(hd, k, q + (int64_t)r * hd)
-                                           : ops->dot(q + (int64_t)r * hd, (const float *)k, hd)) *
-                                      hp->attn_scale;
+        for (; r < n_h; r++) w[(int64_t)r * len + s] = kk->dot(q + (int64_t)r * hd, k, hd) * hp->attn_scale;
     }
-    for (int r = 0; r < n_h; r++) ops->softmax(w + (int64_t)r * len, len);
+    for (int r = 0; r < n_h; r++) c->ops->softmax(w + (int64_t)r * len, len);
     memset(out, 0, sizeof(float) * (size_t)n_h * (size_t)hdv);
     for (int32_t s = 0; s < len; s++) {
-        const void *v = kv_at(c, job->kv->v, (int64_t)((lo + s) % job->kv->cap) * row_v + (int64_t)g * hdv);
+        const void *v = kv_head(job->kv->v, &c->fv, cap, lo + s, g);
         int r = 0;
         for (; r + 4 <= n_h; r += 4) {
             const float w4[4] = {w[(int64_t)r * len + s], w[(int64_t)(r + 1) * len + s], w[(int64_t)(r + 2) * len + s],
                                  w[(int64_t)(r + 3) * len + s]};
-            if (f16) ops->axpy4_f16(out + (int64_t)r * hdv, hdv, w4, (const uint16_t *)v, hdv);
-            else ops->axpy4(out + (int64_t)r * hdv, hdv, w4, (const float *)v, hdv);
+            kvv->axpy4(out + (int64_t)r * hdv, hdv, w4, v, hdv);
         }
-        for (; r < n_h; r++) {
-            if (f16) ops->axpy_f16(out + (int64_t)r * hdv, w[(int64_t)r * len + s], (const uint16_t *)v, hdv);
-            else ops->axpy(out + (int64_t)r * hdv, w[(int64_t)r * len + s], (const float *)v, hdv);
-        }
+        for (; r < n_h; r++) kvv->axpy(out + (int64_t)r * hdv, w[(int64_t)r * len + s], v, hdv);
     }
 }
 
@@ -330,17 +357,17 @@ static void attend_heads(void *ctx, int64_t t0, int64_t t1, int thread_index) {
     }
 }
 
-/* Rows [slot, slot + n) of a cache buffer, the `width` columns from `col`,
- * as F32: in place (F32 cache, leading dimension `row`) or widened into buf
- * (F16 cache, leading dimension width). */
-static const float *cache_rows(const ez_llm_ctx *c, const void *base, int64_t row, int64_t col, int32_t slot,
-                               int32_t n, int width, float *buf, int64_t *ld) {
-    if (!c->kv_f16) {
-        *ld = row;
-        return (const float *)base + (int64_t)slot * row + col;
+/* Rows [slot, slot + n) of a cache buffer, head g (width values), as F32:
+ * in place for an F32 cache (leading dimension: the row), else widened into
+ * buf (leading dimension: width). */
+static const float *cache_rows(const void *base, const kv_format *f, int g, int32_t slot, int32_t n, int width,
+                               float *buf, int64_t *ld) {
+    const uint8_t *row = (const uint8_t *)base + (size_t)slot * f->row_bytes + (size_t)g * f->head_bytes;
+    if (f->type == EZ_KV_F32) {
+        *ld = (int64_t)(f->row_bytes / sizeof(float));
+        return (const float *)row;
     }
-    for (int32_t j = 0; j < n; j++)
-        c->f16->dequant((const uint16_t *)base + (int64_t)(slot + j) * row + col, buf + (int64_t)j * width, width);
+    for (int32_t j = 0; j < n; j++) f->kern->load(row + (size_t)j * f->row_bytes, buf + (int64_t)j * width, width);
     *ld = width;
     return buf;
 }
@@ -350,17 +377,19 @@ static const float *cache_rows(const ez_llm_ctx *c, const void *base, int64_t ro
  * positions lo .. hi the block sees, causal and window masks by zeroing
  * after each row's softmax, then O = S V. The keys and values go to the
  * GEMMs in runs of ring slots (the wrap cuts one in two), of at most
- * ATT_KV_CHUNK rows with an F16 cache (widened first). ws: (i1 - i0) *
+ * ATT_KV_CHUNK rows with a cache of another type than F32 (widened first,
+ * chunk by chunk: the only copy of cached rows). ws: (i1 - i0) *
  * n_rep * (hd + hdv + len) floats, then ATT_KV_CHUNK * max(hd, hdv). */
 static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, float *ws) {
     const ez_llm_ctx *c = job->c;
     const ez_llm_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, hdv = hp->head_dim_v, n_rep = hp->n_head / hp->n_head_kv;
-    const int64_t row_k = (int64_t)hp->n_head_kv * hd, row_v = (int64_t)hp->n_head_kv * hdv;
     const int64_t n_q = (int64_t)hp->n_head * hd, n_att = (int64_t)hp->n_head * hdv;
     const int32_t cap = job->kv->cap, rows = (i1 - i0) * n_rep;
     const int32_t lo = job->is_swa ? EZ_MAX(0, job->pos0 + i0 - hp->n_swa + 1) : 0, hi = job->pos0 + i1 - 1;
-    const int32_t len = hi - lo + 1, chunk = c->kv_f16 ? ATT_KV_CHUNK : len;
+    const int32_t len = hi - lo + 1;
+    const int32_t chunk_k = c->fk.type == EZ_KV_F32 ? len : ATT_KV_CHUNK;
+    const int32_t chunk_v = c->fv.type == EZ_KV_F32 ? len : ATT_KV_CHUNK;
     float *q = ws, *o = q + (int64_t)rows * hd, *sc = o + (int64_t)rows * hdv; /* [rows, hd], [rows, hdv], [rows, len] */
     float *buf = sc + (int64_t)rows * len;
     int64_t ld;
@@ -369,8 +398,8 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
                sizeof(float) * (size_t)n_rep * (size_t)hd);
     /* sc [rows, len] = q [rows, hd] . keys [len, hd]^T */
     for (int32_t j = 0; j < len;) {
-        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk);
-        const float *k = cache_rows(c, job->kv->k, row_k, (int64_t)g * hd, slot, n, hd, buf, &ld);
+        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk_k);
+        const float *k = cache_rows(job->kv->k, &c->fk, g, slot, n, hd, buf, &ld);
         ez_gemm_f32(c->pool, rows, n, hd, q, hd, k, ld, 1, sc + j, len, 0);
         j += n;
     }
@@ -385,8 +414,8 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
     }
     /* o [rows, hdv] = weights [rows, len] . values [len, hdv] */
     for (int32_t j = 0; j < len;) {
-        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk);
-        const float *v = cache_rows(c, job->kv->v, row_v, (int64_t)g * hdv, slot, n, hdv, buf, &ld);
+        const int32_t slot = (lo + j) % cap, n = EZ_MIN(EZ_MIN(len - j, cap - slot), chunk_v);
+        const float *v = cache_rows(job->kv->v, &c->fv, g, slot, n, hdv, buf, &ld);
         ez_gemm_f32(c->pool, rows, hdv, n, sc + j, len, v, ld, 0, o, hdv, j > 0);
         j += n;
     }
@@ -441,15 +470,16 @@ static int32_t attention_block(ez_llm_ctx *c, int il, int32_t n, int32_t pos0) {
     }
     t = tick(c, EZ_LLM_PHASE_NORM, t);
 
+    /* The cache's transforms (kv.h): new keys and values are stored
+     * transformed, queries meet them in that domain, and the output of
+     * attention is transformed back. */
+    ez_kv_rotate(c->q, (int64_t)n * n_q, c->fk.rot);
+    ez_kv_rotate(c->k, (int64_t)n * n_k, c->fk.rot);
+    ez_kv_rotate(c->v, (int64_t)n * n_v, c->fv.rot);
     for (int32_t i = 0; i < n; i++) {
-        const int64_t slot = (pos0 + i) % kv->cap;
-        if (c->kv_f16) {
-            c->ops->to_f16((uint16_t *)kv->k + slot * n_k, c->k + i * n_k, n_k);
-            c->ops->to_f16((uint16_t *)kv->v + slot * n_v, c->v + i * n_v, n_v);
-        } else {
-            memcpy((float *)kv->k + slot * n_k, c->k + i * n_k, sizeof(float) * (size_t)n_k);
-            memcpy((float *)kv->v + slot * n_v, c->v + i * n_v, sizeof(float) * (size_t)n_v);
-        }
+        const size_t slot = (size_t)((pos0 + i) % kv->cap);
+        c->fk.kern->store(c->k + i * n_k, (uint8_t *)kv->k + slot * c->fk.row_bytes, n_k);
+        c->fv.kern->store(c->v + i * n_v, (uint8_t *)kv->v + slot * c->fv.row_bytes, n_v);
     }
     if (c->att_block && n >= c->att_block)
         ez_pool_for(c->pool, (int64_t)((n + c->att_block - 1) / c->att_block) * hp->n_head_kv, 1, attend_blocks,
@@ -458,6 +488,7 @@ static int32_t attention_block(ez_llm_ctx *c, int il, int32_t n, int32_t pos0) {
         ez_pool_for(c->pool, (int64_t)n * hp->n_head_kv, 1, attend_groups, &job);
     else
         ez_pool_for(c->pool, (int64_t)n * hp->n_head, 1, attend_heads, &job);
+    ez_kv_unrotate(c->att, (int64_t)n * hp->n_head * hp->head_dim_v, c->fv.rot);
     t = tick(c, EZ_LLM_PHASE_ATTENTION, t);
 
     if ((rc = ez_llm_matmul(c->pool, &c->acts, c->att, n, &out, 1))) return rc;

@@ -1,7 +1,8 @@
 /* The forward pass of a loaded model over a batch of tokens, with its KV
  * cache and working buffers (one ez_llm_ctx per eliza_llm handle).
  *
- * KV cache: F32 or F16, one pair of buffers per layer; position p lives in slot
+ * KV cache: keys and values each in one of kv.h's types (F32, F16, Q8_0,
+ * Q4_0, TBQ4_0, TBQ3_0), one pair of buffers per layer; position p lives in slot
  * p % cap. Global layers have cap = n_ctx; sliding-window layers keep only
  * what their window can still see, cap = min(n_ctx, n_swa + n_batch), which
  * is enough that a batch never overwrites a key an earlier query of the same
@@ -43,16 +44,21 @@ typedef struct {
 
 typedef struct ez_llm_ctx ez_llm_ctx;
 
-/* n_ctx >= 1 positions, n_batch >= 1 tokens per pass; kv_f16: the cache
- * holds keys and values as F16 (rounded to nearest even when written), else
- * F32. ELIZA_E_NOMEM if the cache or buffers do not fit. */
+/* n_ctx >= 1 positions, n_batch >= 1 tokens per pass; kv_type_k,
+ * kv_type_v: the ez_kv_type of the cached keys and values (each written
+ * once, when its token is evaluated). ELIZA_E_INVALID_ARG for an unknown
+ * type or a block type the head size does not divide into, ELIZA_E_NOMEM
+ * if the cache or buffers do not fit. */
 EZ_INTERNAL int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch,
-                                      int kv_f16, ez_llm_ctx **out);
+                                      int kv_type_k, int kv_type_v, ez_llm_ctx **out);
 EZ_INTERNAL void ez_llm_ctx_free(ez_llm_ctx *c);
 EZ_INTERNAL int32_t ez_llm_ctx_n_ctx(const ez_llm_ctx *c);
-EZ_INTERNAL int ez_llm_ctx_kv_f16(const ez_llm_ctx *c);
+/* The ez_kv_type of the keys (values = 0) or of the values. */
+EZ_INTERNAL int ez_llm_ctx_kv_type(const ez_llm_ctx *c, int values);
 /* The KV cache's size over all layers. */
 EZ_INTERNAL size_t ez_llm_ctx_kv_bytes(const ez_llm_ctx *c);
+/* The bytes one position's keys and values take over all layers. */
+EZ_INTERNAL size_t ez_llm_ctx_kv_bytes_per_token(const ez_llm_ctx *c);
 EZ_INTERNAL const ez_llm_profile *ez_llm_ctx_profile(const ez_llm_ctx *c);
 
 /* Evaluates tokens[0..n) at positions pos0 .. pos0+n-1 (pos0 + n <= n_ctx),

@@ -41,7 +41,7 @@ from .errors import (
     UnsupportedError,
 )
 from .gguf import GGUFFile, TensorInfo
-from .llm import LLM, LLMStats, StopReason
+from .llm import LLM, LLMStats, Perplexity, StopReason
 from .tts import TTS, write_wav
 
 __version__ = "0.1.0"
@@ -66,6 +66,7 @@ __all__ = [
     "TensorInfo",
     "LLM",
     "LLMStats",
+    "Perplexity",
     "StopReason",
     "Diarizer",
     "Turn",

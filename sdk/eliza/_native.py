@@ -85,6 +85,7 @@ class LlmParams(ctypes.Structure):
         ("context_size", _u32),
         ("n_batch", _u32),
         ("kv_type", _u32),
+        ("kv_type_v", _u32),
     ]
 
 
@@ -245,6 +246,7 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_llm_tokenize": (_i32, (_handle, _str, _size, _u32, _P(_P(_i32)), _P(_size))),
     "eliza_llm_detokenize": (_i32, (_handle, _P(_i32), _size, _u32, _P(_str), _P(_size))),
     "eliza_llm_logits": (_i32, (_handle, _P(_i32), _size, _u32, _P(_P(_f32)), _P(_size))),
+    "eliza_llm_token_nll": (_i32, (_handle, _P(_i32), _size, _size, _P(ctypes.c_double))),
     "eliza_llm_stream_default_config": (None, (_P(LlmStreamConfig),)),
     "eliza_llm_stream_open": (_i32, (_handle, _P(LlmStreamConfig), _P(_handle))),
     "eliza_llm_stream_next": (_i32, (_handle, _P(LlmPiece))),

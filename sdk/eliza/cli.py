@@ -179,7 +179,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
     out = sys.stdout.buffer
-    with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type) as llm:
+    with LLM(
+        args.model,
+        n_threads=args.threads,
+        context_size=args.ctx,
+        kv_type=args.kv_type,
+        kv_type_v=args.kv_type_v,
+    ) as llm:
         pieces = llm.stream(
             args.prompt,
             max_tokens=args.max_tokens,
@@ -231,9 +237,57 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     gen.add_argument("--ctx", type=int, default=0, metavar="N",
                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
-    gen.add_argument("--kv-type", choices=["f16", "f32"], default="f32",
-                     help="KV cache storage: f32 (exact, default) or f16 (half the memory)")
+    _add_kv_type_arguments(gen)
     gen.set_defaults(func=_cmd_generate)
+
+
+def _add_kv_type_arguments(cmd: argparse.ArgumentParser) -> None:
+    from .llm import KV_TYPES
+
+    cmd.add_argument("--kv-type", choices=list(KV_TYPES), default="f32",
+                     help="KV cache storage of keys (and values): f32 (exact, default), f16 (half the "
+                     "memory), q8_0, q4_0 (ggml blocks, Hadamard-rotated), tbq4_0, tbq3_0 (TurboQuant)")
+    cmd.add_argument("--kv-type-v", choices=list(KV_TYPES), default=None,
+                     help="storage of the values when it differs from --kv-type")
+
+
+def _cmd_perplexity(args: argparse.Namespace) -> int:
+    from .llm import LLM
+
+    with open(args.text, encoding="utf-8") as f:
+        text = f.read()
+    with LLM(
+        args.model,
+        n_threads=args.threads,
+        context_size=args.ctx,
+        n_batch=args.batch,
+        kv_type=args.kv_type,
+        kv_type_v=args.kv_type_v,
+    ) as llm:
+        result = llm.perplexity(text, n_ctx=args.ctx)
+        info = llm.info
+    print(
+        f"perplexity {result.ppl:.4f} +/- {result.ppl_error:.5f} over {len(result.nll)} tokens "
+        f"({result.n_chunks} chunks of {result.n_ctx}), KV cache {info['kv_type']}/{info['kv_type_v']} "
+        f"{info['kv_bytes_per_token']} bytes per token"
+    )
+    return 0
+
+
+def _add_perplexity_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = commands.add_parser(
+        "perplexity",
+        help="perplexity of a text file under a GGUF language model",
+        description="llama.cpp's llama-perplexity method: chunks of --ctx tokens, each starting "
+        "with BOS and evaluated from an empty cache, the second half of each scored.",
+    )
+    cmd.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
+    cmd.add_argument("text", metavar="TEXT", help="a UTF-8 text file of at least 2 * ctx tokens")
+    cmd.add_argument("--ctx", type=int, default=512, metavar="N", help="tokens per chunk (default 512)")
+    cmd.add_argument("--batch", type=int, default=0, metavar="N", help="tokens per pass; 0 = 256 (default)")
+    cmd.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    _add_kv_type_arguments(cmd)
+    cmd.set_defaults(func=_cmd_perplexity)
 
 
 def _read_say_text(args: argparse.Namespace) -> str:
@@ -415,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
+    _add_perplexity_command(commands)
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)

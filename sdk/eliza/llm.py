@@ -28,7 +28,7 @@ from ._handle import NativeModel
 from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
 from .errors import InternalError, InvalidArgumentError, Status, check
 
-__all__ = ["LLM", "LLMStats", "StopReason"]
+__all__ = ["LLM", "LLMStats", "Perplexity", "StopReason"]
 
 _TOKENIZE_ADD_BOS = 1 << 0
 _TOKENIZE_PARSE_SPECIAL = 1 << 1
@@ -88,6 +88,21 @@ def _c_string(text: str | bytes, what: str) -> bytes:
     if b"\0" in data:
         raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} contains a NUL character")
     return data
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """The result of :meth:`LLM.perplexity`, as llama.cpp's llama-perplexity
+    reports it: ``ppl`` = exp(mean of ``nll``) and its uncertainty
+    ``ppl_error`` (the standard error of the mean nll times ppl), over
+    ``n_chunks`` chunks of ``n_ctx`` tokens whose second halves were scored.
+    ``nll``: -log p of each scored token (natural log), in text order."""
+
+    ppl: float
+    ppl_error: float
+    n_ctx: int
+    n_chunks: int
+    nll: npt.NDArray[np.float64]
 
 
 def _token_array(ids: Iterable[int] | npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.int32]:
@@ -177,7 +192,14 @@ class _Stream:
 
 
 # eliza_llm_kv_type
-_KV_TYPES = {"f32": 0, "f16": 1}
+KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2, "q4_0": 3, "tbq4_0": 4, "tbq3_0": 5}
+
+
+def _kv_type(name: str, what: str) -> int:
+    if name not in KV_TYPES:
+        known = ", ".join(KV_TYPES)
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{what} {name!r} is not one of {known}")
+    return KV_TYPES[name]
 
 
 class LLM(NativeModel["_Stream"]):
@@ -186,8 +208,11 @@ class LLM(NativeModel["_Stream"]):
     ``n_threads`` 0 uses one thread per core; ``context_size`` 0 takes the
     model's training context capped at 4096 tokens; ``n_batch`` 0 evaluates
     the prompt 256 tokens at a time. ``kv_type`` is how the KV cache stores
-    keys and values: ``"f32"`` (the reference's numbers) or ``"f16"`` (half
-    the memory, llama.cpp's default). Use it as a context manager (or call
+    keys and values: ``"f32"`` (the reference's numbers), ``"f16"`` (half
+    the memory, llama.cpp's default), ``"q8_0"``, ``"q4_0"`` (ggml's blocks,
+    Hadamard-rotated), ``"tbq4_0"`` or ``"tbq3_0"`` (TurboQuant, 4.5 and 3.5
+    bits per value); ``kv_type_v`` (None: the same) gives the values another
+    type than the keys. Use it as a context manager (or call
     :meth:`close`) to free the weights' mapping and the cache at a known
     point. One thread at a time may use it; :meth:`cancel` is the exception.
 
@@ -214,6 +239,7 @@ class LLM(NativeModel["_Stream"]):
         context_size: int = 0,
         n_batch: int = 0,
         kv_type: str = "f32",
+        kv_type_v: str | None = None,
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
@@ -222,10 +248,9 @@ class LLM(NativeModel["_Stream"]):
         params.n_threads = n_threads
         params.context_size = _unsigned(context_size, "context_size")
         params.n_batch = _unsigned(n_batch, "n_batch")
-        if kv_type not in _KV_TYPES:
-            known = ", ".join(sorted(_KV_TYPES))
-            raise InvalidArgumentError(Status.E_INVALID_ARG, f"kv_type {kv_type!r} is not one of {known}")
-        params.kv_type = _KV_TYPES[kv_type]
+        params.kv_type = _kv_type(kv_type, "kv_type")
+        if kv_type_v is not None:
+            params.kv_type_v = _kv_type(kv_type_v, "kv_type_v")
         handle = ctypes.c_void_p()
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -238,7 +263,8 @@ class LLM(NativeModel["_Stream"]):
     @property
     def info(self) -> dict[str, Any]:
         """``eliza_llm_info_json``: architecture, n_vocab, n_ctx_train,
-        context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_bytes."""
+        context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_type_v, kv_bytes,
+        kv_bytes_per_token."""
         out = ctypes.c_char_p()
         check(lib().eliza_llm_info_json(self._live(), ctypes.byref(out)))
         raw = out.value or b""
@@ -309,6 +335,62 @@ class LLM(NativeModel["_Stream"]):
         finally:
             lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         return flat.reshape(len(arr), -1) if all_positions else flat
+
+    def token_nll(
+        self, ids: Iterable[int] | npt.NDArray[np.integer[Any]], first: int = 0
+    ) -> npt.NDArray[np.float64]:
+        """Evaluates ``ids`` from position 0 (the cache is reset) and returns
+        -log p(ids[i + 1] | ids[:i + 1]) for ``first`` <= i < len(ids) - 1
+        (``eliza_llm_token_nll``), float64."""
+        arr = _token_array(ids)
+        out = np.zeros(max(len(arr) - 1 - first, 0), np.float64)
+        check(
+            lib().eliza_llm_token_nll(
+                self._live(),
+                _int32_ptr(arr),
+                len(arr),
+                _unsigned(first, "first"),
+                out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            )
+        )
+        return out
+
+    def perplexity(self, text: str | bytes, n_ctx: int = 0) -> Perplexity:
+        """Perplexity of ``text`` by llama.cpp's llama-perplexity method: the
+        text is tokenized once (BOS first if the model wants one), cut into
+        len // n_ctx chunks of ``n_ctx`` tokens (0: this handle's context
+        size), the first token of each chunk is replaced by BOS, and each
+        chunk, evaluated from an empty cache, scores the tokens of its second
+        half. The text must give at least 2 * n_ctx tokens.
+
+        Example::
+
+            with eliza.LLM("gemma-3-270m-q4_k_m.gguf", context_size=512, kv_type="q8_0") as llm:
+                print(llm.perplexity(open("book.txt").read()).ppl)
+        """
+        n_ctx = _unsigned(n_ctx, "n_ctx") or int(self.info["context_size"])
+        ids = self.tokenize(text, add_bos=True, special=False)
+        if n_ctx < 4 or len(ids) < 2 * n_ctx:
+            raise InvalidArgumentError(
+                Status.E_INVALID_ARG,
+                f"perplexity needs at least 2 * n_ctx = {2 * n_ctx} tokens (n_ctx >= 4); "
+                f"the text has {len(ids)}",
+            )
+        bos = int(self.info["bos"])
+        adds_bos = len(self.tokenize(b"a", add_bos=True)) > len(self.tokenize(b"a", add_bos=False))
+        first = n_ctx // 2
+        parts = []
+        for start in range(0, len(ids) // n_ctx * n_ctx, n_ctx):
+            chunk = list(ids[start : start + n_ctx])
+            if adds_bos:
+                chunk[0] = bos
+            parts.append(self.token_nll(chunk, first))
+        nll = np.concatenate(parts)
+        mean = float(nll.mean())
+        var = float((nll * nll).mean()) - mean * mean
+        ppl = float(np.exp(mean))
+        err = float(np.sqrt(var / (len(nll) - 1))) * ppl if var > 0 else 0.0
+        return Perplexity(ppl=ppl, ppl_error=err, n_ctx=n_ctx, n_chunks=len(parts), nll=nll)
 
     # -- generation -------------------------------------------------------------
 

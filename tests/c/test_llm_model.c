@@ -546,7 +546,9 @@ static void write_model(const spec *s, ref_model *r) {
     gguf_free(&w);
 }
 
-static eliza_llm *open_model_kv(int32_t n_ctx, int32_t n_batch, int32_t n_threads, uint32_t kv_type) {
+/* kv_type_v: ELIZA_LLM_KV_AS_K for the keys' type. */
+static eliza_llm *open_model_kv2(int32_t n_ctx, int32_t n_batch, int32_t n_threads, uint32_t kv_type,
+                                 uint32_t kv_type_v) {
     eliza_llm_params p;
     eliza_llm *llm = NULL;
     eliza_llm_default_params(&p);
@@ -554,8 +556,13 @@ static eliza_llm *open_model_kv(int32_t n_ctx, int32_t n_batch, int32_t n_thread
     p.n_batch = (uint32_t)n_batch;
     p.n_threads = n_threads;
     p.kv_type = kv_type;
+    p.kv_type_v = kv_type_v;
     CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_OK);
     return llm;
+}
+
+static eliza_llm *open_model_kv(int32_t n_ctx, int32_t n_batch, int32_t n_threads, uint32_t kv_type) {
+    return open_model_kv2(n_ctx, n_batch, n_threads, kv_type, ELIZA_LLM_KV_AS_K);
 }
 
 static eliza_llm *open_model(int32_t n_ctx, int32_t n_batch, int32_t n_threads) {
@@ -569,8 +576,8 @@ static void random_tokens(int32_t *t, int n) {
 
 /* ---- forward pass vs the reference ------------------------------------------------------- */
 
-static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads,
-                                     uint32_t kv_type) {
+static double compare_with_reference_kv(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads,
+                                        uint32_t kv_type, uint32_t kv_type_v) {
     ref_model r;
     eliza_llm *llm;
     int32_t tokens[320];
@@ -580,7 +587,7 @@ static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int
     double max_err = 0, max_ref = 0;
 
     write_model(s, &r);
-    llm = open_model_kv(n_ctx, n_batch, n_threads, kv_type);
+    llm = open_model_kv2(n_ctx, n_batch, n_threads, kv_type, kv_type_v);
     g_rng = 777;
     random_tokens(tokens, n_tokens);
     ref_forward(&r, tokens, n_tokens, want);
@@ -604,6 +611,11 @@ static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int
     ref_free(&r);
     free(want);
     return max_ref > 0 ? max_err / max_ref : 1.0;
+}
+
+static double compare_with_reference(const spec *s, int n_tokens, int n_ctx, int n_batch, int n_threads,
+                                     uint32_t kv_type) {
+    return compare_with_reference_kv(s, n_tokens, n_ctx, n_batch, n_threads, kv_type, ELIZA_LLM_KV_AS_K);
 }
 
 static void test_llm_forward_matches_reference_per_arch(void) {
@@ -658,6 +670,65 @@ static void test_llm_forward_quantized_weights_close_to_reference(void) {
          * scale; F16 weights take F32 activations. */
         if (getenv("ELIZA_TEST_VERBOSE") || !(err < (types[i] == EZ_TYPE_F16 ? 1e-4 : 1e-2))) fprintf(stderr, "type %u: relative error %.3g\n", types[i], err);
         CHECK(err < (types[i] == EZ_TYPE_F16 ? 1e-4 : 1e-2));
+    }
+}
+
+/* Every cache type against the double-precision reference (an F32 cache):
+ * gemma3 with 8 query heads on 2 key/value heads (the four-head kernels),
+ * head sizes 64 and 128 (Hadamard sizes 64 / 64 and 128 / 64 for Q8_0 and
+ * Q4_0), its window of 5 ring-buffered and wrapping; batches of 4 (the
+ * per-token attention, then single-token decoding steps) and of 32 (the
+ * blocked attention, which widens cached rows chunk by chunk). The bounds
+ * are relative logit errors, a few times what each type gives here. */
+static void test_llm_quantized_kv_caches_close_to_reference(void) {
+    static const struct {
+        uint32_t k, v;
+        double bound;
+    } cases[] = {
+        {ELIZA_LLM_KV_Q8_0, ELIZA_LLM_KV_AS_K, 4e-3},   {ELIZA_LLM_KV_Q4_0, ELIZA_LLM_KV_AS_K, 5e-2},
+        {ELIZA_LLM_KV_TBQ4_0, ELIZA_LLM_KV_AS_K, 6e-2}, {ELIZA_LLM_KV_TBQ3_0, ELIZA_LLM_KV_AS_K, 1.2e-1},
+        {ELIZA_LLM_KV_TBQ4_0, ELIZA_LLM_KV_Q8_0, 4e-2}, {ELIZA_LLM_KV_F16, ELIZA_LLM_KV_TBQ3_0, 1.1e-1},
+    };
+    eliza_llm *llm;
+    char *json = NULL;
+    for (int hd = 64; hd <= 128; hd *= 2) {
+        spec s = base_spec("gemma3");
+        s.n_head = 8;
+        s.head_dim = hd;
+        s.softcap = 0.0f; /* errors unsaturated */
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const double e1 = compare_with_reference_kv(&s, 23, 40, 4, 2, cases[i].k, cases[i].v);
+            const double e2 = compare_with_reference_kv(&s, 96, 100, 32, 2, cases[i].k, cases[i].v);
+            if (getenv("ELIZA_TEST_VERBOSE") || !(e1 < cases[i].bound && e2 < cases[i].bound))
+                fprintf(stderr, "head %d, kv %u/%u: relative logit error %.3g (batch 4) %.3g (batch 32)\n", hd,
+                        cases[i].k, cases[i].v, e1, e2);
+            CHECK(e1 < cases[i].bound && e1 > 0.0);
+            CHECK(e2 < cases[i].bound && e2 > 0.0);
+        }
+    }
+    /* The last model (3 layers, 2 key/value heads of 128): one position's
+     * keys and values take 3 * 2 * 2 * 4 blocks of 14 bytes as TBQ3_0, and a
+     * struct from before kv_type_v gets values of the keys' type. */
+    llm = open_model_kv2(16, 4, 1, ELIZA_LLM_KV_TBQ3_0, ELIZA_LLM_KV_AS_K);
+    CHECK_RC(eliza_llm_info_json(llm, &json), ELIZA_OK);
+    CHECK(json && strstr(json, "\"kv_type\": \"tbq3_0\", \"kv_type_v\": \"tbq3_0\"") &&
+          strstr(json, "\"kv_bytes_per_token\": 672"));
+    eliza_free(json);
+    eliza_llm_close(llm);
+    {
+        eliza_llm_params p;
+        eliza_llm_default_params(&p);
+        p.context_size = 16;
+        p.kv_type = ELIZA_LLM_KV_TBQ4_0;
+        p.kv_type_v = ELIZA_LLM_KV_F32;
+        p.struct_size = (uint32_t)offsetof(eliza_llm_params, kv_type_v);
+        llm = NULL;
+        CHECK_RC(eliza_llm_open(k_path, &p, &llm), ELIZA_OK);
+        CHECK_RC(eliza_llm_info_json(llm, &json), ELIZA_OK);
+        CHECK(json && strstr(json, "\"kv_type\": \"tbq4_0\", \"kv_type_v\": \"tbq4_0\"") &&
+              strstr(json, "\"kv_bytes_per_token\": 864"));
+        eliza_free(json);
+        eliza_llm_close(llm);
     }
 }
 
@@ -1176,9 +1247,23 @@ static void test_llm_api_arguments(void) {
         eliza_free(json);
         eliza_llm_close(half);
         eliza_llm_default_params(&p);
-        p.kv_type = 2;
+        p.kv_type = 6;
         CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
-        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "kv_type 2"));
+        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "kv_type 6"));
+        p.kv_type = ELIZA_LLM_KV_F16;
+        p.kv_type_v = 77;
+        CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
+        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "kv_type_v 77"));
+        /* The block types need head sizes that are multiples of 32 (16 here). */
+        p.kv_type = ELIZA_LLM_KV_Q8_0;
+        p.kv_type_v = ELIZA_LLM_KV_AS_K;
+        CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
+        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "q8_0 key cache needs a head size that is a multiple of 32"));
+        p.kv_type = ELIZA_LLM_KV_F16;
+        p.kv_type_v = ELIZA_LLM_KV_TBQ3_0;
+        CHECK_RC(eliza_llm_open(k_path, &p, &bad_llm), ELIZA_E_INVALID_ARG);
+        CHECK(bad_llm == NULL && strstr(eliza_last_error(), "tbq3_0 value cache"));
+        p.kv_type_v = ELIZA_LLM_KV_AS_K;
         /* A host built before kv_type existed: the field is not read, F32. */
         p.kv_type = ELIZA_LLM_KV_F16;
         p.context_size = 16;
@@ -1200,6 +1285,7 @@ done:
 int main(void) {
     test_llm_forward_matches_reference_per_arch();
     test_llm_forward_quantized_weights_close_to_reference();
+    test_llm_quantized_kv_caches_close_to_reference();
     test_llm_stream_greedy_matches_full_recompute();
     test_llm_stream_context_full_and_limits();
     test_llm_stream_stop_strings_are_held_back_and_never_emitted();

@@ -345,6 +345,106 @@ def test_f16_kv_cache_halves_the_cache_and_keeps_the_logits(llm: eliza.LLM) -> N
 def test_unknown_kv_type_is_invalid_argument() -> None:
     with pytest.raises(eliza.InvalidArgumentError, match="kv_type 'q8'"):
         eliza.LLM(tm.gguf_file("gemma3", "f32"), kv_type="q8")
+    with pytest.raises(eliza.InvalidArgumentError, match="kv_type_v 'tbq2'"):
+        eliza.LLM(tm.gguf_file("gemma3", "f32"), kv_type="q8_0", kv_type_v="tbq2")
+
+
+# Bytes per cached value of each type, and the largest relative logit error
+# against the F32 cache on the tiny gemma3 (head size 32: no Hadamard
+# rotation for Q8_0 / Q4_0; its window of 12 wraps its ring; random weights
+# make it far more sensitive than a trained model), about twice what each
+# gives. tests/c/test_llm_model.c holds unsaturated logits to tighter bounds.
+_KV_CASES = {
+    ("q8_0", None): (34 / 32, 2.5e-2),
+    ("q4_0", None): (18 / 32, 0.5),
+    ("tbq4_0", None): (18 / 32, 0.4),
+    ("tbq3_0", None): (14 / 32, 0.6),
+    ("tbq4_0", "q8_0"): ((18 + 34) / 64, 0.3),
+}
+
+
+@pytest.mark.parametrize(("kv_type", "kv_type_v"), list(_KV_CASES))
+def test_quantized_kv_cache_sizes_and_logits(llm: eliza.LLM, kv_type: str, kv_type_v: str | None) -> None:
+    per_value, bound = _KV_CASES[(kv_type, kv_type_v)]
+    ids = llm.tokenize(PROMPT * 3)
+    want = llm.logits(ids, all_positions=True)
+    with eliza.LLM(
+        tm.gguf_file("gemma3", "f32"), n_threads=2, kv_type=kv_type, kv_type_v=kv_type_v
+    ) as q:
+        got = q.logits(ids, all_positions=True)
+        info = q.info
+        text = q.generate(PROMPT, max_tokens=8, temperature=0.0)
+    assert (info["kv_type"], info["kv_type_v"]) == (kv_type, kv_type_v or kv_type)
+    assert info["kv_bytes_per_token"] == llm.info["kv_bytes_per_token"] * per_value / 4
+    assert info["kv_bytes"] == llm.info["kv_bytes"] * per_value / 4
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert 0 < err <= bound, f"{kv_type}/{kv_type_v}: relative logit error {err:.3g}"
+    assert isinstance(text, str)
+
+
+# ---------------------------------------------------------------------------
+# Perplexity
+# ---------------------------------------------------------------------------
+
+_PPL_TEXT = " ".join([PROMPT, "and the water knows the people.", TEXTS[0], TEXTS[2]] * 6)
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_token_nll_is_minus_log_softmax_of_the_next_token(llm: eliza.LLM) -> None:
+    ids = llm.tokenize(_PPL_TEXT)[:40]
+    want = -_log_softmax(llm.logits(ids, all_positions=True))[np.arange(39), ids[1:]]
+    np.testing.assert_allclose(llm.token_nll(ids), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(llm.token_nll(ids, first=25), want[25:], rtol=1e-5, atol=1e-5)
+    for bad in (ids[:1], []):
+        with pytest.raises(eliza.InvalidArgumentError, match="leave nothing to score"):
+            llm.token_nll(bad)
+    with pytest.raises(eliza.InvalidArgumentError, match="leave nothing to score"):
+        llm.token_nll(ids, first=39)
+    with pytest.raises(eliza.InvalidArgumentError, match="outside the vocabulary"):
+        llm.token_nll([*ids[:5], 10**6])
+
+
+def test_perplexity_follows_llama_perplexity(llm: eliza.LLM) -> None:
+    """Chunks of n_ctx tokens, BOS first in each, the second half scored."""
+    n_ctx = 24
+    ids = llm.tokenize(_PPL_TEXT, special=False)
+    n_chunks = len(ids) // n_ctx
+    assert n_chunks >= 2
+    nll = []
+    for c in range(n_chunks):
+        chunk = ids[c * n_ctx : (c + 1) * n_ctx]
+        chunk[0] = llm.info["bos"]
+        lp = _log_softmax(llm.logits(chunk, all_positions=True))
+        nll += [-lp[i, chunk[i + 1]] for i in range(n_ctx // 2, n_ctx - 1)]
+    got = llm.perplexity(_PPL_TEXT, n_ctx=n_ctx)
+    assert (got.n_ctx, got.n_chunks, len(got.nll)) == (n_ctx, n_chunks, n_chunks * (n_ctx - 1 - n_ctx // 2))
+    np.testing.assert_allclose(got.nll, nll, rtol=1e-5, atol=1e-5)
+    assert got.ppl == pytest.approx(float(np.exp(np.mean(nll))), rel=1e-6)
+    assert 0 < got.ppl_error < got.ppl
+    with pytest.raises(eliza.InvalidArgumentError, match="at least 2 \\* n_ctx"):
+        llm.perplexity(PROMPT, n_ctx=n_ctx)
+    with pytest.raises(eliza.ContextFullError):
+        llm.perplexity(_PPL_TEXT * 20, n_ctx=llm.info["context_size"] + 1)
+
+
+def test_eliza_perplexity_command(run_cli: RunCli, llm: eliza.LLM, tmp_path: Path) -> None:
+    text = tmp_path / "text.txt"
+    text.write_text(_PPL_TEXT, encoding="utf-8")
+    result = run_cli(
+        "perplexity", str(tm.gguf_file("gemma3", "f32")), str(text), "--ctx", "24", "--kv-type", "q8_0",
+        "--kv-type-v", "tbq3_0", "--threads", "2",
+    )
+    assert result.returncode == 0, result.stderr
+    with eliza.LLM(tm.gguf_file("gemma3", "f32"), n_threads=2, context_size=24, kv_type="q8_0",
+                   kv_type_v="tbq3_0") as q:
+        want = q.perplexity(_PPL_TEXT)
+    assert result.stdout.startswith(f"perplexity {want.ppl:.4f} +/- ")
+    assert "KV cache q8_0/tbq3_0" in result.stdout
 
 
 # ---------------------------------------------------------------------------

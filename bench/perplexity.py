@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Perplexity of Gemma 3 270M with each KV cache type, beside llama.cpp's
+llama-perplexity on the same text, same chunks, same model.
+
+    python bench/perplexity.py [--model gemma-3-270m-q4_k_m.gguf] [--ctx 512]
+                               [--chunks 16] [--threads 2] [--kl-chunks 4]
+                               [--types f32,f16,q8_0,q4_0,tbq4_0,tbq3_0]
+                               [--llama f16,q8_0,q4_0] [--json out.json]
+
+The text: the Python 3.11 tutorial, real English prose (its reST sources in
+Debian's python3.11-doc, /usr/share/doc/python3.11/html/_sources/tutorial,
+installed with apt-get when missing), with code blocks, doctest lines,
+directives and markup taken out (prose_text()). Nothing of it is committed.
+
+For each libeliza cache type: the perplexity of the first --chunks chunks of
+--ctx tokens by llama-perplexity's method (LLM.perplexity), the KV bytes per
+token, and the mean KL divergence of the next-token distribution from the
+F32 cache's over the scored positions of the first --kl-chunks chunks.
+llama.cpp: llama-perplexity -c CTX -b CTX --chunks N -fa on -ctk T -ctv T
+(flash attention on, which a quantized V needs there), from the build that
+tests/tools/llama_cpp.py makes ($ELIZA_LLAMA_CPP_DIR, default
+~/.cache/eliza/llama.cpp-0.3.36); skipped when that build is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+TUTORIAL = Path("/usr/share/doc/python3.11/html/_sources/tutorial")
+CHAPTERS = ("appetite", "interpreter", "introduction", "controlflow", "datastructures", "modules",
+            "inputoutput", "errors", "classes", "stdlib", "stdlib2", "venv", "whatnow", "interactive",
+            "floatingpoint", "appendix")
+TYPES = ("f32", "f16", "q8_0", "q4_0", "tbq4_0", "tbq3_0")
+
+
+def ensure_tutorial() -> Path:
+    """The tutorial's sources, from Debian's python3.11-doc (installed if absent)."""
+    if not TUTORIAL.is_dir():
+        subprocess.run(["apt-get", "install", "-y", "-q", "python3.11-doc"], check=True)
+    return TUTORIAL
+
+
+_ROLE = re.compile(r":[a-z:]+:`(?:[^`<]*<)?([^`>]*)>?`")
+_LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_+")
+
+
+def prose_text(tutorial: Path | None = None) -> str:
+    """The tutorial's chapters as plain paragraphs: literal blocks (after
+    '::'), doctest and directive lines, section underlines and inline
+    markup removed."""
+    root = tutorial or ensure_tutorial()
+    paragraphs: list[str] = []
+    for name in CHAPTERS:
+        lines = (root / f"{name}.rst.txt").read_text(encoding="utf-8").splitlines()
+        para: list[str] = []
+        literal = False
+        for raw in [*lines, ""]:
+            line = raw.rstrip()
+            if literal:
+                if line and not line[0].isspace():
+                    literal = False
+                else:
+                    continue
+            stripped = line.strip()
+            skip = (stripped.startswith((">>>", "...", ".. ", ":")) or raw.startswith(("   ", "\t"))
+                    or (stripped and set(stripped) <= set("=-*~^#+\"'`")))
+            if not stripped or skip:
+                if para:
+                    paragraphs.append(" ".join(para))
+                    para = []
+                continue
+            if stripped.endswith("::"):
+                literal = True
+                stripped = stripped[:-1] if not stripped.endswith(" ::") else stripped[:-3]
+            text = _LINK.sub(r"\1", _ROLE.sub(r"\1", stripped))
+            para.append(text.replace("``", "").replace("**", ""))
+        if para:
+            paragraphs.append(" ".join(para))
+    return "\n\n".join(p for p in paragraphs if len(p.split()) >= 8) + "\n"
+
+
+def default_model() -> Path:
+    return Path.home() / ".cache" / "eliza" / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+def llama_perplexity_bin() -> Path | None:
+    root = Path(os.environ.get("ELIZA_LLAMA_CPP_DIR", Path.home() / ".cache" / "eliza" / "llama.cpp-0.3.36"))
+    exe = root / "build" / "bin" / "llama-perplexity"
+    return exe if exe.is_file() else None
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x - x.max(-1, keepdims=True)
+    out: np.ndarray = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    return out
+
+
+def eliza_perplexity(model: Path, text: str, kv_type: str, ctx: int, chunks: int,
+                     threads: int) -> dict[str, Any]:
+    import eliza
+
+    with eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=kv_type) as llm:
+        ids = llm.tokenize(text, special=False)[: chunks * ctx]
+        clipped = llm.detokenize(ids)
+        t0 = time.perf_counter()
+        result = llm.perplexity(clipped, n_ctx=ctx)
+        seconds = time.perf_counter() - t0
+        info = llm.info
+    return {"ppl": result.ppl, "ppl_error": result.ppl_error, "chunks": result.n_chunks,
+            "scored": len(result.nll), "kv_bytes_per_token": info["kv_bytes_per_token"],
+            "kv_bytes": info["kv_bytes"], "seconds": seconds}
+
+
+def kl_divergences(model: Path, text: str, types: list[str], ctx: int, chunks: int,
+                   threads: int) -> dict[str, float]:
+    """Mean KL(F32 cache || type) of the next-token distributions over the
+    scored half of the first `chunks` chunks (BOS-led, as perplexity)."""
+    import eliza
+
+    handles = {t: eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=t)
+               for t in ["f32", *types]}
+    try:
+        base = handles["f32"]
+        ids = base.tokenize(text, special=False)
+        sums = dict.fromkeys(types, 0.0)
+        count = 0
+        for c in range(min(chunks, len(ids) // ctx)):
+            chunk = ids[c * ctx:(c + 1) * ctx]
+            chunk[0] = int(base.info["bos"])
+            ref = log_softmax(base.logits(chunk, all_positions=True)[ctx // 2:ctx - 1].astype(np.float64))
+            p = np.exp(ref)
+            for t in types:
+                logits = handles[t].logits(chunk, all_positions=True)[ctx // 2:ctx - 1]
+                got = log_softmax(logits.astype(np.float64))
+                sums[t] += float((p * (ref - got)).sum())
+            count += len(ref)
+        return {t: sums[t] / count for t in types}
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def llama_cpp_perplexity(exe: Path, model: Path, text_file: Path, kv_type: str, ctx: int, chunks: int,
+                         threads: int) -> dict[str, Any]:
+    cmd = [str(exe), "-m", str(model), "-f", str(text_file), "-c", str(ctx), "-b", str(ctx),
+           "--chunks", str(chunks), "-t", str(threads), "-fa", "on", "-ctk", kv_type, "-ctv", kv_type]
+    t0 = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
+                         env={**os.environ, "LD_LIBRARY_PATH": str(exe.parent)})
+    seconds = time.perf_counter() - t0
+    out = res.stdout + res.stderr
+    m = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", out)
+    if res.returncode != 0 or not m:
+        raise RuntimeError(f"llama-perplexity {kv_type} failed ({res.returncode}):\n{out[-3000:]}")
+    return {"ppl": float(m.group(1)), "ppl_error": float(m.group(2)), "seconds": seconds,
+            "command": " ".join(cmd)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", type=Path, default=default_model())
+    ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--chunks", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--kl-chunks", type=int, default=4)
+    ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--llama", default="f16,q8_0,q4_0", help="llama.cpp cache types ('' for none)")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    sys.path.insert(0, str(REPO / "sdk"))
+
+    text = prose_text()
+    text_file = Path(os.environ.get("TMPDIR", "/tmp")) / "eliza_ppl_tutorial.txt"
+    text_file.write_text(text, encoding="utf-8")
+    types = [t for t in args.types.split(",") if t]
+    results: dict[str, Any] = {"model": str(args.model), "ctx": args.ctx, "chunks": args.chunks,
+                               "machine": platform.machine(), "eliza": {}, "llama.cpp": {}}
+    for t in types:
+        results["eliza"][t] = eliza_perplexity(args.model, text, t, args.ctx, args.chunks, args.threads)
+        r = results["eliza"][t]
+        print(f"libeliza  {t:7s} PPL {r['ppl']:.4f} +/- {r['ppl_error']:.4f}  "
+              f"{r['kv_bytes_per_token']:6d} B/token  ({r['chunks']} chunks, {r['seconds']:.0f} s)",
+              flush=True)
+    if args.kl_chunks > 0:
+        kl = kl_divergences(args.model, text, [t for t in types if t != "f32"], args.ctx, args.kl_chunks,
+                            args.threads)
+        for t, v in kl.items():
+            results["eliza"][t]["kl_vs_f32"] = v
+            print(f"libeliza  {t:7s} mean KL vs F32 cache {v:.5f}", flush=True)
+    exe = llama_perplexity_bin()
+    llama_types = [t for t in args.llama.split(",") if t]
+    if llama_types and exe is None:
+        print("llama.cpp: no llama-perplexity build (tests/tools/llama_cpp.py makes one); skipped")
+    for t in llama_types if exe is not None else []:
+        assert exe is not None
+        results["llama.cpp"][t] = llama_cpp_perplexity(exe, args.model, text_file, t, args.ctx, args.chunks,
+                                                       args.threads)
+        r = results["llama.cpp"][t]
+        print(f"llama.cpp {t:7s} PPL {r['ppl']:.4f} +/- {r['ppl_error']:.4f}  ({r['seconds']:.0f} s)",
+              flush=True)
+    base = results["eliza"].get("f16", {}).get("ppl")
+    if base:
+        for t, r in results["eliza"].items():
+            print(f"libeliza  {t:7s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}%")
+        for t, r in results["llama.cpp"].items():
+            ours = results["eliza"].get(t, {}).get("ppl")
+            if ours:
+                print(f"libeliza  {t:7s} vs llama.cpp {t}: {100 * (ours / r['ppl'] - 1):+.3f}%")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, threads {args.threads}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

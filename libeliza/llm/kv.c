@@ -1,0 +1,268 @@
+/* KV cache storage types: names, sizes, the transforms, the writers and the
+ * scalar reference kernels (kv.h has the formats). */
+#include "kv.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/quant.h"
+#include "kv_plain.h"
+#include "ops.h"
+
+const float ez_tbq3_levels[8] = {-2.1519f, -1.3439f, -0.7560f, -0.2451f, 0.2451f, 0.7560f, 1.3439f, 2.1519f};
+const float ez_tbq4_levels[16] = {-2.7326f, -2.0690f, -1.6181f, -1.2562f, -0.9424f, -0.6568f, -0.3881f, -0.1284f,
+                                  0.1284f,  0.3881f,  0.6568f,  0.9424f,  1.2562f,  1.6181f,  2.0690f,  2.7326f};
+
+/* The TBQ sign flip: bit j set negates element j of a block before the
+ * transform. Any fixed pattern decorrelates the Hadamard rows from
+ * structure in the head dimensions; this one is 16 of each sign. */
+#define TBQ_SIGNS 0x9A5C36E1u
+
+const char *ez_kv_type_name(int type) {
+    static const char *const names[EZ_KV_COUNT] = {"f32", "f16", "q8_0", "q4_0", "tbq4_0", "tbq3_0"};
+    return type >= 0 && type < EZ_KV_COUNT ? names[type] : "?";
+}
+
+int ez_kv_block_size(int type) { return type == EZ_KV_F32 || type == EZ_KV_F16 ? 1 : EZ_KV_BLOCK; }
+
+size_t ez_kv_row_bytes(int type, int64_t n) {
+    switch (type) {
+    case EZ_KV_F32: return (size_t)n * sizeof(float);
+    case EZ_KV_F16: return (size_t)n * sizeof(uint16_t);
+    case EZ_KV_Q8_0: return (size_t)(n / EZ_KV_BLOCK) * sizeof(ez_block_q8_0);
+    case EZ_KV_Q4_0: return (size_t)(n / EZ_KV_BLOCK) * sizeof(ez_block_q4_0);
+    case EZ_KV_TBQ4_0: return (size_t)(n / EZ_KV_BLOCK) * sizeof(ez_block_tbq4_0);
+    case EZ_KV_TBQ3_0: return (size_t)(n / EZ_KV_BLOCK) * sizeof(ez_block_tbq3_0);
+    default: return 0;
+    }
+}
+
+/* ---- transforms ---------------------------------------------------------------------- */
+
+void ez_kv_hadamard(float *x, int n) {
+    const float scale = 1.0f / sqrtf((float)n);
+    for (int len = 1; len < n; len <<= 1)
+        for (int i = 0; i < n; i += 2 * len)
+            for (int j = i; j < i + len; j++) {
+                const float a = x[j], b = x[j + len];
+                x[j] = a + b;
+                x[j + len] = a - b;
+            }
+    for (int i = 0; i < n; i++) x[i] *= scale;
+}
+
+int ez_kv_rotation(int type, int head_dim, int is_v) {
+    int n = 64;
+    if (type == EZ_KV_TBQ4_0 || type == EZ_KV_TBQ3_0) return EZ_KV_ROT_TBQ;
+    if ((type != EZ_KV_Q8_0 && type != EZ_KV_Q4_0) || head_dim % 64 != 0) return 0;
+    if (!is_v)
+        while (head_dim % (2 * n) == 0) n *= 2;
+    return n;
+}
+
+static void flip_signs(float *x) {
+    for (int j = 0; j < EZ_KV_BLOCK; j++)
+        if ((TBQ_SIGNS >> j) & 1u) x[j] = -x[j];
+}
+
+void ez_kv_rotate(float *x, int64_t n, int rot) {
+    if (rot == EZ_KV_ROT_TBQ) {
+        for (int64_t i = 0; i < n; i += EZ_KV_BLOCK) {
+            flip_signs(x + i);
+            ez_kv_hadamard(x + i, EZ_KV_BLOCK);
+        }
+    } else if (rot > 1) {
+        for (int64_t i = 0; i < n; i += rot) ez_kv_hadamard(x + i, rot);
+    }
+}
+
+void ez_kv_unrotate(float *x, int64_t n, int rot) {
+    if (rot == EZ_KV_ROT_TBQ) {
+        for (int64_t i = 0; i < n; i += EZ_KV_BLOCK) {
+            ez_kv_hadamard(x + i, EZ_KV_BLOCK);
+            flip_signs(x + i);
+        }
+    } else {
+        ez_kv_rotate(x, n, rot);
+    }
+}
+
+/* ---- writers ------------------------------------------------------------------------- */
+
+/* ggml's quantize_row_q4_0_ref: d = (the value of largest magnitude) / -8,
+ * codes min(15, trunc(x / d + 8.5)). */
+void ez_kv_store_q4_0(const float *x, void *dst, int64_t n) {
+    ez_block_q4_0 *y = (ez_block_q4_0 *)dst;
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++, x += EZ_KV_BLOCK) {
+        float amax = 0.0f, mx = 0.0f, d, id;
+        for (int j = 0; j < EZ_KV_BLOCK; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                mx = x[j];
+            }
+        d = mx / -8.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = ez_f32_to_f16(d);
+        for (int j = 0; j < EZ_KV_BLOCK / 2; j++) {
+            const int q0 = EZ_MIN(15, (int)(x[j] * id + 8.5f)), q1 = EZ_MIN(15, (int)(x[j + 16] * id + 8.5f));
+            y[b].qs[j] = (uint8_t)(q0 | (q1 << 4));
+        }
+    }
+}
+
+/* d = the block's RMS; code = the number of level midpoints below x / d. */
+static float tbq_block(const float *x, const float *levels, int n_levels, uint8_t codes[EZ_KV_BLOCK]) {
+    float ss = 0.0f, d, id;
+    for (int j = 0; j < EZ_KV_BLOCK; j++) ss += x[j] * x[j];
+    d = sqrtf(ss / (float)EZ_KV_BLOCK);
+    id = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < EZ_KV_BLOCK; j++) {
+        const float t = x[j] * id;
+        int c = 0;
+        for (int l = 0; l + 1 < n_levels; l++) c += t > 0.5f * (levels[l] + levels[l + 1]);
+        codes[j] = (uint8_t)c;
+    }
+    return d;
+}
+
+void ez_kv_store_tbq4_0(const float *x, void *dst, int64_t n) {
+    ez_block_tbq4_0 *y = (ez_block_tbq4_0 *)dst;
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++, x += EZ_KV_BLOCK) {
+        uint8_t c[EZ_KV_BLOCK];
+        y[b].d = ez_f32_to_f16(tbq_block(x, ez_tbq4_levels, 16, c));
+        for (int j = 0; j < EZ_KV_BLOCK / 2; j++) y[b].qs[j] = (uint8_t)(c[j] | (c[j + 16] << 4));
+    }
+}
+
+void ez_kv_store_tbq3_0(const float *x, void *dst, int64_t n) {
+    ez_block_tbq3_0 *y = (ez_block_tbq3_0 *)dst;
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++, x += EZ_KV_BLOCK) {
+        uint8_t c[EZ_KV_BLOCK];
+        y[b].d = ez_f32_to_f16(tbq_block(x, ez_tbq3_levels, 8, c));
+        memset(y[b].qs, 0, sizeof y[b].qs);
+        for (int j = 0; j < EZ_KV_BLOCK; j++) {
+            const int bit = 3 * j;
+            y[b].qs[bit / 8] |= (uint8_t)(c[j] << (bit % 8));
+            if (bit % 8 > 5) y[b].qs[bit / 8 + 1] |= (uint8_t)(c[j] >> (8 - bit % 8));
+        }
+    }
+}
+
+/* ---- reference reads ----------------------------------------------------------------- */
+
+/* Block b of a row of a block type, as 32 floats. */
+static void block_values(int type, const void *row, int64_t b, float v[EZ_KV_BLOCK]) {
+    switch (type) {
+    case EZ_KV_Q8_0: {
+        const ez_block_q8_0 *k = (const ez_block_q8_0 *)row + b;
+        const float d = ez_f16_to_f32(k->d);
+        for (int j = 0; j < EZ_KV_BLOCK; j++) v[j] = d * (float)k->qs[j];
+        break;
+    }
+    case EZ_KV_Q4_0: {
+        const ez_block_q4_0 *k = (const ez_block_q4_0 *)row + b;
+        const float d = ez_f16_to_f32(k->d);
+        for (int j = 0; j < EZ_KV_BLOCK / 2; j++) {
+            v[j] = d * (float)((k->qs[j] & 15) - 8);
+            v[j + 16] = d * (float)((k->qs[j] >> 4) - 8);
+        }
+        break;
+    }
+    case EZ_KV_TBQ4_0: {
+        const ez_block_tbq4_0 *k = (const ez_block_tbq4_0 *)row + b;
+        const float d = ez_f16_to_f32(k->d);
+        for (int j = 0; j < EZ_KV_BLOCK / 2; j++) {
+            v[j] = d * ez_tbq4_levels[k->qs[j] & 15];
+            v[j + 16] = d * ez_tbq4_levels[k->qs[j] >> 4];
+        }
+        break;
+    }
+    default: {
+        const ez_block_tbq3_0 *k = (const ez_block_tbq3_0 *)row + b;
+        const float d = ez_f16_to_f32(k->d);
+        for (int j = 0; j < EZ_KV_BLOCK; j++) {
+            const int bit = 3 * j;
+            int c = k->qs[bit / 8] >> (bit % 8);
+            if (bit % 8 > 5) c |= k->qs[bit / 8 + 1] << (8 - bit % 8);
+            v[j] = d * ez_tbq3_levels[c & 7];
+        }
+        break;
+    }
+    }
+}
+
+void ez_kv_load_tbq4_0(const void *src, float *y, int64_t n) {
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++) block_values(EZ_KV_TBQ4_0, src, b, y + b * EZ_KV_BLOCK);
+}
+
+void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n) {
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++) block_values(EZ_KV_TBQ3_0, src, b, y + b * EZ_KV_BLOCK);
+}
+
+static EZ_ALWAYS_INLINE void dot4_ref(int type, const float *a, int64_t lda, const void *k, int64_t n, float *out,
+                                      int n_rows) {
+    double s[4] = {0, 0, 0, 0};
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++) {
+        float v[EZ_KV_BLOCK];
+        block_values(type, k, b, v);
+        for (int r = 0; r < n_rows; r++)
+            for (int j = 0; j < EZ_KV_BLOCK; j++) s[r] += (double)a[r * lda + b * EZ_KV_BLOCK + j] * v[j];
+    }
+    for (int r = 0; r < n_rows; r++) out[r] = (float)s[r];
+}
+
+static EZ_ALWAYS_INLINE void axpy4_ref(int type, float *y, int64_t ldy, const float *w, const void *x, int64_t n,
+                                       int n_rows) {
+    for (int64_t b = 0; b < n / EZ_KV_BLOCK; b++) {
+        float v[EZ_KV_BLOCK];
+        block_values(type, x, b, v);
+        for (int r = 0; r < n_rows; r++)
+            for (int j = 0; j < EZ_KV_BLOCK; j++) y[r * ldy + b * EZ_KV_BLOCK + j] += w[r] * v[j];
+    }
+}
+
+#define REF_KERNELS(T, sfx)                                                                                   \
+    static float dot_##sfx##_ref(const float *q, const void *k, int64_t n) {                                  \
+        float o;                                                                                              \
+        dot4_ref(T, q, 0, k, n, &o, 1);                                                                       \
+        return o;                                                                                             \
+    }                                                                                                         \
+    static void dot4_##sfx##_ref(const float *a, int64_t lda, const void *k, int64_t n, float out[4]) {       \
+        dot4_ref(T, a, lda, k, n, out, 4);                                                                    \
+    }                                                                                                         \
+    static void axpy_##sfx##_ref(float *y, float w, const void *v, int64_t n) { axpy4_ref(T, y, 0, &w, v, n, 1); } \
+    static void axpy4_##sfx##_ref(float *y, int64_t ldy, const float w[4], const void *v, int64_t n) {        \
+        axpy4_ref(T, y, ldy, w, v, n, 4);                                                                     \
+    }
+
+REF_KERNELS(EZ_KV_Q8_0, q8_0)
+REF_KERNELS(EZ_KV_Q4_0, q4_0)
+REF_KERNELS(EZ_KV_TBQ4_0, tbq4_0)
+REF_KERNELS(EZ_KV_TBQ3_0, tbq3_0)
+
+static void load_q8_0_ref(const void *src, float *y, int64_t n) { ez_kernels_ref(EZ_TYPE_Q8_0)->dequant(src, y, n); }
+static void load_q4_0_ref(const void *src, float *y, int64_t n) { ez_kernels_ref(EZ_TYPE_Q4_0)->dequant(src, y, n); }
+
+EZ_KV_PLAIN_KERNELS(ref, ez_llm_ops_ref(), ez_kernels_ref(EZ_TYPE_F16))
+
+static const ez_kv_kernels KV_REF[EZ_KV_COUNT] = {
+    EZ_KV_PLAIN_TABLE(ref),
+    {ez_llm_quant_q8_0_ref, load_q8_0_ref, dot_q8_0_ref, dot4_q8_0_ref, axpy_q8_0_ref, axpy4_q8_0_ref},
+    {ez_kv_store_q4_0, load_q4_0_ref, dot_q4_0_ref, dot4_q4_0_ref, axpy_q4_0_ref, axpy4_q4_0_ref},
+    {ez_kv_store_tbq4_0, ez_kv_load_tbq4_0, dot_tbq4_0_ref, dot4_tbq4_0_ref, axpy_tbq4_0_ref, axpy4_tbq4_0_ref},
+    {ez_kv_store_tbq3_0, ez_kv_load_tbq3_0, dot_tbq3_0_ref, dot4_tbq3_0_ref, axpy_tbq3_0_ref, axpy4_tbq3_0_ref},
+};
+
+const ez_kv_kernels *ez_kv_kernels_ref(int type) { return type >= 0 && type < EZ_KV_COUNT ? &KV_REF[type] : NULL; }
+
+const ez_kv_kernels *ez_kv_kernels_active(int type) {
+    const ez_kv_kernels *k = NULL;
+    switch (ez_simd_level_active()) {
+    case EZ_SIMD_AVX2: k = ez_kv_kernels_avx2(type); break;
+    case EZ_SIMD_NEON:
+    case EZ_SIMD_NEON_DOTPROD: k = ez_kv_kernels_neon(type); break;
+    default: break;
+    }
+    return k ? k : ez_kv_kernels_ref(type);
+}

