@@ -121,7 +121,7 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
                       int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_zero_point(w->type);
+    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     float out[EZ_LLM_TILE_ROWS][16];
@@ -140,7 +140,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
                        int64_t ldy, void *scratch) {
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
-    const int wide = w->type == EZ_TYPE_Q6_K;
+    const int wide = ez_llm_tile_traits_of(w->type)->wide;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
@@ -155,9 +155,10 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
 }
 
 ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
-    if (w_type == EZ_TYPE_Q4_0 || w_type == EZ_TYPE_Q5_0) return x8_avx512;
-    if (w_type == EZ_TYPE_Q4_K || w_type == EZ_TYPE_Q5_K || w_type == EZ_TYPE_Q6_K) return x8k_avx512;
-    return NULL;
+    const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
+    if (!tt) return NULL;
+    if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_avx512;
+    return x8k_avx512;
 }
 
 #else
