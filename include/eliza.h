@@ -239,6 +239,11 @@ ELIZA_API int32_t eliza_llm_detokenize(const eliza_llm *llm, const int32_t *toke
 ELIZA_API int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count,
                                    uint32_t all_positions, float **out_logits, size_t *out_count);
 
+/* Asks a running eliza_llm_logits() to stop as soon as possible; it then
+ * returns ELIZA_E_CANCELLED. Safe from any thread while the handle is open;
+ * a later call starts afresh. Streams have eliza_llm_stream_cancel(). */
+ELIZA_API void eliza_llm_cancel(eliza_llm *llm);
+
 typedef struct eliza_llm_stream_config {
     uint32_t struct_size;          /* sizeof(eliza_llm_stream_config) */
     uint32_t flags;                /* ELIZA_TOKENIZE_* applied to the prompt;
@@ -246,7 +251,11 @@ typedef struct eliza_llm_stream_config {
     const char *prompt;            /* UTF-8, NUL-terminated, not empty */
     int32_t max_tokens;            /* tokens to generate; default 256; <= 0
                                     * means until EOS or a full context */
-    float temperature;             /* 0 = greedy; default 0.8 */
+    float temperature;             /* 0 = greedy; default 0.8. Out of range
+                                    * (ELIZA_E_INVALID_ARG at open): temperature
+                                    * outside 0..100, top_k < 0, top_p or
+                                    * min_p outside 0..1, repeat_penalty
+                                    * outside (0, 100], repeat_last_n < 0 */
     int32_t top_k;                 /* 0 = off; default 40 */
     float top_p;                   /* 1 = off; default 0.95 */
     float min_p;                   /* 0 = off; default 0.05 */
@@ -446,7 +455,9 @@ ELIZA_API int32_t eliza_diarizer_open(const char *segmentation_path, const char 
                                       const eliza_diarizer_params *params,
                                       eliza_diarizer **out);
 
-/* Releases the diarizer. NULL is a no-op. */
+/* Releases the diarizer. NULL is a no-op. A call still running on it on
+ * another thread is cancelled and waited for first; a call made while it
+ * closes (or while another call runs on it) gets ELIZA_E_STATE. */
 ELIZA_API void eliza_diarizer_close(eliza_diarizer *diarizer);
 
 typedef struct eliza_diarize_options {

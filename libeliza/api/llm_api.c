@@ -38,6 +38,7 @@ struct eliza_llm {
     int32_t n_ctx, n_batch, n_threads;
     eliza_llm_stream *stream;   /* the open stream, if any */
     float *logits;              /* [n_vocab] of the stream's last position */
+    ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -258,7 +259,8 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     if (total > SIZE_MAX / sizeof(float)) return ez_fail(ELIZA_E_NOMEM, "logits of %" PRIu64 " rows do not fit", (uint64_t)n_rows);
     logits = (float *)malloc(total * sizeof(float));
     if (!logits) return ez_fail(ELIZA_E_NOMEM, "cannot allocate %" PRIu64 " logits", (uint64_t)total);
-    rc = ez_llm_eval(llm->ctx, tokens, (int32_t)count, 0, logits, all_positions != 0, NULL);
+    ez_llm_flag_set(&llm->cancel, 0);
+    rc = ez_llm_eval(llm->ctx, tokens, (int32_t)count, 0, logits, all_positions != 0, &llm->cancel);
     if (rc) {
         free(logits);
         return rc;
@@ -266,6 +268,10 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     *out_logits = logits;
     *out_count = total;
     return ELIZA_OK;
+}
+
+void eliza_llm_cancel(eliza_llm *llm) {
+    if (llm) ez_llm_flag_set(&llm->cancel, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -353,6 +359,22 @@ static int32_t read_config(const eliza_llm_stream_config *in, eliza_llm_stream_c
     return ELIZA_OK;
 }
 
+/* The sampling ranges (eliza.h; the Python SDK and the CLI check the same). */
+static int32_t check_sampling(const eliza_llm_stream_config *c) {
+    if (!(c->temperature >= 0.0f && c->temperature <= 100.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "temperature %g is outside 0..100", (double)c->temperature);
+    if (c->top_k < 0) return ez_fail(ELIZA_E_INVALID_ARG, "top_k %d is negative", (int)c->top_k);
+    if (!(c->top_p >= 0.0f && c->top_p <= 1.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "top_p %g is outside 0..1", (double)c->top_p);
+    if (!(c->min_p >= 0.0f && c->min_p <= 1.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "min_p %g is outside 0..1", (double)c->min_p);
+    if (!(c->repeat_penalty > 0.0f && c->repeat_penalty <= 100.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "repeat_penalty %g is outside (0, 100]", (double)c->repeat_penalty);
+    if (c->repeat_last_n < 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "repeat_last_n %d is negative", (int)c->repeat_last_n);
+    return ELIZA_OK;
+}
+
 static void stream_free(eliza_llm_stream *s) {
     if (!s) return;
     ez_sampler_free(s->sampler);
@@ -401,6 +423,7 @@ int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *con
     if ((rc = read_config(config, &c))) return rc;
     if (llm->stream) return ez_fail(ELIZA_E_STATE, "a stream of this model is already open");
     if (!c.prompt || !c.prompt[0]) return ez_fail(ELIZA_E_INVALID_ARG, "the prompt is empty");
+    if ((rc = check_sampling(&c))) return rc;
     if (c.context_size > (uint32_t)llm->n_ctx)
         return ez_fail(ELIZA_E_INVALID_ARG, "stream context_size %" PRIu32 " exceeds the model's %d", c.context_size,
                        llm->n_ctx);
