@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import audio, models
 from ._native import ABI_VERSION, LOG_FN, lib
 from .diarize import Diarizer, Turn, to_rttm
 from .errors import (
@@ -48,6 +49,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "audio",
+    "models",
     "ABI_VERSION",
     "Status",
     "ElizaError",

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
-from .errors import ElizaError
+from .errors import ElizaError, ElizaIOError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
 
 __all__ = ["build_parser", "main"]
@@ -131,28 +131,60 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_names() -> list[str]:
+    from . import models
+
+    return [*models.MODELS, *models.DIARIZATION_MODELS]
+
+
+def _model_file(name: str) -> tuple[Any, bool]:
+    """(cache path, whether it is fetched and verified) of any default model."""
+    from . import models
+
+    if name in models.MODELS:
+        return models.cache_dir() / models.MODELS[name].filename, models.is_cached(name)
+    spec = models.DIARIZATION_MODELS[name]
+    target = models.cache_dir() / spec.filename
+    stamp = target.with_name(target.name + ".source-sha256")
+    return target, target.exists() and stamp.exists() and stamp.read_text().strip() == spec.source_sha256
+
+
+def _fetch_model(name: str) -> Any:
+    from . import models
+
+    if name in models.MODELS:
+        return models.path(name)
+    return models._converted(models.DIARIZATION_MODELS[name], install=True)
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     from . import models
 
+    known = _model_names()
     if args.action == "list":
-        for spec in models.MODELS.values():
-            target = models.cache_dir() / spec.filename
-            state = "cached" if models.is_cached(spec.name) else "not fetched"
-            print(f"{spec.name:16} {state:12} {target}  ({spec.description})")
+        descriptions = {**{n: s.description for n, s in models.MODELS.items()},
+                        **{n: s.description for n, s in models.DIARIZATION_MODELS.items()}}
+        for name in known:
+            target, cached = _model_file(name)
+            state = "cached" if cached else "not fetched"
+            print(f"{name:26} {state:12} {target}  ({descriptions[name]})")
         return 0
-    names = args.names or list(models.MODELS)
+    names = args.names or known
     for name in names:
-        if name not in models.MODELS:
-            raise ElizaError(-1, f"unknown model '{name}' (known: {', '.join(models.MODELS)})")
+        if name not in known:
+            raise ElizaError(-1, f"unknown model '{name}' (known: {', '.join(known)})")
     for name in names:
+        target, cached = _model_file(name)
         if args.action == "path":
-            if not models.is_cached(name):
+            if not cached:
                 print(f"eliza: error: model '{name}' is not fetched (eliza models fetch {name})",
                       file=sys.stderr)
                 return 1
-            print(models.cache_dir() / models.MODELS[name].filename)
+            print(target)
         else:
-            print(models.path(name))
+            if not cached and sys.stderr.isatty():
+                print(f"eliza: fetching and converting {name} ...", file=sys.stderr, flush=True)
+            print(_fetch_model(name))
     return 0
 
 
@@ -175,13 +207,42 @@ def _count(text: str) -> int:
     return value
 
 
+def _read_prompt(args: argparse.Namespace) -> str:
+    """PROMPT, or -f FILE, or stdin when PROMPT is '-' (or absent with -f absent)."""
+    if args.file is not None:
+        if args.prompt is not None:
+            raise ElizaError(-1, "give the prompt either as an argument or with -f, not both")
+        with open(args.file, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    if args.prompt is None or args.prompt == "-":
+        return sys.stdin.read()
+    prompt: str = args.prompt
+    return prompt
+
+
+def _sampling(name: str, kind: type) -> Any:
+    """An argparse type: ``kind`` within the library's range for ``name``."""
+    from .llm import check_sampling
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        try:
+            check_sampling(name, value)
+        except ElizaError as e:
+            raise argparse.ArgumentTypeError(e.message) from None
+        return value
+
+    parse.__name__ = name  # argparse names the type in its message
+    return parse
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
     out = sys.stdout.buffer
     with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type) as llm:
         pieces = llm.stream(
-            args.prompt,
+            _read_prompt(args),
             max_tokens=args.max_tokens,
             temperature=args.temp,
             top_k=args.top_k,
@@ -215,16 +276,20 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
         "statistics to stderr. Architectures: gemma3, llama, qwen2, qwen3.",
     )
     gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
-    gen.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+    gen.add_argument("prompt", nargs="?", metavar="PROMPT", help="the text to continue; '-' reads stdin")
+    gen.add_argument("-f", "--file", metavar="FILE", help="read the prompt from FILE (UTF-8)")
     gen.add_argument("--max-tokens", type=int, default=256, metavar="N",
                      help="tokens to generate; <= 0: until EOS or a full context (default 256)")
-    gen.add_argument(
-        "--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy (default 0.8)"
-    )
-    gen.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
-    gen.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
-    gen.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
-    gen.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off (default 1.0)")
+    gen.add_argument("--temp", type=_sampling("temperature", float), default=0.8, metavar="T",
+                     help="temperature 0..100; 0 = greedy (default 0.8)")
+    gen.add_argument("--top-k", type=_sampling("top_k", int), default=40, metavar="K",
+                     help="0 = off (default 40)")
+    gen.add_argument("--top-p", type=_sampling("top_p", float), default=0.95, metavar="P",
+                     help="0..1; 1 = off (default 0.95)")
+    gen.add_argument("--min-p", type=_sampling("min_p", float), default=0.05, metavar="P",
+                     help="0..1; 0 = off (default 0.05)")
+    gen.add_argument("--repeat-penalty", type=_sampling("repeat_penalty", float), default=1.0, metavar="R",
+                     help="(0, 100]; 1 = off (default 1.0)")
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     gen.add_argument("--stop", action="append", metavar="S",
                      help="stop before this string (not printed); repeatable")
@@ -248,42 +313,82 @@ def _read_say_text(args: argparse.Namespace) -> str:
     return text
 
 
-def _cmd_say(args: argparse.Namespace) -> int:
-    import time
+def _check_say_output(output: str) -> None:
+    """Fails before any synthesis: an unknown extension or a missing directory."""
+    from pathlib import Path
+
+    from .audio import format_for
+
+    if output == "-":
+        return
+    format_for(output)
+    parent = Path(output).parent
+    if not parent.is_dir():
+        raise ElizaIOError(-2, f"{output}: the directory {parent} does not exist")
+
+
+def _write_say_output(output: str, audio: Any, rate: int) -> None:
+    """The whole audio at once: to stdout as WAV for '-', else by the file's
+    extension, renamed into place (Ctrl-C leaves no partial file)."""
+    import io
     import wave
 
-    from .tts import TTS, pcm16
+    from .audio import _check_mono, write_audio
+    from .tts import pcm16, write_wav
+
+    if output == "-":
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm16(_check_mono(audio, rate)))
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    elif output.lower().endswith(".wav"):
+        write_wav(output, audio, rate)
+    else:
+        write_audio(output, audio, rate)
+
+
+def _cmd_say(args: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+
+    from .tts import TTS
 
     text = _read_say_text(args)
+    if not text.strip():
+        raise ElizaError(-1, "there is no text to say (empty input)")
+    _check_say_output(args.output)
     show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
         lines = text if args.phonemes else tts.phonemize(text)
         total = sum(1 for line in lines.split("\n") if line.strip())
+        if total == 0:
+            raise ElizaError(-1, "the text has nothing to say (no phonemes)")
         rate = tts.sample_rate
-        n_samples = n_chunks = 0
+        pieces = []
         t0 = time.perf_counter()
-        # Opened before the file: a bad voice or speed leaves no empty WAV behind.
         chunks = tts.stream(
             lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
         )
-        with wave.open(args.output, "wb") as wav:
-            wav.setnchannels(1)
-            wav.setsampwidth(2)
-            wav.setframerate(rate)
-            for chunk in chunks:
-                wav.writeframes(pcm16(chunk.audio))
-                n_samples += len(chunk.audio)
-                n_chunks += 1
-                if show:
-                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+        for chunk in chunks:
+            pieces.append(chunk.audio)
+            if show:
+                print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
+    audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+    _write_say_output(args.output, audio, rate)
     if show:
         print(file=sys.stderr)
-    seconds = n_samples / rate
+    seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
+    where = "stdout" if args.output == "-" else args.output
     print(
-        f"eliza: {args.output}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {n_chunks} chunks",
+        f"eliza: {where}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {len(pieces)} chunks",
         file=sys.stderr,
     )
     return 0
@@ -301,13 +406,15 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "say",
         help="speak text with Kokoro-82M into a WAV file",
         description="Synthesizes TEXT (or -f FILE, or stdin when TEXT is '-' or absent) sentence by "
-        "sentence into a 16-bit mono WAV file, then prints the audio's duration and the real-time "
+        "sentence into a mono audio file (WAV, FLAC, OGG or MP3 by extension; '-' writes WAV "
+        "to stdout), then prints the audio's duration and the real-time "
         "factor to stderr. Text goes through espeak-ng (the espeakng-loader package's, else the "
         "system's); --phonemes takes Kokoro phonemes instead, one chunk per line.",
     )
     say.add_argument("text", nargs="?", metavar="TEXT", help="the text to speak; '-' reads stdin")
     say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
-    say.add_argument("-o", "--output", default="out.wav", metavar="OUT.wav", help="default out.wav")
+    say.add_argument("-o", "--output", default="out.wav", metavar="OUT",
+                     help="OUT.wav, .flac, .ogg or .mp3 (by extension); '-': WAV to stdout (default out.wav)")
     say.add_argument(
         "--voice", default="jf_alpha", help="a voice name or a blend 'a:0.7,b:0.3' (default jf_alpha)"
     )
@@ -324,9 +431,10 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from .diarize import Diarizer, read_wav, to_rttm
+    from .audio import read_audio
+    from .diarize import Diarizer, to_rttm
 
-    audio, rate = read_wav(args.audio)
+    audio, rate = read_audio(args.audio, sample_rate=16000)
     show = sys.stderr.isatty()
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
 
@@ -355,7 +463,7 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
     for t in turns:
-        print(f"{t.start:9.3f} {t.end:9.3f}  speaker {t.speaker}  ({t.confidence:.2f})")
+        print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
     if args.rttm:
         Path(args.rttm).write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
     seconds = len(audio) / rate
@@ -372,12 +480,13 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
 def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dia = commands.add_parser(
         "diarize",
-        help="who spoke when in a WAV file",
+        help="who spoke when in an audio file",
         description="Prints one line per speaker turn (start, end in seconds, speaker, confidence); "
         "--rttm also writes them as RTTM. Models: pyannote segmentation-3.0 and a GE2E speaker "
         "embedding (default: the converted default models).",
     )
-    dia.add_argument("audio", metavar="AUDIO.wav", help="a WAV file (PCM or float, any channels, 8..192 kHz)")
+    dia.add_argument("audio", metavar="AUDIO",
+                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate")
     dia.add_argument("--num-speakers", type=_count, metavar="N", help="exact number of speakers")
     dia.add_argument("--min-speakers", type=_count, metavar="N", help="at least N speakers")
     dia.add_argument("--max-speakers", type=_count, metavar="N", help="at most N speakers")
