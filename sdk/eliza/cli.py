@@ -501,6 +501,60 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.set_defaults(func=_cmd_diarize)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        from .server import ServerConfig, serve
+    except ImportError as e:
+        raise ElizaError(-4, f"eliza serve needs the server extra (pip install 'libeliza[server]'): {e}") \
+            from None
+    llms: dict[str, str] = {}
+    for spec in args.llm or []:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = Path(spec).stem, spec
+        if not Path(path).is_file():
+            raise ElizaIOError(-2, f"--llm {spec}: no such file {path}")
+        llms[name] = path
+    if not llms and args.tts is None and not args.diarizer:
+        raise ElizaError(-1, "nothing to serve: give --llm [NAME=]MODEL.gguf, --tts and/or --diarizer")
+    if args.host not in ("127.0.0.1", "localhost", "::1") and args.api_key is None:
+        print(f"eliza: warning: serving on {args.host} without --api-key", file=sys.stderr)
+    cfg = ServerConfig(llms=llms, tts=args.tts, diarizer="default" if args.diarizer else None,
+                       api_key=args.api_key, n_threads=args.threads, context_size=args.ctx,
+                       max_input_chars=args.max_input_chars)
+    served = [*llms, *(["tts"] if args.tts else []), *(["diarizer"] if args.diarizer else [])]
+    where = f"http://{args.host}:{args.port}/v1"
+    print(f"eliza: serving {', '.join(served)} on {where}", file=sys.stderr, flush=True)
+    serve(cfg, host=args.host, port=args.port)
+    return 0
+
+
+def _add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    srv = commands.add_parser(
+        "serve",
+        help="an OpenAI-compatible HTTP server (needs eliza[server])",
+        description="Serves /v1/models, /v1/completions, /v1/chat/completions, /v1/audio/speech and "
+        "/v1/audio/diarizations on loopback (docs/server.md). One process holds the models; each "
+        "model answers one request at a time, the others queue.",
+    )
+    srv.add_argument("--llm", action="append", metavar="[NAME=]MODEL.gguf",
+                     help="a language model, named NAME (default: the file's stem); repeatable")
+    srv.add_argument("--tts", nargs="?", const="default", metavar="PATH",
+                     help="serve speech: a Kokoro GGUF (default: the converted default model)")
+    srv.add_argument("--diarizer", action="store_true", help="serve diarization with the default models")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    srv.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY'")
+    srv.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    srv.add_argument("--ctx", type=int, default=0, metavar="N",
+                     help="LLM context size (default: the model's)")
+    srv.add_argument("--max-input-chars", type=int, default=32768, metavar="N",
+                     help="longest prompt or speech input accepted (default 32768)")
+    srv.set_defaults(func=_cmd_serve)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser: one subparser per command, each with ``func``."""
     parser = argparse.ArgumentParser(prog="eliza", description="On-device inference with libeliza.")
@@ -527,6 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)
+    _add_serve_command(commands)
     return parser
 
 
