@@ -23,9 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import audio, models
+from . import audio, models, plot
 from ._native import ABI_VERSION, LOG_FN, lib
-from .diarize import Diarizer, Turn, to_rttm
+from .diarize import Diarization, Diarizer, Turn, to_rttm
 from .errors import (
     AbiError,
     CancelledError,
@@ -51,6 +51,7 @@ __all__ = [
     "__version__",
     "audio",
     "models",
+    "plot",
     "ABI_VERSION",
     "Status",
     "ElizaError",
@@ -70,6 +71,7 @@ __all__ = [
     "LLM",
     "LLMStats",
     "StopReason",
+    "Diarization",
     "Diarizer",
     "Turn",
     "to_rttm",

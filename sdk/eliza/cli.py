@@ -382,6 +382,10 @@ def _cmd_say(args: argparse.Namespace) -> int:
         elapsed = time.perf_counter() - t0
     audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
     _write_say_output(args.output, audio, rate)
+    if args.plot:
+        from . import plot
+
+        plot.spectrogram(args.plot, audio, rate, title=text[:60].strip())
     if show:
         print(file=sys.stderr)
     seconds = len(audio) / rate
@@ -423,6 +427,8 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
     say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise: repeatable output")
+    say.add_argument("--plot", metavar="OUT.png",
+                     help="also draw the waveform over its mel spectrogram (needs matplotlib)")
     say.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     say.set_defaults(func=_cmd_say)
 
@@ -466,6 +472,10 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
         print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
     if args.rttm:
         Path(args.rttm).write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+    if args.plot:
+        from . import plot
+
+        plot.timeline(args.plot, turns, audio, rate, title=Path(args.audio).name)
     seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.4f}" if seconds else "-"
     n_speakers = len({t.speaker for t in turns})
@@ -495,6 +505,8 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
     dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
     dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")
+    dia.add_argument("--plot", metavar="OUT.png",
+                     help="also draw the speaker timeline over the waveform (needs matplotlib)")
     dia.add_argument("--segmentation", metavar="PATH", help="segmentation GGUF (with --embedding)")
     dia.add_argument("--embedding", metavar="PATH", help="speaker-embedding GGUF (with --segmentation)")
     dia.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")

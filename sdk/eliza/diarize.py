@@ -30,7 +30,7 @@ from ._interrupt import InFlight, run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
 from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["Diarizer", "Turn", "read_wav", "to_rttm"]
+__all__ = ["Diarization", "Diarizer", "Turn", "read_wav", "to_rttm"]
 
 AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
 ProgressFn = Callable[[float], None]
@@ -178,6 +178,72 @@ def to_rttm(turns: Sequence[Turn], uri: str = "audio") -> str:
     )
 
 
+def _label(speaker: int) -> str:
+    return f"SPEAKER_{speaker:02d}"
+
+
+class Diarization(list[Turn]):
+    """The turns of one recording (a list of :class:`Turn`, sorted by start)
+    with pyannote interop: :meth:`to_annotation` gives a
+    ``pyannote.core.Annotation`` (labels ``SPEAKER_NN``, one track per
+    turn), :meth:`from_rttm` reads turns back from RTTM text or a file.
+
+    Example::
+
+        d = diarizer.diarize("meeting.flac")
+        annotation = d.to_annotation(uri="meeting")       # pyannote.metrics scores it
+        again = eliza.Diarization.from_rttm(d.to_rttm("meeting"))
+    """
+
+    @property
+    def speakers(self) -> list[int]:
+        return sorted({t.speaker for t in self})
+
+    def to_rttm(self, uri: str = "audio") -> str:
+        return to_rttm(self, uri)
+
+    def to_annotation(self, uri: str = "audio") -> Any:
+        """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core)."""
+        try:
+            from pyannote.core import Annotation, Segment
+        except ImportError:
+            from .errors import UnsupportedError
+
+            raise UnsupportedError(
+                Status.E_UNSUPPORTED, "to_annotation needs pyannote.core (pip install pyannote.core)"
+            ) from None
+        annotation = Annotation(uri=uri)
+        for i, t in enumerate(self):
+            annotation[Segment(t.start, t.end), i] = _label(t.speaker)
+        return annotation
+
+    @classmethod
+    def from_rttm(cls, rttm: str | os.PathLike[str], uri: str | None = None) -> Diarization:
+        """Turns from RTTM ``SPEAKER`` lines (text with newlines, or a file
+        path), optionally only those of ``uri``. Speakers are numbered in
+        order of first appearance (``SPEAKER_03`` first becomes 0); the
+        confidence, which RTTM does not carry, is 1."""
+        text = rttm if isinstance(rttm, str) and "\n" in rttm else Path(rttm).read_text()
+        ids: dict[str, int] = {}
+        turns = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            fields = line.split()
+            if not fields or fields[0] != "SPEAKER":
+                continue
+            if len(fields) < 8:
+                raise _invalid(f"RTTM line {n} has {len(fields)} fields, not 10: {line!r}")
+            if uri is not None and fields[1] != uri:
+                continue
+            try:
+                start, duration = float(fields[3]), float(fields[4])
+            except ValueError:
+                bad = f"start {fields[3]!r} or duration {fields[4]!r}"
+                raise _invalid(f"RTTM line {n}: {bad} is not a number") from None
+            speaker = ids.setdefault(fields[7], len(ids))
+            turns.append(Turn(start, start + duration, speaker, 1.0))
+        return cls(sorted(turns, key=lambda t: (t.start, t.end)))
+
+
 class Diarizer:
     """The segmentation and embedding models, opened once; ``diarize`` runs the
     whole pipeline on a recording. ``segmentation``/``embedding`` are GGUF
@@ -280,7 +346,7 @@ class Diarizer:
         min_duration_off: float | None = None,
         batch_size: int | None = None,
         progress: ProgressFn | None = None,
-    ) -> list[Turn]:
+    ) -> Diarization:
         """Who spoke when. ``audio``: a path to any file libsndfile reads
         (WAV of any bit depth, FLAC, OGG, MP3; resampled to 16 kHz with
         scipy), or samples (1-D, or 2-D
@@ -289,7 +355,8 @@ class Diarizer:
         library's defaults (``default_options()``). ``progress(fraction)`` is
         called on this thread about ten times a second while the library
         works on another. Returns turns sorted by start; overlapping speech
-        gives overlapping turns.
+        gives overlapping turns, as a :class:`Diarization` (a list of
+        turns with ``to_annotation``/``to_rttm``).
         """
         if isinstance(audio, (str, os.PathLike)):
             from .audio import read_audio
@@ -321,11 +388,11 @@ class Diarizer:
 
     def _run(
         self, samples: npt.NDArray[np.float32], rate: int, opts: DiarizeOptions, progress: ProgressFn | None
-    ) -> list[Turn]:
+    ) -> Diarization:
         pcm = samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if samples.size else None
         with self._calling() as handle:
 
-            def call() -> list[Turn]:
+            def call() -> Diarization:
                 # eliza_last_error() is per thread: check() runs here, on the calling thread.
                 turns_ptr = ctypes.POINTER(DiarizeTurn)()
                 count = ctypes.c_size_t()
@@ -336,10 +403,10 @@ class Diarizer:
                     )
                 )
                 try:
-                    return [
+                    return Diarization(
                         Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
                         for t in turns_ptr[: count.value]
-                    ]
+                    )
                 finally:
                     lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
 
