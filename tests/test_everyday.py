@@ -274,6 +274,22 @@ def test_cli_models_cover_the_diarization_models() -> None:
         assert path.returncode == 0 and path.stdout.strip().endswith(b"pyannote-segmentation-3.0.gguf")
 
 
+def test_model_conversion_progress_is_a_bar_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert models._progress("x") is None
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    show = models._progress("pyannote: converting")
+    assert show is not None
+    for i in range(7):
+        show(i, 7, f"tensor.{i}")
+    assert "pyannote: converting" in term.getvalue() and "7/7" in term.getvalue()
+
+
 def test_cli_diarize_reads_flac_and_labels_like_rttm(tmp_path: Path) -> None:
     if _diar_models() is None:
         pytest.skip("the diarization models are not cached")
