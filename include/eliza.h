@@ -204,7 +204,9 @@ ELIZA_API void eliza_llm_default_params(eliza_llm_params *params);
 ELIZA_API int32_t eliza_llm_open(const char *path, const eliza_llm_params *params,
                                  eliza_llm **out);
 
-/* Releases the model. NULL is a no-op. No stream of it may still be open. */
+/* Releases the model. NULL is a no-op. A stream of it still open fails with
+ * ELIZA_E_STATE from then on and must still be closed. Not while a call on
+ * the model runs on another thread (cancel it and wait first). */
 ELIZA_API void eliza_llm_close(eliza_llm *llm);
 
 /* A JSON object describing the loaded model: "architecture", "n_vocab",

@@ -55,8 +55,13 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->kv_type = ELIZA_LLM_KV_F32;
 }
 
+static void detach_stream(eliza_llm_stream *s);
+
 void eliza_llm_close(eliza_llm *llm) {
     if (!llm) return;
+    /* A stream left open must not reach a freed model: it fails with
+     * ELIZA_E_STATE from here on, and closes as usual. */
+    if (llm->stream) detach_stream(llm->stream);
     ez_llm_ctx_free(llm->ctx);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
@@ -375,6 +380,8 @@ static int32_t check_sampling(const eliza_llm_stream_config *c) {
     return ELIZA_OK;
 }
 
+static void detach_stream(eliza_llm_stream *s) { s->llm = NULL; }
+
 static void stream_free(eliza_llm_stream *s) {
     if (!s) return;
     ez_sampler_free(s->sampler);
@@ -471,10 +478,11 @@ void eliza_llm_stream_cancel(eliza_llm_stream *stream) {
 /* ELIZA_PROFILE=1: one log line per stream (level INFO) with its rates and
  * where the model's forward time has gone so far (cumulative per handle). */
 static void log_profile(const eliza_llm_stream *s) {
-    const ez_llm_profile *prof = ez_llm_ctx_profile(s->llm->ctx);
+    const ez_llm_profile *prof;
     ez_strbuf sb = {0};
     char *line;
-    if (!ez_env_flag("ELIZA_PROFILE")) return;
+    if (!s->llm || !ez_env_flag("ELIZA_PROFILE")) return;
+    prof = ez_llm_ctx_profile(s->llm->ctx);
     ez_sb_printf(&sb, "llm profile: prompt %" PRIu64 " tokens in %.1f ms, %d generated, decode %.1f ms; forward ms:",
                  (uint64_t)s->n_prompt, (double)s->prefill_ns / 1e6, s->n_generated, (double)s->decode_ns / 1e6);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++)
@@ -736,6 +744,7 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
                        (uint64_t)sizeof(eliza_llm_piece));
     set_piece(piece, -1, "", 0);
 
+    if (!s->llm) return ez_fail(ELIZA_E_STATE, "eliza_llm_stream_next: the stream's model has been closed");
     if (s->state == STREAM_FAILED)
         return ez_fail(s->failure, "the stream %s", s->failure == ELIZA_E_CANCELLED ? "was cancelled" : "failed");
     if (s->state != STREAM_DONE && s->state != STREAM_FLUSH && ez_llm_flag_get(&s->cancel))

@@ -414,8 +414,10 @@ class Diarizer:
                 if progress is not None:
                     progress(float(lib().eliza_diarizer_progress(handle)))
 
-            return run(call, cancel=lambda: lib().eliza_diarizer_cancel(handle),
-                       tick=tick if progress is not None else None)
+            turns = run(call, cancel=lambda: lib().eliza_diarizer_cancel(handle),
+                        tick=tick if progress is not None else None)
+            tick()  # the final value (1.0), however fast the run was
+            return turns
 
     def cancel(self) -> None:
         """Asks a running ``diarize`` or ``segment`` (on another thread) to

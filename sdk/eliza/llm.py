@@ -427,24 +427,29 @@ class LLM(NativeModel["_Stream"]):
         special: bool = True,
         context_size: int = 0,
     ) -> str:
-        """The whole text :meth:`stream` produces with the same arguments."""
-        return "".join(
-            self.stream(
-                prompt,
-                max_tokens,
-                temperature,
-                top_k,
-                top_p,
-                min_p,
-                repeat_penalty,
-                seed,
-                stop,
-                repeat_last_n,
-                add_bos,
-                special,
-                context_size,
-            )
+        """The whole text :meth:`stream` produces with the same arguments.
+        The generation runs as one call on a worker thread (no hand-over per
+        token); Ctrl-C cancels it as it does a stream."""
+        stream = self._open_stream(
+            prompt,
+            max_tokens,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repeat_penalty,
+            seed,
+            stop,
+            repeat_last_n,
+            add_bos,
+            special,
+            context_size,
         )
+        pieces = self._pieces(stream)
+        try:
+            return run(lambda: "".join(pieces), cancel=stream.cancel)
+        finally:
+            pieces.close()  # also when interrupted before the worker started it
 
     def cancel(self) -> None:
         """Asks the open stream, if any, to stop at its next token; its
