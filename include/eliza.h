@@ -220,7 +220,9 @@ ELIZA_API void eliza_llm_default_params(eliza_llm_params *params);
 ELIZA_API int32_t eliza_llm_open(const char *path, const eliza_llm_params *params,
                                  eliza_llm **out);
 
-/* Releases the model. NULL is a no-op. No stream of it may still be open. */
+/* Releases the model. NULL is a no-op. A stream of it still open fails with
+ * ELIZA_E_STATE from then on and must still be closed. Not while a call on
+ * the model runs on another thread (cancel it and wait first). */
 ELIZA_API void eliza_llm_close(eliza_llm *llm);
 
 /* A JSON object describing the loaded model: "architecture", "n_vocab",
@@ -267,6 +269,11 @@ ELIZA_API int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t
 ELIZA_API int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
                                       size_t first, double *out_nll);
 
+/* Asks a running eliza_llm_logits() or eliza_llm_token_nll() to stop as soon as possible; it then
+ * returns ELIZA_E_CANCELLED. Safe from any thread while the handle is open;
+ * a later call starts afresh. Streams have eliza_llm_stream_cancel(). */
+ELIZA_API void eliza_llm_cancel(eliza_llm *llm);
+
 typedef struct eliza_llm_stream_config {
     uint32_t struct_size;          /* sizeof(eliza_llm_stream_config) */
     uint32_t flags;                /* ELIZA_TOKENIZE_* applied to the prompt;
@@ -274,7 +281,11 @@ typedef struct eliza_llm_stream_config {
     const char *prompt;            /* UTF-8, NUL-terminated, not empty */
     int32_t max_tokens;            /* tokens to generate; default 256; <= 0
                                     * means until EOS or a full context */
-    float temperature;             /* 0 = greedy; default 0.8 */
+    float temperature;             /* 0 = greedy; default 0.8. Out of range
+                                    * (ELIZA_E_INVALID_ARG at open): temperature
+                                    * outside 0..100, top_k < 0, top_p or
+                                    * min_p outside 0..1, repeat_penalty
+                                    * outside (0, 100], repeat_last_n < 0 */
     int32_t top_k;                 /* 0 = off; default 40 */
     float top_p;                   /* 1 = off; default 0.95 */
     float min_p;                   /* 0 = off; default 0.05 */
@@ -474,7 +485,9 @@ ELIZA_API int32_t eliza_diarizer_open(const char *segmentation_path, const char 
                                       const eliza_diarizer_params *params,
                                       eliza_diarizer **out);
 
-/* Releases the diarizer. NULL is a no-op. */
+/* Releases the diarizer. NULL is a no-op. A call still running on it on
+ * another thread is cancelled and waited for first; a call made while it
+ * closes (or while another call runs on it) gets ELIZA_E_STATE. */
 ELIZA_API void eliza_diarizer_close(eliza_diarizer *diarizer);
 
 typedef struct eliza_diarize_options {

@@ -9,6 +9,7 @@
 
 #include "core/common.h"
 #include "core/error.h"
+#include "core/platform.h"
 #include "core/pool.h"
 #include "diar/diarizer.h"
 
@@ -31,8 +32,24 @@ static int32_t read_params(const eliza_diarizer_params *in, eliza_diarizer_param
     return ELIZA_OK;
 }
 
+int32_t ez_diarizer_enter(eliza_diarizer *d, const char *call) {
+    if (ez_atomic_i64_cas(&d->busy, DIAR_IDLE, DIAR_IN_CALL)) return ELIZA_OK;
+    if (ez_atomic_i64_load(&d->busy) == DIAR_CLOSING)
+        return ez_fail(ELIZA_E_STATE, "%s: the diarizer is being closed", call);
+    return ez_fail(ELIZA_E_STATE, "%s: another call is running on this diarizer (one thread at a time)", call);
+}
+
+void ez_diarizer_leave(eliza_diarizer *d) { ez_atomic_i64_store(&d->busy, DIAR_IDLE); }
+
+/* A call still running on another thread is cancelled and waited for:
+ * freeing the models under it would crash that thread. */
 void eliza_diarizer_close(eliza_diarizer *diarizer) {
     if (!diarizer) return;
+    while (!ez_atomic_i64_cas(&diarizer->busy, DIAR_IDLE, DIAR_CLOSING)) {
+        if (ez_atomic_i64_load(&diarizer->busy) == DIAR_CLOSING) return; /* closed twice at once: one frees */
+        ez_atomic_int_store(&diarizer->cancel, 1);
+        ez_sleep_ms(1);
+    }
     ez_pool_destroy(diarizer->pool);
     ez_seg_free(diarizer->seg);
     ez_emb_free(diarizer->emb);
@@ -68,6 +85,7 @@ int32_t eliza_diarizer_open(const char *segmentation_path, const char *embedding
     d->n_threads = ez_pool_threads(d->pool);
     ez_atomic_int_store(&d->cancel, 0);
     ez_atomic_int_store(&d->progress, 0);
+    ez_atomic_i64_store(&d->busy, DIAR_IDLE);
     *out = d;
     return ELIZA_OK;
 }
@@ -98,7 +116,12 @@ int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *pcm, size_
                        frames);
     buf = (float *)malloc(n_chunks * (size_t)frames * (size_t)classes * sizeof(float));
     if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: no memory for the output");
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_segment"))) {
+        free(buf);
+        return rc;
+    }
     rc = ez_seg_forward(diarizer->seg, diarizer->pool, pcm, (int)n_chunks, (int)chunk_samples, buf);
+    ez_diarizer_leave(diarizer);
     if (rc) {
         free(buf);
         return rc;
@@ -122,7 +145,12 @@ int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm, size_t 
     dim = ez_emb_dim(diarizer->emb);
     buf = (float *)malloc((size_t)dim * sizeof(float));
     if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_embed: no memory for the output");
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_embed"))) {
+        free(buf);
+        return rc;
+    }
     rc = ez_emb_embed(diarizer->emb, diarizer->pool, pcm, n_samples, buf);
+    ez_diarizer_leave(diarizer);
     if (rc) {
         free(buf);
         return rc;

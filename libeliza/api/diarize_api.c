@@ -140,10 +140,13 @@ int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_sampl
         if (!isfinite(pcm[i]))
             return ez_fail(ELIZA_E_INVALID_ARG, "sample %zu is %s", i, isnan(pcm[i]) ? "NaN" : "infinite");
 
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarize"))) return rc;
     ez_atomic_int_store(&diarizer->cancel, 0);
     ctl.cancel = &diarizer->cancel;
     ctl.progress = &diarizer->progress;
-    return ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+    rc = ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+    ez_diarizer_leave(diarizer);
+    return rc;
 }
 
 void eliza_diarizer_cancel(eliza_diarizer *diarizer) {

@@ -39,6 +39,7 @@ struct eliza_llm {
     int32_t n_ctx, n_batch, n_threads;
     eliza_llm_stream *stream;   /* the open stream, if any */
     float *logits;              /* [n_vocab] of the stream's last position */
+    ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -56,8 +57,13 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->kv_type_v = ELIZA_LLM_KV_AS_K;
 }
 
+static void detach_stream(eliza_llm_stream *s);
+
 void eliza_llm_close(eliza_llm *llm) {
     if (!llm) return;
+    /* A stream left open must not reach a freed model: it fails with
+     * ELIZA_E_STATE from here on, and closes as usual. */
+    if (llm->stream) detach_stream(llm->stream);
     ez_llm_ctx_free(llm->ctx);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
@@ -267,7 +273,8 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     if (total > SIZE_MAX / sizeof(float)) return ez_fail(ELIZA_E_NOMEM, "logits of %" PRIu64 " rows do not fit", (uint64_t)n_rows);
     logits = (float *)malloc(total * sizeof(float));
     if (!logits) return ez_fail(ELIZA_E_NOMEM, "cannot allocate %" PRIu64 " logits", (uint64_t)total);
-    rc = ez_llm_eval(llm->ctx, tokens, (int32_t)count, 0, logits, all_positions != 0, NULL);
+    ez_llm_flag_set(&llm->cancel, 0);
+    rc = ez_llm_eval(llm->ctx, tokens, (int32_t)count, 0, logits, all_positions != 0, &llm->cancel);
     if (rc) {
         free(logits);
         return rc;
@@ -299,10 +306,11 @@ int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
                            tokens[i], (uint64_t)i, n_vocab);
     logits = (float *)malloc(sizeof(float) * (size_t)SCORE_ROWS * (size_t)n_vocab);
     if (!logits) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d rows of logits", SCORE_ROWS);
-    if (first > 0) rc = ez_llm_eval(llm->ctx, tokens, (int32_t)first, 0, NULL, 0, NULL);
+    ez_llm_flag_set(&llm->cancel, 0);
+    if (first > 0) rc = ez_llm_eval(llm->ctx, tokens, (int32_t)first, 0, NULL, 0, &llm->cancel);
     for (size_t b0 = first; rc == ELIZA_OK && b0 < count - 1; b0 += SCORE_ROWS) {
         const size_t nb = EZ_MIN((size_t)SCORE_ROWS, count - 1 - b0);
-        rc = ez_llm_eval(llm->ctx, tokens + b0, (int32_t)nb, (int32_t)b0, logits, 1, NULL);
+        rc = ez_llm_eval(llm->ctx, tokens + b0, (int32_t)nb, (int32_t)b0, logits, 1, &llm->cancel);
         for (size_t r = 0; rc == ELIZA_OK && r < nb; r++) {
             const float *row = logits + r * (size_t)n_vocab;
             double mx = row[0], sum = 0.0;
@@ -313,6 +321,10 @@ int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
     }
     free(logits);
     return rc;
+}
+
+void eliza_llm_cancel(eliza_llm *llm) {
+    if (llm) ez_llm_flag_set(&llm->cancel, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -400,6 +412,24 @@ static int32_t read_config(const eliza_llm_stream_config *in, eliza_llm_stream_c
     return ELIZA_OK;
 }
 
+/* The sampling ranges (eliza.h; the Python SDK and the CLI check the same). */
+static int32_t check_sampling(const eliza_llm_stream_config *c) {
+    if (!(c->temperature >= 0.0f && c->temperature <= 100.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "temperature %g is outside 0..100", (double)c->temperature);
+    if (c->top_k < 0) return ez_fail(ELIZA_E_INVALID_ARG, "top_k %d is negative", (int)c->top_k);
+    if (!(c->top_p >= 0.0f && c->top_p <= 1.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "top_p %g is outside 0..1", (double)c->top_p);
+    if (!(c->min_p >= 0.0f && c->min_p <= 1.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "min_p %g is outside 0..1", (double)c->min_p);
+    if (!(c->repeat_penalty > 0.0f && c->repeat_penalty <= 100.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "repeat_penalty %g is outside (0, 100]", (double)c->repeat_penalty);
+    if (c->repeat_last_n < 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "repeat_last_n %d is negative", (int)c->repeat_last_n);
+    return ELIZA_OK;
+}
+
+static void detach_stream(eliza_llm_stream *s) { s->llm = NULL; }
+
 static void stream_free(eliza_llm_stream *s) {
     if (!s) return;
     ez_sampler_free(s->sampler);
@@ -448,6 +478,7 @@ int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *con
     if ((rc = read_config(config, &c))) return rc;
     if (llm->stream) return ez_fail(ELIZA_E_STATE, "a stream of this model is already open");
     if (!c.prompt || !c.prompt[0]) return ez_fail(ELIZA_E_INVALID_ARG, "the prompt is empty");
+    if ((rc = check_sampling(&c))) return rc;
     if (c.context_size > (uint32_t)llm->n_ctx)
         return ez_fail(ELIZA_E_INVALID_ARG, "stream context_size %" PRIu32 " exceeds the model's %d", c.context_size,
                        llm->n_ctx);
@@ -495,10 +526,11 @@ void eliza_llm_stream_cancel(eliza_llm_stream *stream) {
 /* ELIZA_PROFILE=1: one log line per stream (level INFO) with its rates and
  * where the model's forward time has gone so far (cumulative per handle). */
 static void log_profile(const eliza_llm_stream *s) {
-    const ez_llm_profile *prof = ez_llm_ctx_profile(s->llm->ctx);
+    const ez_llm_profile *prof;
     ez_strbuf sb = {0};
     char *line;
-    if (!ez_env_flag("ELIZA_PROFILE")) return;
+    if (!s->llm || !ez_env_flag("ELIZA_PROFILE")) return;
+    prof = ez_llm_ctx_profile(s->llm->ctx);
     ez_sb_printf(&sb, "llm profile: prompt %" PRIu64 " tokens in %.1f ms, %d generated, decode %.1f ms; forward ms:",
                  (uint64_t)s->n_prompt, (double)s->prefill_ns / 1e6, s->n_generated, (double)s->decode_ns / 1e6);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++)
@@ -760,6 +792,7 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
                        (uint64_t)sizeof(eliza_llm_piece));
     set_piece(piece, -1, "", 0);
 
+    if (!s->llm) return ez_fail(ELIZA_E_STATE, "eliza_llm_stream_next: the stream's model has been closed");
     if (s->state == STREAM_FAILED)
         return ez_fail(s->failure, "the stream %s", s->failure == ELIZA_E_CANCELLED ? "was cancelled" : "failed");
     if (s->state != STREAM_DONE && s->state != STREAM_FLUSH && ez_llm_flag_get(&s->cancel))

@@ -168,6 +168,18 @@ uint64_t ez_time_ns(void) {
 #endif
 }
 
+void ez_sleep_ms(int ms) {
+#if defined(_WIN32)
+    Sleep((DWORD)ms);
+#else
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+#endif
+}
+
 int ez_cpu_count(void) {
 #if defined(_WIN32)
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);

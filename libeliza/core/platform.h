@@ -26,6 +26,9 @@ EZ_INTERNAL void ez_aligned_free(void *p);
 /* Monotonic clock in nanoseconds. */
 EZ_INTERNAL uint64_t ez_time_ns(void);
 
+/* Sleeps the calling thread for about `ms` milliseconds. */
+EZ_INTERNAL void ez_sleep_ms(int ms);
+
 /* Number of online logical CPUs (>= 1). */
 EZ_INTERNAL int ez_cpu_count(void);
 

@@ -723,6 +723,13 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
             }
             if (rc) goto done;
         }
+        /* Between the batch's segmentation and its embeddings: the two halves
+         * of a batch take about as long, so a cancel waits half as much. */
+        if (cancelled(ctl)) {
+            rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w0,
+                         (long long)n_windows);
+            goto done;
+        }
         if (n_live < nb && !have_zero) {
             float *z = buf + (size_t)n_live * (size_t)W;
             memset(z, 0, sizeof(float) * (size_t)W);

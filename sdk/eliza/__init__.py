@@ -23,8 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import audio, models, plot
 from ._native import ABI_VERSION, LOG_FN, lib
-from .diarize import Diarizer, Turn, to_rttm
+from .diarize import Diarization, Diarizer, Turn, to_rttm
 from .errors import (
     AbiError,
     CancelledError,
@@ -48,6 +49,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "audio",
+    "models",
+    "plot",
     "ABI_VERSION",
     "Status",
     "ElizaError",
@@ -68,6 +72,7 @@ __all__ = [
     "LLMStats",
     "Perplexity",
     "StopReason",
+    "Diarization",
     "Diarizer",
     "Turn",
     "to_rttm",

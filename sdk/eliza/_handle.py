@@ -1,5 +1,7 @@
 """The lifetime the SDK's model objects share (eliza.LLM, eliza.TTS): one
-native handle, at most one open stream on it, closed stream first."""
+native handle, at most one open stream on it, closed stream first, and
+never freed under a running call (``_calling`` counts them, ``close``
+cancels and waits)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ import contextlib
 import ctypes
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Generic, Protocol, TypeVar
 
+from ._interrupt import InFlight
 from .errors import StateError, Status
 
 
@@ -33,19 +37,30 @@ class NativeModel(Generic[S]):
         # die (and close) on its own.
         self._stream: weakref.ref[S] | None = None
         self._stream_lock = threading.Lock()
+        self._guard = InFlight(self._kind)
         self.path = path
 
     def _close_handle(self, handle: ctypes.c_void_p) -> None:
         raise NotImplementedError
 
+    def _cancel_calls(self, handle: ctypes.c_void_p) -> None:
+        """Asks the handle's running calls (not its stream) to stop."""
+
     def close(self) -> None:
-        """Closes an open stream, then frees the model. Idempotent."""
+        """Closes an open stream, then frees the model; a call running on
+        another thread is cancelled and waited for first. Idempotent."""
         stream = self._open_stream_object()
         if stream is not None:
             stream.close()
-        handle, self._handle = self._handle, None
-        if handle is not None:
+        handle = self._handle
+        if handle is None:
+            return
+
+        def free() -> None:
+            self._handle = None
             self._close_handle(handle)
+
+        self._guard.close(cancel=lambda: self._cancel_calls(handle), free=free)
 
     @property
     def closed(self) -> bool:
@@ -68,6 +83,12 @@ class NativeModel(Generic[S]):
         if self._handle is None:
             raise StateError(Status.E_STATE, f"the {self._kind} {self.path!r} is closed")
         return self._handle
+
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[ctypes.c_void_p]:
+        """The handle, counted as in use until the block ends (close waits)."""
+        with self._guard.call():
+            yield self._live()
 
     def _open_stream_object(self) -> S | None:
         with self._stream_lock:

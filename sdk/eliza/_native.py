@@ -251,6 +251,7 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_llm_stream_open": (_i32, (_handle, _P(LlmStreamConfig), _P(_handle))),
     "eliza_llm_stream_next": (_i32, (_handle, _P(LlmPiece))),
     "eliza_llm_stream_cancel": (None, (_handle,)),
+    "eliza_llm_cancel": (None, (_handle,)),
     "eliza_llm_stream_stats": (_i32, (_handle, _P(LlmStats))),
     "eliza_llm_stream_close": (None, (_handle,)),
     "eliza_tts_default_params": (None, (_P(TtsParams),)),

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
-from .errors import ElizaError
+from .errors import ElizaError, ElizaIOError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
 
 __all__ = ["build_parser", "main"]
@@ -131,28 +131,60 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_names() -> list[str]:
+    from . import models
+
+    return [*models.MODELS, *models.DIARIZATION_MODELS]
+
+
+def _model_file(name: str) -> tuple[Any, bool]:
+    """(cache path, whether it is fetched and verified) of any default model."""
+    from . import models
+
+    if name in models.MODELS:
+        return models.cache_dir() / models.MODELS[name].filename, models.is_cached(name)
+    spec = models.DIARIZATION_MODELS[name]
+    target = models.cache_dir() / spec.filename
+    stamp = target.with_name(target.name + ".source-sha256")
+    return target, target.exists() and stamp.exists() and stamp.read_text().strip() == spec.source_sha256
+
+
+def _fetch_model(name: str) -> Any:
+    from . import models
+
+    if name in models.MODELS:
+        return models.path(name)
+    return models._converted(models.DIARIZATION_MODELS[name], install=True)
+
+
 def _cmd_models(args: argparse.Namespace) -> int:
     from . import models
 
+    known = _model_names()
     if args.action == "list":
-        for spec in models.MODELS.values():
-            target = models.cache_dir() / spec.filename
-            state = "cached" if models.is_cached(spec.name) else "not fetched"
-            print(f"{spec.name:16} {state:12} {target}  ({spec.description})")
+        descriptions = {**{n: s.description for n, s in models.MODELS.items()},
+                        **{n: s.description for n, s in models.DIARIZATION_MODELS.items()}}
+        for name in known:
+            target, cached = _model_file(name)
+            state = "cached" if cached else "not fetched"
+            print(f"{name:26} {state:12} {target}  ({descriptions[name]})")
         return 0
-    names = args.names or list(models.MODELS)
+    names = args.names or known
     for name in names:
-        if name not in models.MODELS:
-            raise ElizaError(-1, f"unknown model '{name}' (known: {', '.join(models.MODELS)})")
+        if name not in known:
+            raise ElizaError(-1, f"unknown model '{name}' (known: {', '.join(known)})")
     for name in names:
+        target, cached = _model_file(name)
         if args.action == "path":
-            if not models.is_cached(name):
+            if not cached:
                 print(f"eliza: error: model '{name}' is not fetched (eliza models fetch {name})",
                       file=sys.stderr)
                 return 1
-            print(models.cache_dir() / models.MODELS[name].filename)
+            print(target)
         else:
-            print(models.path(name))
+            if not cached and sys.stderr.isatty():
+                print(f"eliza: fetching and converting {name} ...", file=sys.stderr, flush=True)
+            print(_fetch_model(name))
     return 0
 
 
@@ -175,6 +207,35 @@ def _count(text: str) -> int:
     return value
 
 
+def _read_prompt(args: argparse.Namespace) -> str:
+    """PROMPT, or -f FILE, or stdin when PROMPT is '-' (or absent with -f absent)."""
+    if args.file is not None:
+        if args.prompt is not None:
+            raise ElizaError(-1, "give the prompt either as an argument or with -f, not both")
+        with open(args.file, encoding="utf-8", errors="surrogateescape") as f:
+            return f.read()
+    if args.prompt is None or args.prompt == "-":
+        return sys.stdin.read()
+    prompt: str = args.prompt
+    return prompt
+
+
+def _sampling(name: str, kind: type) -> Any:
+    """An argparse type: ``kind`` within the library's range for ``name``."""
+    from .llm import check_sampling
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        try:
+            check_sampling(name, value)
+        except ElizaError as e:
+            raise argparse.ArgumentTypeError(e.message) from None
+        return value
+
+    parse.__name__ = name  # argparse names the type in its message
+    return parse
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
@@ -187,7 +248,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         kv_type_v=args.kv_type_v,
     ) as llm:
         pieces = llm.stream(
-            args.prompt,
+            _read_prompt(args),
             max_tokens=args.max_tokens,
             temperature=args.temp,
             top_k=args.top_k,
@@ -221,16 +282,20 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
         "statistics to stderr. Architectures: gemma3, llama, qwen2, qwen3.",
     )
     gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
-    gen.add_argument("prompt", metavar="PROMPT", help="the text to continue")
+    gen.add_argument("prompt", nargs="?", metavar="PROMPT", help="the text to continue; '-' reads stdin")
+    gen.add_argument("-f", "--file", metavar="FILE", help="read the prompt from FILE (UTF-8)")
     gen.add_argument("--max-tokens", type=int, default=256, metavar="N",
                      help="tokens to generate; <= 0: until EOS or a full context (default 256)")
-    gen.add_argument(
-        "--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy (default 0.8)"
-    )
-    gen.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
-    gen.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
-    gen.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
-    gen.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off (default 1.0)")
+    gen.add_argument("--temp", type=_sampling("temperature", float), default=0.8, metavar="T",
+                     help="temperature 0..100; 0 = greedy (default 0.8)")
+    gen.add_argument("--top-k", type=_sampling("top_k", int), default=40, metavar="K",
+                     help="0 = off (default 40)")
+    gen.add_argument("--top-p", type=_sampling("top_p", float), default=0.95, metavar="P",
+                     help="0..1; 1 = off (default 0.95)")
+    gen.add_argument("--min-p", type=_sampling("min_p", float), default=0.05, metavar="P",
+                     help="0..1; 0 = off (default 0.05)")
+    gen.add_argument("--repeat-penalty", type=_sampling("repeat_penalty", float), default=1.0, metavar="R",
+                     help="(0, 100]; 1 = off (default 1.0)")
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     gen.add_argument("--stop", action="append", metavar="S",
                      help="stop before this string (not printed); repeatable")
@@ -302,42 +367,86 @@ def _read_say_text(args: argparse.Namespace) -> str:
     return text
 
 
-def _cmd_say(args: argparse.Namespace) -> int:
-    import time
+def _check_say_output(output: str) -> None:
+    """Fails before any synthesis: an unknown extension or a missing directory."""
+    from pathlib import Path
+
+    from .audio import format_for
+
+    if output == "-":
+        return
+    format_for(output)
+    parent = Path(output).parent
+    if not parent.is_dir():
+        raise ElizaIOError(-2, f"{output}: the directory {parent} does not exist")
+
+
+def _write_say_output(output: str, audio: Any, rate: int) -> None:
+    """The whole audio at once: to stdout as WAV for '-', else by the file's
+    extension, renamed into place (Ctrl-C leaves no partial file)."""
+    import io
     import wave
 
-    from .tts import TTS, pcm16
+    from .audio import _check_mono, write_audio
+    from .tts import pcm16, write_wav
+
+    if output == "-":
+        buf = io.BytesIO()
+        with wave.open(buf, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm16(_check_mono(audio, rate)))
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    elif output.lower().endswith(".wav"):
+        write_wav(output, audio, rate)
+    else:
+        write_audio(output, audio, rate)
+
+
+def _cmd_say(args: argparse.Namespace) -> int:
+    import time
+
+    import numpy as np
+
+    from .tts import TTS
 
     text = _read_say_text(args)
+    if not text.strip():
+        raise ElizaError(-1, "there is no text to say (empty input)")
+    _check_say_output(args.output)
     show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
         lines = text if args.phonemes else tts.phonemize(text)
         total = sum(1 for line in lines.split("\n") if line.strip())
+        if total == 0:
+            raise ElizaError(-1, "the text has nothing to say (no phonemes)")
         rate = tts.sample_rate
-        n_samples = n_chunks = 0
+        pieces = []
         t0 = time.perf_counter()
-        # Opened before the file: a bad voice or speed leaves no empty WAV behind.
         chunks = tts.stream(
             lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
         )
-        with wave.open(args.output, "wb") as wav:
-            wav.setnchannels(1)
-            wav.setsampwidth(2)
-            wav.setframerate(rate)
-            for chunk in chunks:
-                wav.writeframes(pcm16(chunk.audio))
-                n_samples += len(chunk.audio)
-                n_chunks += 1
-                if show:
-                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+        for chunk in chunks:
+            pieces.append(chunk.audio)
+            if show:
+                print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
+    audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+    _write_say_output(args.output, audio, rate)
+    if args.plot:
+        from . import plot
+
+        plot.spectrogram(args.plot, audio, rate, title=text[:60].strip())
     if show:
         print(file=sys.stderr)
-    seconds = n_samples / rate
+    seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
+    where = "stdout" if args.output == "-" else args.output
     print(
-        f"eliza: {args.output}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {n_chunks} chunks",
+        f"eliza: {where}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {len(pieces)} chunks",
         file=sys.stderr,
     )
     return 0
@@ -355,13 +464,15 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "say",
         help="speak text with Kokoro-82M into a WAV file",
         description="Synthesizes TEXT (or -f FILE, or stdin when TEXT is '-' or absent) sentence by "
-        "sentence into a 16-bit mono WAV file, then prints the audio's duration and the real-time "
+        "sentence into a mono audio file (WAV, FLAC, OGG or MP3 by extension; '-' writes WAV "
+        "to stdout), then prints the audio's duration and the real-time "
         "factor to stderr. Text goes through espeak-ng (the espeakng-loader package's, else the "
         "system's); --phonemes takes Kokoro phonemes instead, one chunk per line.",
     )
     say.add_argument("text", nargs="?", metavar="TEXT", help="the text to speak; '-' reads stdin")
     say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
-    say.add_argument("-o", "--output", default="out.wav", metavar="OUT.wav", help="default out.wav")
+    say.add_argument("-o", "--output", default="out.wav", metavar="OUT",
+                     help="OUT.wav, .flac, .ogg or .mp3 (by extension); '-': WAV to stdout (default out.wav)")
     say.add_argument(
         "--voice", default="jf_alpha", help="a voice name or a blend 'a:0.7,b:0.3' (default jf_alpha)"
     )
@@ -370,6 +481,8 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
     say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise: repeatable output")
+    say.add_argument("--plot", metavar="OUT.png",
+                     help="also draw the waveform over its mel spectrogram (needs matplotlib)")
     say.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     say.set_defaults(func=_cmd_say)
 
@@ -378,9 +491,10 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from .diarize import Diarizer, read_wav, to_rttm
+    from .audio import read_audio
+    from .diarize import Diarizer, to_rttm
 
-    audio, rate = read_wav(args.audio)
+    audio, rate = read_audio(args.audio, sample_rate=16000)
     show = sys.stderr.isatty()
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
 
@@ -409,9 +523,13 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
     for t in turns:
-        print(f"{t.start:9.3f} {t.end:9.3f}  speaker {t.speaker}  ({t.confidence:.2f})")
+        print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
     if args.rttm:
         Path(args.rttm).write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+    if args.plot:
+        from . import plot
+
+        plot.timeline(args.plot, turns, audio, rate, title=Path(args.audio).name)
     seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.4f}" if seconds else "-"
     n_speakers = len({t.speaker for t in turns})
@@ -426,12 +544,13 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
 def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dia = commands.add_parser(
         "diarize",
-        help="who spoke when in a WAV file",
+        help="who spoke when in an audio file",
         description="Prints one line per speaker turn (start, end in seconds, speaker, confidence); "
         "--rttm also writes them as RTTM. Models: pyannote segmentation-3.0 and a GE2E speaker "
         "embedding (default: the converted default models).",
     )
-    dia.add_argument("audio", metavar="AUDIO.wav", help="a WAV file (PCM or float, any channels, 8..192 kHz)")
+    dia.add_argument("audio", metavar="AUDIO",
+                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate")
     dia.add_argument("--num-speakers", type=_count, metavar="N", help="exact number of speakers")
     dia.add_argument("--min-speakers", type=_count, metavar="N", help="at least N speakers")
     dia.add_argument("--max-speakers", type=_count, metavar="N", help="at most N speakers")
@@ -440,10 +559,66 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
     dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
     dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")
+    dia.add_argument("--plot", metavar="OUT.png",
+                     help="also draw the speaker timeline over the waveform (needs matplotlib)")
     dia.add_argument("--segmentation", metavar="PATH", help="segmentation GGUF (with --embedding)")
     dia.add_argument("--embedding", metavar="PATH", help="speaker-embedding GGUF (with --segmentation)")
     dia.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     dia.set_defaults(func=_cmd_diarize)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        from .server import ServerConfig, serve
+    except ImportError as e:
+        raise ElizaError(-4, f"eliza serve needs the server extra (pip install 'libeliza[server]'): {e}") \
+            from None
+    llms: dict[str, str] = {}
+    for spec in args.llm or []:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            name, path = Path(spec).stem, spec
+        if not Path(path).is_file():
+            raise ElizaIOError(-2, f"--llm {spec}: no such file {path}")
+        llms[name] = path
+    if not llms and args.tts is None and not args.diarizer:
+        raise ElizaError(-1, "nothing to serve: give --llm [NAME=]MODEL.gguf, --tts and/or --diarizer")
+    if args.host not in ("127.0.0.1", "localhost", "::1") and args.api_key is None:
+        print(f"eliza: warning: serving on {args.host} without --api-key", file=sys.stderr)
+    cfg = ServerConfig(llms=llms, tts=args.tts, diarizer="default" if args.diarizer else None,
+                       api_key=args.api_key, n_threads=args.threads, context_size=args.ctx,
+                       max_input_chars=args.max_input_chars)
+    served = [*llms, *(["tts"] if args.tts else []), *(["diarizer"] if args.diarizer else [])]
+    where = f"http://{args.host}:{args.port}/v1"
+    print(f"eliza: serving {', '.join(served)} on {where}", file=sys.stderr, flush=True)
+    serve(cfg, host=args.host, port=args.port)
+    return 0
+
+
+def _add_serve_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    srv = commands.add_parser(
+        "serve",
+        help="an OpenAI-compatible HTTP server (needs eliza[server])",
+        description="Serves /v1/models, /v1/completions, /v1/chat/completions, /v1/audio/speech and "
+        "/v1/audio/diarizations on loopback (docs/server.md). One process holds the models; each "
+        "model answers one request at a time, the others queue.",
+    )
+    srv.add_argument("--llm", action="append", metavar="[NAME=]MODEL.gguf",
+                     help="a language model, named NAME (default: the file's stem); repeatable")
+    srv.add_argument("--tts", nargs="?", const="default", metavar="PATH",
+                     help="serve speech: a Kokoro GGUF (default: the converted default model)")
+    srv.add_argument("--diarizer", action="store_true", help="serve diarization with the default models")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    srv.add_argument("--api-key", metavar="KEY", help="require 'Authorization: Bearer KEY'")
+    srv.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    srv.add_argument("--ctx", type=int, default=0, metavar="N",
+                     help="LLM context size (default: the model's)")
+    srv.add_argument("--max-input-chars", type=int, default=32768, metavar="N",
+                     help="longest prompt or speech input accepted (default 32768)")
+    srv.set_defaults(func=_cmd_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -473,6 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)
+    _add_serve_command(commands)
     return parser
 
 

@@ -12,12 +12,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import struct
 import threading
 import wave
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -25,16 +26,17 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
+from ._interrupt import InFlight, run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
-from .errors import InvalidArgumentError, StateError, Status, check
+from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["Diarizer", "Turn", "read_wav", "to_rttm"]
+__all__ = ["Diarization", "Diarizer", "Turn", "read_wav", "to_rttm"]
 
 AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
 ProgressFn = Callable[[float], None]
 
-# How often a running diarize() reports progress to its callback, seconds.
-_POLL_SECONDS = 0.1
+# Chunks per eliza_diarizer_segment call in segment(): cancel points between them.
+_SEGMENT_BATCH = 8
 # WAVE_FORMAT_IEEE_FLOAT and WAVE_FORMAT_EXTENSIBLE (the stdlib wave module reads PCM only).
 _WAVE_FLOAT = 3
 _WAVE_EXTENSIBLE = 0xFFFE
@@ -126,6 +128,20 @@ def read_wav(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.float32], int
     return (frames.mean(axis=1) / scale).astype(np.float32), int(rate)
 
 
+# The models' rate: files are resampled to it in Python (scipy's polyphase
+# filter) so every format and rate reaches the library the same way.
+_MODEL_RATE = 16000
+
+
+def _to_model_rate(samples: npt.NDArray[np.float32], rate: int) -> tuple[npt.NDArray[np.float32], int]:
+    from .audio import resample
+
+    try:
+        return resample(samples, rate, _MODEL_RATE), _MODEL_RATE
+    except ImportError:  # no scipy: the library's own resampler
+        return samples, rate
+
+
 def _as_mono_float32(audio: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
     a = np.asarray(audio)
     if a.ndim not in (1, 2):
@@ -162,6 +178,72 @@ def to_rttm(turns: Sequence[Turn], uri: str = "audio") -> str:
     )
 
 
+def _label(speaker: int) -> str:
+    return f"SPEAKER_{speaker:02d}"
+
+
+class Diarization(list[Turn]):
+    """The turns of one recording (a list of :class:`Turn`, sorted by start)
+    with pyannote interop: :meth:`to_annotation` gives a
+    ``pyannote.core.Annotation`` (labels ``SPEAKER_NN``, one track per
+    turn), :meth:`from_rttm` reads turns back from RTTM text or a file.
+
+    Example::
+
+        d = diarizer.diarize("meeting.flac")
+        annotation = d.to_annotation(uri="meeting")       # pyannote.metrics scores it
+        again = eliza.Diarization.from_rttm(d.to_rttm("meeting"))
+    """
+
+    @property
+    def speakers(self) -> list[int]:
+        return sorted({t.speaker for t in self})
+
+    def to_rttm(self, uri: str = "audio") -> str:
+        return to_rttm(self, uri)
+
+    def to_annotation(self, uri: str = "audio") -> Any:
+        """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core)."""
+        try:
+            from pyannote.core import Annotation, Segment
+        except ImportError:
+            from .errors import UnsupportedError
+
+            raise UnsupportedError(
+                Status.E_UNSUPPORTED, "to_annotation needs pyannote.core (pip install pyannote.core)"
+            ) from None
+        annotation = Annotation(uri=uri)
+        for i, t in enumerate(self):
+            annotation[Segment(t.start, t.end), i] = _label(t.speaker)
+        return annotation
+
+    @classmethod
+    def from_rttm(cls, rttm: str | os.PathLike[str], uri: str | None = None) -> Diarization:
+        """Turns from RTTM ``SPEAKER`` lines (text with newlines, or a file
+        path), optionally only those of ``uri``. Speakers are numbered in
+        order of first appearance (``SPEAKER_03`` first becomes 0); the
+        confidence, which RTTM does not carry, is 1."""
+        text = rttm if isinstance(rttm, str) and "\n" in rttm else Path(rttm).read_text()
+        ids: dict[str, int] = {}
+        turns = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            fields = line.split()
+            if not fields or fields[0] != "SPEAKER":
+                continue
+            if len(fields) < 8:
+                raise _invalid(f"RTTM line {n} has {len(fields)} fields, not 10: {line!r}")
+            if uri is not None and fields[1] != uri:
+                continue
+            try:
+                start, duration = float(fields[3]), float(fields[4])
+            except ValueError:
+                bad = f"start {fields[3]!r} or duration {fields[4]!r}"
+                raise _invalid(f"RTTM line {n}: {bad} is not a number") from None
+            speaker = ids.setdefault(fields[7], len(ids))
+            turns.append(Turn(start, start + duration, speaker, 1.0))
+        return cls(sorted(turns, key=lambda t: (t.start, t.end)))
+
+
 class Diarizer:
     """The segmentation and embedding models, opened once; ``diarize`` runs the
     whole pipeline on a recording. ``segmentation``/``embedding`` are GGUF
@@ -181,7 +263,8 @@ class Diarizer:
         n_threads: int = 0,
     ) -> None:
         self._handle: ctypes.c_void_p | None = None
-        self._lock = threading.Lock()  # cancel/progress against close
+        self._guard = InFlight("diarizer")
+        self._segment_stop = threading.Event()  # set by cancel(): segment() stops between batches
         if (segmentation is None) != (embedding is None):
             raise _invalid("give both model paths (segmentation and embedding) or neither")
         if segmentation is None or embedding is None:
@@ -206,11 +289,17 @@ class Diarizer:
     # -- lifetime -------------------------------------------------------------
 
     def close(self) -> None:
-        """Releases the models; later calls raise StateError. Idempotent."""
-        with self._lock:
-            handle, self._handle = self._handle, None
-        if handle is not None:
+        """Releases the models; later calls raise StateError. A call running
+        on another thread is cancelled and waited for first. Idempotent."""
+        handle = self._handle
+        if handle is None:
+            return
+
+        def free() -> None:
+            self._handle = None
             lib().eliza_diarizer_close(handle)
+
+        self._guard.close(cancel=lambda: self._cancel_native(handle), free=free)
 
     def __enter__(self) -> Diarizer:
         return self
@@ -226,6 +315,12 @@ class Diarizer:
         if self._handle is None:
             raise StateError(Status.E_STATE, "the diarizer is closed")
         return self._handle
+
+    @contextlib.contextmanager
+    def _calling(self) -> Iterator[ctypes.c_void_p]:
+        """The handle, counted as in use until the block ends (close waits)."""
+        with self._guard.call():
+            yield self._live()
 
     # -- the pipeline ---------------------------------------------------------
 
@@ -251,19 +346,25 @@ class Diarizer:
         min_duration_off: float | None = None,
         batch_size: int | None = None,
         progress: ProgressFn | None = None,
-    ) -> list[Turn]:
-        """Who spoke when. ``audio``: a WAV path, or samples (1-D, or 2-D
+    ) -> Diarization:
+        """Who spoke when. ``audio``: a path to any file libsndfile reads
+        (WAV of any bit depth, FLAC, OGG, MP3; resampled to 16 kHz with
+        scipy), or samples (1-D, or 2-D
         samples x channels; float in [-1, 1] or integer PCM) with
         ``sample_rate`` (8000..192000 Hz). Options left None take the
         library's defaults (``default_options()``). ``progress(fraction)`` is
         called on this thread about ten times a second while the library
         works on another. Returns turns sorted by start; overlapping speech
-        gives overlapping turns.
+        gives overlapping turns, as a :class:`Diarization` (a list of
+        turns with ``to_annotation``/``to_rttm``).
         """
         if isinstance(audio, (str, os.PathLike)):
-            samples, rate = read_wav(audio)
+            from .audio import read_audio
+
+            samples, rate = read_audio(audio)
             if sample_rate is not None and sample_rate != rate:
                 raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
+            samples, rate = _to_model_rate(samples, rate)
         else:
             if sample_rate is None:
                 raise _invalid("sample_rate is needed with an array of samples")
@@ -287,110 +388,115 @@ class Diarizer:
 
     def _run(
         self, samples: npt.NDArray[np.float32], rate: int, opts: DiarizeOptions, progress: ProgressFn | None
-    ) -> list[Turn]:
-        handle = self._live()
-        turns_ptr = ctypes.POINTER(DiarizeTurn)()
-        count = ctypes.c_size_t()
+    ) -> Diarization:
         pcm = samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if samples.size else None
-        failure: list[BaseException] = []
+        with self._calling() as handle:
 
-        def call() -> None:
-            # eliza_last_error() is per thread: read it here, on the calling thread.
-            try:
+            def call() -> Diarization:
+                # eliza_last_error() is per thread: check() runs here, on the calling thread.
+                turns_ptr = ctypes.POINTER(DiarizeTurn)()
+                count = ctypes.c_size_t()
                 check(
                     lib().eliza_diarize(
-                        handle,
-                        pcm,
-                        samples.size,
-                        rate,
-                        ctypes.byref(opts),
-                        ctypes.byref(turns_ptr),
+                        handle, pcm, samples.size, rate, ctypes.byref(opts), ctypes.byref(turns_ptr),
                         ctypes.byref(count),
                     )
                 )
-            except BaseException as e:  # handed to the caller's thread below
-                failure.append(e)
+                try:
+                    return Diarization(
+                        Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
+                        for t in turns_ptr[: count.value]
+                    )
+                finally:
+                    lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
 
-        if progress is None:
-            call()
-        else:
-            worker = threading.Thread(target=call, name="eliza-diarize", daemon=True)
-            worker.start()
-            try:
-                while worker.is_alive():
-                    worker.join(_POLL_SECONDS)
+            def tick() -> None:
+                if progress is not None:
                     progress(float(lib().eliza_diarizer_progress(handle)))
-            except BaseException:
-                # Ctrl-C or a failing callback: stop the library before leaving.
-                lib().eliza_diarizer_cancel(handle)
-                worker.join()
-                raise
-        if failure:
-            raise failure[0]
-        try:
-            return [
-                Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
-                for t in turns_ptr[: count.value]
-            ]
-        finally:
-            lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+
+            turns = run(call, cancel=lambda: lib().eliza_diarizer_cancel(handle),
+                        tick=tick if progress is not None else None)
+            tick()  # the final value (1.0), however fast the run was
+            return turns
 
     def cancel(self) -> None:
-        """Asks a running ``diarize`` (on another thread) to stop; it raises
-        ``eliza.CancelledError``. Safe from any thread."""
-        with self._lock:
-            if self._handle is not None:
-                lib().eliza_diarizer_cancel(self._handle)
+        """Asks a running ``diarize`` or ``segment`` (on another thread) to
+        stop; it raises ``eliza.CancelledError``. Safe from any thread."""
+        try:
+            with self._calling() as handle:  # close cannot free it meanwhile
+                self._cancel_native(handle)
+        except StateError:
+            pass
+
+    def _cancel_native(self, handle: ctypes.c_void_p) -> None:
+        self._segment_stop.set()
+        lib().eliza_diarizer_cancel(handle)
 
     @property
     def progress(self) -> float:
         """Progress of the running (or last) ``diarize``, 0..1, from any thread."""
-        with self._lock:
-            return float(lib().eliza_diarizer_progress(self._handle)) if self._handle is not None else 0.0
+        try:
+            with self._calling() as handle:
+                return float(lib().eliza_diarizer_progress(handle))
+        except StateError:
+            return 0.0
 
     # -- the models alone -----------------------------------------------------
 
     def segment(self, chunks: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
         """The segmentation model on chunks [n, samples] (16 kHz): powerset
-        log-probabilities [n, frames, classes]."""
+        log-probabilities [n, frames, classes]. Runs a few chunks at a time,
+        so :meth:`cancel` (and Ctrl-C) stop it between them."""
         x = np.ascontiguousarray(np.atleast_2d(np.asarray(chunks, dtype=np.float32)))
         if x.ndim != 2:
             raise _invalid(f"chunks must be [n, samples], not shape {x.shape}")
-        out = ctypes.POINTER(ctypes.c_float)()
-        frames, classes = ctypes.c_size_t(), ctypes.c_size_t()
-        check(
-            lib().eliza_diarizer_segment(
-                self._live(),
-                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                x.shape[0],
-                x.shape[1],
-                ctypes.byref(out),
-                ctypes.byref(frames),
-                ctypes.byref(classes),
-            )
-        )
-        try:
-            n = x.shape[0] * frames.value * classes.value
-            flat = np.ctypeslib.as_array(out, shape=(n,)).copy() if n else np.zeros(0, np.float32)
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
-        return flat.reshape(x.shape[0], frames.value, classes.value)
+        with self._calling() as handle:
+            self._segment_stop.clear()
+
+            def one(batch: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+                out = ctypes.POINTER(ctypes.c_float)()
+                frames, classes = ctypes.c_size_t(), ctypes.c_size_t()
+                check(
+                    lib().eliza_diarizer_segment(
+                        handle, batch.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), batch.shape[0],
+                        batch.shape[1], ctypes.byref(out), ctypes.byref(frames), ctypes.byref(classes),
+                    )
+                )
+                try:
+                    n = batch.shape[0] * frames.value * classes.value
+                    flat = np.ctypeslib.as_array(out, shape=(n,)).copy() if n else np.zeros(0, np.float32)
+                finally:
+                    lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+                return flat.reshape(batch.shape[0], frames.value, classes.value)
+
+            def call() -> npt.NDArray[np.float32]:
+                parts = []
+                for i in range(0, max(x.shape[0], 1), _SEGMENT_BATCH):
+                    if self._segment_stop.is_set():
+                        raise CancelledError(Status.E_CANCELLED, "segment: cancelled")
+                    parts.append(one(x[i : i + _SEGMENT_BATCH]))
+                return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+            return run(call, cancel=lambda: self._cancel_native(handle))
 
     def embed(self, audio: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
-        """The speaker embedding (L2-normalised) of 16 kHz samples."""
+        """The speaker embedding (L2-normalised) of 16 kHz samples. Ctrl-C
+        waits for the call to end (the model has no cancel point)."""
         x = np.ascontiguousarray(np.asarray(audio, dtype=np.float32).reshape(-1))
-        out = ctypes.POINTER(ctypes.c_float)()
-        dim = ctypes.c_size_t()
-        check(
-            lib().eliza_diarizer_embed(
-                self._live(),
-                x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                x.size,
-                ctypes.byref(out),
-                ctypes.byref(dim),
-            )
-        )
-        try:
-            return np.ctypeslib.as_array(out, shape=(dim.value,)).copy()
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        with self._calling() as handle:
+
+            def call() -> npt.NDArray[np.float32]:
+                out = ctypes.POINTER(ctypes.c_float)()
+                dim = ctypes.c_size_t()
+                check(
+                    lib().eliza_diarizer_embed(
+                        handle, x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), x.size, ctypes.byref(out),
+                        ctypes.byref(dim),
+                    )
+                )
+                try:
+                    return np.ctypeslib.as_array(out, shape=(dim.value,)).copy()
+                finally:
+                    lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+            return run(call, cancel=lambda: None)

@@ -78,8 +78,10 @@ class InvalidArgumentError(ElizaError):
     status = Status.E_INVALID_ARG
 
 
-class ElizaIOError(ElizaError):
-    """A file is missing, unreadable, or cannot be mapped."""
+class ElizaIOError(ElizaError, OSError):
+    """A file is missing, unreadable, or cannot be mapped. Also an
+    ``OSError``, so ``except OSError`` catches it as it catches Python's
+    own I/O errors."""
 
     status = Status.E_IO
 

@@ -16,7 +16,6 @@ import ctypes
 import enum
 import json
 import os
-import threading
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +24,35 @@ import numpy as np
 import numpy.typing as npt
 
 from ._handle import NativeModel
+from ._interrupt import InFlight, run
 from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
-from .errors import InternalError, InvalidArgumentError, Status, check
+from .errors import InternalError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["LLM", "LLMStats", "Perplexity", "StopReason"]
+__all__ = ["LLM", "LLMStats", "Perplexity", "StopReason", "SAMPLING_RANGES", "check_sampling"]
+
+# The sampling values eliza_llm_stream_open accepts (eliza.h), as
+# (low, high, low excluded); the CLI and the server check the same.
+SAMPLING_RANGES: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 100.0, False),
+    "top_k": (0, float("inf"), False),
+    "top_p": (0.0, 1.0, False),
+    "min_p": (0.0, 1.0, False),
+    "repeat_penalty": (0.0, 100.0, True),
+    "repeat_last_n": (0, float("inf"), False),
+}
+
+
+def check_sampling(name: str, value: float) -> None:
+    """Raises InvalidArgumentError when ``value`` is outside the range of
+    sampling parameter ``name`` (:data:`SAMPLING_RANGES`)."""
+    lo, hi, open_low = SAMPLING_RANGES[name]
+    inside = (value > lo if open_low else value >= lo) and value <= hi
+    if not inside:
+        if open_low:
+            span = f"({lo:g}, {hi:g}]"
+        else:
+            span = f"{lo:g}..{hi:g}" if hi != float("inf") else f"{lo:g} and up"
+        raise InvalidArgumentError(Status.E_INVALID_ARG, f"{name} {value} is not within {span}")
 
 _TOKENIZE_ADD_BOS = 1 << 0
 _TOKENIZE_PARSE_SPECIAL = 1 << 1
@@ -129,23 +153,34 @@ def _take_string(ptr: ctypes.c_char_p, n: int) -> bytes:
 
 class _Stream:
     """One open ``eliza_llm_stream``. ``cancel`` may come from any thread;
-    the lock keeps it from racing ``close``."""
+    ``close`` cancels a ``next_text`` running on another thread and waits
+    for it before freeing the stream."""
 
     def __init__(self, llm: LLM, handle: ctypes.c_void_p, keepalive: tuple[Any, ...]) -> None:
         self._llm = llm
         self._handle: ctypes.c_void_p | None = handle
         self._keepalive = keepalive  # prompt and stop strings, for the stream's life
-        self._lock = threading.Lock()
+        self._guard = InFlight("LLM stream")
         self._piece = LlmPiece()
         self._piece.struct_size = ctypes.sizeof(LlmPiece)
         self._text_offset = LlmPiece.text.offset
 
     def next_text(self) -> str | None:
         """The next piece of text ("" while text is held back), or None once
-        the stream has ended (also after a cancel)."""
-        if self._handle is None:
+        the stream has ended (also after a cancel or a close). Ctrl-C
+        cancels the generation and raises KeyboardInterrupt once the
+        library has stopped."""
+        try:
+            with self._guard.call():
+                handle = self._handle
+                if handle is None:
+                    return None
+                return run(lambda: self._next(handle), cancel=lambda: lib().eliza_llm_stream_cancel(handle))
+        except StateError:
             return None
-        status = lib().eliza_llm_stream_next(self._handle, ctypes.byref(self._piece))
+
+    def _next(self, handle: ctypes.c_void_p) -> str | None:
+        status = lib().eliza_llm_stream_next(handle, ctypes.byref(self._piece))
         if status == Status.DONE or status == Status.E_CANCELLED:
             return None
         check(status)
@@ -158,23 +193,32 @@ class _Stream:
         return ctypes.string_at(address, n).decode("utf-8", "replace")
 
     def stats(self) -> LLMStats | None:
-        if self._handle is None:
+        try:
+            with self._guard.call():
+                if self._handle is None:
+                    return None
+                stats = LlmStats()
+                stats.struct_size = ctypes.sizeof(LlmStats)
+                check(lib().eliza_llm_stream_stats(self._handle, ctypes.byref(stats)))
+                return LLMStats._from_c(stats)
+        except StateError:
             return None
-        stats = LlmStats()
-        stats.struct_size = ctypes.sizeof(LlmStats)
-        check(lib().eliza_llm_stream_stats(self._handle, ctypes.byref(stats)))
-        return LLMStats._from_c(stats)
 
     def cancel(self) -> None:
-        with self._lock:
-            if self._handle is not None:
-                lib().eliza_llm_stream_cancel(self._handle)
+        try:
+            with self._guard.call():
+                if self._handle is not None:
+                    lib().eliza_llm_stream_cancel(self._handle)
+        except StateError:
+            pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._handle is None:
-                return
-            handle, self._handle = self._handle, None
+        handle = self._handle
+        if handle is None:
+            return
+
+        def free() -> None:
+            self._handle = None
             try:
                 stats = LlmStats()
                 stats.struct_size = ctypes.sizeof(LlmStats)
@@ -183,6 +227,8 @@ class _Stream:
             finally:
                 lib().eliza_llm_stream_close(handle)
                 self._llm._forget(self)
+
+        self._guard.close(cancel=lambda: lib().eliza_llm_stream_cancel(handle), free=free)
 
     def __del__(self) -> None:
         # A stream dropped before it was iterated still holds the model's
@@ -258,6 +304,9 @@ class LLM(NativeModel["_Stream"]):
     def _close_handle(self, handle: ctypes.c_void_p) -> None:
         lib().eliza_llm_close(handle)
 
+    def _cancel_calls(self, handle: ctypes.c_void_p) -> None:
+        lib().eliza_llm_cancel(handle)
+
     # -- model ------------------------------------------------------------------
 
     @property
@@ -314,26 +363,27 @@ class LLM(NativeModel["_Stream"]):
         the logits of the last position, float32 [n_vocab], or of every
         position, [len(ids), n_vocab]."""
         arr = _token_array(ids)
-        out = ctypes.POINTER(ctypes.c_float)()
-        count = ctypes.c_size_t()
-        check(
-            lib().eliza_llm_logits(
-                self._live(),
-                _int32_ptr(arr),
-                len(arr),
-                int(all_positions),
-                ctypes.byref(out),
-                ctypes.byref(count),
+
+        def call(handle: ctypes.c_void_p) -> npt.NDArray[np.float32]:
+            out = ctypes.POINTER(ctypes.c_float)()
+            count = ctypes.c_size_t()
+            check(
+                lib().eliza_llm_logits(
+                    handle, _int32_ptr(arr), len(arr), int(all_positions), ctypes.byref(out),
+                    ctypes.byref(count),
+                )
             )
-        )
-        try:
-            flat = (
-                np.ctypeslib.as_array(out, shape=(count.value,)).copy()
-                if count.value
-                else np.zeros(0, np.float32)
-            )
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+            try:
+                return (
+                    np.ctypeslib.as_array(out, shape=(count.value,)).copy()
+                    if count.value
+                    else np.zeros(0, np.float32)
+                )
+            finally:
+                lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+        with self._calling() as handle:
+            flat = run(lambda: call(handle), cancel=lambda: lib().eliza_llm_cancel(handle))
         return flat.reshape(len(arr), -1) if all_positions else flat
 
     def token_nll(
@@ -344,15 +394,21 @@ class LLM(NativeModel["_Stream"]):
         (``eliza_llm_token_nll``), float64."""
         arr = _token_array(ids)
         out = np.zeros(max(len(arr) - 1 - first, 0), np.float64)
-        check(
-            lib().eliza_llm_token_nll(
-                self._live(),
-                _int32_ptr(arr),
-                len(arr),
-                _unsigned(first, "first"),
-                out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+        start = _unsigned(first, "first")
+
+        def call(handle: ctypes.c_void_p) -> None:
+            check(
+                lib().eliza_llm_token_nll(
+                    handle,
+                    _int32_ptr(arr),
+                    len(arr),
+                    start,
+                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                )
             )
-        )
+
+        with self._calling() as handle:
+            run(lambda: call(handle), cancel=lambda: lib().eliza_llm_cancel(handle))
         return out
 
     def perplexity(self, text: str | bytes, n_ctx: int = 0) -> Perplexity:
@@ -459,24 +515,29 @@ class LLM(NativeModel["_Stream"]):
         special: bool = True,
         context_size: int = 0,
     ) -> str:
-        """The whole text :meth:`stream` produces with the same arguments."""
-        return "".join(
-            self.stream(
-                prompt,
-                max_tokens,
-                temperature,
-                top_k,
-                top_p,
-                min_p,
-                repeat_penalty,
-                seed,
-                stop,
-                repeat_last_n,
-                add_bos,
-                special,
-                context_size,
-            )
+        """The whole text :meth:`stream` produces with the same arguments.
+        The generation runs as one call on a worker thread (no hand-over per
+        token); Ctrl-C cancels it as it does a stream."""
+        stream = self._open_stream(
+            prompt,
+            max_tokens,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repeat_penalty,
+            seed,
+            stop,
+            repeat_last_n,
+            add_bos,
+            special,
+            context_size,
         )
+        pieces = self._pieces(stream)
+        try:
+            return run(lambda: "".join(pieces), cancel=stream.cancel)
+        finally:
+            pieces.close()  # also when interrupted before the worker started it
 
     def cancel(self) -> None:
         """Asks the open stream, if any, to stop at its next token; its
@@ -510,7 +571,11 @@ class LLM(NativeModel["_Stream"]):
         special: bool,
         context_size: int,
     ) -> _Stream:
-        handle = self._live()
+        self._live()  # closed: StateError before any other check
+        sampling = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+                    "repeat_penalty": repeat_penalty, "repeat_last_n": repeat_last_n}
+        for name, value in sampling.items():
+            check_sampling(name, value)
         stops = [stop] if isinstance(stop, str) else list(stop)
         if not 0 <= seed <= _U64_MAX:
             raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
@@ -533,7 +598,8 @@ class LLM(NativeModel["_Stream"]):
         cfg.n_stop = len(stop_bytes)
         cfg.context_size = _unsigned(context_size, "context_size")
         out = ctypes.c_void_p()
-        check(lib().eliza_llm_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))
+        with self._calling() as live:
+            check(lib().eliza_llm_stream_open(live, ctypes.byref(cfg), ctypes.byref(out)))
         return self._adopt(_Stream(self, out, (prompt_bytes, stop_bytes, stop_array)))
 
     @staticmethod

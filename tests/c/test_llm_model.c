@@ -1112,6 +1112,72 @@ done:
     ref_free(&r);
 }
 
+typedef struct {
+    eliza_llm *llm;
+    uint64_t delay_ns;
+} llm_canceller;
+
+static void cancel_llm_later(void *arg) {
+    llm_canceller *cn = (llm_canceller *)arg;
+    uint64_t t0 = ez_time_ns();
+    while (ez_time_ns() - t0 < cn->delay_ns) {}
+    eliza_llm_cancel(cn->llm);
+}
+
+/* eliza_llm_cancel stops a running eliza_llm_logits; closing the model
+ * under an open stream detaches the stream (ELIZA_E_STATE, no dangling
+ * model). */
+static void test_llm_cancel_logits_and_close_under_a_stream(void) {
+    spec s = base_spec("llama");
+    ref_model r;
+    eliza_llm *llm;
+    eliza_llm_stream_config c;
+    eliza_llm_stream *st = NULL;
+    eliza_llm_piece piece;
+    eliza_llm_stats stats;
+    int32_t ids[400];
+    float *lg = NULL;
+    size_t cnt = 0;
+    uint64_t t0, full_ns;
+    llm_canceller cn;
+    ez_thread *th;
+
+    s.n_embd = 256;
+    s.head_dim = 64;
+    s.n_ff = 768;
+    s.n_layer = 8;
+    write_model(&s, &r);
+    llm = open_model(512, 32, 2);
+    if (!llm) goto done;
+    for (int i = 0; i < 400; i++) ids[i] = 3 + i % 50;
+    t0 = ez_time_ns();
+    CHECK_RC(eliza_llm_logits(llm, ids, 400, 0, &lg, &cnt), ELIZA_OK);
+    full_ns = ez_time_ns() - t0;
+    eliza_free(lg);
+    lg = NULL;
+    cn.llm = llm;
+    cn.delay_ns = full_ns / 4;
+    th = ez_thread_start(cancel_llm_later, &cn);
+    CHECK(th != NULL);
+    CHECK_RC(eliza_llm_logits(llm, ids, 400, 0, &lg, &cnt), ELIZA_E_CANCELLED);
+    CHECK(lg == NULL && cnt == 0);
+    ez_thread_join(th);
+    CHECK_RC(eliza_llm_logits(llm, ids, 4, 0, &lg, &cnt), ELIZA_OK); /* a later call starts afresh */
+    eliza_free(lg);
+
+    stream_config(&c, "abc");
+    CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
+    piece.struct_size = sizeof piece;
+    CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_OK);
+    eliza_llm_close(llm);
+    CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_E_STATE);
+    stats.struct_size = sizeof stats;
+    CHECK_RC(eliza_llm_stream_stats(st, &stats), ELIZA_OK);
+    eliza_llm_stream_close(st);
+done:
+    ref_free(&r);
+}
+
 /* ---- load errors --------------------------------------------------------------------------- */
 
 static int32_t open_bytes(const buf *b) {
@@ -1291,6 +1357,7 @@ int main(void) {
     test_llm_stream_stop_strings_are_held_back_and_never_emitted();
     test_llm_stream_eos_and_seeds();
     test_llm_stream_cancel();
+    test_llm_cancel_logits_and_close_under_a_stream();
     test_llm_open_rejects_bad_files();
     test_llm_api_arguments();
     remove(k_path);

@@ -152,10 +152,11 @@ def test_array_shapes_and_types(diarizer: eliza.Diarizer) -> None:
 
 def test_wav_path_errors(diarizer: eliza.Diarizer, tmp_path: Path) -> None:
     (tmp_path / "junk.wav").write_bytes(b"RIFF\x00\x00")
-    with pytest.raises(eliza.InvalidArgumentError):
+    with pytest.raises(eliza.FormatError):  # a file that is not audio (libsndfile says why)
         diarizer.diarize(tmp_path / "junk.wav")
-    with pytest.raises(OSError):
+    with pytest.raises(eliza.ElizaIOError) as missing:
         diarizer.diarize(tmp_path / "missing.wav")
+    assert isinstance(missing.value, OSError)  # one hierarchy: I/O errors are OSErrors too
 
 
 def test_closed_diarizer_refuses_calls(diarizer: eliza.Diarizer) -> None:

@@ -52,8 +52,17 @@ def build_parser(prog: str = "python -m eliza.convert") -> argparse.ArgumentPars
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m eliza.convert") -> int:
-    """Runs the converter's command line; returns the exit status."""
-    args = build_parser(prog).parse_args(argv)
+    """Runs the converter's command line; returns the exit status (130 after
+    Ctrl-C, which leaves no partial output: the file is written whole or not
+    at all)."""
+    try:
+        return _run(build_parser(prog).parse_args(argv))
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
     show = not args.quiet and sys.stderr.isatty()
 
     def progress(i: int, n: int, name: str) -> None:
