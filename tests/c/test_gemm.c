@@ -15,6 +15,8 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/kernels/gemm_kernels_ext.h"
+#include "core/platform.h"
 #include "core/pool.h"
 #include "core/quant.h"
 #include "check.h"
@@ -231,6 +233,59 @@ static void test_gemm_same_bits_for_any_thread_count(void) {
             CHECK_MSG(same, "gemm M=%lld N=%lld K=%lld trans_b=%d: results differ between thread counts",
                   (long long)c.s.M, (long long)c.s.N, (long long)c.s.K, trans_b);
             case_free(&c);
+        }
+}
+
+/* One ISA's kernels on C[M, N] = A . B^T (B stored [N, K]) without the
+ * dispatcher: the row kernels, or B packed by the ISA's packer and the
+ * in-place tile (M <= mr, one depth slice). */
+static void kernels_product(const ez_gemm_kernels *k, const ez_gemm_kernels_ext *e, int use_tile, int64_t M,
+                            int64_t N, int64_t K, const float *A, const float *B, float *C) {
+    if (!use_tile) {
+        k->rows_nk(M, N, K, A, K, B, K, C, N, 0);
+        return;
+    }
+    {
+        const int64_t panels = (N + k->nr - 1) / k->nr;
+        float *bp = (float *)ez_aligned_alloc(sizeof(float) * (size_t)(panels * k->nr * K));
+        k->pack_b_nk(K, N, B, K, bp);
+        for (int64_t p = 0; p < panels; p++)
+            e->tile_direct(K, A, K, (int)M, bp + p * k->nr * K, C + p * k->nr, N,
+                           (int)EZ_MIN((int64_t)k->nr, N - p * k->nr), 0);
+        ez_aligned_free(bp);
+    }
+}
+
+/* The AVX-512 tables against the AVX2 ones and the reference, called
+ * directly (the dispatcher runs one level per process): both within the
+ * float-rounding bound of the reference, and of each other. */
+static void test_gemm_avx512_kernels_match_avx2(void) {
+    static const shape shapes[] = {{1, 1, 1}, {3, 5, 7}, {6, 37, 100}, {12, 64, 256}, {5, 33, 300}, {11, 70, 17}};
+    const uint32_t need = EZ_CPU_LEVEL_AVX512;
+    if ((ez_cpu_features() & need) != need || !ez_gemm_kernels_avx512()) {
+        printf("note: no AVX-512 level on this CPU; avx512-vs-avx2 kernels not checked\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int use_tile = 0; use_tile < 2; use_tile++) {
+            const shape s = shapes[i];
+            float *A = random_floats((size_t)(s.M * s.K)), *B = random_floats((size_t)(s.N * s.K));
+            float *c2 = (float *)malloc(sizeof(float) * (size_t)(s.M * s.N));
+            float *c5 = (float *)malloc(sizeof(float) * (size_t)(s.M * s.N));
+            float *cr = (float *)malloc(sizeof(float) * (size_t)(s.M * s.N));
+            int64_t bad = 0;
+            ez_gemm_f32_ref(s.M, s.N, s.K, A, s.K, B, s.K, 1, cr, s.N, 0);
+            kernels_product(ez_gemm_kernels_avx2(), ez_gemm_kernels_ext_avx2(), use_tile && s.M <= 6, s.M, s.N, s.K,
+                            A, B, c2);
+            kernels_product(ez_gemm_kernels_avx512(), ez_gemm_kernels_ext_avx512(), use_tile, s.M, s.N, s.K, A, B,
+                            c5);
+            for (int64_t j = 0; j < s.M * s.N; j++) {
+                const double tol = sum_tolerance(s.K, (double)s.K);
+                if (fabs((double)c5[j] - cr[j]) > tol || fabs((double)c5[j] - c2[j]) > 2 * tol) bad++;
+            }
+            CHECK_MSG(bad == 0, "avx512 %s %lldx%lldx%lld: %lld elements off avx2 / the reference",
+                      use_tile ? "tile" : "rows", (long long)s.M, (long long)s.N, (long long)s.K, (long long)bad);
+            free(A), free(B), free(c2), free(c5), free(cr);
         }
 }
 
@@ -593,6 +648,7 @@ int main(void) {
     test_gemm_overlapping_rows_of_a();
     test_gemm_prefill_sized_product();
     test_gemm_same_bits_for_any_thread_count();
+    test_gemm_avx512_kernels_match_avx2();
     test_gemm_zero_depth_clears_or_keeps();
     test_gemm_scalar_mode_is_the_reference();
     test_matmul_covers_every_type_with_kernels();
