@@ -22,6 +22,7 @@
 #include "core/gguf.h"
 #include "core/platform.h"
 #include "eliza.h"
+#include "llm/regex.h"
 #include "llm/tokenizer.h"
 #include "llm/tokenizer_impl.h"
 #include "llm/unicode.h"
@@ -216,7 +217,7 @@ enum { B_AB = 256, B_SP_AB, B_HE, B_LL, B_HELL, B_HELLO, B_SP_W, B_ENDOFTEXT, B_
 
 static const char *const bpe_merges[] = {
     "a b", "\xC4\xA0 ab", "h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "a b",
-    "nospace", "h e l"};
+    "nospace"};
 
 static void bpe_vocab(vocab *v) {
     char s[4];
@@ -524,7 +525,7 @@ static void test_bpe_merges_by_rank(void) {
     IDS(f.tok, "ab ab", 0, 0, B_AB, B_SP_AB);
     IDS(f.tok, "hello", 0, 0, B_HELLO);
     IDS(f.tok, "hellx", 0, 0, B_HELL, 'x');
-    IDS(f.tok, "hel", 0, 0, B_HE, 'l');     /* "h e l" has no space split into a pair */
+    IDS(f.tok, "hel", 0, 0, B_HE, 'l');
     IDS(f.tok, "w", 0, 0, 'w');
     IDS(f.tok, "a<|im_end|>", 0, 1, 'a', B_IM_END);
     CHECK(ez_tokenizer_is_eog(f.tok, B_IM_END) && ez_tokenizer_is_eog(f.tok, B_ENDOFTEXT));
@@ -587,6 +588,92 @@ static void test_pretokenizers_cut_words_like_llama_cpp(void) {
     CHECK(words_are(EZ_PRE_DEFAULT, "Hello, world!! 1234567 a+b $x",
                     "Hello|,| world|!!| |123|456|7| a|+|b| |$|x"));
     CHECK(words_are(EZ_PRE_DEFAULT, "`a` \xC2\xA7", "`|a|`| |\xC2\xA7"));
+    /* Through the regex matcher: a zero-width lookahead split (superbpe), a
+     * lookahead inside a repeated group (tekken, gpt-4o), several passes
+     * (deepseek-coder), a cascade of whitespace lengths (jais-2). */
+    CHECK(words_are(EZ_PRE_SUPERBPE, "ab 1234567", "ab |1|234|567"));
+    CHECK(words_are(EZ_PRE_TEKKEN, "HelloWorld foo", "Hello|World| foo"));
+    CHECK(words_are(EZ_PRE_GPT4O, "I'm HAPPY", "I'm| HAPPY"));
+    CHECK(words_are(EZ_PRE_DEEPSEEK_CODER, "ab,c 12", "ab|,|c| |1|2"));
+    CHECK(words_are(EZ_PRE_JAIS2, "a     b", "a|    | b"));
+    /* Hand-written rules: digit groups from the right, the text before a run
+     * going with its first group (afmoe); Han runs (kimi-k2). */
+    CHECK(words_are(EZ_PRE_AFMOE, "x1234 56", "x|1|234| |56"));
+    CHECK(words_are(EZ_PRE_KIMI_K2, "\xE4\xBD\xA0\xE5\xA5\xBD" "ab's 1234",
+                    "\xE4\xBD\xA0\xE5\xA5\xBD|" "ab's| |123|4"));
+}
+
+static void test_every_pre_tokenizer_compiles(void) {
+    int pre;
+    for (pre = EZ_PRE_DEFAULT; pre < EZ_PRE_COUNT; pre++) {
+        size_t *lens = NULL, n = 0;
+        const char *s = "Hi there, 12345 \xE4\xBD\xA0 \xF0\x9F\x98\x80!\n";
+        int32_t rc = ez_bpe_pretokenize((ez_pre_type)pre, s, strlen(s), &lens, &n);
+        if (rc) fprintf(stderr, "pre %d: %s\n", pre, ez_error_message());
+        CHECK(rc == ELIZA_OK && n > 0);
+        free(lens);
+    }
+}
+
+static int regex_refused(const char *pattern) {
+    ez_regex *re = NULL;
+    int32_t rc = ez_regex_compile(pattern, &re);
+    ez_regex_free(re);
+    return rc == ELIZA_E_INVALID_ARG && re == NULL;
+}
+
+/* Words of s under one pattern (the ASCII view), joined with '|'. */
+static int regex_words_are(const char *pattern, const char *s, const char *want) {
+    ez_regex *re = NULL;
+    uint32_t view[64];
+    size_t *lens = (size_t *)malloc(sizeof *lens), n = 1, i, at = 0, k = 0;
+    char got[256];
+    int ok = 0;
+    if (!lens || ez_regex_compile(pattern, &re) != ELIZA_OK) goto done;
+    for (i = 0; s[i]; i++) view[i] = ez_regex_view(re, (uint8_t)s[i]);
+    lens[0] = strlen(s);
+    if (ez_regex_split(re, view, &lens, &n) != ELIZA_OK) goto done;
+    for (i = 0; i < n; i++) {
+        if (i) got[k++] = '|';
+        memcpy(got + k, s + at, lens[i]);
+        k += lens[i];
+        at += lens[i];
+    }
+    got[k] = '\0';
+    ok = strcmp(got, want) == 0;
+    if (!ok) fprintf(stderr, "regex '%s' on '%s': got '%s', want '%s'\n", pattern, s, got, want);
+done:
+    free(lens);
+    ez_regex_free(re);
+    return ok;
+}
+
+static void test_regex_follows_ecmascript(void) {
+    /* First alternative that matches, not the longest. */
+    CHECK(regex_words_are("a|ab", "abab", "a|b|a|b"));
+    /* Lazy and greedy repeats, bounded repeats. */
+    CHECK(regex_words_are("x+?", "xxx", "x|x|x"));
+    CHECK(regex_words_are("x{2,3}", "xxxxxxx", "xxx|xxx|x"));
+    /* Lookaheads are atomic and take nothing. */
+    CHECK(regex_words_are("\\s+(?!\\S)", "a   b", "a|  | b"));
+    CHECK(regex_words_are("b(?=c)", "abcbd", "a|b|cbd"));
+    /* Anchors and word boundaries. */
+    CHECK(regex_words_are("\\s+$", "a b  ", "a b|  "));
+    CHECK(regex_words_are("\\b\\w", "ab cd", "a|b |c|d"));
+    /* An empty match is followed by a non-empty one at the same place, as
+     * std::regex_iterator does. */
+    CHECK(regex_words_are("(?=b)|b", "abb", "a|b|b"));
+    /* Classes: negation, ranges, escapes inside. */
+    CHECK(regex_words_are("[^a-c\\s]+", "abxy zc", "ab|xy| |z|c"));
+    /* Patterns outside the supported syntax are refused. */
+    CHECK(regex_refused("(ab"));
+    CHECK(regex_refused("ab)"));
+    CHECK(regex_refused("a{3,1}"));
+    CHECK(regex_refused("[z-a]"));
+    CHECK(regex_refused("\\p{Greek}"));
+    CHECK(regex_refused("(?<=a)b"));
+    CHECK(regex_refused("a**"));
+    CHECK(regex_refused("[abc"));
 }
 
 /* ---- bad metadata -------------------------------------------------------------------- */
@@ -933,6 +1020,8 @@ int main(int argc, char **argv) {
     test_bpe_merges_by_rank();
     test_bpe_detokenize_cleans_spaces_for_gpt2();
     test_pretokenizers_cut_words_like_llama_cpp();
+    test_every_pre_tokenizer_compiles();
+    test_regex_follows_ecmascript();
     test_bad_metadata_is_refused();
     test_missing_byte_tokens_fail_cleanly();
     test_fuzz_random_text();
