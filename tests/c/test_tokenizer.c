@@ -13,7 +13,9 @@
  *       "text <hex>" and "special <hex>": ez_detokenize of the ids with
  *       render_special 0 and 1
  *   test_tokenizer bench MODEL.gguf FILE REPEATS
- *       prints "bytes tokens seconds load_seconds" for REPEATS runs over FILE */
+ *       prints "bytes tokens seconds load_seconds" for REPEATS runs over FILE
+ *   test_tokenizer eog MODEL.gguf
+ *       prints "eog <id>...": the end-of-generation set */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -963,6 +965,22 @@ static int tool_tokenize(const char *model, const char *in_path, const char *out
     return status;
 }
 
+/* The end-of-generation ids of a model, one line. */
+static int tool_eog(const char *model) {
+    ez_tokenizer *tok = NULL;
+    int32_t i;
+    if (open_tokenizer(model, &tok) != ELIZA_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", model, ez_error_message());
+        return 1;
+    }
+    printf("eog");
+    for (i = 0; i < ez_tokenizer_n_vocab(tok); i++)
+        if (ez_tokenizer_is_eog(tok, i)) printf(" %d", i);
+    printf("\n");
+    ez_tokenizer_free(tok);
+    return 0;
+}
+
 static int tool_bench(const char *model, const char *path, int repeats) {
     ez_tokenizer *tok = NULL;
     FILE *in = fopen(path, "rb");
@@ -1005,8 +1023,10 @@ int main(int argc, char **argv) {
         return tool_tokenize(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "bench") == 0)
         return tool_bench(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 3 && strcmp(argv[1], "eog") == 0) return tool_eog(argv[2]);
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [tokenize MODEL IN OUT | bench MODEL FILE REPEATS]\n", argv[0]);
+        fprintf(stderr, "usage: %s [tokenize MODEL IN OUT | bench MODEL FILE REPEATS | eog MODEL]\n",
+                argv[0]);
         return 2;
     }
     test_spm_merges_by_score_leftmost_first();

@@ -15,6 +15,11 @@ corpus (code, CJK, emoji, Arabic/Hebrew, Hindi, Thai, whitespace runs, digits,
 special tokens), the digit/space/script lines below and 300 seeded random
 texts. To stay small the goldens keep, per group of names that give the same
 ids for every text, one CRC-32 of the ids per text.
+
+"eog" holds llama.cpp's end-of-generation set (llama_vocab_is_eog over every
+id) of the vocabularies of EOG_CASES: the same vocabulary plus special tokens
+found by their text, named by tokenizer.ggml.eot/eom_token_id, or dropped
+again by llama.cpp's harmony and gemma4 rules.
 """
 
 from __future__ import annotations
@@ -96,6 +101,51 @@ def stored_vocab() -> dict[str, Any]:
     return data
 
 
+# Vocabularies for the end-of-generation set: the stored vocabulary plus
+# special tokens (text, GGUF token type: 3 control, 4 user-defined, 1 normal),
+# and the tokenizer.ggml.* ids the file names.
+EOG_CASES: dict[str, tuple[list[tuple[str, int]], dict[str, str]]] = {
+    "chatml-fim": ([("<|fim_prefix|>", 3), ("<|fim_pad|>", 3), ("<|file_sep|>", 3), ("</s>", 4)], {}),
+    "llama3": ([("<|eot_id|>", 3), ("<|eom_id|>", 3), ("<|end_of_text|>", 3), ("<|start_header_id|>", 3)],
+               {"eot_token_id": "<|eot_id|>"}),
+    "harmony": ([("<|end|>", 3), ("<|return|>", 3), ("<|call|>", 3), ("<|channel|>", 3)], {}),
+    "gemma4-marker": ([("<|tool_response>", 3), ("</s>", 3), ("<turn|>", 3)], {}),
+    "normal-typed": ([("<end_of_turn>", 1), ("<EOT>", 4), ("[EOS]", 1), ("<eos>", 1)],
+                     {"eom_token_id": "[EOS]"}),
+}
+
+
+def write_eog_gguf(path: Path, vocab: dict[str, Any], case: str) -> None:
+    """The stored vocabulary with EOG_CASES[case]'s tokens appended."""
+    import gguf
+
+    extra, ids = EOG_CASES[case]
+    tokens = [*vocab["tokens"], *(t for t, _ in extra)]
+    types = [gguf.TokenType.CONTROL if t in gen.BPE_SPECIAL else
+             gguf.TokenType.USER_DEFINED if t == gen.BPE_USER_DEFINED else gguf.TokenType.NORMAL
+             for t in vocab["tokens"]] + [gguf.TokenType(k) for _, k in extra]
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    w.add_block_count(1)
+    w.add_context_length(64)
+    w.add_embedding_length(8)
+    w.add_feed_forward_length(16)
+    w.add_head_count(1)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(vocab["merges"])
+    w.add_bos_token_id(tokens.index("<|im_start|>"))
+    w.add_eos_token_id(tokens.index("<|endoftext|>"))
+    for key, text in ids.items():
+        w.add_uint32(f"tokenizer.ggml.{key}", tokens.index(text))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def live_ids(lib: Any, path: Path, cases: list[str]) -> list[list[int]]:
     with lib.vocab(path) as v:
         return [v.tokenize(t, False, True) for t in cases]
@@ -118,6 +168,12 @@ def main() -> int:
             write_gguf(path, vocab, pre)
             crcs = tuple(ids_crc(ids) for ids in live_ids(lib, path, cases))
             groups.setdefault(crcs, []).append(pre)
+        eog: dict[str, list[int]] = {}
+        for case in EOG_CASES:
+            path = Path(tmp) / f"eog-{case}.gguf"
+            write_eog_gguf(path, vocab, case)
+            with lib.vocab(path) as v:
+                eog[case] = v.eog_ids()
     blob = "\n".join(cases).encode("utf-8")
     out = {
         "header": {
@@ -129,6 +185,7 @@ def main() -> int:
         },
         "groups": [{"names": names, "crc32": " ".join(f"{c:08x}" for c in crcs)}
                    for crcs, names in groups.items()],
+        "eog": eog,
     }
     GOLDENS.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(cases)} texts, {len(PRE_NAMES)} names in {len(groups)} groups -> {GOLDENS}")

@@ -154,3 +154,47 @@ def test_pre_tokenizer_ids_match_live_llama_cpp(pre: str, texts: list[str], mode
     bad = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
     assert not bad, "\n".join(f"{cases[i][:60]!r}\n  ours      {got[i]}\n  llama.cpp {want[i]}"
                               for i in bad[:4])
+
+
+# ---- end-of-generation set -------------------------------------------------------------
+
+def _tool_eog(path: Path) -> list[int]:
+    exe = c_tools.require("test_tokenizer")
+    out = subprocess.run([str(exe), "eog", str(path)], check=True, capture_output=True, text=True,
+                         timeout=60).stdout.split()
+    assert out[0] == "eog"
+    return [int(x) for x in out[1:]]
+
+
+@pytest.fixture(scope="module")
+def eog_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("gguf")
+    tmp = tmp_path_factory.mktemp("eog")
+    vocab = gen.stored_vocab()
+    paths = {}
+    for case in gen.EOG_CASES:
+        paths[case] = tmp / f"{case}.gguf"
+        gen.write_eog_gguf(paths[case], vocab, case)
+    return paths
+
+
+@pytest.mark.parametrize("case", list(gen.EOG_CASES))
+def test_eog_set_matches_llama_cpp(case: str, goldens: dict[str, Any], eog_models: dict[str, Path]) -> None:
+    assert _tool_eog(eog_models[case]) == goldens["eog"][case]
+
+
+def test_gemma_eog_set_is_llama_cpps(gemma_path: Path) -> None:
+    # llama.cpp 0.3.36 on this file: <eos>, <end_of_turn>, </s> (REFERENCES.md).
+    assert _tool_eog(gemma_path) == [1, 106, 212]
+
+
+@pytest.mark.reference
+def test_eog_sets_match_live_llama_cpp(eog_models: dict[str, Path], gemma_path: Path) -> None:
+    from tools.libllama import LibLlama
+
+    lib = LibLlama.load()
+    if lib is None:
+        pytest.skip("llama.cpp is not built (tests/tools/llama_cpp.py)")
+    for path in [*eog_models.values(), gemma_path]:
+        with lib.vocab(path) as v:
+            assert _tool_eog(path) == v.eog_ids(), path.name
