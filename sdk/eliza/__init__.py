@@ -23,7 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import chat
 from ._native import ABI_VERSION, LOG_FN, lib
+from .chat import ChatTemplateError
 from .diarize import Diarizer, Turn, to_rttm
 from .errors import (
     AbiError,
@@ -62,6 +64,8 @@ __all__ = [
     "ContextFullError",
     "StateError",
     "InternalError",
+    "ChatTemplateError",
+    "chat",
     "GGUFFile",
     "TensorInfo",
     "LLM",

