@@ -344,6 +344,20 @@ ELIZA_API int32_t eliza_llm_chat_apply(const eliza_llm *llm, const char *tmpl,
  * NULL when it is none that eliza_llm_chat_apply() knows. Static storage. */
 ELIZA_API const char *eliza_chat_template_name(const char *tmpl);
 
+/* ---- can this build run a file (eliza info MODEL.gguf) ---- */
+
+/* Says, from the GGUF's metadata and tensor table alone (no weights read),
+ * whether eliza_llm_open() can run the language model at path: *out_json
+ * (freed with eliza_free()) is {"architecture", "tokenizer",
+ * "pre_tokenizer": the file's values or null; "chat_template": the built-in
+ * template it is recognized as, "jinja" for one only a Jinja engine renders,
+ * or null; "missing": what this build lacks, one line each (an unknown
+ * architecture, each tensor type without kernels with a tensor that has it,
+ * a tokenizer or pre-tokenizer it does not implement); "runnable": whether
+ * "missing" is empty}. Hyperparameters and shapes are checked only at open.
+ * ELIZA_E_IO or ELIZA_E_FORMAT when the file is no readable GGUF. */
+ELIZA_API int32_t eliza_llm_check_json(const char *path, char **out_json);
+
 /* ------------------------------------------------------------------------ */
 /* Text-to-speech (Kokoro-82M)                                               */
 /* ------------------------------------------------------------------------ */

@@ -14,6 +14,7 @@
 #include "core/pool.h"
 #include "core/strbuf.h"
 #include "llm/chat.h"
+#include "llm/check.h"
 #include "llm/forward.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
@@ -784,4 +785,23 @@ int32_t eliza_llm_chat_apply(const eliza_llm *llm, const char *tmpl,
     }
     free(own);
     return rc;
+}
+
+int32_t eliza_llm_check_json(const char *path, char **out_json) {
+    ez_gguf *g = NULL;
+    ez_strbuf sb = {0};
+    char *json;
+    int32_t rc;
+
+    ez_clear_error();
+    if (out_json) *out_json = NULL;
+    if (!path || !out_json) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_check_json: NULL argument");
+    rc = ez_gguf_open(path, &g);
+    if (rc) return rc;
+    ez_llm_check(g, &sb);
+    ez_gguf_close(g);
+    json = ez_sb_take(&sb);
+    if (!json) return ez_fail(ELIZA_E_NOMEM, "out of memory for the model check");
+    *out_json = json;
+    return ELIZA_OK;
 }

@@ -44,6 +44,7 @@ from .errors import (
 )
 from .gguf import GGUFFile, TensorInfo
 from .llm import LLM, LLMStats, StopReason
+from .model_check import ModelCheck, check_model
 from .tts import TTS, write_wav
 
 __version__ = "0.1.0"
@@ -70,6 +71,8 @@ __all__ = [
     "TensorInfo",
     "LLM",
     "LLMStats",
+    "ModelCheck",
+    "check_model",
     "StopReason",
     "Diarizer",
     "Turn",

@@ -263,6 +263,7 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_llm_stream_close": (None, (_handle,)),
     "eliza_llm_chat_apply": (_i32, (_handle, _str, _P(ChatMessage), _size, _u32, _P(_str), _P(_size))),
     "eliza_chat_template_name": (_str, (_str,)),
+    "eliza_llm_check_json": (_i32, (_str, _P(_str))),
     "eliza_tts_default_params": (None, (_P(TtsParams),)),
     "eliza_tts_open": (_i32, (_str, _P(TtsParams), _P(_handle))),
     "eliza_tts_close": (None, (_handle,)),

@@ -105,6 +105,27 @@ def _print_tensor_summary(tensors: list[TensorInfo], n_listed: int) -> None:
         print(f"  {t.name:<{width}}  {t.type:<6} {shape:<20} {_size(t.nbytes):>10}")
 
 
+# The GGUF schemas of the other engines (eliza.TTS, eliza.Diarizer).
+_NOT_LLM_ARCHS = ("kokoro", "pyannote", "resemblyzer")
+
+
+def _print_model_check(path: str, architecture: str | None) -> None:
+    """Whether eliza.LLM can open the file, and what this build lacks if not."""
+    from .model_check import check_model
+
+    if architecture in _NOT_LLM_ARCHS:
+        return
+    c = check_model(path)
+    if c.runnable:
+        template = f"; chat template: {c.chat_template}" if c.chat_template else ""
+        print(f"language model: runs in this build ({c.architecture}, tokenizer {c.tokenizer}"
+              f"{'/' + c.pre_tokenizer if c.pre_tokenizer else ''}{template})")
+        return
+    print("language model: this build cannot run it; it lacks:")
+    for line in c.missing:
+        print(f"  - {line}")
+
+
 def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> None:
     with GGUFFile(path) as f:
         doc = f.info(max_array_items=ALL_ITEMS if all_metadata else 8, include_tensors=True)
@@ -117,6 +138,7 @@ def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> 
         f"alignment {doc['alignment']}, data at byte {doc['data_offset']}"
     )
     print(f"architecture: {doc['architecture'] or '(none)'}")
+    _print_model_check(path, doc["architecture"])
     metadata: dict[str, Any] = doc["metadata"]
     print(f"metadata: {len(metadata)} keys")
     width = max((len(k) for k in metadata), default=0)
@@ -493,7 +515,8 @@ def build_parser() -> argparse.ArgumentParser:
         "info",
         help="describe this build, or a GGUF file",
         description="Without MODEL: this build's capabilities. With MODEL: the GGUF file's "
-        "architecture, metadata (arrays summarized) and tensors.",
+        "architecture, whether this build can run it (and what it lacks if not), metadata "
+        "(arrays summarized) and tensors.",
     )
     info.add_argument("model", nargs="?", metavar="MODEL.gguf", help="a GGUF file")
     info.add_argument("--json", action="store_true", help="print the JSON document instead")
