@@ -10,10 +10,16 @@
 #include "llm/regex.h"
 #include "llm/unicode.h"
 
-/* Recursion bound of one match attempt: group repetitions nest one level per
- * iteration, so a pathological word can exceed it (ELIZA_E_UNSUPPORTED)
- * instead of exhausting a host thread's stack. */
-#define MAX_DEPTH 4000
+/* Bounds of one match attempt. A repeated group nests one recursion level
+ * per iteration, so a long word under such a pattern (exaone-moe's letter
+ * runs, superbpe's digit groups) could exhaust a host thread's stack: past
+ * STACK_BUDGET bytes of this thread's stack (measured from the addresses of
+ * locals; a distance above STACK_UNKNOWN means the locals are not on one
+ * stack, as under a sanitizer's fake stack, and only MAX_DEPTH applies) the
+ * attempt stops with ELIZA_E_UNSUPPORTED instead. */
+#define STACK_BUDGET ((uintptr_t)256 * 1024)
+#define STACK_UNKNOWN ((uintptr_t)64 * 1024 * 1024)
+#define MAX_DEPTH 20000
 #define INF (-1)
 
 enum { N_CLASS, N_GROUP, N_LOOK, N_NLOOK, N_BOL, N_EOL, N_WORDB, N_NWORDB };
@@ -41,6 +47,7 @@ struct rx_node {
     int n_rng, cap_rng;
     /* N_GROUP, N_LOOK, N_NLOOK */
     rx_alt body;
+    int single; /* N_GROUP: every alternative matches exactly one character */
 };
 
 struct ez_regex {
@@ -205,6 +212,33 @@ static int parse_class(parser *ps, rx_node *nd) {
 
 static int parse_alt(parser *ps, rx_alt *out);
 
+/* A node that always matches exactly one character, decided by that
+ * character alone: a plain class, or a group of such alternatives. */
+static int single_char(const rx_node *nd) {
+    if (nd->min != 1 || nd->max != 1) return 0;
+    return nd->kind == N_CLASS || (nd->kind == N_GROUP && nd->single);
+}
+
+/* Each alternative is lookaheads on the next character (with_looks) then
+ * one single_char node. Such a group repeated (tekken's and gpt-4o's
+ * ((?=[\p{L}])([^a-z]))*) is matched like a class, one loop instead of one
+ * recursion level per character; the order of the alternatives cannot
+ * matter since each takes one character. */
+static int single_char_alts(const rx_alt *a, int with_looks) {
+    int i, j;
+    for (i = 0; i < a->n; i++) {
+        const rx_seq *s = &a->seqs[i];
+        if (s->n == 0) return 0;
+        for (j = 0; j + 1 < s->n; j++) {
+            const rx_node *l = &s->items[j];
+            if (!with_looks || (l->kind != N_LOOK && l->kind != N_NLOOK) || !single_char_alts(&l->body, 0))
+                return 0;
+        }
+        if (!single_char(&s->items[s->n - 1])) return 0;
+    }
+    return 1;
+}
+
 static int parse_number(parser *ps, int *v) {
     int any = 0;
     *v = 0;
@@ -279,6 +313,7 @@ static int parse_atom(parser *ps, rx_node *nd) {
         if (!parse_alt(ps, &nd->body)) return 0;
         if (peek(ps) != ')' || at_end(ps)) return refuse(ps, "unbalanced parenthesis");
         ps->i++;
+        nd->single = nd->kind == N_GROUP && single_char_alts(&nd->body, 1);
         return 1;
     case ')':
         return refuse(ps, "unbalanced parenthesis");
@@ -524,13 +559,39 @@ static int class_has(const rx_node *nd, uint32_t v) {
     return in != nd->negate;
 }
 
+/* Whether single_char node nd matches value v. */
+static int char_matches(const rx_node *nd, uint32_t v) {
+    int i, j;
+    if (nd->kind == N_CLASS) return class_has(nd, v);
+    for (i = 0; i < nd->body.n; i++) {
+        const rx_seq *s = &nd->body.seqs[i];
+        int ok = 1;
+        for (j = 0; j + 1 < s->n && ok; j++) {
+            const rx_node *l = &s->items[j];
+            int k, any = 0;
+            for (k = 0; k < l->body.n && !any; k++) any = char_matches(&l->body.seqs[k].items[0], v);
+            ok = any == (l->kind == N_LOOK);
+        }
+        if (ok && char_matches(&s->items[s->n - 1], v)) return 1;
+    }
+    return 0;
+}
+
 typedef struct {
     const uint32_t *v;
     size_t begin, end;
     size_t mstart, mend;
     int not_null;
     int depth, overflow;
+    uintptr_t stack_base;  /* address of a local of the search */
 } mctx;
+
+static int out_of_stack(mctx *c) {
+    char probe;
+    uintptr_t here = (uintptr_t)&probe;
+    uintptr_t used = here < c->stack_base ? c->stack_base - here : here - c->stack_base;
+    return c->depth > MAX_DEPTH || (used > STACK_BUDGET && used < STACK_UNKNOWN);
+}
 
 /* What follows once a sequence is done: the rest of an enclosing sequence,
  * or the next iteration of a quantified group. NULL: the whole match. */
@@ -548,7 +609,7 @@ static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k);
 
 static int m_alts(mctx *c, const rx_alt *a, size_t pos, const cont *k) {
     int i;
-    for (i = 0; i < a->n; i++)
+    for (i = 0; i < a->n && !c->overflow; i++)
         if (m_seq(c, &a->seqs[i], 0, pos, k)) return 1;
     return 0;
 }
@@ -585,7 +646,9 @@ static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k) {
     cont next;
     int r = 0;
     if (idx == s->n) return run_k(c, k, pos);
-    if (++c->depth > MAX_DEPTH) {
+    if (c->overflow) return 0;
+    ++c->depth;
+    if (out_of_stack(c)) {
         c->overflow = 1;
         c->depth--;
         return 0;
@@ -595,11 +658,11 @@ static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k) {
     next.seq = s;
     next.idx = idx + 1;
     next.next = k;
-    switch (n->kind) {
+    switch (n->single ? N_CLASS : n->kind) {
     case N_CLASS: {
         size_t most = 0, j;
         while (pos + most < c->end && (n->max == INF || most < (size_t)n->max) &&
-               class_has(n, c->v[pos + most]))
+               char_matches(n, c->v[pos + most]))
             most++;
         if (most < (size_t)n->min) break;
         if (n->greedy) {
@@ -650,6 +713,8 @@ static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k) {
 /* std::regex_search from pos (only at pos when continuous). */
 static int search(const ez_regex *re, mctx *c, size_t pos, int continuous) {
     size_t s;
+    char base;
+    c->stack_base = (uintptr_t)&base;
     for (s = pos; s <= c->end; s++) {
         c->mstart = s;
         c->depth = 0;

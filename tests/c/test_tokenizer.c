@@ -617,6 +617,27 @@ static void test_every_pre_tokenizer_compiles(void) {
     }
 }
 
+/* Long words: a repeated one-character group is a loop (gpt-4o, tekken),
+ * other repeated groups recurse and stop within their stack budget with a
+ * clear error (exaone-moe's letter runs joined by single spaces). */
+static void test_long_words_do_not_exhaust_the_stack(void) {
+    size_t n = 20000, *lens = NULL, n_words = 0, i;
+    char *s = (char *)malloc(n + 1);
+    if (!s) return;
+    memset(s, 'a', n);
+    s[n] = '\0';
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_GPT4O, s, n, &lens, &n_words), ELIZA_OK);
+    CHECK(n_words == 1 && lens && lens[0] == n);
+    free(lens);
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_TEKKEN, s, n, &lens, &n_words), ELIZA_OK);
+    free(lens);
+    for (i = 1; i < n; i += 2) s[i] = ' ';
+    lens = NULL;
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_EXAONE_MOE, s, n, &lens, &n_words), ELIZA_E_UNSUPPORTED);
+    CHECK(lens == NULL && strstr(ez_error_message(), "backtracking") != NULL);
+    free(s);
+}
+
 static int regex_refused(const char *pattern) {
     ez_regex *re = NULL;
     int32_t rc = ez_regex_compile(pattern, &re);
@@ -1051,6 +1072,7 @@ int main(int argc, char **argv) {
     test_pretokenizers_cut_words_like_llama_cpp();
     test_every_pre_tokenizer_compiles();
     test_regex_follows_ecmascript();
+    test_long_words_do_not_exhaust_the_stack();
     test_bad_metadata_is_refused();
     test_missing_byte_tokens_fail_cleanly();
     test_fuzz_random_text();
