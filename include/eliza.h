@@ -353,6 +353,50 @@ ELIZA_API int32_t eliza_llm_stream_stats(const eliza_llm_stream *stream, eliza_l
 /* Releases the stream. NULL is a no-op. */
 ELIZA_API void eliza_llm_stream_close(eliza_llm_stream *stream);
 
+/* ---- chat templates (llama.cpp's llama_chat_apply_template) ---- */
+
+/* One turn of a conversation: NUL-terminated UTF-8. */
+typedef struct eliza_chat_message {
+    const char *role;        /* "system", "user", "assistant", "tool", ... */
+    const char *content;
+} eliza_chat_message;
+
+/* Renders messages[0..n_messages) into a prompt the way llama.cpp's
+ * llama_chat_apply_template does: by rules written in C for its known
+ * templates (chatml, llama2, llama3, llama4, gemma, phi3, phi4, granite,
+ * smolvlm, mistral-v1/v3/v3-tekken/v7/v7-tekken, zephyr, falcon3,
+ * command-r, deepseek..., 55 in all), not by a Jinja engine. tmpl is a
+ * template name or a Jinja chat template, recognized by the markers
+ * llama.cpp looks for; NULL takes the model's tokenizer.chat_template (llm
+ * must then be non-NULL; otherwise llm is unused and may be NULL).
+ * add_assistant ends the prompt with the opening of the assistant's turn.
+ * *out_text (freed with eliza_free()) is NUL-terminated, *out_len bytes.
+ * ELIZA_E_UNSUPPORTED when tmpl is no template llama.cpp knows (the message
+ * says so; render such a template with a Jinja engine instead),
+ * ELIZA_E_NOT_FOUND when tmpl is NULL and the model has no chat template,
+ * ELIZA_E_INVALID_ARG for a message without role or content. */
+ELIZA_API int32_t eliza_llm_chat_apply(const eliza_llm *llm, const char *tmpl,
+                                       const eliza_chat_message *messages, size_t n_messages,
+                                       uint32_t add_assistant, char **out_text, size_t *out_len);
+
+/* The name of the template tmpl is or contains ("chatml", "gemma", ...), or
+ * NULL when it is none that eliza_llm_chat_apply() knows. Static storage. */
+ELIZA_API const char *eliza_chat_template_name(const char *tmpl);
+
+/* ---- can this build run a file (eliza info MODEL.gguf) ---- */
+
+/* Says, from the GGUF's metadata and tensor table alone (no weights read),
+ * whether eliza_llm_open() can run the language model at path: *out_json
+ * (freed with eliza_free()) is {"architecture", "tokenizer",
+ * "pre_tokenizer": the file's values or null; "chat_template": the built-in
+ * template it is recognized as, "jinja" for one only a Jinja engine renders,
+ * or null; "missing": what this build lacks, one line each (an unknown
+ * architecture, each tensor type without kernels with a tensor that has it,
+ * a tokenizer or pre-tokenizer it does not implement); "runnable": whether
+ * "missing" is empty}. Hyperparameters and shapes are checked only at open.
+ * ELIZA_E_IO or ELIZA_E_FORMAT when the file is no readable GGUF. */
+ELIZA_API int32_t eliza_llm_check_json(const char *path, char **out_json);
+
 /* ------------------------------------------------------------------------ */
 /* Text-to-speech (Kokoro-82M)                                               */
 /* ------------------------------------------------------------------------ */

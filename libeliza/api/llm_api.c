@@ -13,6 +13,8 @@
 #include "core/platform.h"
 #include "core/pool.h"
 #include "core/strbuf.h"
+#include "llm/chat.h"
+#include "llm/check.h"
 #include "llm/forward.h"
 #include "llm/kv.h"
 #include "llm/model.h"
@@ -816,4 +818,70 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
         }
     }
     return ELIZA_DONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chat templates                                                            */
+/* ------------------------------------------------------------------------ */
+
+const char *eliza_chat_template_name(const char *tmpl) {
+    int t = tmpl ? ez_chat_detect(tmpl) : -1;
+    return t >= 0 ? ez_chat_name(t) : NULL;
+}
+
+int32_t eliza_llm_chat_apply(const eliza_llm *llm, const char *tmpl,
+                             const eliza_chat_message *messages, size_t n_messages,
+                             uint32_t add_assistant, char **out_text, size_t *out_len) {
+    char *own = NULL;
+    int t;
+    int32_t rc;
+
+    ez_clear_error();
+    if (out_text) *out_text = NULL;
+    if (out_len) *out_len = 0;
+    if (!out_text || !out_len || (!tmpl && !llm))
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_chat_apply: NULL argument");
+    if (!tmpl) {
+        ez_str s;
+        rc = ez_gguf_get_str(llm->model->gguf, "tokenizer.chat_template", &s);
+        if (rc == ELIZA_E_NOT_FOUND)
+            return ez_fail(ELIZA_E_NOT_FOUND, "the model has no tokenizer.chat_template; "
+                                              "name a template (\"chatml\", ...)");
+        if (rc) return rc;
+        own = (char *)malloc((size_t)s.len + 1);
+        if (!own) return ez_fail(ELIZA_E_NOMEM, "out of memory for the chat template");
+        memcpy(own, s.ptr, (size_t)s.len);
+        own[s.len] = '\0';
+        tmpl = own;
+    }
+    t = ez_chat_detect(tmpl);
+    if (t < 0) {
+        rc = ez_fail(ELIZA_E_UNSUPPORTED,
+                     "chat template not recognized (none of llama.cpp's built-in templates: "
+                     "chatml, llama3, gemma, phi3, ...): '%.60s%s'", tmpl,
+                     strlen(tmpl) > 60 ? "..." : "");
+    } else {
+        rc = ez_chat_apply(t, messages, n_messages, add_assistant != 0, out_text, out_len);
+    }
+    free(own);
+    return rc;
+}
+
+int32_t eliza_llm_check_json(const char *path, char **out_json) {
+    ez_gguf *g = NULL;
+    ez_strbuf sb = {0};
+    char *json;
+    int32_t rc;
+
+    ez_clear_error();
+    if (out_json) *out_json = NULL;
+    if (!path || !out_json) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_check_json: NULL argument");
+    rc = ez_gguf_open(path, &g);
+    if (rc) return rc;
+    ez_llm_check(g, &sb);
+    ez_gguf_close(g);
+    json = ez_sb_take(&sb);
+    if (!json) return ez_fail(ELIZA_E_NOMEM, "out of memory for the model check");
+    *out_json = json;
+    return ELIZA_OK;
 }

@@ -34,6 +34,9 @@ static const arch_entry ARCHS[] = {
     {"gemma3", EZ_LLM_ARCH_GEMMA3},
 };
 
+size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
+const char *ez_llm_arch_name(size_t i) { return i < ez_llm_n_archs() ? ARCHS[i].name : NULL; }
+
 /* ---- metadata -------------------------------------------------------------------- */
 
 typedef struct {

@@ -112,6 +112,10 @@ typedef struct {
  * ELIZA_E_FORMAT for missing keys/tensors or shapes that contradict the
  * hyperparameters, ELIZA_E_NOMEM. */
 EZ_INTERNAL int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out);
+
+/* The general.architecture values ez_llm_model_load accepts: i < n. */
+EZ_INTERNAL size_t ez_llm_n_archs(void);
+EZ_INTERNAL const char *ez_llm_arch_name(size_t i);
 EZ_INTERNAL void ez_llm_model_free(ez_llm_model *m);
 
 #endif /* EZ_LLM_MODEL_H */

@@ -236,6 +236,41 @@ static int32_t load_scores_types(ez_tokenizer *tok, const ez_gguf *g) {
     return ELIZA_OK;
 }
 
+/* A merge must join two tokens into a third (as Hugging Face's BPE model
+ * requires); llama.cpp would fall back to bytes silently instead. m[0..n)
+ * is the line, split the offset of its space. */
+static int32_t check_merge(const ez_tokenizer *tok, uint64_t i, const char *m, uint32_t split,
+                           size_t n) {
+    const char *r = m + split + 1, *missing = NULL;
+    size_t nr = n - split - 1, nm = 0;
+    char *joined;
+    if (ez_vocab_find(tok, m, split) < 0) {
+        missing = m;
+        nm = split;
+    } else if (ez_vocab_find(tok, r, nr) < 0) {
+        missing = r;
+        nm = nr;
+    }
+    if (!missing) {
+        joined = (char *)malloc(n);
+        if (!joined) return ez_fail(ELIZA_E_NOMEM, "out of memory checking merges");
+        memcpy(joined, m, split);
+        memcpy(joined + split, r, nr);
+        if (ez_vocab_find(tok, joined, n - 1) < 0) {
+            free(joined);
+            return ez_fail(ELIZA_E_FORMAT,
+                           "tokenizer: merge %" PRIu64 " '%.*s' makes '%.*s%.*s', which is not a "
+                           "token of the vocabulary", i, (int)EZ_MIN(n, 64u), m,
+                           (int)EZ_MIN(split, 32u), m, (int)EZ_MIN(nr, 32u), r);
+        }
+        free(joined);
+        return ELIZA_OK;
+    }
+    return ez_fail(ELIZA_E_FORMAT,
+                   "tokenizer: merge %" PRIu64 " '%.*s' refers to '%.*s', which is not a token "
+                   "of the vocabulary", i, (int)EZ_MIN(n, 64u), m, (int)EZ_MIN(nm, 64u), missing);
+}
+
 static int32_t load_merges(ez_tokenizer *tok, const ez_gguf *g) {
     const ez_gguf_kv *kv;
     ez_str *strs = NULL;
@@ -278,12 +313,13 @@ static int32_t load_merges(ez_tokenizer *tok, const ez_gguf *g) {
         sp = n > 1 ? (const char *)memchr(m + 1, ' ', n - 1) : NULL;
         if (!sp) continue;
         split = (uint32_t)(sp - m);
+        if ((rc = check_merge(tok, i, m, split, n)) != ELIZA_OK) break;
         if (ez_merge_find(tok, m, split, sp + 1, n - split - 1) >= 0) continue;
         tok->merge_split[i] = split;
         htab_insert(&tok->merges, merge_hash(m, split, sp + 1, n - split - 1), (uint32_t)i);
     }
     free(strs);
-    return ELIZA_OK;
+    return rc;
 }
 
 /* The pre-tokenizer named by tokenizer.ggml.pre, with llama.cpp's flags. */
@@ -294,6 +330,7 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
         int clean_spaces, ignore_merges, add_bos, no_bos;
     } table[] = {
         {"default", EZ_PRE_DEFAULT, 1, 0, 0, 0},
+        {"minicpm5", EZ_PRE_MINICPM5, 1, 1, 0, 0},
         {"llama3", EZ_PRE_LLAMA3, 1, 1, 1, 0},
         {"llama-v3", EZ_PRE_LLAMA3, 1, 1, 1, 0},
         {"llama-bpe", EZ_PRE_LLAMA3, 1, 1, 1, 0},
@@ -303,32 +340,82 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
         {"midm-2.0", EZ_PRE_LLAMA3, 1, 1, 1, 0},
         {"lfm2", EZ_PRE_LLAMA3, 1, 1, 1, 0},
         {"jina-v5-nano", EZ_PRE_LLAMA3, 1, 1, 1, 0},
-        {"dbrx", EZ_PRE_LLAMA3, 1, 0, 0, 0},
-        {"smaug-bpe", EZ_PRE_LLAMA3, 1, 0, 0, 0},
-        {"chatglm-bpe", EZ_PRE_LLAMA3, 1, 0, 0, 1},
-        {"glm4", EZ_PRE_LLAMA3, 1, 1, 0, 1},
-        {"glm5", EZ_PRE_LLAMA3, 1, 1, 0, 1},
+        {"deepseek-llm", EZ_PRE_DEEPSEEK_LLM, 0, 0, 0, 0},
+        {"deepseek-coder", EZ_PRE_DEEPSEEK_CODER, 0, 0, 0, 0},
+        {"deepseek-v3", EZ_PRE_DEEPSEEK3_LLM, 0, 0, 0, 0},
+        {"spark2_5", EZ_PRE_SPARK2_5, 0, 0, 0, 0},
+        {"youtu", EZ_PRE_YOUTU, 0, 1, 0, 0},
+        {"falcon", EZ_PRE_FALCON, 1, 0, 0, 0},
+        {"mpt", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"starcoder", EZ_PRE_STARCODER, 1, 0, 0, 0},
         {"gpt-2", EZ_PRE_GPT2, 1, 0, 0, 0},
         {"phi-2", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jina-es", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jina-de", EZ_PRE_GPT2, 1, 0, 0, 0},
         {"gigachat", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jina-v2-es", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jina-v2-de", EZ_PRE_GPT2, 1, 0, 0, 0},
         {"a.x-4.0", EZ_PRE_GPT2, 1, 0, 0, 0},
         {"mellum", EZ_PRE_GPT2, 1, 0, 0, 0},
-        {"exaone4", EZ_PRE_GPT2, 1, 0, 0, 0},
-        {"mpt", EZ_PRE_GPT2, 1, 0, 0, 0},
-        {"olmo", EZ_PRE_GPT2, 1, 0, 0, 0},
-        {"jais", EZ_PRE_GPT2, 1, 0, 0, 0},
-        {"trillion", EZ_PRE_GPT2, 0, 0, 0, 0},
-        {"granite-docling", EZ_PRE_GPT2, 0, 0, 0, 0},
+        {"modern-bert", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jais-2", EZ_PRE_JAIS2, 1, 0, 0, 0},
+        {"jina-v1-en", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"jina-v2-code", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"roberta-bpe", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"refact", EZ_PRE_STARCODER, 1, 0, 0, 0},
+        {"command-r", EZ_PRE_STARCODER, 0, 0, 0, 0},
         {"qwen2", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"deepseek-r1-qwen", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"kormo", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"f2llmv2", EZ_PRE_QWEN2, 0, 0, 0, 0},
-        {"megrez", EZ_PRE_QWEN2, 1, 0, 0, 0},
-        {"stablelm2", EZ_PRE_QWEN2, 1, 0, 0, 0},
-        {"hunyuan", EZ_PRE_QWEN2, 0, 0, 0, 0},
-        {"solar-open", EZ_PRE_QWEN2, 0, 0, 0, 0},
-        {"grok-2", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"qwen35", EZ_PRE_QWEN35, 0, 0, 0, 0},
+        {"stablelm2", EZ_PRE_QWEN2, 1, 0, 0, 0},
+        {"olmo", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"dbrx", EZ_PRE_LLAMA3, 1, 0, 0, 0},
+        {"smaug-bpe", EZ_PRE_LLAMA3, 1, 0, 0, 0},
+        {"poro-chat", EZ_PRE_PORO, 0, 0, 0, 0},
+        {"chatglm-bpe", EZ_PRE_LLAMA3, 1, 0, 0, 1},
+        {"glm4", EZ_PRE_LLAMA3, 1, 1, 0, 1},
+        {"glm5", EZ_PRE_LLAMA3, 1, 1, 0, 1},
+        {"viking", EZ_PRE_VIKING, 0, 0, 0, 0},
+        {"jais", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"tekken", EZ_PRE_TEKKEN, 0, 1, 1, 0},
+        {"smollm", EZ_PRE_STARCODER, 0, 0, 0, 0},
+        {"codeshell", EZ_PRE_STARCODER, 1, 0, 0, 0},
+        {"bloom", EZ_PRE_PORO, 1, 0, 0, 0},
+        {"gpt3-finnish", EZ_PRE_PORO, 1, 0, 0, 0},
+        {"exaone", EZ_PRE_STARCODER, 1, 0, 0, 0},
+        {"exaone4", EZ_PRE_GPT2, 1, 0, 0, 0},
+        {"exaone-moe", EZ_PRE_EXAONE_MOE, 1, 0, 0, 0},
+        {"chameleon", EZ_PRE_CHAMELEON, 0, 0, 1, 0},
+        {"minerva-7b", EZ_PRE_STARCODER, 1, 0, 0, 0},
+        {"megrez", EZ_PRE_QWEN2, 1, 0, 0, 0},
+        {"gpt-4o", EZ_PRE_GPT4O, 0, 0, 0, 0},
+        {"llama4", EZ_PRE_GPT4O, 0, 0, 0, 0},
+        {"kanana2", EZ_PRE_GPT4O, 0, 0, 0, 0},
+        {"talkie", EZ_PRE_GPT4O, 0, 0, 0, 0},
+        {"granite-embed-multi-97m", EZ_PRE_GRANITE_EMB_MULTI, 0, 1, 0, 0},
+        {"tiny_aya", EZ_PRE_TINY_AYA, 0, 0, 0, 0},
+        {"cohere2moe", EZ_PRE_TINY_AYA, 0, 0, 0, 0},
+        {"superbpe", EZ_PRE_SUPERBPE, 0, 0, 0, 0},
+        {"trillion", EZ_PRE_GPT2, 0, 0, 0, 0},
+        {"granite-docling", EZ_PRE_GPT2, 0, 0, 0, 0},
+        {"bailingmoe", EZ_PRE_BAILINGMOE, 0, 0, 0, 0},
+        {"bailingmoe2", EZ_PRE_BAILINGMOE, 0, 0, 0, 0},
+        {"llada-moe", EZ_PRE_BAILINGMOE, 0, 0, 0, 0},
+        {"seed-coder", EZ_PRE_SEED_CODER, 0, 0, 0, 0},
+        {"hunyuan", EZ_PRE_QWEN2, 0, 0, 0, 0},
+        {"hunyuan-dense", EZ_PRE_DEEPSEEK3_LLM, 0, 0, 0, 0},
+        {"hy_v4", EZ_PRE_DEEPSEEK3_LLM, 0, 0, 0, 0},
+        {"joyai-llm", EZ_PRE_DEEPSEEK3_LLM, 0, 0, 0, 0},
+        {"kimi-k2", EZ_PRE_KIMI_K2, 0, 0, 0, 0},
+        {"ufakzeka", EZ_PRE_UFAKZEKA, 0, 0, 0, 0},
+        {"grok-2", EZ_PRE_QWEN2, 0, 0, 0, 0},
+        {"afmoe", EZ_PRE_AFMOE, 0, 0, 0, 0},
+        {"laguna", EZ_PRE_LAGUNA, 0, 0, 0, 0},
+        {"minimax-m2", EZ_PRE_GPT4O, 0, 0, 0, 0},
+        {"solar-open", EZ_PRE_QWEN2, 0, 0, 0, 0},
+        {"mellum2", EZ_PRE_STARCODER, 1, 0, 0, 0},
     };
     ez_str pre;
     size_t i;
@@ -647,6 +734,8 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         goto fail;
     }
     if (tok->type == EZ_TOK_BPE && (rc = pick_pre(tok, g)) != ELIZA_OK) goto fail;
+    if (tok->type == EZ_TOK_BPE && (rc = ez_pretok_init(&tok->pretok, tok->pre)) != ELIZA_OK)
+        goto fail;
     if ((rc = read_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix)) ||
         (rc = load_texts(tok, g)) || (rc = load_scores_types(tok, g)))
         goto fail;
@@ -684,6 +773,7 @@ void ez_tokenizer_free(ez_tokenizer *tok) {
     free(tok->merges.slots);
     free(tok->special);
     free(tok->prefix);
+    ez_pretok_free(&tok->pretok);
     free(tok);
 }
 

@@ -1,6 +1,7 @@
 /* Byte-level BPE (tokenizer.ggml.model = "gpt2"), as llama.cpp does it:
- *   1. the pre-tokenizer cuts the text into words (regex-like rules per
- *      tokenizer.ggml.pre, written out by hand as llama.cpp does);
+ *   1. the pre-tokenizer cuts the text into words (llama.cpp's regexes per
+ *      tokenizer.ggml.pre: hand-written rules where llama.cpp has them,
+ *      the matcher of regex.c for the others);
  *   2. each word's bytes are mapped to GPT-2's printable code points;
  *   3. the adjacent pair with the lowest merge rank is merged until no pair
  *      has a rank (ties to the leftmost);
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "llm/regex.h"
 #include "llm/tokenizer_impl.h"
 #include "llm/unicode.h"
 
@@ -175,54 +177,304 @@ static void split_modern(const chunk *c, size_t pos, int digits, int marks, lenv
     }
 }
 
-/* The classes of llama.cpp's "default" pre-tokenizer regexes, which it runs
- * through std::regex on a copy of the text where each non-ASCII code point
- * stands for its category (White_Space first). */
-static int punct_class(const chunk *c, size_t i) {
-    /* [\p{P}\$\+<=>\^~\|] */
-    uint32_t cp = c->cp[i];
-    if (cp < 0x80) return cp != '`' && (c->fl[i] & (F_PUNCT | F_SYMBOL));
-    return (c->fl[i] & (F_PUNCT | F_SPACE)) == F_PUNCT;
-}
-static int number_class(const chunk *c, size_t i) {
-    /* \p{N} */
-    uint32_t cp = c->cp[i];
-    if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return (c->fl[i] & (F_NUMBER | F_SPACE)) == F_NUMBER;
+/* Kimi K2 (llama.cpp's unicode_regex_split_custom_kimi_k2, which stands for
+ * the whole of tokenization_kimi.py's regex):
+ * [\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*
+ * [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|...)?|...|\p{N}{1,3}
+ * | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * read as llama.cpp reads it: a letter run is any non-Han letters. */
+static int is_han(uint32_t cp) {
+    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+           (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2EBEF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-/* Isolates every maximal run of class members (a regex "[class]+"). */
-static void split_runs(const chunk *c, size_t pos, int (*in_class)(const chunk *, size_t),
-                       lenvec *out) {
+static int kimi_letter(const chunk *c, size_t i) {
+    return (fl_at(c, i) & F_LETTER) && !is_han(cp_at(c, i));
+}
+
+static void split_kimi(const chunk *c, size_t pos, lenvec *out) {
+    size_t prev = pos;
     while (pos < c->end) {
-        int cls = in_class(c, pos);
-        size_t end = pos + 1;
-        while (end < c->end && in_class(c, end) == cls) end++;
-        push_len(out, end - pos);
-        pos = end;
+        uint32_t cp = c->cp[pos];
+        uint16_t f = c->fl[pos], f2;
+        int lead = !(cp == '\r' || cp == '\n' || (f & (F_LETTER | F_NUMBER)));
+        size_t ws = 0, last_nl = 0;
+        if (is_han(cp)) {
+            while (is_han(cp_at(c, pos))) pos++;
+        } else if (kimi_letter(c, pos) || (lead && kimi_letter(c, pos + 1))) {
+            pos += lead;
+            while (kimi_letter(c, pos)) pos++;
+            if (pos < c->end) pos += contraction(c, pos, 1);
+        } else if (f & F_NUMBER) {
+            size_t ini = pos;
+            while (fl_at(c, pos) & F_NUMBER) {
+                if (++pos - ini >= 3) {
+                    push_len(out, pos - prev);
+                    prev = ini = pos;
+                }
+            }
+        } else if ((f2 = cp == ' ' ? fl_at(c, pos + 1) : f) != 0 &&
+                   !(f2 & (F_SPACE | F_LETTER | F_NUMBER))) {
+            pos += cp == ' ';
+            while (fl_at(c, pos) && !(fl_at(c, pos) & (F_SPACE | F_LETTER | F_NUMBER))) pos++;
+            while (cp_at(c, pos) == '\r' || cp_at(c, pos) == '\n') pos++;
+        } else {
+            while (fl_at(c, pos + ws) & F_SPACE) {
+                uint32_t w = c->cp[pos + ws];
+                if (w == '\r' || w == '\n') last_nl = pos + ws + 1;
+                ws++;
+            }
+            if (last_nl > 0)
+                pos = last_nl;
+            else if (ws > 1 && cp_at(c, pos + ws) != OUT_OF_RANGE)
+                pos += ws - 1;
+            else
+                pos += ws > 0 ? ws : 1;
+        }
+        push_len(out, pos - prev);
+        prev = pos;
     }
 }
 
-/* Isolates "[0-9][0-9][0-9]" matches, scanning left to right. */
-static void split_triples(const chunk *c, size_t pos, lenvec *out) {
-    size_t gap = pos, i = pos;
-    while (i + 3 <= c->end) {
-        if (c->cp[i] - '0' < 10u && c->cp[i + 1] - '0' < 10u && c->cp[i + 2] - '0' < 10u) {
-            push_len(out, i - gap);
-            push_len(out, 3);
-            i += 3;
-            gap = i;
-        } else {
-            i++;
+/* AFMoE and Tiny Aya digits (llama.cpp's unicode_regex_split_custom_afmoe):
+ * a run of \p{N} is cut into groups of three from the right, the first
+ * group taking the text before the run with it; the text after the last run
+ * is one word. */
+static void split_digit_groups(const chunk *c, size_t pos, lenvec *out) {
+    size_t prev = pos;
+    while (pos < c->end) {
+        size_t start = pos, r;
+        if (!(c->fl[pos] & F_NUMBER)) {
+            pos++;
+            continue;
+        }
+        while (fl_at(c, pos) & F_NUMBER) pos++;
+        r = (pos - start) % 3;
+        for (start += r ? r : 3; start <= pos; start += 3) {
+            push_len(out, start - prev);
+            prev = start;
         }
     }
-    push_len(out, c->end - gap);
+    push_len(out, c->end - prev);
 }
 
-typedef enum { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_PUNCT, PASS_DIGITS,
-               PASS_TRIPLES } pass_kind;
+/* [^\n]+|[\n]+ (llama.cpp's unicode_regex_split_custom_newlines). */
+static void split_newlines(const chunk *c, size_t pos, lenvec *out) {
+    while (pos < c->end) {
+        int nl = c->cp[pos] == '\n';
+        size_t start = pos;
+        while (pos < c->end && (c->cp[pos] == '\n') == nl) pos++;
+        push_len(out, pos - start);
+    }
+}
 
-/* Re-cuts every word of *words with one rule; returns 0 on allocation failure. */
+/* llama.cpp's regex lists (llm_tokenizer_bpe in llama-vocab.cpp), verbatim:
+ * the passes run in order, each re-cutting every word of the one before. */
+static const char *const k_pre_regexes[EZ_PRE_COUNT][EZ_PRE_MAX_PASSES] = {
+    /* default */
+    [EZ_PRE_DEFAULT] = {
+        "[\\p{P}\\$\\+<=>\\^~\\|]+",
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        "\\p{N}+",
+        "[0-9][0-9][0-9]",
+        NULL},
+    /* gpt2, mpt, olmo, jais, trillion, granite_docling */
+    [EZ_PRE_GPT2] = {
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        NULL},
+    /* llama3 */
+    [EZ_PRE_LLAMA3] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* stablelm2, qwen2, hunyuan, solar_open */
+    [EZ_PRE_QWEN2] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* qwen35 */
+    [EZ_PRE_QWEN35] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* jais2 */
+    [EZ_PRE_JAIS2] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}",
+        NULL},
+    /* deepseek_llm */
+    [EZ_PRE_DEEPSEEK_LLM] = {
+        "[\r\n]",
+        "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+        "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+        "\\s+$",
+        "[一-龥ࠀ-一가-퟿]+",
+        "\\p{N}+",
+        NULL},
+    /* deepseek3_llm, hunyuan_dense, joyai_llm, hy_v4 */
+    [EZ_PRE_DEEPSEEK3_LLM] = {
+        "\\p{N}{1,3}",
+        "[一-龥぀-ゟ゠-ヿ]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* spark2_5 */
+    [EZ_PRE_SPARK2_5] = {
+        "\\p{N}{1,3}",
+        "[一-龥぀-ゟ゠-ヿ]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+        "\\p{N}",
+        NULL},
+    /* youtu */
+    [EZ_PRE_YOUTU] = {
+        "[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* deepseek_coder */
+    [EZ_PRE_DEEPSEEK_CODER] = {
+        "[\r\n]",
+        "\\s?\\p{L}+",
+        "\\s?\\p{P}+",
+        "[一-龥ࠀ-一가-퟿]+",
+        "\\p{N}",
+        NULL},
+    /* falcon */
+    [EZ_PRE_FALCON] = {
+        "[\\p{P}\\$\\+<=>\\^~\\|`]+",
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        "[0-9][0-9][0-9]",
+        NULL},
+    /* starcoder, refact, command_r, smollm, codeshell, exaone, minerva, mellum2 */
+    [EZ_PRE_STARCODER] = {
+        "\\p{N}",
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        NULL},
+    /* poro, bloom, gpt3_finnish */
+    [EZ_PRE_PORO] = {
+        " ?[^(\\s|.,!?…。，、।۔،)]+",
+        NULL},
+    /* viking */
+    [EZ_PRE_VIKING] = {
+        " ?[^(\\s|.,!?…。，、।۔،)]+",
+        "\\p{N}",
+        NULL},
+    /* tekken */
+    [EZ_PRE_TEKKEN] = {
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* chameleon */
+    [EZ_PRE_CHAMELEON] = {
+        "<sentinel:[0-9]+>",
+        "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+        "([\\t\\n]|    |  )",
+        "\\p{N}",
+        "[\\p{P}!-/:-@\\[-`{-~]",
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        NULL},
+    /* gpt4o, minimax_m2 */
+    [EZ_PRE_GPT4O] = {
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* granite_emb_multi */
+    [EZ_PRE_GRANITE_EMB_MULTI] = {
+        "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* tiny_aya */
+    [EZ_PRE_TINY_AYA] = {
+        "\\d{1,3}(?=(?:\\d{3})*\\b)",
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* kimi_k2 */
+    [EZ_PRE_KIMI_K2] = {
+        "\\p{Han}+",
+        NULL},
+    /* superbpe */
+    [EZ_PRE_SUPERBPE] = {
+        "\\p{N}+",
+        "(?=(\\d{3})+(?!\\d))",
+        NULL},
+    /* bailingmoe */
+    [EZ_PRE_BAILINGMOE] = {
+        "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* seed_coder */
+    [EZ_PRE_SEED_CODER] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* ufakzeka */
+    [EZ_PRE_UFAKZEKA] = {
+        "[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* afmoe */
+    [EZ_PRE_AFMOE] = {
+        "\\p{AFMoE_digits}",
+        "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* laguna */
+    [EZ_PRE_LAGUNA] = {
+        "[^\\n]+|[\\n]+",
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* exaone_moe */
+    [EZ_PRE_EXAONE_MOE] = {
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+        NULL},
+    /* minicpm5 */
+    [EZ_PRE_MINICPM5] = {
+        "\\p{N}{1,3}",
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        NULL},
+};
+
+typedef enum { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_KIMI, PASS_DIGIT_GROUPS,
+               PASS_NEWLINES, PASS_REGEX } pass_kind;
+
+/* The patterns llama.cpp runs through a hand-written rule instead of
+ * std::regex (unicode_regex_split_custom); every other one is a regex. */
+static const struct {
+    const char *pattern;
+    pass_kind kind;
+} k_custom[] = {
+    {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", PASS_GPT2},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", PASS_LLAMA3},
+    {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", PASS_LLAMA3},
+    {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", PASS_QWEN2},
+    {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", PASS_QWEN35},
+    {"\\p{Han}+", PASS_KIMI},
+    {"\\p{AFMoE_digits}", PASS_DIGIT_GROUPS},
+    {"\\d{1,3}(?=(?:\\d{3})*\\b)", PASS_DIGIT_GROUPS},
+    {"[^\\n]+|[\\n]+", PASS_NEWLINES},
+};
+
+int32_t ez_pretok_init(ez_pretok *p, ez_pre_type pre) {
+    int i;
+    memset(p, 0, sizeof *p);
+    if (pre < EZ_PRE_DEFAULT || pre >= EZ_PRE_COUNT)
+        return ez_fail(ELIZA_E_INTERNAL, "unknown pre-tokenizer %d", (int)pre);
+    for (i = 0; i < EZ_PRE_MAX_PASSES && k_pre_regexes[pre][i]; i++) {
+        const char *pat = k_pre_regexes[pre][i];
+        size_t k;
+        p->kind[i] = PASS_REGEX;
+        for (k = 0; k < sizeof k_custom / sizeof k_custom[0]; k++) {
+            if (strcmp(pat, k_custom[k].pattern) == 0) p->kind[i] = (int)k_custom[k].kind;
+        }
+        p->n = i + 1;
+        if (p->kind[i] == PASS_REGEX) {
+            int32_t rc = ez_regex_compile(pat, &p->re[i]);
+            if (rc) {
+                ez_pretok_free(p);
+                return rc;
+            }
+        }
+    }
+    return ELIZA_OK;
+}
+
+void ez_pretok_free(ez_pretok *p) {
+    int i;
+    for (i = 0; i < p->n; i++) ez_regex_free(p->re[i]);
+    memset(p, 0, sizeof *p);
+}
+
+/* Re-cuts every word of *words with one hand-written rule; returns 0 on
+ * allocation failure. */
 static int run_pass(pass_kind kind, const uint32_t *cp, const uint16_t *fl, lenvec *words) {
     lenvec out = {NULL, 0, 0, 0};
     size_t w, start = 0;
@@ -236,9 +488,10 @@ static int run_pass(pass_kind kind, const uint32_t *cp, const uint16_t *fl, lenv
         case PASS_LLAMA3: split_modern(&c, start, 3, 0, &out); break;
         case PASS_QWEN2: split_modern(&c, start, 1, 0, &out); break;
         case PASS_QWEN35: split_modern(&c, start, 1, 1, &out); break;
-        case PASS_PUNCT: split_runs(&c, start, punct_class, &out); break;
-        case PASS_DIGITS: split_runs(&c, start, number_class, &out); break;
-        case PASS_TRIPLES: split_triples(&c, start, &out); break;
+        case PASS_KIMI: split_kimi(&c, start, &out); break;
+        case PASS_DIGIT_GROUPS: split_digit_groups(&c, start, &out); break;
+        case PASS_NEWLINES: split_newlines(&c, start, &out); break;
+        case PASS_REGEX: break;
         }
         start = c.end;
     }
@@ -247,13 +500,11 @@ static int run_pass(pass_kind kind, const uint32_t *cp, const uint16_t *fl, lenv
     return !out.failed;
 }
 
-int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len, size_t **out_lens,
-                           size_t *n_out) {
-    static const pass_kind default_passes[] = {PASS_PUNCT, PASS_GPT2, PASS_DIGITS, PASS_TRIPLES};
-    pass_kind single;
-    const pass_kind *passes = &single;
-    size_t n_passes = 1, n_cp = 0, i, p, w, at;
-    uint32_t *cp = NULL;
+int32_t ez_pretok_split(const ez_pretok *p, const char *text, size_t len, size_t **out_lens,
+                        size_t *n_out) {
+    size_t n_cp = 0, i, w, at;
+    int k;
+    uint32_t *cp = NULL, *view = NULL;
     uint16_t *fl = NULL;
     size_t *off = NULL;
     lenvec words = {NULL, 0, 0, 0};
@@ -261,14 +512,6 @@ int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len, size_t
 
     *out_lens = NULL;
     *n_out = 0;
-    switch (pre) {
-    case EZ_PRE_DEFAULT: passes = default_passes; n_passes = 4; break;
-    case EZ_PRE_GPT2: single = PASS_GPT2; break;
-    case EZ_PRE_LLAMA3: single = PASS_LLAMA3; break;
-    case EZ_PRE_QWEN2: single = PASS_QWEN2; break;
-    case EZ_PRE_QWEN35: single = PASS_QWEN35; break;
-    default: return ez_fail(ELIZA_E_INTERNAL, "unknown pre-tokenizer %d", (int)pre);
-    }
     if (len == 0) return ELIZA_OK;
     cp = (uint32_t *)malloc(len * sizeof *cp);
     fl = (uint16_t *)malloc(len * sizeof *fl);
@@ -287,8 +530,15 @@ int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len, size_t
     off[n_cp] = len;
 
     push_len(&words, n_cp);
-    for (p = 0; p < n_passes && !words.failed; p++) {
-        if (!run_pass(passes[p], cp, fl, &words)) goto nomem;
+    for (k = 0; k < p->n && !words.failed; k++) {
+        if (p->kind[k] != PASS_REGEX) {
+            if (!run_pass((pass_kind)p->kind[k], cp, fl, &words)) goto nomem;
+            continue;
+        }
+        if (!view && !(view = (uint32_t *)malloc(n_cp * sizeof *view))) goto nomem;
+        for (i = 0; i < n_cp; i++) view[i] = ez_regex_view(p->re[k], cp[i]);
+        if ((rc = ez_regex_split(p->re[k], view, &words.len, &words.n)) != ELIZA_OK) goto done;
+        words.cap = words.n;
     }
     if (words.failed) goto nomem;
     /* Code point lengths to byte lengths. */
@@ -306,9 +556,22 @@ nomem:
     rc = ez_fail(ELIZA_E_NOMEM, "out of memory pre-tokenizing %zu bytes", len);
 done:
     free(words.len);
+    free(view);
     free(off);
     free(fl);
     free(cp);
+    return rc;
+}
+
+int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len, size_t **out_lens,
+                           size_t *n_out) {
+    ez_pretok p;
+    int32_t rc = ez_pretok_init(&p, pre);
+    *out_lens = NULL;
+    *n_out = 0;
+    if (rc) return rc;
+    rc = ez_pretok_split(&p, text, len, out_lens, n_out);
+    ez_pretok_free(&p);
     return rc;
 }
 
@@ -418,7 +681,7 @@ int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len, e
     if (len > (size_t)(INT32_MAX / 2))
         return ez_fail(ELIZA_E_INVALID_ARG, "text fragment of %zu bytes is too long to tokenize",
                        len);
-    rc = ez_bpe_pretokenize(tok->pre, text, len, &lens, &n_words);
+    rc = ez_pretok_split(&tok->pretok, text, len, &lens, &n_words);
     if (rc) return rc;
     memset(&s, 0, sizeof s);
     s.tok = tok;

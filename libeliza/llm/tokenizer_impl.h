@@ -20,14 +20,52 @@ enum {
 
 typedef enum { EZ_TOK_SPM = 1, EZ_TOK_BPE = 2 } ez_tok_type;
 
-/* BPE pre-tokenizers: how text is cut into words before the merges. */
+/* BPE pre-tokenizers: how text is cut into words before the merges. One
+ * value per distinct list of llama.cpp's regexes (tokenizer_bpe.c holds the
+ * lists; several tokenizer.ggml.pre names share one). */
 typedef enum {
     EZ_PRE_DEFAULT = 1, /* punctuation runs, GPT-2 regex, digit runs, digit triples */
     EZ_PRE_GPT2,        /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
     EZ_PRE_LLAMA3,      /* (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|... */
     EZ_PRE_QWEN2,       /* as LLAMA3 with \p{N} one digit at a time */
-    EZ_PRE_QWEN35       /* as QWEN2 with [\p{L}\p{M}]+ letter runs */
+    EZ_PRE_QWEN35,      /* as QWEN2 with [\p{L}\p{M}]+ letter runs */
+    EZ_PRE_JAIS2,
+    EZ_PRE_DEEPSEEK_LLM,
+    EZ_PRE_DEEPSEEK3_LLM,
+    EZ_PRE_SPARK2_5,
+    EZ_PRE_YOUTU,
+    EZ_PRE_DEEPSEEK_CODER,
+    EZ_PRE_FALCON,
+    EZ_PRE_STARCODER,
+    EZ_PRE_PORO,
+    EZ_PRE_VIKING,
+    EZ_PRE_TEKKEN,
+    EZ_PRE_CHAMELEON,
+    EZ_PRE_GPT4O,
+    EZ_PRE_GRANITE_EMB_MULTI,
+    EZ_PRE_TINY_AYA,
+    EZ_PRE_KIMI_K2,
+    EZ_PRE_SUPERBPE,
+    EZ_PRE_BAILINGMOE,
+    EZ_PRE_SEED_CODER,
+    EZ_PRE_UFAKZEKA,
+    EZ_PRE_AFMOE,
+    EZ_PRE_LAGUNA,
+    EZ_PRE_EXAONE_MOE,
+    EZ_PRE_MINICPM5,
+    EZ_PRE_COUNT
 } ez_pre_type;
+
+/* A pre-tokenizer ready to run: its passes in order, each a rule written
+ * out by hand (as llama.cpp has them for its most common regexes) or a
+ * compiled regex. */
+#define EZ_PRE_MAX_PASSES 8
+typedef struct ez_regex ez_regex;
+typedef struct {
+    int n;
+    int kind[EZ_PRE_MAX_PASSES];
+    ez_regex *re[EZ_PRE_MAX_PASSES];
+} ez_pretok;
 
 /* Open-addressing hash table: per slot the entry's index + 1 (0 = empty)
  * and 32 bits of its hash, so that a probe rarely touches the entry. */
@@ -39,6 +77,7 @@ typedef struct {
 struct ez_tokenizer {
     ez_tok_type type;
     ez_pre_type pre;
+    ez_pretok pretok;    /* BPE: the compiled passes of pre */
     int32_t n_vocab;
 
     char *text;          /* all token texts back to back */
@@ -113,8 +152,18 @@ EZ_INTERNAL int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, s
 EZ_INTERNAL int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
                                     ez_idvec *out);
 
-/* Cuts text[0..len) into words for tok->pre: *out_lens (malloc'd) receives
- * the byte length of each word, *n_out their count. Exposed for tests. */
+/* Builds the passes of pre (ELIZA_E_NOMEM, or the matcher's
+ * ELIZA_E_INVALID_ARG for a pattern it refuses: a bug, tested for every
+ * pre-tokenizer); ez_pretok_free releases them (a zeroed ez_pretok is
+ * empty). */
+EZ_INTERNAL int32_t ez_pretok_init(ez_pretok *p, ez_pre_type pre);
+EZ_INTERNAL void ez_pretok_free(ez_pretok *p);
+
+/* Cuts text[0..len) into words: *out_lens (malloc'd) receives the byte
+ * length of each word, *n_out their count. */
+EZ_INTERNAL int32_t ez_pretok_split(const ez_pretok *p, const char *text, size_t len,
+                                    size_t **out_lens, size_t *n_out);
+/* The same for a pre-tokenizer built for this one call. Exposed for tests. */
 EZ_INTERNAL int32_t ez_bpe_pretokenize(ez_pre_type pre, const char *text, size_t len,
                                        size_t **out_lens, size_t *n_out);
 

@@ -23,8 +23,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import audio, models, plot
+from . import audio, chat, models, plot
 from ._native import ABI_VERSION, LOG_FN, lib
+from .chat import ChatTemplateError
 from .diarize import Diarization, Diarizer, Turn, to_rttm
 from .errors import (
     AbiError,
@@ -43,6 +44,7 @@ from .errors import (
 )
 from .gguf import GGUFFile, TensorInfo
 from .llm import LLM, LLMStats, Perplexity, StopReason
+from .model_check import ModelCheck, check_model
 from .tts import TTS, write_wav
 
 __version__ = "0.1.0"
@@ -66,11 +68,15 @@ __all__ = [
     "ContextFullError",
     "StateError",
     "InternalError",
+    "ChatTemplateError",
+    "chat",
     "GGUFFile",
     "TensorInfo",
     "LLM",
     "LLMStats",
     "Perplexity",
+    "ModelCheck",
+    "check_model",
     "StopReason",
     "Diarization",
     "Diarizer",

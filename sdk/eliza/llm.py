@@ -16,7 +16,7 @@ import ctypes
 import enum
 import json
 import os
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -613,6 +613,76 @@ class LLM(NativeModel["_Stream"]):
                     yield text
         finally:
             stream.close()
+
+    # -- chat (eliza.chat renders the prompt) ------------------------------------
+
+    @property
+    def chat_template(self) -> str | None:
+        """The file's ``tokenizer.chat_template`` (Jinja), or None."""
+        from .gguf import GGUFFile
+
+        if not hasattr(self, "_chat_template"):
+            with GGUFFile(self.path) as f:
+                value = f.metadata.get("tokenizer.chat_template")
+            self._chat_template = value if isinstance(value, str) else None
+        return self._chat_template
+
+    def _special_text(self, key: str) -> str:
+        token = self.info.get(key, -1)
+        return self.detokenize([token], render_special=True) if isinstance(token, int) and token >= 0 else ""
+
+    def chat_prompt(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True,
+                    template: str | None = None, renderer: str = "auto", **variables: Any) -> str:
+        """The prompt for ``messages`` (``{"role", "content"}`` mappings).
+
+        ``template`` (a built-in name such as "chatml" or Jinja text)
+        replaces the file's ``tokenizer.chat_template``; with neither,
+        "chatml" as in llama.cpp. ``renderer`` "jinja" renders Jinja text
+        with jinja2 exactly as transformers does, "builtin" uses libeliza's
+        C renderer (llama.cpp's templates), "auto" jinja2 where it is
+        installed and the template is Jinja, else the C renderer.
+        ``variables`` reach a Jinja template (``enable_thinking=False``).
+        """
+        from . import chat
+
+        tmpl = template if template is not None else self.chat_template
+        is_name = tmpl is None or chat.template_name(tmpl) == tmpl
+        if renderer not in ("auto", "jinja", "builtin"):
+            raise InvalidArgumentError(Status.E_INVALID_ARG,
+                                       f"renderer {renderer!r} is not auto, jinja or builtin")
+        if renderer == "jinja" or (renderer == "auto" and not is_name and chat.jinja_available()):
+            if tmpl is None or is_name:
+                raise InvalidArgumentError(Status.E_INVALID_ARG,
+                                           "renderer 'jinja' needs a Jinja chat template")
+            return chat.render_jinja(tmpl, messages, add_generation_prompt=add_generation_prompt,
+                                     bos_token=self._special_text("bos"), eos_token=self._special_text("eos"),
+                                     **variables)
+        return chat.render_builtin(tmpl if tmpl is not None else "chatml", messages,
+                                   add_generation_prompt=add_generation_prompt)
+
+    def chat_stream(self, messages: Sequence[Mapping[str, Any]], template: str | None = None,
+                    renderer: str = "auto", **generate: Any) -> Generator[str, None, None]:
+        """The assistant's reply to ``messages``, piece by piece:
+        :meth:`chat_prompt` then :meth:`stream` (special tokens parsed, BOS
+        added unless the prompt starts with it; generation ends at any
+        end-of-generation token). ``generate`` takes :meth:`stream`'s
+        sampling arguments.
+
+        Example::
+
+            history = [{"role": "user", "content": "Name a color."}]
+            reply = "".join(llm.chat_stream(history, max_tokens=32, temperature=0))
+        """
+        prompt = self.chat_prompt(messages, template=template, renderer=renderer)
+        bos = self._special_text("bos")
+        generate.setdefault("add_bos", not (bos and prompt.startswith(bos)))
+        generate.setdefault("special", True)
+        return self.stream(prompt, **generate)
+
+    def chat(self, messages: Sequence[Mapping[str, Any]], template: str | None = None,
+             renderer: str = "auto", **generate: Any) -> str:
+        """The whole reply :meth:`chat_stream` produces."""
+        return "".join(self.chat_stream(messages, template=template, renderer=renderer, **generate))
 
 
 def _unsigned(value: int, what: str) -> int:

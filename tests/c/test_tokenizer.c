@@ -13,7 +13,9 @@
  *       "text <hex>" and "special <hex>": ez_detokenize of the ids with
  *       render_special 0 and 1
  *   test_tokenizer bench MODEL.gguf FILE REPEATS
- *       prints "bytes tokens seconds load_seconds" for REPEATS runs over FILE */
+ *       prints "bytes tokens seconds load_seconds" for REPEATS runs over FILE
+ *   test_tokenizer eog MODEL.gguf
+ *       prints "eog <id>...": the end-of-generation set */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include "core/gguf.h"
 #include "core/platform.h"
 #include "eliza.h"
+#include "llm/regex.h"
 #include "llm/tokenizer.h"
 #include "llm/tokenizer_impl.h"
 #include "llm/unicode.h"
@@ -216,7 +219,7 @@ enum { B_AB = 256, B_SP_AB, B_HE, B_LL, B_HELL, B_HELLO, B_SP_W, B_ENDOFTEXT, B_
 
 static const char *const bpe_merges[] = {
     "a b", "\xC4\xA0 ab", "h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "a b",
-    "nospace", "h e l"};
+    "nospace"};
 
 static void bpe_vocab(vocab *v) {
     char s[4];
@@ -524,7 +527,7 @@ static void test_bpe_merges_by_rank(void) {
     IDS(f.tok, "ab ab", 0, 0, B_AB, B_SP_AB);
     IDS(f.tok, "hello", 0, 0, B_HELLO);
     IDS(f.tok, "hellx", 0, 0, B_HELL, 'x');
-    IDS(f.tok, "hel", 0, 0, B_HE, 'l');     /* "h e l" has no space split into a pair */
+    IDS(f.tok, "hel", 0, 0, B_HE, 'l');
     IDS(f.tok, "w", 0, 0, 'w');
     IDS(f.tok, "a<|im_end|>", 0, 1, 'a', B_IM_END);
     CHECK(ez_tokenizer_is_eog(f.tok, B_IM_END) && ez_tokenizer_is_eog(f.tok, B_ENDOFTEXT));
@@ -587,6 +590,113 @@ static void test_pretokenizers_cut_words_like_llama_cpp(void) {
     CHECK(words_are(EZ_PRE_DEFAULT, "Hello, world!! 1234567 a+b $x",
                     "Hello|,| world|!!| |123|456|7| a|+|b| |$|x"));
     CHECK(words_are(EZ_PRE_DEFAULT, "`a` \xC2\xA7", "`|a|`| |\xC2\xA7"));
+    /* Through the regex matcher: a zero-width lookahead split (superbpe), a
+     * lookahead inside a repeated group (tekken, gpt-4o), several passes
+     * (deepseek-coder), a cascade of whitespace lengths (jais-2). */
+    CHECK(words_are(EZ_PRE_SUPERBPE, "ab 1234567", "ab |1|234|567"));
+    CHECK(words_are(EZ_PRE_TEKKEN, "HelloWorld foo", "Hello|World| foo"));
+    CHECK(words_are(EZ_PRE_GPT4O, "I'm HAPPY", "I'm| HAPPY"));
+    CHECK(words_are(EZ_PRE_DEEPSEEK_CODER, "ab,c 12", "ab|,|c| |1|2"));
+    CHECK(words_are(EZ_PRE_JAIS2, "a     b", "a|    | b"));
+    /* Hand-written rules: digit groups from the right, the text before a run
+     * going with its first group (afmoe); Han runs (kimi-k2). */
+    CHECK(words_are(EZ_PRE_AFMOE, "x1234 56", "x|1|234| |56"));
+    CHECK(words_are(EZ_PRE_KIMI_K2, "\xE4\xBD\xA0\xE5\xA5\xBD" "ab's 1234",
+                    "\xE4\xBD\xA0\xE5\xA5\xBD|" "ab's| |123|4"));
+}
+
+static void test_every_pre_tokenizer_compiles(void) {
+    int pre;
+    for (pre = EZ_PRE_DEFAULT; pre < EZ_PRE_COUNT; pre++) {
+        size_t *lens = NULL, n = 0;
+        const char *s = "Hi there, 12345 \xE4\xBD\xA0 \xF0\x9F\x98\x80!\n";
+        int32_t rc = ez_bpe_pretokenize((ez_pre_type)pre, s, strlen(s), &lens, &n);
+        if (rc) fprintf(stderr, "pre %d: %s\n", pre, ez_error_message());
+        CHECK(rc == ELIZA_OK && n > 0);
+        free(lens);
+    }
+}
+
+/* Long words: a repeated one-character group is a loop (gpt-4o, tekken),
+ * other repeated groups recurse and stop within their stack budget with a
+ * clear error (exaone-moe's letter runs joined by single spaces). */
+static void test_long_words_do_not_exhaust_the_stack(void) {
+    size_t n = 20000, *lens = NULL, n_words = 0, i;
+    char *s = (char *)malloc(n + 1);
+    if (!s) return;
+    memset(s, 'a', n);
+    s[n] = '\0';
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_GPT4O, s, n, &lens, &n_words), ELIZA_OK);
+    CHECK(n_words == 1 && lens && lens[0] == n);
+    free(lens);
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_TEKKEN, s, n, &lens, &n_words), ELIZA_OK);
+    free(lens);
+    for (i = 1; i < n; i += 2) s[i] = ' ';
+    lens = NULL;
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_EXAONE_MOE, s, n, &lens, &n_words), ELIZA_E_UNSUPPORTED);
+    CHECK(lens == NULL && strstr(ez_error_message(), "backtracking") != NULL);
+    free(s);
+}
+
+static int regex_refused(const char *pattern) {
+    ez_regex *re = NULL;
+    int32_t rc = ez_regex_compile(pattern, &re);
+    ez_regex_free(re);
+    return rc == ELIZA_E_INVALID_ARG && re == NULL;
+}
+
+/* Words of s under one pattern (the ASCII view), joined with '|'. */
+static int regex_words_are(const char *pattern, const char *s, const char *want) {
+    ez_regex *re = NULL;
+    uint32_t view[64];
+    size_t *lens = (size_t *)malloc(sizeof *lens), n = 1, i, at = 0, k = 0;
+    char got[256];
+    int ok = 0;
+    if (!lens || ez_regex_compile(pattern, &re) != ELIZA_OK) goto done;
+    for (i = 0; s[i]; i++) view[i] = ez_regex_view(re, (uint8_t)s[i]);
+    lens[0] = strlen(s);
+    if (ez_regex_split(re, view, &lens, &n) != ELIZA_OK) goto done;
+    for (i = 0; i < n; i++) {
+        if (i) got[k++] = '|';
+        memcpy(got + k, s + at, lens[i]);
+        k += lens[i];
+        at += lens[i];
+    }
+    got[k] = '\0';
+    ok = strcmp(got, want) == 0;
+    if (!ok) fprintf(stderr, "regex '%s' on '%s': got '%s', want '%s'\n", pattern, s, got, want);
+done:
+    free(lens);
+    ez_regex_free(re);
+    return ok;
+}
+
+static void test_regex_follows_ecmascript(void) {
+    /* First alternative that matches, not the longest. */
+    CHECK(regex_words_are("a|ab", "abab", "a|b|a|b"));
+    /* Lazy and greedy repeats, bounded repeats. */
+    CHECK(regex_words_are("x+?", "xxx", "x|x|x"));
+    CHECK(regex_words_are("x{2,3}", "xxxxxxx", "xxx|xxx|x"));
+    /* Lookaheads are atomic and take nothing. */
+    CHECK(regex_words_are("\\s+(?!\\S)", "a   b", "a|  | b"));
+    CHECK(regex_words_are("b(?=c)", "abcbd", "a|b|cbd"));
+    /* Anchors and word boundaries. */
+    CHECK(regex_words_are("\\s+$", "a b  ", "a b|  "));
+    CHECK(regex_words_are("\\b\\w", "ab cd", "a|b |c|d"));
+    /* An empty match is followed by a non-empty one at the same place, as
+     * std::regex_iterator does. */
+    CHECK(regex_words_are("(?=b)|b", "abb", "a|b|b"));
+    /* Classes: negation, ranges, escapes inside. */
+    CHECK(regex_words_are("[^a-c\\s]+", "abxy zc", "ab|xy| |z|c"));
+    /* Patterns outside the supported syntax are refused. */
+    CHECK(regex_refused("(ab"));
+    CHECK(regex_refused("ab)"));
+    CHECK(regex_refused("a{3,1}"));
+    CHECK(regex_refused("[z-a]"));
+    CHECK(regex_refused("\\p{Greek}"));
+    CHECK(regex_refused("(?<=a)b"));
+    CHECK(regex_refused("a**"));
+    CHECK(regex_refused("[abc"));
 }
 
 /* ---- bad metadata -------------------------------------------------------------------- */
@@ -763,19 +873,28 @@ static void fuzz(const ez_tokenizer *tok, int round_trip, int iterations) {
 }
 
 static void test_fuzz_random_text(void) {
-    spec bpe_specs[5] = {{"gpt2", "default", -1, -1, 0, 1, 1, NULL},
-                         {"gpt2", "gpt-2", -1, -1, 0, 1, 1, NULL},
-                         {"gpt2", "llama-bpe", -1, -1, 0, 1, 1, NULL},
-                         {"gpt2", "qwen2", -1, -1, 0, 1, 1, NULL},
-                         {"gpt2", "qwen35", -1, -1, 0, 1, 1, NULL}};
+    /* Hand-written rules, then the regex matcher's; the second column says
+     * whether the text comes back: not for names with the detokenize
+     * clean-up, nor for those that add BOS by default (tekken, chameleon:
+     * the fixture's BOS is an ordinary character). */
+    static const struct {
+        const char *pre;
+        int round_trip, n;
+    } pres[] = {{"default", 0, 1500}, {"gpt-2", 0, 1500}, {"llama-bpe", 0, 1500},
+                {"qwen2", 1, 1500}, {"qwen35", 1, 1500}, {"kimi-k2", 1, 400},
+                {"afmoe", 1, 400}, {"laguna", 1, 400}, {"gpt-4o", 1, 400}, {"tekken", 0, 400},
+                {"deepseek-v3", 1, 400}, {"deepseek-llm", 1, 400}, {"exaone-moe", 0, 400},
+                {"superbpe", 1, 400}, {"jais-2", 0, 400}, {"chameleon", 0, 400},
+                {"poro-chat", 1, 400}, {"youtu", 1, 400}, {"tiny_aya", 1, 400},
+                {"minicpm5", 0, 400}, {"bailingmoe", 1, 400}};
     fixture f = make(spm_vocab, &spm_spec);
     size_t i;
     fuzz(f.tok, 1, 3000);
     unmake(&f);
-    for (i = 0; i < 5; i++) {
-        f = make(bpe_vocab, &bpe_specs[i]);
-        /* Only pre-tokenizers without detokenize clean-up give the text back. */
-        fuzz(f.tok, i >= 3, 1500);
+    for (i = 0; i < sizeof pres / sizeof pres[0]; i++) {
+        spec sp = {"gpt2", pres[i].pre, -1, -1, 0, 1, 1, NULL};
+        f = make(bpe_vocab, &sp);
+        fuzz(f.tok, pres[i].round_trip, pres[i].n);
         unmake(&f);
     }
 }
@@ -876,6 +995,22 @@ static int tool_tokenize(const char *model, const char *in_path, const char *out
     return status;
 }
 
+/* The end-of-generation ids of a model, one line. */
+static int tool_eog(const char *model) {
+    ez_tokenizer *tok = NULL;
+    int32_t i;
+    if (open_tokenizer(model, &tok) != ELIZA_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", model, ez_error_message());
+        return 1;
+    }
+    printf("eog");
+    for (i = 0; i < ez_tokenizer_n_vocab(tok); i++)
+        if (ez_tokenizer_is_eog(tok, i)) printf(" %d", i);
+    printf("\n");
+    ez_tokenizer_free(tok);
+    return 0;
+}
+
 static int tool_bench(const char *model, const char *path, int repeats) {
     ez_tokenizer *tok = NULL;
     FILE *in = fopen(path, "rb");
@@ -918,8 +1053,10 @@ int main(int argc, char **argv) {
         return tool_tokenize(argv[2], argv[3], argv[4]);
     if (argc == 5 && strcmp(argv[1], "bench") == 0)
         return tool_bench(argv[2], argv[3], atoi(argv[4]));
+    if (argc == 3 && strcmp(argv[1], "eog") == 0) return tool_eog(argv[2]);
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [tokenize MODEL IN OUT | bench MODEL FILE REPEATS]\n", argv[0]);
+        fprintf(stderr, "usage: %s [tokenize MODEL IN OUT | bench MODEL FILE REPEATS | eog MODEL]\n",
+                argv[0]);
         return 2;
     }
     test_spm_merges_by_score_leftmost_first();
@@ -933,6 +1070,9 @@ int main(int argc, char **argv) {
     test_bpe_merges_by_rank();
     test_bpe_detokenize_cleans_spaces_for_gpt2();
     test_pretokenizers_cut_words_like_llama_cpp();
+    test_every_pre_tokenizer_compiles();
+    test_regex_follows_ecmascript();
+    test_long_words_do_not_exhaust_the_stack();
     test_bad_metadata_is_refused();
     test_missing_byte_tokens_fail_cleanly();
     test_fuzz_random_text();

@@ -1,0 +1,159 @@
+"""llama.cpp's vocabulary and chat-template functions through ctypes, from
+the build that tests/tools/llama_cpp.py makes (no llama-cpp-python needed).
+
+    from tools.libllama import LibLlama
+    lib = LibLlama.load()           # None when the build is absent
+    with lib.vocab(path) as v:      # a GGUF opened vocab_only
+        ids = v.tokenize("Hello", add_special=False, parse_special=True)
+    text = lib.chat_apply_template(tmpl, [("user", "Hi")], add_assistant=True)
+
+Only the calls the tokenizer and chat tests need are bound.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.llama_cpp import cache_dir
+
+
+class _ModelParams(ctypes.Structure):
+    """struct llama_model_params of llama.h (0.3.36's vendored llama.cpp)."""
+
+    _fields_ = [
+        ("devices", ctypes.c_void_p),
+        ("tensor_buft_overrides", ctypes.c_void_p),
+        ("n_gpu_layers", ctypes.c_int32),
+        ("split_mode", ctypes.c_int32),
+        ("load_mode", ctypes.c_int32),
+        ("lazy_mode", ctypes.c_int32),
+        ("main_gpu", ctypes.c_int32),
+        ("tensor_split", ctypes.c_void_p),
+        ("progress_callback", ctypes.c_void_p),
+        ("progress_callback_user_data", ctypes.c_void_p),
+        ("kv_overrides", ctypes.c_void_p),
+        ("vocab_only", ctypes.c_bool),
+        ("check_tensors", ctypes.c_bool),
+        ("use_extra_bufts", ctypes.c_bool),
+        ("no_host", ctypes.c_bool),
+        ("no_alloc", ctypes.c_bool),
+        ("load_mtp", ctypes.c_bool),
+    ]
+
+
+class _ChatMessage(ctypes.Structure):
+    _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
+
+
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class Vocab:
+    """One GGUF's vocabulary as llama.cpp loads it (vocab_only)."""
+
+    def __init__(self, lib: LibLlama, path: Path) -> None:
+        self._lib = lib
+        c = lib.c
+        params = c.llama_model_default_params()
+        params.vocab_only = True
+        self._model = c.llama_model_load_from_file(str(path).encode(), params)
+        if not self._model:
+            raise RuntimeError(f"llama.cpp cannot load {path}")
+        self._vocab = c.llama_model_get_vocab(self._model)
+        self.n_vocab: int = c.llama_vocab_n_tokens(self._vocab)
+
+    def __enter__(self) -> Vocab:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._model:
+            self._lib.c.llama_model_free(self._model)
+            self._model = None
+
+    def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        cap = len(data) + 8
+        buf = (ctypes.c_int32 * cap)()
+        n = self._lib.c.llama_tokenize(self._vocab, data, len(data), buf, cap, add_special, parse_special)
+        if n < 0:
+            raise RuntimeError(f"llama_tokenize needs {-n} tokens")
+        return list(buf[:n])
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._lib.c.llama_vocab_is_eog(self._vocab, token))
+
+    def eog_ids(self) -> list[int]:
+        return [i for i in range(self.n_vocab) if self.is_eog(i)]
+
+    def chat_template(self) -> str | None:
+        t = self._lib.c.llama_model_chat_template(self._model, None)
+        return t.decode("utf-8") if t else None
+
+
+class LibLlama:
+    """libllama.so of the cached llama.cpp build."""
+
+    def __init__(self, path: Path) -> None:
+        c = ctypes.CDLL(str(path))
+        self.c = c
+        vp, i32 = ctypes.c_void_p, ctypes.c_int32
+        c.llama_backend_init.restype = None
+        c.llama_log_set.argtypes = [_LOG_FN, vp]
+        c.llama_log_set.restype = None
+        c.llama_model_default_params.restype = _ModelParams
+        c.llama_model_load_from_file.argtypes = [ctypes.c_char_p, _ModelParams]
+        c.llama_model_load_from_file.restype = vp
+        c.llama_model_free.argtypes = [vp]
+        c.llama_model_free.restype = None
+        c.llama_model_get_vocab.argtypes = [vp]
+        c.llama_model_get_vocab.restype = vp
+        c.llama_vocab_n_tokens.argtypes = [vp]
+        c.llama_vocab_n_tokens.restype = i32
+        c.llama_vocab_is_eog.argtypes = [vp, i32]
+        c.llama_vocab_is_eog.restype = ctypes.c_bool
+        c.llama_model_chat_template.argtypes = [vp, ctypes.c_char_p]
+        c.llama_model_chat_template.restype = ctypes.c_char_p
+        c.llama_tokenize.argtypes = [vp, ctypes.c_char_p, i32, ctypes.POINTER(i32), i32, ctypes.c_bool,
+                                     ctypes.c_bool]
+        c.llama_tokenize.restype = i32
+        c.llama_chat_apply_template.argtypes = [ctypes.c_char_p, ctypes.POINTER(_ChatMessage),
+                                                ctypes.c_size_t, ctypes.c_bool, ctypes.c_char_p, i32]
+        c.llama_chat_apply_template.restype = i32
+        self._log = _LOG_FN(lambda level, text, user: None)
+        c.llama_log_set(self._log, None)
+        c.llama_backend_init()
+
+    @staticmethod
+    def load() -> LibLlama | None:
+        """The cached build's library, or None when it has not been built."""
+        path = cache_dir() / "build" / "bin" / "libllama.so"
+        return LibLlama(path) if path.is_file() else None
+
+    def vocab(self, path: Path) -> Vocab:
+        return Vocab(self, path)
+
+    def chat_apply_template(self, tmpl: str, messages: Sequence[tuple[str, str]],
+                            add_assistant: bool) -> str | None:
+        """llama_chat_apply_template's prompt, or None where it does not
+        know the template (it returns a negative size)."""
+        msgs = (_ChatMessage * max(len(messages), 1))(
+            *[_ChatMessage(r.encode("utf-8"), t.encode("utf-8")) for r, t in messages])
+        cap = 1024 + 4 * sum(len(r) + len(t) for r, t in messages)
+        buf = ctypes.create_string_buffer(cap)
+        apply = self.c.llama_chat_apply_template
+        n = apply(tmpl.encode("utf-8"), msgs, len(messages), add_assistant, buf, cap)
+        if n < 0:
+            return None
+        if n > cap:
+            buf = ctypes.create_string_buffer(n)
+            n = apply(tmpl.encode("utf-8"), msgs, len(messages), add_assistant, buf, n)
+        return buf.raw[:n].decode("utf-8")
