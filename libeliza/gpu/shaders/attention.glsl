@@ -1,0 +1,54 @@
+// One query token against n_kv cached positions, one workgroup per query
+// head: scores to the scratch buffer, softmax, then the weighted sum of
+// values. The including shader defines kv_at(buffer index 0 = k, 1 = v,
+// element index).
+#include "common.glsl"
+
+layout(std430, binding = 0) readonly buffer Query { float q[]; };
+layout(std430, binding = 3) writeonly buffer Output { float o[]; };
+layout(std430, binding = 4) buffer Scratch { float sc[]; };
+
+layout(push_constant) uniform Push {
+    uint n_head;
+    uint n_head_kv;
+    uint head_dim;
+    uint n_kv;
+    uint kv_stride;
+    float scale;
+} p;
+
+float k_at(uint e);
+float v_at(uint e);
+
+void main() {
+    const uint h = group_index();
+    if (h >= p.n_head) return;
+    const uint t0 = gl_LocalInvocationID.x;
+    const uint kvh = h / (p.n_head / p.n_head_kv);
+    const uint qb = h * p.head_dim, sb = h * p.n_kv;
+    float m = -1.0 / 0.0;
+    for (uint t = t0; t < p.n_kv; t += WG) {
+        const uint kb = t * p.kv_stride + kvh * p.head_dim;
+        float s = 0.0;
+        for (uint d = 0; d < p.head_dim; d++) s += q[qb + d] * k_at(kb + d);
+        s *= p.scale;
+        sc[sb + t] = s;
+        m = max(m, s);
+    }
+    m = wg_max(m);
+    float sum = 0.0;
+    for (uint t = t0; t < p.n_kv; t += WG) {
+        const float e = exp(sc[sb + t] - m);
+        sc[sb + t] = e;
+        sum += e;
+    }
+    sum = wg_sum(sum);
+    memoryBarrierBuffer();
+    barrier();
+    const float inv = 1.0 / sum;
+    for (uint d = t0; d < p.head_dim; d += WG) {
+        float acc = 0.0;
+        for (uint t = 0; t < p.n_kv; t++) acc += sc[sb + t] * v_at(t * p.kv_stride + kvh * p.head_dim + d);
+        o[qb + d] = acc * inv;
+    }
+}
