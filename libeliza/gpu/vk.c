@@ -354,6 +354,13 @@ static int is_index(const char *s) {
     return 1;
 }
 
+/* Nonzero when the ELIZA_GPU_DEVICE-style choice `want` names device i. */
+static int names_device(const char *want, uint32_t i, const ez_gpu_device_info *info) {
+    if (!want || !*want) return 0;
+    if (is_index(want)) return (uint32_t)atoi(want) == i;
+    return contains_nocase(info->name, want, strlen(want));
+}
+
 static int32_t choose_device(ez_gpu *g, const ez_gpu_params *p, uint32_t *family) {
     const char *want = p->device ? p->device : getenv("ELIZA_GPU_DEVICE");
     VkPhysicalDevice devs[16];
@@ -369,10 +376,8 @@ static int32_t choose_device(ez_gpu *g, const ez_gpu_params *p, uint32_t *family
         ez_gpu_device_info info;
         uint32_t fam = describe(&g->vk, devs[i], &info);
         int rank = type_rank(info.type);
-        if (is_index(want)) {
-            if ((uint32_t)atoi(want) != i) continue;
-        } else if (*want) {
-            if (!contains_nocase(info.name, want, strlen(want))) continue;
+        if (*want) {
+            if (!names_device(want, i, &info)) continue;
         } else if (rank == 1 && !p->allow_cpu) {
             continue;
         }
@@ -561,7 +566,7 @@ void ez_gpu_append_capabilities(ez_strbuf *sb) {
                          !denied_by(getenv("ELIZA_GPU_DENY"), &info, entry, sizeof entry);
             if (i) ez_sb_puts(sb, ", ");
             append_device(sb, i, &info, usable);
-            n_usable += usable && strcmp(info.type, "cpu") != 0;
+            n_usable += usable && (strcmp(info.type, "cpu") != 0 || names_device(want, i, &info));
         }
         if (!n_usable)
             snprintf(reason, sizeof reason, "no usable Vulkan GPU (CPU devices only when named, e.g. "
