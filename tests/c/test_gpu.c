@@ -4,7 +4,7 @@
  * attention over F32 and F16 caches; a command buffer recorded once and
  * replayed with new inputs, its timestamps; device choice, the denylist and
  * the error paths. The validation layer is on and any error it reports
- * fails the test.
+ * fails the test (and a deliberate invalid call shows the hook is live).
  *
  * Runs on any Vulkan device, CPU ones (lavapipe) included; exits 77 (ctest
  * SKIP) when the build has no GPU backend or the machine no Vulkan device. */
@@ -25,6 +25,7 @@ int main(void) {
 #include "core/error.h"
 #include "core/quant.h"
 #include "gpu/gpu.h"
+#include "gpu/vk_impl.h"
 #include "llm/ops.h"
 
 static uint64_t g_rng = 12345;
@@ -500,6 +501,31 @@ static void test_gpu_bad_sizes_fail_cleanly(void) {
     ez_gpu_buf_free(b);
 }
 
+/* The validation hook is live: an invalid Vulkan call (a buffer of size 0,
+ * made through the raw entry points) fails the next backend call. */
+static void test_gpu_validation_errors_fail_the_next_call(void) {
+    ez_gpu_params p;
+    ez_gpu *g = NULL;
+    ez_gpu_buf *b = NULL;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    VkBuffer vb = VK_NULL_HANDLE;
+    ez_gpu_params_default(&p);
+    p.device = ez_gpu_info(g_gpu)->name;
+    p.validation = 1;
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_OK);
+    if (!g) return;
+    bci.size = 0;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (g->vk.vkCreateBuffer(g->device, &bci, NULL, &vb) == VK_SUCCESS) g->vk.vkDestroyBuffer(g->device, vb, NULL);
+    CHECK(ez_gpu_validation_errors(g) >= 1);
+    CHECK_RC(ez_gpu_buf_create(g, 64, EZ_GPU_DEVICE_LOCAL, &b), ELIZA_OK);
+    if (b) CHECK_RC(ez_gpu_upload(b, 0, &bci, 16), ELIZA_E_INTERNAL);
+    CHECK(strstr(ez_error_message(), "validation") != NULL);
+    ez_gpu_buf_free(b);
+    ez_gpu_close(g);
+}
+
 int main(void) {
     ez_gpu_params p;
     int32_t rc;
@@ -530,6 +556,7 @@ int main(void) {
     test_gpu_recorded_step_replays_with_new_inputs();
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
+    test_gpu_validation_errors_fail_the_next_call();
     CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0, "%d validation error(s)", ez_gpu_validation_errors(g_gpu));
     ez_gpu_close(g_gpu);
     if (g_failed) {
