@@ -134,6 +134,12 @@ EZ_INTERNAL int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off,
 typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
 /* g[i] = act(g[i]) * u[i], i < n. */
 EZ_INTERNAL int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act);
+/* y[y_off + i] = x[x_off + i] (accumulate 0) or += it (accumulate 1), i < n:
+ * a copy into the KV cache, a residual. */
+EZ_INTERNAL int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off,
+                                  uint32_t n, int accumulate);
+/* x[i] = cap * tanh(x[i] / cap), i < n; cap > 0. */
+EZ_INTERNAL int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap);
 /* Each of n_rows rows of n in place: softmax. */
 EZ_INTERNAL int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, uint32_t n_rows);
 /* out[0] = the first index of the largest of x[0..n), as a uint32. */

@@ -97,6 +97,31 @@ int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, e
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);
 }
 
+int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                      int accumulate) {
+    const uint32_t push[4] = {n, x_off, y_off, accumulate ? 1u : 0u};
+    ez_gpu_buf *bufs[2] = {x, y};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add of 0 elements");
+    if ((rc = fits(x, (uint64_t)x_off + n, "add input")) != ELIZA_OK ||
+        (rc = fits(y, (uint64_t)y_off + n, "add output")) != ELIZA_OK)
+        return rc;
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 2, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap) {
+    uint32_t push[2] = {n, 0};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0 || !(cap > 0.0f)) return ez_fail(ELIZA_E_INVALID_ARG, "GPU softcap of %u elements at %g", n, (double)cap);
+    if ((rc = fits(x, n, "softcap input")) != ELIZA_OK) return rc;
+    memcpy(&push[1], &cap, sizeof cap);
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_SOFTCAP, &x, 1, push, sizeof push, gx, gy);
+}
+
 int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, uint32_t n_rows) {
     const uint32_t push[2] = {n, n_rows};
     uint32_t gx, gy;

@@ -1,6 +1,7 @@
 /* The Vulkan backend against the CPU scalar reference: every matrix-vector
  * kernel (each weight type, matrices split over several bindings), RMSNorm,
- * rope (both layouts), GeGLU / SwiGLU, softmax, argmax, single-token
+ * rope (both layouts), GeGLU / SwiGLU, residual add / copy, softcap,
+ * softmax, argmax, single-token
  * attention over F32 and F16 caches; a command buffer recorded once and
  * replayed with new inputs, its timestamps; device choice, the denylist and
  * the error paths. The validation layer is on and any error it reports
@@ -180,7 +181,7 @@ static void test_gpu_matvec_matches_reference(void) {
 
 /* ---- element-wise and row ops ---------------------------------------------------------- */
 
-static void test_gpu_rms_norm_glu_softmax_match_reference(void) {
+static void test_gpu_row_and_elementwise_ops_match_reference(void) {
     const ez_llm_ops *ref = ez_llm_ops_ref();
     enum { N = 640, ROWS = 3, NG = 1000, NS = 300 };
     static float x[ROWS * N], w[N], want[ROWS * N], got[ROWS * N], g[NG], u[NG], gw[NG];
@@ -228,6 +229,41 @@ static void test_gpu_rms_norm_glu_softmax_match_reference(void) {
         ez_gpu_buf_free(gb);
         ez_gpu_buf_free(ub);
     }
+
+    /* Residual add and copy at offsets; soft-capping as the CPU engine's tanhf. */
+    for (int acc = 0; acc < 2; acc++) {
+        fill(g, NG, 3.0f);
+        fill(u, NG, 3.0f);
+        memcpy(gw, g, sizeof g);
+        for (int i = 0; i < 500; i++) gw[300 + i] = acc ? g[300 + i] + u[7 + i] : u[7 + i];
+        gb = device_buf_from(g, NG);
+        ub = device_buf_from(u, NG);
+        c = NULL;
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && gb && ub) {
+            CHECK_RC(ez_gpu_op_add(c, ub, 7, gb, 300, 500, acc), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_add(c, ub, 7, gb, 600, 500, acc), ELIZA_E_INVALID_ARG);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(gb, 0, got, NG * sizeof(float)), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, gw, NG) == 0.0, "add (accumulate %d): %.3g", acc, max_abs_diff(got, gw, NG));
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(gb);
+        ez_gpu_buf_free(ub);
+    }
+    fill(g, NG, 100.0f);
+    for (int i = 0; i < NG; i++) gw[i] = 30.0f * tanhf(g[i] / 30.0f);
+    gb = device_buf_from(g, NG);
+    c = NULL;
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && gb) {
+        CHECK_RC(ez_gpu_op_softcap(c, gb, NG, 30.0f), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(gb, 0, got, NG * sizeof(float)), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, gw, NG) <= 1e-5, "softcap: %.3g", max_abs_diff(got, gw, NG));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(gb);
 
     fill(x, 2 * NS, 8.0f);
     memcpy(want, x, 2 * NS * sizeof(float));
@@ -549,7 +585,7 @@ int main(void) {
            ez_gpu_info(g_gpu)->name, ez_gpu_info(g_gpu)->type, ez_gpu_info(g_gpu)->driver,
            ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot);
     test_gpu_matvec_matches_reference();
-    test_gpu_rms_norm_glu_softmax_match_reference();
+    test_gpu_row_and_elementwise_ops_match_reference();
     test_gpu_rope_matches_reference();
     test_gpu_argmax_picks_the_first_largest();
     test_gpu_attention_matches_reference();
