@@ -145,8 +145,9 @@ EZ_INTERNAL int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, 
 /* out[0] = the first index of the largest of x[0..n), as a uint32. */
 EZ_INTERNAL int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *out);
 
-/* One query token over n_kv cached positions. q: [n_head, head_dim];
- * k, v: [n_kv][n_head_kv, head_dim] in F32 or F16 (kv_type), rows kv_stride
+/* One query token over n_kv cached positions from row kv_first (a sliding
+ * window's start). q: [n_head, head_dim]; k, v: rows [kv_first, kv_first +
+ * n_kv) of [n_head_kv, head_dim] in F32 or F16 (kv_type), rows kv_stride
  * elements apart; query head h reads kv head h / (n_head / n_head_kv);
  * scores scaled by `scale`; out: [n_head, head_dim]; scratch holds
  * n_head * n_kv floats. */
@@ -154,6 +155,7 @@ typedef struct {
     uint32_t n_head, n_head_kv, head_dim, n_kv, kv_stride;
     uint32_t kv_type;   /* EZ_TYPE_F32 or EZ_TYPE_F16 */
     float scale;
+    uint32_t kv_first;
 } ez_gpu_attn;
 EZ_INTERNAL int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                         ez_gpu_buf *v, ez_gpu_buf *out, ez_gpu_buf *scratch);

@@ -143,9 +143,10 @@ int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *o
 
 int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
                             ez_gpu_buf *out, ez_gpu_buf *scratch) {
-    uint32_t push[6] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0};
+    uint32_t push[7] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first};
     ez_gpu_buf *bufs[5] = {q, k, v, out, scratch};
-    const uint64_t kv_elems = (uint64_t)(a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
+    const uint64_t kv_elems =
+        ((uint64_t)a->kv_first + a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
     const uint64_t kv_floats = a->kv_type == EZ_TYPE_F16 ? (kv_elems + 1) / 2 : kv_elems;
     uint32_t gx, gy;
     int32_t rc;

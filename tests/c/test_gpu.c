@@ -366,7 +366,7 @@ static void attention_ref(const ez_gpu_attn *a, const float *q, const float *k, 
 }
 
 static void test_gpu_attention_matches_reference(void) {
-    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f};
+    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0};
     const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
     float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
     uint16_t *k16 = (uint16_t *)malloc(n_kv_elems * 2), *v16 = (uint16_t *)malloc(n_kv_elems * 2);
@@ -386,7 +386,10 @@ static void test_gpu_attention_matches_reference(void) {
             }
         }
         a.kv_type = f16 ? EZ_TYPE_F16 : EZ_TYPE_F32;
-        attention_ref(&a, q, k, v, want);
+        /* The F16 pass reads a window: rows [5, 37) as a sliding layer would. */
+        a.kv_first = f16 ? 5 : 0;
+        a.n_kv = f16 ? 32 : 37;
+        attention_ref(&a, q, k + (size_t)a.kv_first * a.kv_stride, v + (size_t)a.kv_first * a.kv_stride, want);
         qb = device_buf_from(q, 4 * 64);
         if (f16) {
             CHECK_RC(ez_gpu_buf_create(g_gpu, n_kv_elems * 2, EZ_GPU_DEVICE_LOCAL, &kb), ELIZA_OK);

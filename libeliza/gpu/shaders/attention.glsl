@@ -1,7 +1,7 @@
-// One query token against n_kv cached positions, one workgroup per query
-// head: scores to the scratch buffer, softmax, then the weighted sum of
-// values. The including shader defines kv_at(buffer index 0 = k, 1 = v,
-// element index).
+// One query token against n_kv cached positions from row kv_first, one
+// workgroup per query head: scores to the scratch buffer, softmax, then the
+// weighted sum of values. The including shader defines the cache's k_at and
+// v_at (element index -> value).
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Query { float q[]; };
@@ -15,6 +15,7 @@ layout(push_constant) uniform Push {
     uint n_kv;
     uint kv_stride;
     float scale;
+    uint kv_first;
 } p;
 
 float k_at(uint e);
@@ -28,7 +29,7 @@ void main() {
     const uint qb = h * p.head_dim, sb = h * p.n_kv;
     float m = -1.0 / 0.0;
     for (uint t = t0; t < p.n_kv; t += WG) {
-        const uint kb = t * p.kv_stride + kvh * p.head_dim;
+        const uint kb = (p.kv_first + t) * p.kv_stride + kvh * p.head_dim;
         float s = 0.0;
         for (uint d = 0; d < p.head_dim; d++) s += q[qb + d] * k_at(kb + d);
         s *= p.scale;
@@ -48,7 +49,7 @@ void main() {
     const float inv = 1.0 / sum;
     for (uint d = t0; d < p.head_dim; d += WG) {
         float acc = 0.0;
-        for (uint t = 0; t < p.n_kv; t++) acc += sc[sb + t] * v_at(t * p.kv_stride + kvh * p.head_dim + d);
+        for (uint t = 0; t < p.n_kv; t++) acc += sc[sb + t] * v_at((p.kv_first + t) * p.kv_stride + kvh * p.head_dim + d);
         o[qb + d] = acc * inv;
     }
 }
