@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-
 #if !defined(ELIZA_VULKAN)
 int main(void) {
     printf("test_gpu: SKIPPED (this build has no Vulkan backend)\n");
@@ -23,6 +21,7 @@ int main(void) {
 }
 #else
 
+#include "check.h"
 #include "core/error.h"
 #include "core/quant.h"
 #include "gpu/gpu.h"
