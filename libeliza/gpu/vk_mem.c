@@ -127,44 +127,42 @@ static int32_t staged_copy(ez_gpu *g, VkBuffer src, uint64_t src_off, VkBuffer d
     return ez_vk_oneshot_submit(g, cb);
 }
 
-int32_t ez_gpu_upload(ez_gpu_buf *b, uint64_t offset, const void *src, uint64_t n) {
+/* Host memory to b (upload) or b to host memory, through b's mapping or a
+ * staging buffer. */
+static int32_t transfer(const ez_gpu_buf *b, uint64_t offset, uint8_t *host, uint64_t n, int upload) {
     ez_gpu *g = b->g;
     ez_gpu_buf *stage;
     uint64_t done;
     int32_t rc = check_range(b, offset, n);
     if (rc != ELIZA_OK || n == 0) return rc;
     if (b->mapped) {
-        memcpy((uint8_t *)b->mapped + offset, src, (size_t)n);
+        uint8_t *dev = (uint8_t *)b->mapped + offset;
+        memcpy(upload ? dev : host, upload ? host : dev, (size_t)n);
         return ELIZA_OK;
     }
-    rc = buf_create(g, EZ_MIN(n, STAGING_BYTES), EZ_GPU_HOST, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, &stage);
+    rc = buf_create(g, EZ_MIN(n, STAGING_BYTES), EZ_GPU_HOST,
+                    upload ? VK_BUFFER_USAGE_TRANSFER_SRC_BIT : VK_BUFFER_USAGE_TRANSFER_DST_BIT, &stage);
     for (done = 0; rc == ELIZA_OK && done < n; done += STAGING_BYTES) {
-        uint64_t len = EZ_MIN(n - done, STAGING_BYTES);
-        memcpy(stage->mapped, (const uint8_t *)src + done, (size_t)len);
-        rc = staged_copy(g, stage->buffer, 0, b->buffer, offset + done, len, 1);
+        const uint64_t len = EZ_MIN(n - done, STAGING_BYTES);
+        if (upload) {
+            memcpy(stage->mapped, host + done, (size_t)len);
+            rc = staged_copy(g, stage->buffer, 0, b->buffer, offset + done, len, 1);
+        } else {
+            rc = staged_copy(g, b->buffer, offset + done, stage->buffer, 0, len, 0);
+            if (rc == ELIZA_OK) memcpy(host + done, stage->mapped, (size_t)len);
+        }
     }
     ez_gpu_buf_free(stage);
     return rc;
 }
 
+int32_t ez_gpu_upload(ez_gpu_buf *b, uint64_t offset, const void *src, uint64_t n) {
+    /* transfer() only reads host memory on the way up. */
+    return transfer(b, offset, (uint8_t *)(uintptr_t)src, n, 1);
+}
+
 int32_t ez_gpu_download(const ez_gpu_buf *b, uint64_t offset, void *dst, uint64_t n) {
-    ez_gpu *g = b->g;
-    ez_gpu_buf *stage;
-    uint64_t done;
-    int32_t rc = check_range(b, offset, n);
-    if (rc != ELIZA_OK || n == 0) return rc;
-    if (b->mapped) {
-        memcpy(dst, (const uint8_t *)b->mapped + offset, (size_t)n);
-        return ELIZA_OK;
-    }
-    rc = buf_create(g, EZ_MIN(n, STAGING_BYTES), EZ_GPU_HOST, VK_BUFFER_USAGE_TRANSFER_DST_BIT, &stage);
-    for (done = 0; rc == ELIZA_OK && done < n; done += STAGING_BYTES) {
-        uint64_t len = EZ_MIN(n - done, STAGING_BYTES);
-        rc = staged_copy(g, b->buffer, offset + done, stage->buffer, 0, len, 0);
-        if (rc == ELIZA_OK) memcpy((uint8_t *)dst + done, stage->mapped, (size_t)len);
-    }
-    ez_gpu_buf_free(stage);
-    return rc;
+    return transfer(b, offset, (uint8_t *)dst, n, 0);
 }
 
 /* ---- weight matrices ----------------------------------------------------------------- */
