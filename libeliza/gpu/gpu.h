@@ -50,6 +50,7 @@ typedef struct {
     int int8_dot;              /* 4x8-bit packed signed dot product accelerated */
     int cooperative_matrix;    /* VK_KHR_cooperative_matrix present */
     int timestamps;            /* the compute queue writes timestamps */
+    uint32_t timestamp_bits;   /* of them that count (timestampValidBits) */
     uint32_t subgroup_size;
     uint32_t max_workgroup_invocations;
     uint64_t device_local_bytes;   /* largest device-local heap */

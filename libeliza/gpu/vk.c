@@ -219,14 +219,14 @@ static int device_extension_present(ez_vk_fns *vk, VkPhysicalDevice pd, const ch
     return found;
 }
 
-/* The first queue family with compute, or UINT32_MAX; *timestamps from it. */
-static uint32_t compute_family(ez_vk_fns *vk, VkPhysicalDevice pd, int *timestamps) {
+/* The first queue family with compute, or UINT32_MAX; *timestamp_bits from it. */
+static uint32_t compute_family(ez_vk_fns *vk, VkPhysicalDevice pd, uint32_t *timestamp_bits) {
     VkQueueFamilyProperties fam[16];
     uint32_t n = 16, i;
     vk->vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, fam);
     for (i = 0; i < n; i++) {
         if (!(fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-        *timestamps = fam[i].timestampValidBits > 0;
+        *timestamp_bits = fam[i].timestampValidBits;
         return i;
     }
     return UINT32_MAX;
@@ -292,8 +292,8 @@ static uint32_t describe(ez_vk_fns *vk, VkPhysicalDevice pd, ez_gpu_device_info 
     for (i = 0; i < mem.memoryHeapCount; i++)
         if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
             info->device_local_bytes = EZ_MAX(info->device_local_bytes, mem.memoryHeaps[i].size);
-    family = compute_family(vk, pd, &info->timestamps);
-    info->timestamps = info->timestamps && base.limits.timestampPeriod > 0.0f;
+    family = compute_family(vk, pd, &info->timestamp_bits);
+    info->timestamps = info->timestamp_bits > 0 && base.limits.timestampPeriod > 0.0f;
     return family;
 }
 

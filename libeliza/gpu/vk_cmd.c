@@ -273,8 +273,11 @@ int32_t ez_gpu_cmd_run(ez_gpu_cmd *c) {
                                     (size_t)c->n_timed * 2 * sizeof *ts, ts, sizeof *ts,
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (r == VK_SUCCESS) {
+        /* Counters of fewer than 64 bits wrap: the difference modulo their width. */
+        const uint64_t mask = g->info.timestamp_bits >= 64 ? UINT64_MAX : (1ull << g->info.timestamp_bits) - 1;
         for (i = 0; i < c->n_timed; i++)
-            c->last_ms[i] = (double)(ts[2 * i + 1] - ts[2 * i]) * (double)g->limits.timestampPeriod * 1e-6;
+            c->last_ms[i] =
+                (double)((ts[2 * i + 1] - ts[2 * i]) & mask) * (double)g->limits.timestampPeriod * 1e-6;
     }
     free(ts);
     return r == VK_SUCCESS ? ELIZA_OK : ez_vk_fail(r, "vkGetQueryPoolResults");
