@@ -573,19 +573,30 @@ int main(void) {
     p.validation = 0;
     rc = ez_gpu_open(&p, &g_keep_driver_loaded);
     p.validation = 1;
-    if (rc == ELIZA_OK) rc = ez_gpu_open(&p, &g_gpu);
+    if (rc == ELIZA_OK) {
+        rc = ez_gpu_open(&p, &g_gpu);
+        /* Where the layer is not installed (make deps installs it; a Windows
+         * loader under wine has none), the kernels are checked without it. */
+        if (rc == ELIZA_E_UNSUPPORTED && strstr(ez_error_message(), "validation") != NULL) {
+            printf("test_gpu: %s: running without validation\n", ez_error_message());
+            p.validation = 0;
+            rc = ez_gpu_open(&p, &g_gpu);
+        }
+    }
     if (rc != ELIZA_OK) {
         const char *why = ez_error_message();
-        if (rc == ELIZA_E_UNSUPPORTED && (strstr(why, "no Vulkan") != NULL)) {
+        /* No loader, no device, a loader or device older than Vulkan 1.1. */
+        if (rc == ELIZA_E_UNSUPPORTED) {
             printf("test_gpu: SKIPPED (%s)\n", why);
             return 77;
         }
         fprintf(stderr, "test_gpu: cannot open the GPU: %s (%s)\n", eliza_status_name(rc), why);
         return 1;
     }
-    printf("test_gpu: device '%s' (%s, %s), subgroup %u, fp16 %d, int8 dot %d, validation on\n",
+    printf("test_gpu: device '%s' (%s, %s), subgroup %u, fp16 %d, int8 dot %d, validation %s\n",
            ez_gpu_info(g_gpu)->name, ez_gpu_info(g_gpu)->type, ez_gpu_info(g_gpu)->driver,
-           ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot);
+           ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot,
+           p.validation ? "on" : "off");
     test_gpu_matvec_matches_reference();
     test_gpu_row_and_elementwise_ops_match_reference();
     test_gpu_rope_matches_reference();
@@ -594,7 +605,7 @@ int main(void) {
     test_gpu_recorded_step_replays_with_new_inputs();
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
-    test_gpu_validation_errors_fail_the_next_call();
+    if (p.validation) test_gpu_validation_errors_fail_the_next_call();
     CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0, "%d validation error(s)", ez_gpu_validation_errors(g_gpu));
     ez_gpu_close(g_gpu);
     if (g_failed) {
