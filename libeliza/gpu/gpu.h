@@ -139,6 +139,11 @@ EZ_INTERNAL int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, u
  * a copy into the KV cache, a residual. */
 EZ_INTERNAL int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off,
                                   uint32_t n, int accumulate);
+/* The same with y_off grown, at run time, by word step_word of the uint32
+ * buffer `step` (the cache row of a replayed step); the caller keeps that
+ * word within y. */
+EZ_INTERNAL int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off,
+                                     uint32_t n, int accumulate, ez_gpu_buf *step, uint32_t step_word);
 /* x[i] = cap * tanh(x[i] / cap), i < n; cap > 0. */
 EZ_INTERNAL int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap);
 /* Each of n_rows rows of n in place: softmax. */
@@ -151,12 +156,16 @@ EZ_INTERNAL int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, e
  * n_kv) of [n_head_kv, head_dim] in F32 or F16 (kv_type), rows kv_stride
  * elements apart; query head h reads kv head h / (n_head / n_head_kv);
  * scores scaled by `scale`; out: [n_head, head_dim]; scratch holds
- * n_head * n_kv floats. */
+ * n_head * n_kv floats. With `step` set, kv_first and n_kv are read at run
+ * time from its words step_word and step_word + 1 (a replayed step), and
+ * the struct's n_kv is their largest sum (what the buffers must hold). */
 typedef struct {
     uint32_t n_head, n_head_kv, head_dim, n_kv, kv_stride;
     uint32_t kv_type;   /* EZ_TYPE_F32 or EZ_TYPE_F16 */
     float scale;
     uint32_t kv_first;
+    ez_gpu_buf *step;   /* NULL: kv_first and n_kv as given */
+    uint32_t step_word;
 } ez_gpu_attn;
 EZ_INTERNAL int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                         ez_gpu_buf *v, ez_gpu_buf *out, ez_gpu_buf *scratch);

@@ -21,8 +21,8 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
     [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 3},     [EZ_GPU_K_RMS_NORM] = {"rms_norm", 3},
     [EZ_GPU_K_ROPE] = {"rope", 2},           [EZ_GPU_K_GLU] = {"glu", 2},
     [EZ_GPU_K_SOFTMAX] = {"softmax", 1},     [EZ_GPU_K_ARGMAX] = {"argmax", 2},
-    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 5},   [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5},
-    [EZ_GPU_K_ADD] = {"add", 2},             [EZ_GPU_K_SOFTCAP] = {"softcap", 1},
+    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 6},   [EZ_GPU_K_ATTN_F16] = {"attn_f16", 6},
+    [EZ_GPU_K_ADD] = {"add", 3},             [EZ_GPU_K_SOFTCAP] = {"softcap", 1},
 };
 
 /* Descriptor sets come from pools of this many, chained as a command

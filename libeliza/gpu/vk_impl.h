@@ -95,7 +95,7 @@ typedef enum {
     EZ_GPU_K_COUNT
 } ez_gpu_kernel;
 
-#define EZ_GPU_MAX_BINDINGS 5
+#define EZ_GPU_MAX_BINDINGS 6
 #define EZ_GPU_PUSH_BYTES 128   /* the guaranteed minimum of maxPushConstantsSize */
 #define EZ_GPU_WORKGROUP 64     /* specialization constant 0 of every shader */
 

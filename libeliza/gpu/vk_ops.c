@@ -97,18 +97,28 @@ int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, e
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);
 }
 
-int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
-                      int accumulate) {
-    const uint32_t push[4] = {n, x_off, y_off, accumulate ? 1u : 0u};
-    ez_gpu_buf *bufs[2] = {x, y};
+/* Word index meaning "no step buffer" to the shaders. */
+#define NO_STEP 0xffffffffu
+
+int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                         int accumulate, ez_gpu_buf *step, uint32_t step_word) {
+    const uint32_t push[5] = {n, x_off, y_off, accumulate ? 1u : 0u, step ? step_word : NO_STEP};
+    /* Without a step buffer the binding is there but never read: x fills it. */
+    ez_gpu_buf *bufs[3] = {x, y, step ? step : x};
     uint32_t gx, gy;
     int32_t rc;
     if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add of 0 elements");
     if ((rc = fits(x, (uint64_t)x_off + n, "add input")) != ELIZA_OK ||
-        (rc = fits(y, (uint64_t)y_off + n, "add output")) != ELIZA_OK)
+        (rc = fits(y, (uint64_t)y_off + n, "add output")) != ELIZA_OK ||
+        (step && (rc = fits(step, (uint64_t)step_word + 1, "add step word")) != ELIZA_OK))
         return rc;
     grid(groups_for(n), &gx, &gy);
-    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 2, push, sizeof push, gx, gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 3, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                      int accumulate) {
+    return ez_gpu_op_add_at(c, x, x_off, y, y_off, n, accumulate, NULL, 0);
 }
 
 int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap) {
@@ -143,8 +153,10 @@ int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *o
 
 int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
                             ez_gpu_buf *out, ez_gpu_buf *scratch) {
-    uint32_t push[7] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first};
-    ez_gpu_buf *bufs[5] = {q, k, v, out, scratch};
+    uint32_t push[8] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first,
+                        a->step ? a->step_word : NO_STEP};
+    /* Without a step buffer its binding is never read: q fills it. */
+    ez_gpu_buf *bufs[6] = {q, k, v, out, scratch, a->step ? a->step : q};
     const uint64_t kv_elems =
         ((uint64_t)a->kv_first + a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
     const uint64_t kv_floats = a->kv_type == EZ_TYPE_F16 ? (kv_elems + 1) / 2 : kv_elems;
@@ -159,10 +171,11 @@ int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, 
         (rc = fits(k, kv_floats, "attention keys")) != ELIZA_OK ||
         (rc = fits(v, kv_floats, "attention values")) != ELIZA_OK ||
         (rc = fits(out, (uint64_t)a->n_head * a->head_dim, "attention output")) != ELIZA_OK ||
-        (rc = fits(scratch, (uint64_t)a->n_head * a->n_kv, "attention scratch")) != ELIZA_OK)
+        (rc = fits(scratch, (uint64_t)a->n_head * a->n_kv, "attention scratch")) != ELIZA_OK ||
+        (a->step && (rc = fits(a->step, (uint64_t)a->step_word + 2, "attention step words")) != ELIZA_OK))
         return rc;
     memcpy(&push[5], &a->scale, sizeof a->scale);
     grid(a->n_head, &gx, &gy);
-    return ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 5, push,
+    return ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 6, push,
                                sizeof push, gx, gy);
 }

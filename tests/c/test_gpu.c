@@ -365,7 +365,7 @@ static void attention_ref(const ez_gpu_attn *a, const float *q, const float *k, 
 }
 
 static void test_gpu_attention_matches_reference(void) {
-    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0};
+    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 0};
     const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
     float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
     uint16_t *k16 = (uint16_t *)malloc(n_kv_elems * 2), *v16 = (uint16_t *)malloc(n_kv_elems * 2);
@@ -425,6 +425,64 @@ static void test_gpu_attention_matches_reference(void) {
 }
 
 /* ---- replay, timestamps --------------------------------------------------------------- */
+
+/* Attention's window and a copy's destination row read from a step buffer:
+ * one recording, run for two positions. */
+static void test_gpu_step_words_move_a_replayed_recording(void) {
+    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
+    const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
+    float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
+    float q[4 * 64], want[4 * 64], got[4 * 64], row[8], rows[24];
+    static const uint32_t windows[2][2] = {{0, 10}, {5, 32}};
+    ez_gpu_buf *qb, *kb, *vb, *ob, *sb, *step, *rb, *db;
+    ez_gpu_cmd *c = NULL;
+    fill(q, 4 * 64, 2.0f);
+    fill(k, n_kv_elems, 2.0f);
+    fill(v, n_kv_elems, 1.0f);
+    fill(row, 8, 1.0f);
+    memset(rows, 0, sizeof rows);
+    qb = device_buf_from(q, 4 * 64);
+    kb = device_buf_from(k, n_kv_elems);
+    vb = device_buf_from(v, n_kv_elems);
+    rb = device_buf_from(row, 8);
+    db = device_buf_from(rows, 24);
+    ob = host_buf(4 * 64);
+    sb = host_buf((size_t)a.n_head * a.n_kv);
+    step = host_buf(4);
+    a.step = step;
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && qb && kb && vb && ob && sb && step && rb && db) {
+        CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_add_at(c, rb, 0, db, 0, 8, 0, step, 3), ELIZA_OK);
+        CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
+        for (int w = 0; w < 2; w++) {
+            const uint32_t words[4] = {0, windows[w][0], windows[w][1], 8u * (uint32_t)(w + 1)};
+            ez_gpu_attn ra = a;
+            float back[24];
+            ra.kv_first = windows[w][0];
+            ra.n_kv = windows[w][1];
+            attention_ref(&ra, q, k + (size_t)ra.kv_first * ra.kv_stride, v + (size_t)ra.kv_first * ra.kv_stride, want);
+            CHECK_RC(ez_gpu_upload(step, 0, words, sizeof words), ELIZA_OK);
+            CHECK_RC(ez_gpu_cmd_run(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ob, 0, got, sizeof got), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, want, 4 * 64) <= 2e-6, "replayed attention, window %u + %u: %.3g",
+                      windows[w][0], windows[w][1], max_abs_diff(got, want, 4 * 64));
+            CHECK_RC(ez_gpu_download(db, 0, back, sizeof back), ELIZA_OK);
+            CHECK(memcmp(back + 8 * (w + 1), row, sizeof row) == 0);
+        }
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(qb);
+    ez_gpu_buf_free(kb);
+    ez_gpu_buf_free(vb);
+    ez_gpu_buf_free(ob);
+    ez_gpu_buf_free(sb);
+    ez_gpu_buf_free(step);
+    ez_gpu_buf_free(rb);
+    ez_gpu_buf_free(db);
+    free(k);
+    free(v);
+}
 
 /* rms_norm -> matvec -> argmax recorded once, run for two inputs written
  * into a host-visible buffer between the runs: the decode step's reuse. */
@@ -603,6 +661,7 @@ int main(void) {
     test_gpu_argmax_picks_the_first_largest();
     test_gpu_attention_matches_reference();
     test_gpu_recorded_step_replays_with_new_inputs();
+    test_gpu_step_words_move_a_replayed_recording();
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
     if (p.validation) test_gpu_validation_errors_fail_the_next_call();
