@@ -8,8 +8,11 @@
  *              f = post_ffw_norm(f) ; x += f
  *   logits = rms_norm(x) Wout (+ softcap)
  *
- * Rope angles come from the host (ez_rope_angles, per layer base) through a
- * host-visible buffer, as they do on the CPU. */
+ * The pass is recorded once, at create, and replayed for every token: what
+ * moves with the position comes through host-visible buffers written before
+ * each run, the input row, the rope angles (ez_rope_angles on the host, per
+ * layer base, as the CPU does) and the step words (the cache row, each
+ * attention window). */
 #include "gpu_step.h"
 
 #include <stdlib.h>
@@ -37,11 +40,20 @@ struct ez_llm_gpu {
     ez_gpu_buf *q, *k, *att; /* [n_head * head_dim], [n_head_kv * head_dim], [n_head * head_dim] */
     ez_gpu_buf *f, *u;      /* [n_ff] */
     ez_gpu_buf *scores;     /* [n_head * n_ctx] */
+    ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
     ez_gpu_buf *angles;     /* [n_layer * n_rot], host-visible */
+    ez_gpu_buf *step;       /* host-visible uint32 STEP_WORDS */
     ez_gpu_buf *logits;     /* [n_vocab], host-visible */
+    ez_gpu_cmd *cmd;        /* the recorded pass */
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
 };
+
+/* The step words: the cache row's first element, then (first row, rows)
+ * of the global and of the sliding-window attention. */
+enum { STEP_CACHE_ROW = 0, STEP_GLOBAL = 1, STEP_SWA = 3, STEP_WORDS = 5 };
+
+static int32_t record_pass(ez_llm_gpu *s);
 
 static int32_t upload_vec(ez_gpu *g, const float *v, int64_t n, ez_gpu_buf **out) {
     int32_t rc;
@@ -123,8 +135,10 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->f)) ||
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->u)) ||
                             (rc = scratch(g, (int64_t)hp->n_head * n_ctx, EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
+                            (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->angles)) ||
-                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)))) {
+                            (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->step)) ||
+                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)) || (rc = record_pass(s)))) {
         *out = s;
         return ELIZA_OK;
     }
@@ -134,6 +148,7 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
 
 void ez_llm_gpu_free(ez_llm_gpu *s) {
     if (!s) return;
+    ez_gpu_cmd_free(s->cmd);
     for (int32_t il = 0; s->layers && il < s->m->hp.n_layer; il++) {
         gpu_layer *G = &s->layers[il];
         ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->down};
@@ -145,7 +160,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     ez_gpu_matrix_free(&s->output);
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores,
-                              s->angles, s->logits};
+                              s->v, s->angles, s->step, s->logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
     }
     free(s->layers);
@@ -154,34 +169,35 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     free(s);
 }
 
-/* Records one decoder block at position pos. */
-static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, int32_t pos) {
+/* Records one decoder block, for whatever position the step words say. */
+static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     const ez_llm_hparams *hp = &s->m->hp;
     const ez_llm_layer *L = &s->m->layers[il];
     gpu_layer *G = &s->layers[il];
     const uint32_t d = (uint32_t)hp->n_embd, hd = (uint32_t)hp->head_dim, nh = (uint32_t)hp->n_head;
     const uint32_t nkv = (uint32_t)hp->n_head_kv, kv_row = nkv * hd, nrot = (uint32_t)hp->n_rot;
-    const int32_t lo = L->is_swa && hp->n_swa > 0 ? EZ_MAX(0, pos - hp->n_swa + 1) : 0;
     ez_gpu_attn a;
     int32_t rc;
     memset(&a, 0, sizeof a);
     a.n_head = nh;
     a.n_head_kv = nkv;
     a.head_dim = hd;
-    a.kv_first = (uint32_t)lo;
-    a.n_kv = (uint32_t)(pos - lo + 1);
+    a.n_kv = (uint32_t)s->n_ctx;
     a.kv_stride = kv_row;
     a.kv_type = EZ_TYPE_F32;
     a.scale = hp->attn_scale;
+    a.step = s->step;
+    a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
     if ((rc = ez_gpu_op_rms_norm(c, s->x, G->attn_norm, s->h, d, 1, hp->norm_eps)) ||
         (rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, G->v_cache, (uint32_t)pos * kv_row)))
+        (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
+        (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
     if (G->q_norm && (rc = ez_gpu_op_rms_norm(c, s->q, G->q_norm, s->q, hd, nh, hp->norm_eps))) return rc;
     if (G->k_norm && (rc = ez_gpu_op_rms_norm(c, s->k, G->k_norm, s->k, hd, nkv, hp->norm_eps))) return rc;
     if ((rc = ez_gpu_op_rope(c, s->q, 0, s->angles, (uint32_t)il * nrot, nh, hd, nrot, hp->rope_neox)) ||
         (rc = ez_gpu_op_rope(c, s->k, 0, s->angles, (uint32_t)il * nrot, nkv, hd, nrot, hp->rope_neox)) ||
-        (rc = ez_gpu_op_add(c, s->k, 0, G->k_cache, (uint32_t)pos * kv_row, kv_row, 0)) ||
+        (rc = ez_gpu_op_add_at(c, s->k, 0, G->k_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
@@ -196,11 +212,25 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, int32_t po
     return ez_gpu_op_add(c, s->o, 0, s->x, 0, d, 1);
 }
 
+static int32_t record_pass(ez_llm_gpu *s) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    int32_t rc = ez_gpu_cmd_begin(s->g, &s->cmd);
+    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, s->cmd, il);
+    if (rc == ELIZA_OK)
+        rc = ez_gpu_op_rms_norm(s->cmd, s->x, s->output_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(s->cmd, &s->output, s->h, 0, s->logits, 0);
+    if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
+        rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->cmd);
+    return rc;
+}
+
 int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits) {
     const ez_llm_model *m = s->m;
     const ez_llm_hparams *hp = &m->hp;
     const ez_type_kernels *k = ez_kernels_ref(m->tok_embd.type);
-    ez_gpu_cmd *c = NULL;
+    const int32_t swa_first = hp->n_swa > 0 ? EZ_MAX(0, pos - hp->n_swa + 1) : 0;
+    uint32_t words[STEP_WORDS];
     int32_t rc;
     if (token < 0 || token >= m->tok_embd.n_rows)
         return ez_fail(ELIZA_E_INVALID_ARG, "token %d outside the embedding table (%lld rows)", (int)token,
@@ -213,18 +243,14 @@ int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits
     for (int32_t il = 0; il < hp->n_layer; il++)
         ez_rope_angles(s->cs + (size_t)il * hp->n_rot, pos, hp->n_rot, m->layers[il].rope_base,
                        m->layers[il].rope_freq_scale, NULL);
+    words[STEP_CACHE_ROW] = (uint32_t)pos * (uint32_t)(hp->n_head_kv * hp->head_dim);
+    words[STEP_GLOBAL] = 0;
+    words[STEP_GLOBAL + 1] = (uint32_t)pos + 1;
+    words[STEP_SWA] = (uint32_t)swa_first;
+    words[STEP_SWA + 1] = (uint32_t)(pos - swa_first + 1);
     if ((rc = ez_gpu_upload(s->x, 0, s->embd_row, (uint64_t)hp->n_embd * sizeof(float))) ||
         (rc = ez_gpu_upload(s->angles, 0, s->cs, (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))) ||
-        (rc = ez_gpu_cmd_begin(s->g, &c)))
+        (rc = ez_gpu_upload(s->step, 0, words, sizeof words)) || (rc = ez_gpu_cmd_run(s->cmd)))
         return rc;
-    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, c, il, pos);
-    if (rc == ELIZA_OK) rc = ez_gpu_op_rms_norm(c, s->x, s->output_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
-    if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(c, &s->output, s->h, 0, s->logits, 0);
-    if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
-        rc = ez_gpu_op_softcap(c, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
-    if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(c);
-    if (rc == ELIZA_OK) rc = ez_gpu_cmd_run(c);
-    if (rc == ELIZA_OK) rc = ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float));
-    ez_gpu_cmd_free(c);
-    return rc;
+    return ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float));
 }

@@ -4,8 +4,8 @@
  * seam (issue 12) takes it over.
  *
  * Weights are uploaded once in their stored types; the KV cache (F32, n_ctx
- * rows per layer, no ring) and the activations stay on the device; a step
- * reads back the logits. Architectures without biases or rope factors only
+ * rows per layer, no ring) and the activations stay on the device; the pass
+ * is recorded once and replayed per token, which reads back the logits. Architectures without biases or rope factors only
  * (gemma3, qwen3, llama without scaling); ELIZA_E_UNSUPPORTED otherwise. */
 #ifndef EZ_LLM_GPU_STEP_H
 #define EZ_LLM_GPU_STEP_H
