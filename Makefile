@@ -16,7 +16,8 @@ ESPEAK_ENV = ELIZA_ESPEAK_LIBRARY=$$($(PYTHON) -c 'import espeakng_loader as e; 
 
 APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-               llvm mingw-w64 wine64 openjdk-17-jdk-headless
+               llvm mingw-w64 wine64 openjdk-17-jdk-headless \
+               glslc spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
 
 .PHONY: demo test deps build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
 

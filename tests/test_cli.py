@@ -29,6 +29,17 @@ def test_python_m_eliza_info_prints_capabilities(run_cli: RunCli) -> None:
     assert result.stderr == ""
 
 
+def test_info_lists_vulkan_devices_or_says_why_none(run_cli: RunCli) -> None:
+    result = run_cli("info")
+    assert result.returncode == 0, result.stderr
+    gpu = eliza.capabilities()["gpu"]
+    assert re.search(r"^  gpu +", result.stdout, flags=re.M)
+    for device in gpu["devices"]:
+        assert f"#{device['index']}: {device['name']} ({device['type']}" in result.stdout
+    if gpu["reason"]:
+        assert f"no GPU: {gpu['reason']}" in result.stdout
+
+
 def test_info_json_is_the_capabilities_document(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == eliza.capabilities()

@@ -44,6 +44,27 @@ def test_capabilities_has_the_documented_keys() -> None:
     assert isinstance(caps["engines"], dict)
     assert isinstance(caps["espeak_ng"], bool)
     assert isinstance(caps["force_scalar"], bool)
+    gpu = caps["gpu"]
+    assert gpu["backend"] in ("vulkan", None)
+    assert isinstance(gpu["devices"], list)
+    assert gpu["reason"] is None or isinstance(gpu["reason"], str)
+    for device in gpu["devices"]:
+        assert device["type"] in ("discrete", "integrated", "virtual", "cpu", "other")
+        for flag in ("fp16", "int8", "int8_dot", "cooperative_matrix", "timestamps", "usable"):
+            assert isinstance(device[flag], bool)
+        assert device["subgroup_size"] >= 1 and device["max_binding_mb"] >= 0
+    # No usable GPU is always said, never left silent.
+    if not any(d["usable"] and d["type"] != "cpu" for d in gpu["devices"]):
+        assert gpu["reason"]
+
+
+def test_capabilities_say_why_there_is_no_gpu_when_disabled() -> None:
+    code = "import eliza, json; print(json.dumps(eliza.capabilities()['gpu']))"
+    env = {**os.environ, "ELIZA_GPU_DEVICE": "none"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    gpu = json.loads(out.stdout)
+    assert gpu["devices"] == []
+    assert gpu["reason"]
 
 
 def test_version_matches_the_sdk_and_cmake_project() -> None:

@@ -8,6 +8,7 @@
 #include "core/platform.h"
 #include "core/quant.h"
 #include "core/strbuf.h"
+#include "gpu/gpu.h"
 
 #ifndef ELIZA_VERSION_STRING
 #define ELIZA_VERSION_STRING "0.0.0"
@@ -119,7 +120,9 @@ static const char *build_capabilities(void) {
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
     ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": true, \"diarization\": true}");
-    ez_sb_printf(&sb, ", \"espeak_ng\": %s}", espeak_ng_loadable() ? "true" : "false");
+    ez_sb_printf(&sb, ", \"espeak_ng\": %s, ", espeak_ng_loadable() ? "true" : "false");
+    ez_gpu_append_capabilities(&sb);
+    ez_sb_puts(&sb, "}");
     return ez_sb_take(&sb);
 }
 

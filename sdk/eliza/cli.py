@@ -62,6 +62,24 @@ def _value(value: Any, full: bool) -> str:
     return f"[{value['len']} x {value['type']}] " + ", ".join(items + tail)
 
 
+def _gpu_text(gpu: dict[str, Any]) -> list[str]:
+    """The capabilities' "gpu" entry: one line per Vulkan device with its
+    features, then why no GPU is in use when none is."""
+    lines = []
+    for d in gpu.get("devices", []):
+        feats = [name for name in ("fp16", "int8", "int8_dot", "cooperative_matrix") if d.get(name)]
+        lines.append(
+            f"{gpu.get('backend')} #{d['index']}: {d['name']} ({d['type']}, Vulkan {d['api']}, "
+            f"{d['device_memory_mb']} MiB, subgroup {d['subgroup_size']}"
+            + (", " + " ".join(feats) if feats else "")
+            + ("" if d.get("usable") else ", not usable")
+            + ")"
+        )
+    if gpu.get("reason"):
+        lines.append(f"no GPU: {gpu['reason']}")
+    return lines or ["-"]
+
+
 def _print_capabilities(as_json: bool) -> None:
     caps = capabilities()
     if as_json:
@@ -72,6 +90,12 @@ def _print_capabilities(as_json: bool) -> None:
     rows += [(k, v) for k, v in caps.items() if k not in ("version", "abi")]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
+        if key == "gpu" and isinstance(value, dict):
+            lines = _gpu_text(value)
+            print(f"  {key:<{width}}  {lines[0]}")
+            for line in lines[1:]:
+                print(f"  {'':<{width}}  {line}")
+            continue
         if isinstance(value, dict):
             text = ", ".join(
                 f"{k}: {'yes' if v is True else 'no' if v is False else v}" for k, v in value.items()

@@ -16,6 +16,12 @@
 #include "core/quant.h"
 #include "eliza.h"
 #include "check.h"
+#if defined(ELIZA_VULKAN)
+#include "core/gguf.h"
+#include "gpu/gpu.h"
+#include "llm/gpu_step.h"
+#include "llm/model.h"
+#endif
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
@@ -731,6 +737,99 @@ static void test_llm_quantized_kv_caches_close_to_reference(void) {
         eliza_llm_close(llm);
     }
 }
+#if defined(ELIZA_VULKAN)
+/* A context opened and never closed (it makes no pipelines): the Vulkan
+ * driver then stays loaded to exit, where LeakSanitizer would read its
+ * libraries' one-time allocations as leaks once the loader unloaded them
+ * (as in test_gpu). */
+static ez_gpu *g_keep_driver_loaded;
+
+/* The experimental GPU decode step (llm/gpu_step.c) token by token, past
+ * the sliding window, on the tiny gemma3 (local and global layers, q/k
+ * norms, post norms, soft-capping): against the double-precision reference
+ * of the same (dequantized) weights, and against the CPU engine, whose
+ * quantized types also quantize the activations (the GPU keeps them F32).
+ * On any Vulkan device, lavapipe included. */
+static void test_llm_gpu_step_matches_reference_and_cpu_engine(void) {
+    static const uint32_t types[] = {EZ_TYPE_F32, EZ_TYPE_F16, EZ_TYPE_Q8_0, EZ_TYPE_Q4_0};
+    enum { N_TOK = 9, N_CTX = 16 };
+    ez_gpu_params p;
+    ez_gpu *g_gpu = NULL;
+    int32_t rc;
+    ez_gpu_params_default(&p);
+    p.allow_cpu = 1;
+    rc = ez_gpu_open(&p, &g_keep_driver_loaded);
+    if (rc == ELIZA_OK) rc = ez_gpu_open(&p, &g_gpu);
+    if (rc != ELIZA_OK) {
+        printf("test_llm_gpu_step: skipped (%s)\n", eliza_last_error());
+        CHECK(rc == ELIZA_E_UNSUPPORTED);
+        return;
+    }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int quantized = types[ti] == EZ_TYPE_Q8_0 || types[ti] == EZ_TYPE_Q4_0;
+        spec s = base_spec("gemma3");
+        ref_model r;
+        eliza_llm *llm;
+        ez_gguf *gg = NULL;
+        ez_llm_model *m = NULL;
+        ez_llm_gpu *st = NULL;
+        int32_t tokens[N_TOK];
+        double *want = (double *)xmalloc(sizeof(double) * N_TOK * N_VOCAB);
+        float *cpu = NULL, gpu[N_VOCAB];
+        size_t count = 0;
+        double diff_ref = 0.0, diff_cpu = 0.0, max_logit = 0.0;
+        int agree = 0, decided = 0;
+        s.wtype = types[ti];
+        write_model(&s, &r);
+        g_rng = 4242;
+        random_tokens(tokens, N_TOK);
+        ref_forward(&r, tokens, N_TOK, want);
+        ref_free(&r);
+        llm = open_model(N_CTX, 8, 1);
+        if (llm) CHECK_RC(eliza_llm_logits(llm, tokens, N_TOK, 1, &cpu, &count), ELIZA_OK);
+        eliza_llm_close(llm);
+        CHECK_RC(ez_gguf_open(k_path, &gg), ELIZA_OK);
+        if (gg) CHECK_RC(ez_llm_model_load(gg, &m), ELIZA_OK);
+        if (m) CHECK_RC(ez_llm_gpu_create(m, g_gpu, N_CTX, &st), ELIZA_OK);
+        for (int t = 0; st && cpu && t < N_TOK; t++) {
+            const double *ref = want + (size_t)t * N_VOCAB;
+            double diff = 0.0;
+            int gb = 0, rb = 0, r2 = -1;
+            CHECK_RC(ez_llm_gpu_step(st, tokens[t], t, gpu), ELIZA_OK);
+            for (int i = 0; i < N_VOCAB; i++) {
+                const double e = fabs((double)gpu[i] - ref[i]), ec = fabs((double)gpu[i] - cpu[(size_t)t * N_VOCAB + i]);
+                diff = e > diff || e != e ? e : diff;
+                diff_cpu = ec > diff_cpu || ec != ec ? ec : diff_cpu;
+                max_logit = fabs(ref[i]) > max_logit ? fabs(ref[i]) : max_logit;
+                if (gpu[i] > gpu[gb]) gb = i;
+                if (ref[i] > ref[rb]) rb = i;
+            }
+            for (int i = 0; i < N_VOCAB; i++)
+                if (i != rb && (r2 < 0 || ref[i] > ref[r2])) r2 = i;
+            /* Top-1 must agree wherever the reference's margin over its
+             * second choice passes twice this position's difference. */
+            if (ref[rb] - ref[r2] > 2.0 * diff) {
+                decided++;
+                agree += gb == rb;
+            }
+            diff_ref = diff > diff_ref ? diff : diff_ref;
+        }
+        if (st) CHECK_RC(ez_llm_gpu_step(st, 0, N_CTX, gpu), ELIZA_E_CONTEXT_FULL);
+        printf("  GPU step, gemma3 %s weights, %d tokens: max |gpu - ref| %.3g, max |gpu - cpu| %.3g (logits up to "
+               "%.3g), top-1 %d/%d decided\n",
+               ez_type_traits_of(types[ti])->name, N_TOK, diff_ref, diff_cpu, max_logit, agree, decided);
+        CHECK(diff_ref <= 1e-4 * max_logit);
+        CHECK(diff_cpu <= (quantized ? 5e-2 : 1e-4) * max_logit);
+        CHECK(agree == decided && decided >= N_TOK - 1);
+        ez_llm_gpu_free(st);
+        ez_llm_model_free(m);
+        eliza_free(cpu);
+        free(want);
+    }
+    CHECK(ez_gpu_validation_errors(g_gpu) == 0);
+    ez_gpu_close(g_gpu);
+}
+#endif
 
 /* ---- streams ------------------------------------------------------------------------------ */
 
@@ -1352,6 +1451,9 @@ int main(void) {
     test_llm_forward_matches_reference_per_arch();
     test_llm_forward_quantized_weights_close_to_reference();
     test_llm_quantized_kv_caches_close_to_reference();
+#if defined(ELIZA_VULKAN)
+    test_llm_gpu_step_matches_reference_and_cpu_engine();
+#endif
     test_llm_stream_greedy_matches_full_recompute();
     test_llm_stream_context_full_and_limits();
     test_llm_stream_stop_strings_are_held_back_and_never_emitted();

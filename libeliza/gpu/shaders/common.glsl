@@ -1,0 +1,39 @@
+// Shared by every shader: the workgroup size (specialization constant 0,
+// a power of two the host picks), the flat index of a workgroup in a 2-D
+// grid (a dimension holds at most 65535 groups everywhere), and a
+// workgroup sum / max in shared memory, so no shader depends on the
+// subgroup size.
+#extension GL_GOOGLE_include_directive : require
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+
+shared float red[WG];
+
+uint group_index() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
+
+float wg_sum(float v) {
+    const uint t = gl_LocalInvocationID.x;
+    red[t] = v;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (t < s) red[t] += red[t + s];
+        barrier();
+    }
+    const float r = red[0];
+    barrier();
+    return r;
+}
+
+float wg_max(float v) {
+    const uint t = gl_LocalInvocationID.x;
+    red[t] = v;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (t < s) red[t] = max(red[t], red[t + s]);
+        barrier();
+    }
+    const float r = red[0];
+    barrier();
+    return r;
+}

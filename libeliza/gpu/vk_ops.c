@@ -1,0 +1,181 @@
+/* The ops: argument checks, push constants and grid sizes of each kernel. */
+#include <string.h>
+
+#include "core/error.h"
+#include "core/quant.h"
+#include "vk_impl.h"
+
+/* A 2-D grid of at least n workgroups, no side past 65535 (the smallest
+ * maxComputeWorkGroupCount Vulkan allows); shaders flatten it again. */
+static void grid(uint32_t n, uint32_t *gx, uint32_t *gy) {
+    *gx = n < 65535u ? (n ? n : 1u) : 65535u;
+    *gy = (n + *gx - 1) / *gx;
+    if (*gy == 0) *gy = 1;
+}
+
+static uint32_t groups_for(uint32_t n_items) { return (n_items + EZ_GPU_WORKGROUP - 1) / EZ_GPU_WORKGROUP; }
+
+static int32_t fits(const ez_gpu_buf *b, uint64_t n_floats, const char *what) {
+    if (n_floats > b->size / 4)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU op: %s needs %llu floats, its buffer holds %llu", what,
+                       (unsigned long long)n_floats, (unsigned long long)(b->size / 4));
+    return ELIZA_OK;
+}
+
+static ez_gpu_kernel matvec_kernel(uint32_t type) {
+    switch (type) {
+    case EZ_TYPE_F32: return EZ_GPU_K_MV_F32;
+    case EZ_TYPE_F16: return EZ_GPU_K_MV_F16;
+    case EZ_TYPE_BF16: return EZ_GPU_K_MV_BF16;
+    case EZ_TYPE_Q4_0: return EZ_GPU_K_MV_Q4_0;
+    case EZ_TYPE_Q5_0: return EZ_GPU_K_MV_Q5_0;
+    case EZ_TYPE_Q8_0: return EZ_GPU_K_MV_Q8_0;
+    case EZ_TYPE_Q4_K: return EZ_GPU_K_MV_Q4_K;
+    case EZ_TYPE_Q5_K: return EZ_GPU_K_MV_Q5_K;
+    default: return EZ_GPU_K_MV_Q6_K;
+    }
+}
+
+int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                         uint32_t y_off) {
+    int32_t rc;
+    int i;
+    if (!ez_gpu_has_matvec(w->type) || w->n_parts <= 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec: no matrix");
+    if ((rc = fits(x, (uint64_t)x_off + (uint64_t)w->n_cols, "matvec input")) != ELIZA_OK) return rc;
+    if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows, "matvec output")) != ELIZA_OK) return rc;
+    for (i = 0; i < w->n_parts; i++) {
+        const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
+        const uint32_t push[5] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
+                                  y_off + (uint32_t)w->part_row0[i]};
+        ez_gpu_buf *bufs[3] = {w->parts[i], x, y};
+        uint32_t gx, gy;
+        grid(rows, &gx, &gy);
+        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 3, push, sizeof push, gx, gy);
+        if (rc != ELIZA_OK) return rc;
+    }
+    return ELIZA_OK;
+}
+
+int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_buf *y, uint32_t n, uint32_t n_rows,
+                           float eps) {
+    uint32_t push[3] = {n, n_rows, 0};
+    ez_gpu_buf *bufs[3] = {x, w, y};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0 || n_rows == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU rms_norm of %u x %u", n_rows, n);
+    if ((rc = fits(x, (uint64_t)n * n_rows, "rms_norm input")) != ELIZA_OK ||
+        (rc = fits(w, n, "rms_norm weight")) != ELIZA_OK || (rc = fits(y, (uint64_t)n * n_rows, "rms_norm output")) != ELIZA_OK)
+        return rc;
+    memcpy(&push[2], &eps, sizeof eps);
+    grid(n_rows, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_RMS_NORM, bufs, 3, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,
+                       uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, int neox) {
+    const uint32_t push[6] = {x_off, cs_off, n_heads, head_dim, n_rot, neox ? 1u : 0u};
+    ez_gpu_buf *bufs[2] = {x, cs};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n_heads == 0 || n_rot == 0 || n_rot % 2 || n_rot > head_dim)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU rope: %u heads of %u, %u rotated", n_heads, head_dim, n_rot);
+    if ((rc = fits(x, (uint64_t)x_off + (uint64_t)n_heads * head_dim, "rope vector")) != ELIZA_OK ||
+        (rc = fits(cs, (uint64_t)cs_off + n_rot, "rope angles")) != ELIZA_OK)
+        return rc;
+    grid(groups_for(n_heads * (n_rot / 2)), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ROPE, bufs, 2, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act) {
+    const uint32_t push[2] = {n, (uint32_t)act};
+    ez_gpu_buf *bufs[2] = {g, u};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu of 0 elements");
+    if ((rc = fits(g, n, "glu gate")) != ELIZA_OK || (rc = fits(u, n, "glu up")) != ELIZA_OK) return rc;
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);
+}
+
+/* Word index meaning "no step buffer" to the shaders. */
+#define NO_STEP 0xffffffffu
+
+int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                         int accumulate, ez_gpu_buf *step, uint32_t step_word) {
+    const uint32_t push[5] = {n, x_off, y_off, accumulate ? 1u : 0u, step ? step_word : NO_STEP};
+    /* Without a step buffer the binding is there but never read: x fills it. */
+    ez_gpu_buf *bufs[3] = {x, y, step ? step : x};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add of 0 elements");
+    if ((rc = fits(x, (uint64_t)x_off + n, "add input")) != ELIZA_OK ||
+        (rc = fits(y, (uint64_t)y_off + n, "add output")) != ELIZA_OK ||
+        (step && (rc = fits(step, (uint64_t)step_word + 1, "add step word")) != ELIZA_OK))
+        return rc;
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 3, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                      int accumulate) {
+    return ez_gpu_op_add_at(c, x, x_off, y, y_off, n, accumulate, NULL, 0);
+}
+
+int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap) {
+    uint32_t push[2] = {n, 0};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0 || !(cap > 0.0f)) return ez_fail(ELIZA_E_INVALID_ARG, "GPU softcap of %u elements at %g", n, (double)cap);
+    if ((rc = fits(x, n, "softcap input")) != ELIZA_OK) return rc;
+    memcpy(&push[1], &cap, sizeof cap);
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_SOFTCAP, &x, 1, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, uint32_t n_rows) {
+    const uint32_t push[2] = {n, n_rows};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (n == 0 || n_rows == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU softmax of %u x %u", n_rows, n);
+    if ((rc = fits(x, (uint64_t)n * n_rows, "softmax rows")) != ELIZA_OK) return rc;
+    grid(n_rows, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_SOFTMAX, &x, 1, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *out) {
+    const uint32_t push[1] = {n};
+    ez_gpu_buf *bufs[2] = {x, out};
+    int32_t rc;
+    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU argmax of 0 elements");
+    if ((rc = fits(x, n, "argmax input")) != ELIZA_OK || (rc = fits(out, 1, "argmax result")) != ELIZA_OK) return rc;
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ARGMAX, bufs, 2, push, sizeof push, 1, 1);
+}
+
+int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
+                            ez_gpu_buf *out, ez_gpu_buf *scratch) {
+    uint32_t push[8] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first,
+                        a->step ? a->step_word : NO_STEP};
+    /* Without a step buffer its binding is never read: q fills it. */
+    ez_gpu_buf *bufs[6] = {q, k, v, out, scratch, a->step ? a->step : q};
+    const uint64_t kv_elems =
+        ((uint64_t)a->kv_first + a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
+    const uint64_t kv_floats = a->kv_type == EZ_TYPE_F16 ? (kv_elems + 1) / 2 : kv_elems;
+    uint32_t gx, gy;
+    int32_t rc;
+    if (a->n_head == 0 || a->n_head_kv == 0 || a->n_head % a->n_head_kv || a->head_dim == 0 || a->n_kv == 0 ||
+        a->kv_stride < a->n_head_kv * a->head_dim || (a->kv_type != EZ_TYPE_F32 && a->kv_type != EZ_TYPE_F16) ||
+        (a->kv_type == EZ_TYPE_F16 && a->kv_stride % 2))
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU attention: %u heads, %u kv heads of %u, %u positions, stride %u",
+                       a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride);
+    if ((rc = fits(q, (uint64_t)a->n_head * a->head_dim, "attention query")) != ELIZA_OK ||
+        (rc = fits(k, kv_floats, "attention keys")) != ELIZA_OK ||
+        (rc = fits(v, kv_floats, "attention values")) != ELIZA_OK ||
+        (rc = fits(out, (uint64_t)a->n_head * a->head_dim, "attention output")) != ELIZA_OK ||
+        (rc = fits(scratch, (uint64_t)a->n_head * a->n_kv, "attention scratch")) != ELIZA_OK ||
+        (a->step && (rc = fits(a->step, (uint64_t)a->step_word + 2, "attention step words")) != ELIZA_OK))
+        return rc;
+    memcpy(&push[5], &a->scale, sizeof a->scale);
+    grid(a->n_head, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 6, push,
+                               sizeof push, gx, gy);
+}

@@ -1,0 +1,256 @@
+/* One decode step on the GPU, in the order of llm/forward.c's pass:
+ *
+ *   x = embd(token) * embd_scale                         (on the host: one row)
+ *   per layer: h = rms_norm(x) ; q, k, v = h Wq, h Wk, h Wv
+ *              q, k = per-head rms_norm (q/k norms) ; rope(q, k) ; cache k, v
+ *              a = attention(q, cache window) Wo ; a = post_attn_norm(a) ; x += a
+ *              h = rms_norm(x) ; f = act(h Wgate) * (h Wup) ; f = f Wdown
+ *              f = post_ffw_norm(f) ; x += f
+ *   logits = rms_norm(x) Wout (+ softcap)
+ *
+ * The pass is recorded once, at create, and replayed for every token: what
+ * moves with the position comes through host-visible buffers written before
+ * each run, the input row, the rope angles (ez_rope_angles on the host, per
+ * layer base, as the CPU does) and the step words (the cache row, each
+ * attention window). */
+#include "gpu_step.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/quant.h"
+#include "ops.h"
+
+typedef struct {
+    ez_gpu_matrix wq, wk, wv, wo, gate, up, down;
+    ez_gpu_buf *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
+    ez_gpu_buf *k_cache, *v_cache;   /* [n_ctx][n_head_kv * head_dim] F32 */
+} gpu_layer;
+
+struct ez_llm_gpu {
+    const ez_llm_model *m;
+    ez_gpu *g;
+    int32_t n_ctx;
+    gpu_layer *layers;
+    ez_gpu_matrix output;
+    ez_gpu_buf *output_norm;
+    ez_gpu_buf *x;          /* [n_embd], host-visible: the step's input */
+    ez_gpu_buf *h, *o;      /* [n_embd] */
+    ez_gpu_buf *q, *k, *att; /* [n_head * head_dim], [n_head_kv * head_dim], [n_head * head_dim] */
+    ez_gpu_buf *f, *u;      /* [n_ff] */
+    ez_gpu_buf *scores;     /* [n_head * n_ctx] */
+    ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
+    ez_gpu_buf *angles;     /* [n_layer * n_rot], host-visible */
+    ez_gpu_buf *step;       /* host-visible uint32 STEP_WORDS */
+    ez_gpu_buf *logits;     /* [n_vocab], host-visible */
+    ez_gpu_cmd *cmd;        /* the recorded pass */
+    float *embd_row;        /* [n_embd] */
+    float *cs;              /* [n_layer * n_rot] */
+};
+
+/* The step words: the cache row's first element, then (first row, rows)
+ * of the global and of the sliding-window attention. */
+enum { STEP_CACHE_ROW = 0, STEP_GLOBAL = 1, STEP_SWA = 3, STEP_WORDS = 5 };
+
+static int32_t record_pass(ez_llm_gpu *s);
+
+static int32_t upload_vec(ez_gpu *g, const float *v, int64_t n, ez_gpu_buf **out) {
+    int32_t rc;
+    *out = NULL;
+    if (!v) return ELIZA_OK;
+    rc = ez_gpu_buf_create(g, (uint64_t)n * sizeof(float), EZ_GPU_DEVICE_LOCAL, out);
+    if (rc == ELIZA_OK) rc = ez_gpu_upload(*out, 0, v, (uint64_t)n * sizeof(float));
+    return rc;
+}
+
+static int32_t upload_matrix(ez_gpu *g, const ez_llm_matrix *w, ez_gpu_matrix *out) {
+    return ez_gpu_matrix_upload(g, w->type, w->n_rows, w->n_cols, w->data, out);
+}
+
+static int32_t scratch(ez_gpu *g, int64_t n, ez_gpu_mem mem, ez_gpu_buf **out) {
+    return ez_gpu_buf_create(g, (uint64_t)n * sizeof(float), mem, out);
+}
+
+static int32_t check_supported(const ez_llm_model *m) {
+    if (m->rope_factors || m->output_bias)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: %s with rope factors or an output bias", m->hp.arch_name);
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const ez_llm_layer *L = &m->layers[il];
+        if (L->bq || L->bk || L->bv || L->bo || L->b_gate || L->b_up || L->b_down)
+            return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: %s layer %d has biases", m->hp.arch_name, (int)il);
+    }
+    if (m->hp.head_dim_v != m->hp.head_dim)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: value heads of %d, key heads of %d", (int)m->hp.head_dim_v,
+                       (int)m->hp.head_dim);
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_llm_gpu **out) {
+    const ez_llm_hparams *hp = &m->hp;
+    const int64_t kv_row = (int64_t)hp->n_head_kv * hp->head_dim, q_row = (int64_t)hp->n_head * hp->head_dim;
+    ez_llm_gpu *s;
+    int32_t rc;
+    *out = NULL;
+    if ((rc = check_supported(m)) != ELIZA_OK) return rc;
+    if (n_ctx < 1) return ez_fail(ELIZA_E_INVALID_ARG, "GPU step: context of %d", (int)n_ctx);
+    s = (ez_llm_gpu *)calloc(1, sizeof *s);
+    if (!s) return ez_fail(ELIZA_E_NOMEM, "out of memory for the GPU step");
+    s->m = m;
+    s->g = g;
+    s->n_ctx = n_ctx;
+    s->layers = (gpu_layer *)calloc((size_t)hp->n_layer, sizeof *s->layers);
+    s->embd_row = (float *)malloc((size_t)hp->n_embd * sizeof(float));
+    s->cs = (float *)malloc((size_t)hp->n_layer * (size_t)hp->n_rot * sizeof(float));
+    if (!s->layers || !s->embd_row || !s->cs) {
+        ez_llm_gpu_free(s);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for the GPU step");
+    }
+    rc = ELIZA_OK;
+    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) {
+        const ez_llm_layer *L = &m->layers[il];
+        gpu_layer *G = &s->layers[il];
+        if ((rc = upload_matrix(g, &L->wq, &G->wq)) || (rc = upload_matrix(g, &L->wk, &G->wk)) ||
+            (rc = upload_matrix(g, &L->wv, &G->wv)) || (rc = upload_matrix(g, &L->wo, &G->wo)) ||
+            (rc = upload_matrix(g, &L->ffn_gate, &G->gate)) || (rc = upload_matrix(g, &L->ffn_up, &G->up)) ||
+            (rc = upload_matrix(g, &L->ffn_down, &G->down)) ||
+            (rc = upload_vec(g, L->attn_norm, hp->n_embd, &G->attn_norm)) ||
+            (rc = upload_vec(g, L->q_norm, hp->head_dim, &G->q_norm)) ||
+            (rc = upload_vec(g, L->k_norm, hp->head_dim, &G->k_norm)) ||
+            (rc = upload_vec(g, L->post_attn_norm, hp->n_embd, &G->post_attn_norm)) ||
+            (rc = upload_vec(g, L->ffn_norm, hp->n_embd, &G->ffn_norm)) ||
+            (rc = upload_vec(g, L->post_ffw_norm, hp->n_embd, &G->post_ffw_norm)) ||
+            (rc = scratch(g, (int64_t)n_ctx * kv_row, EZ_GPU_DEVICE_LOCAL, &G->k_cache)) ||
+            (rc = scratch(g, (int64_t)n_ctx * kv_row, EZ_GPU_DEVICE_LOCAL, &G->v_cache)))
+            break;
+    }
+    if (rc == ELIZA_OK && !((rc = upload_matrix(g, &m->output, &s->output)) ||
+                            (rc = upload_vec(g, m->output_norm, hp->n_embd, &s->output_norm)) ||
+                            (rc = scratch(g, hp->n_embd, EZ_GPU_HOST, &s->x)) ||
+                            (rc = scratch(g, hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->h)) ||
+                            (rc = scratch(g, hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->o)) ||
+                            (rc = scratch(g, q_row, EZ_GPU_DEVICE_LOCAL, &s->q)) ||
+                            (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->k)) ||
+                            (rc = scratch(g, q_row, EZ_GPU_DEVICE_LOCAL, &s->att)) ||
+                            (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->f)) ||
+                            (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->u)) ||
+                            (rc = scratch(g, (int64_t)hp->n_head * n_ctx, EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
+                            (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
+                            (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->angles)) ||
+                            (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->step)) ||
+                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)) || (rc = record_pass(s)))) {
+        *out = s;
+        return ELIZA_OK;
+    }
+    ez_llm_gpu_free(s);
+    return rc;
+}
+
+void ez_llm_gpu_free(ez_llm_gpu *s) {
+    if (!s) return;
+    ez_gpu_cmd_free(s->cmd);
+    for (int32_t il = 0; s->layers && il < s->m->hp.n_layer; il++) {
+        gpu_layer *G = &s->layers[il];
+        ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->down};
+        ez_gpu_buf *bufs[] = {G->attn_norm, G->q_norm, G->k_norm, G->post_attn_norm, G->ffn_norm, G->post_ffw_norm,
+                              G->k_cache, G->v_cache};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) ez_gpu_matrix_free(mats[i]);
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
+    }
+    ez_gpu_matrix_free(&s->output);
+    {
+        ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores,
+                              s->v, s->angles, s->step, s->logits};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
+    }
+    free(s->layers);
+    free(s->embd_row);
+    free(s->cs);
+    free(s);
+}
+
+/* Records one decoder block, for whatever position the step words say. */
+static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    const ez_llm_layer *L = &s->m->layers[il];
+    gpu_layer *G = &s->layers[il];
+    const uint32_t d = (uint32_t)hp->n_embd, hd = (uint32_t)hp->head_dim, nh = (uint32_t)hp->n_head;
+    const uint32_t nkv = (uint32_t)hp->n_head_kv, kv_row = nkv * hd, nrot = (uint32_t)hp->n_rot;
+    ez_gpu_attn a;
+    int32_t rc;
+    memset(&a, 0, sizeof a);
+    a.n_head = nh;
+    a.n_head_kv = nkv;
+    a.head_dim = hd;
+    a.n_kv = (uint32_t)s->n_ctx;
+    a.kv_stride = kv_row;
+    a.kv_type = EZ_TYPE_F32;
+    a.scale = hp->attn_scale;
+    a.step = s->step;
+    a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
+    if ((rc = ez_gpu_op_rms_norm(c, s->x, G->attn_norm, s->h, d, 1, hp->norm_eps)) ||
+        (rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
+        (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
+        (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
+        return rc;
+    if (G->q_norm && (rc = ez_gpu_op_rms_norm(c, s->q, G->q_norm, s->q, hd, nh, hp->norm_eps))) return rc;
+    if (G->k_norm && (rc = ez_gpu_op_rms_norm(c, s->k, G->k_norm, s->k, hd, nkv, hp->norm_eps))) return rc;
+    if ((rc = ez_gpu_op_rope(c, s->q, 0, s->angles, (uint32_t)il * nrot, nh, hd, nrot, hp->rope_neox)) ||
+        (rc = ez_gpu_op_rope(c, s->k, 0, s->angles, (uint32_t)il * nrot, nkv, hd, nrot, hp->rope_neox)) ||
+        (rc = ez_gpu_op_add_at(c, s->k, 0, G->k_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)) ||
+        (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
+        (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
+        return rc;
+    if (G->post_attn_norm && (rc = ez_gpu_op_rms_norm(c, s->o, G->post_attn_norm, s->o, d, 1, hp->norm_eps))) return rc;
+    if ((rc = ez_gpu_op_add(c, s->o, 0, s->x, 0, d, 1)) ||
+        (rc = ez_gpu_op_rms_norm(c, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
+        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) || (rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
+        (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
+        (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
+        return rc;
+    if (G->post_ffw_norm && (rc = ez_gpu_op_rms_norm(c, s->o, G->post_ffw_norm, s->o, d, 1, hp->norm_eps))) return rc;
+    return ez_gpu_op_add(c, s->o, 0, s->x, 0, d, 1);
+}
+
+static int32_t record_pass(ez_llm_gpu *s) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    int32_t rc = ez_gpu_cmd_begin(s->g, &s->cmd);
+    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, s->cmd, il);
+    if (rc == ELIZA_OK)
+        rc = ez_gpu_op_rms_norm(s->cmd, s->x, s->output_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(s->cmd, &s->output, s->h, 0, s->logits, 0);
+    if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
+        rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->cmd);
+    return rc;
+}
+
+int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits) {
+    const ez_llm_model *m = s->m;
+    const ez_llm_hparams *hp = &m->hp;
+    const ez_type_kernels *k = ez_kernels_ref(m->tok_embd.type);
+    const int32_t swa_first = hp->n_swa > 0 ? EZ_MAX(0, pos - hp->n_swa + 1) : 0;
+    uint32_t words[STEP_WORDS];
+    int32_t rc;
+    if (token < 0 || token >= m->tok_embd.n_rows)
+        return ez_fail(ELIZA_E_INVALID_ARG, "token %d outside the embedding table (%lld rows)", (int)token,
+                       (long long)m->tok_embd.n_rows);
+    if (pos < 0 || pos >= s->n_ctx)
+        return ez_fail(ELIZA_E_CONTEXT_FULL, "GPU step at position %d of a %d-position cache", (int)pos, (int)s->n_ctx);
+    k->dequant(m->tok_embd.data + (size_t)token * m->tok_embd.row_bytes, s->embd_row, hp->n_embd);
+    if (hp->embd_scale != 1.0f)
+        for (int32_t i = 0; i < hp->n_embd; i++) s->embd_row[i] *= hp->embd_scale;
+    for (int32_t il = 0; il < hp->n_layer; il++)
+        ez_rope_angles(s->cs + (size_t)il * hp->n_rot, pos, hp->n_rot, m->layers[il].rope_base,
+                       m->layers[il].rope_freq_scale, NULL);
+    words[STEP_CACHE_ROW] = (uint32_t)pos * (uint32_t)(hp->n_head_kv * hp->head_dim);
+    words[STEP_GLOBAL] = 0;
+    words[STEP_GLOBAL + 1] = (uint32_t)pos + 1;
+    words[STEP_SWA] = (uint32_t)swa_first;
+    words[STEP_SWA + 1] = (uint32_t)(pos - swa_first + 1);
+    if ((rc = ez_gpu_upload(s->x, 0, s->embd_row, (uint64_t)hp->n_embd * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->angles, 0, s->cs, (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->step, 0, words, sizeof words)) || (rc = ez_gpu_cmd_run(s->cmd)))
+        return rc;
+    return ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float));
+}

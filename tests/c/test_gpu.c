@@ -1,0 +1,677 @@
+/* The Vulkan backend against the CPU scalar reference: every matrix-vector
+ * kernel (each weight type, matrices split over several bindings), RMSNorm,
+ * rope (both layouts), GeGLU / SwiGLU, residual add / copy, softcap,
+ * softmax, argmax, single-token
+ * attention over F32 and F16 caches; a command buffer recorded once and
+ * replayed with new inputs, its timestamps; device choice, the denylist and
+ * the error paths. The validation layer is on and any error it reports
+ * fails the test (and a deliberate invalid call shows the hook is live).
+ *
+ * Runs on any Vulkan device, CPU ones (lavapipe) included; exits 77 (ctest
+ * SKIP) when the build has no GPU backend or the machine no Vulkan device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(ELIZA_VULKAN)
+int main(void) {
+    printf("test_gpu: SKIPPED (this build has no Vulkan backend)\n");
+    return 77;
+}
+#else
+
+#include "check.h"
+#include "core/error.h"
+#include "core/quant.h"
+#include "gpu/gpu.h"
+#include "gpu/vk_impl.h"
+#include "llm/ops.h"
+
+static uint64_t g_rng = 12345;
+static uint32_t rnd_u32(void) {
+    g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(g_rng >> 32);
+}
+static float frand(void) { return (float)((double)rnd_u32() / 4294967296.0 * 2.0 - 1.0); }
+static void fill(float *v, size_t n, float amp) {
+    for (size_t i = 0; i < n; i++) v[i] = amp * frand();
+}
+
+static ez_gpu *g_gpu;
+/* A second context held to the end, never closed, so the driver stays
+ * loaded until exit: libraries a driver pulls in (ICU under lavapipe's
+ * LLVM) keep one-time allocations in their globals, which LeakSanitizer
+ * would report as leaks once the loader unloaded them. */
+static ez_gpu *g_keep_driver_loaded;
+/* Small enough that the test's larger matrices take several bindings. */
+#define TEST_BINDING_BYTES 32768
+
+static ez_gpu_buf *host_buf(size_t n_floats) {
+    ez_gpu_buf *b = NULL;
+    CHECK_RC(ez_gpu_buf_create(g_gpu, n_floats * sizeof(float), EZ_GPU_HOST, &b), ELIZA_OK);
+    return b;
+}
+
+static ez_gpu_buf *device_buf_from(const float *v, size_t n) {
+    ez_gpu_buf *b = NULL;
+    CHECK_RC(ez_gpu_buf_create(g_gpu, n * sizeof(float), EZ_GPU_DEVICE_LOCAL, &b), ELIZA_OK);
+    if (b) CHECK_RC(ez_gpu_upload(b, 0, v, n * sizeof(float)), ELIZA_OK);
+    return b;
+}
+
+/* Runs a command buffer that holds one recorded op. */
+static int32_t run_one(ez_gpu_cmd *c) {
+    int32_t rc = ez_gpu_cmd_end(c);
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_run(c);
+    return rc;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        e = d > e || d != d ? d : e;
+    }
+    return e;
+}
+
+/* ---- matrix-vector products --------------------------------------------------------- */
+
+/* Random rows of `type`: random bytes with every F16 scale replaced by a
+ * modest one (random bits would make infinities and NaNs). */
+static void random_rows(uint32_t type, int64_t rows, int64_t cols, uint8_t *dst) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+    const int64_t nb = cols / tr->block_size;
+    for (uint64_t i = 0; i < (uint64_t)rows * row_bytes; i++) dst[i] = (uint8_t)rnd_u32();
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *row = dst + (uint64_t)r * row_bytes;
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *blk = row + (uint64_t)b * tr->type_size;
+            const uint16_t d = ez_f32_to_f16(0.002f + 0.02f * fabsf(frand()));
+            const uint16_t dmin = ez_f32_to_f16(0.001f + 0.01f * fabsf(frand()));
+            switch (type) {
+            case EZ_TYPE_F32: {
+                const float v = frand();
+                memcpy(blk, &v, 4);
+                break;
+            }
+            case EZ_TYPE_F16: {
+                const uint16_t h = ez_f32_to_f16(frand());
+                memcpy(blk, &h, 2);
+                break;
+            }
+            case EZ_TYPE_BF16: {
+                const float v = frand();
+                uint32_t bits;
+                memcpy(&bits, &v, 4);
+                blk[0] = (uint8_t)(bits >> 16);
+                blk[1] = (uint8_t)(bits >> 24);
+                break;
+            }
+            case EZ_TYPE_Q6_K: memcpy(blk + 208, &d, 2); break;
+            case EZ_TYPE_Q4_K:
+            case EZ_TYPE_Q5_K:
+                memcpy(blk, &d, 2);
+                memcpy(blk + 2, &dmin, 2);
+                break;
+            default: memcpy(blk, &d, 2); break;
+            }
+        }
+    }
+}
+
+static void test_gpu_matvec_matches_reference(void) {
+    static const uint32_t types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q5_0,
+                                     EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    const int64_t rows = 37, cols = 512;
+    const uint32_t x_off = 3, y_off = 5;
+    float *x = (float *)malloc((size_t)(cols + x_off) * sizeof(float));
+    float *wrow = (float *)malloc((size_t)cols * sizeof(float));
+    float ref[37], got[37 + 5];
+    uint8_t *w = (uint8_t *)malloc((size_t)rows * cols * 4);
+    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off));
+    fill(x, (size_t)(cols + x_off), 1.0f);
+    if (xb) CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const uint32_t type = types[t];
+        const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+        ez_gpu_matrix m;
+        ez_gpu_cmd *c = NULL;
+        double worst = 0.0, tol_worst = 0.0;
+        random_rows(type, rows, cols, w);
+        for (int64_t r = 0; r < rows; r++) {
+            double s = 0.0, mag = 0.0;
+            ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
+            for (int64_t i = 0; i < cols; i++) {
+                s += (double)wrow[i] * (double)x[x_off + i];
+                mag += fabs((double)wrow[i] * (double)x[x_off + i]);
+            }
+            ref[r] = (float)s;
+            tol_worst = mag > tol_worst ? mag : tol_worst;
+        }
+        CHECK_RC(ez_gpu_matrix_upload(g_gpu, type, rows, cols, w, &m), ELIZA_OK);
+        CHECK_MSG(m.n_parts == (int)((rows + TEST_BINDING_BYTES / row_bytes - 1) / (TEST_BINDING_BYTES / row_bytes)),
+                  "%s: %d parts", ez_type_traits_of(type)->name, m.n_parts);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && m.n_parts) {
+            memset(got, 0, sizeof got);
+            CHECK_RC(ez_gpu_upload(yb, 0, got, sizeof got), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(yb, 0, got, sizeof got), ELIZA_OK);
+            worst = max_abs_diff(got + y_off, ref, (size_t)rows);
+            CHECK_MSG(worst <= 2e-6 * tol_worst + 1e-6, "matvec %s: max |gpu - ref| %.3g (scale %.3g)",
+                      ez_type_traits_of(type)->name, worst, tol_worst);
+            CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+        }
+        printf("  matvec %-5s [%lld x %lld] in %d binding(s): max |gpu - ref| %.3g\n", ez_type_traits_of(type)->name,
+               (long long)rows, (long long)cols, m.n_parts, worst);
+        ez_gpu_cmd_free(c);
+        ez_gpu_matrix_free(&m);
+    }
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(yb);
+    free(x);
+    free(wrow);
+    free(w);
+}
+
+/* ---- element-wise and row ops ---------------------------------------------------------- */
+
+static void test_gpu_row_and_elementwise_ops_match_reference(void) {
+    const ez_llm_ops *ref = ez_llm_ops_ref();
+    enum { N = 640, ROWS = 3, NG = 1000, NS = 300 };
+    static float x[ROWS * N], w[N], want[ROWS * N], got[ROWS * N], g[NG], u[NG], gw[NG];
+    ez_gpu_buf *xb, *wb, *gb, *ub;
+    ez_gpu_cmd *c = NULL;
+    fill(x, ROWS * N, 3.0f);
+    fill(w, N, 2.0f);
+    for (int r = 0; r < ROWS; r++) ref->rms_norm(want + r * N, x + r * N, w, N, 1e-6f);
+    xb = device_buf_from(x, ROWS * N);
+    wb = device_buf_from(w, N);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && xb && wb) {
+        CHECK_RC(ez_gpu_op_rms_norm(c, xb, wb, xb, N, ROWS, 1e-6f), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(xb, 0, got, sizeof got), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, want, ROWS * N) <= 1e-5, "rms_norm: %.3g", max_abs_diff(got, want, ROWS * N));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(wb);
+
+    for (int act = 0; act < 2; act++) {
+        fill(g, NG, 6.0f);
+        fill(u, NG, 2.0f);
+        g[0] = -30.0f;
+        g[1] = 30.0f;
+        memcpy(gw, g, sizeof g);
+        if (act == 0) {
+            ref->gelu_tanh_mul(gw, u, NG);
+        } else {
+            ref->silu_mul(gw, u, NG);
+        }
+        gb = device_buf_from(g, NG);
+        ub = device_buf_from(u, NG);
+        c = NULL;
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && gb && ub) {
+            CHECK_RC(ez_gpu_op_glu(c, gb, ub, NG, act == 0 ? EZ_GPU_GELU_TANH : EZ_GPU_SILU), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(gb, 0, got, NG * sizeof(float)), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, gw, NG) <= 2e-5, "%s: %.3g", act == 0 ? "geglu" : "swiglu",
+                      max_abs_diff(got, gw, NG));
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(gb);
+        ez_gpu_buf_free(ub);
+    }
+
+    /* Residual add and copy at offsets; soft-capping as the CPU engine's tanhf. */
+    for (int acc = 0; acc < 2; acc++) {
+        fill(g, NG, 3.0f);
+        fill(u, NG, 3.0f);
+        memcpy(gw, g, sizeof g);
+        for (int i = 0; i < 500; i++) gw[300 + i] = acc ? g[300 + i] + u[7 + i] : u[7 + i];
+        gb = device_buf_from(g, NG);
+        ub = device_buf_from(u, NG);
+        c = NULL;
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && gb && ub) {
+            CHECK_RC(ez_gpu_op_add(c, ub, 7, gb, 300, 500, acc), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_add(c, ub, 7, gb, 600, 500, acc), ELIZA_E_INVALID_ARG);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(gb, 0, got, NG * sizeof(float)), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, gw, NG) == 0.0, "add (accumulate %d): %.3g", acc, max_abs_diff(got, gw, NG));
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(gb);
+        ez_gpu_buf_free(ub);
+    }
+    fill(g, NG, 100.0f);
+    for (int i = 0; i < NG; i++) gw[i] = 30.0f * tanhf(g[i] / 30.0f);
+    gb = device_buf_from(g, NG);
+    c = NULL;
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && gb) {
+        CHECK_RC(ez_gpu_op_softcap(c, gb, NG, 30.0f), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(gb, 0, got, NG * sizeof(float)), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, gw, NG) <= 1e-5, "softcap: %.3g", max_abs_diff(got, gw, NG));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(gb);
+
+    fill(x, 2 * NS, 8.0f);
+    memcpy(want, x, 2 * NS * sizeof(float));
+    ref->softmax(want, NS);
+    ref->softmax(want + NS, NS);
+    xb = device_buf_from(x, 2 * NS);
+    c = NULL;
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && xb) {
+        CHECK_RC(ez_gpu_op_softmax(c, xb, NS, 2), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(xb, 0, got, 2 * NS * sizeof(float)), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, want, 2 * NS) <= 1e-6, "softmax: %.3g", max_abs_diff(got, want, 2 * NS));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(xb);
+}
+
+static void test_gpu_rope_matches_reference(void) {
+    enum { HEADS = 4, HD = 64 };
+    static const int n_rots[] = {64, 32};
+    float x[HEADS * HD + 2], want[HEADS * HD + 2], got[HEADS * HD + 2], cs[HD];
+    for (int neox = 0; neox < 2; neox++) {
+        for (int k = 0; k < 2; k++) {
+            const int n_rot = n_rots[k];
+            ez_gpu_buf *xb, *cb;
+            ez_gpu_cmd *c = NULL;
+            fill(x, HEADS * HD + 2, 2.0f);
+            memcpy(want, x, sizeof x);
+            ez_rope_angles(cs, 1234, n_rot, 10000.0f, 1.0f, NULL);
+            ez_rope(want + 2, HEADS, HD, n_rot, cs, neox);
+            xb = device_buf_from(x, HEADS * HD + 2);
+            cb = device_buf_from(cs, (size_t)n_rot);
+            CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+            if (c && xb && cb) {
+                CHECK_RC(ez_gpu_op_rope(c, xb, 2, cb, 0, HEADS, HD, (uint32_t)n_rot, neox), ELIZA_OK);
+                CHECK_RC(run_one(c), ELIZA_OK);
+                CHECK_RC(ez_gpu_download(xb, 0, got, sizeof got), ELIZA_OK);
+                CHECK_MSG(max_abs_diff(got, want, HEADS * HD + 2) <= 1e-6, "rope neox=%d n_rot=%d: %.3g", neox, n_rot,
+                          max_abs_diff(got, want, HEADS * HD + 2));
+            }
+            ez_gpu_cmd_free(c);
+            ez_gpu_buf_free(xb);
+            ez_gpu_buf_free(cb);
+        }
+    }
+}
+
+static void test_gpu_argmax_picks_the_first_largest(void) {
+    enum { N = 5000 };
+    static float x[N];
+    static const uint32_t at[] = {4999, 17, 0};
+    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        ez_gpu_buf *xb, *ob;
+        ez_gpu_cmd *c = NULL;
+        uint32_t got = 0xffffffffu;
+        fill(x, N, 1.0f);
+        x[at[k]] = 5.0f;
+        if (at[k] == 17) x[3000] = 5.0f; /* a tie: the first wins */
+        xb = device_buf_from(x, N);
+        ob = host_buf(1);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && xb && ob) {
+            CHECK_RC(ez_gpu_op_argmax(c, xb, N, ob), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
+            CHECK_MSG(got == at[k], "argmax: %u, want %u", got, at[k]);
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(xb);
+        ez_gpu_buf_free(ob);
+    }
+}
+
+/* ---- attention --------------------------------------------------------------------------- */
+
+/* The reference: scores in double, softmax, weighted values. k and v hold
+ * floats (already widened from F16 for that cache). */
+static void attention_ref(const ez_gpu_attn *a, const float *q, const float *k, const float *v, float *out) {
+    double *p = (double *)malloc(a->n_kv * sizeof(double));
+    const uint32_t group = a->n_head / a->n_head_kv;
+    for (uint32_t h = 0; h < a->n_head; h++) {
+        const uint32_t kvh = h / group;
+        double mx = -INFINITY, sum = 0.0;
+        for (uint32_t t = 0; t < a->n_kv; t++) {
+            double s = 0.0;
+            for (uint32_t d = 0; d < a->head_dim; d++)
+                s += (double)q[h * a->head_dim + d] * (double)k[t * a->kv_stride + kvh * a->head_dim + d];
+            p[t] = s * a->scale;
+            mx = p[t] > mx ? p[t] : mx;
+        }
+        for (uint32_t t = 0; t < a->n_kv; t++) sum += (p[t] = exp(p[t] - mx));
+        for (uint32_t d = 0; d < a->head_dim; d++) {
+            double acc = 0.0;
+            for (uint32_t t = 0; t < a->n_kv; t++) acc += p[t] * (double)v[t * a->kv_stride + kvh * a->head_dim + d];
+            out[h * a->head_dim + d] = (float)(acc / sum);
+        }
+    }
+    free(p);
+}
+
+static void test_gpu_attention_matches_reference(void) {
+    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 0};
+    const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
+    float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
+    uint16_t *k16 = (uint16_t *)malloc(n_kv_elems * 2), *v16 = (uint16_t *)malloc(n_kv_elems * 2);
+    float q[4 * 64], want[4 * 64], got[4 * 64];
+    for (int f16 = 0; f16 < 2; f16++) {
+        ez_gpu_buf *qb, *kb = NULL, *vb = NULL, *ob, *sb;
+        ez_gpu_cmd *c = NULL;
+        fill(q, 4 * 64, 2.0f);
+        fill(k, n_kv_elems, 2.0f);
+        fill(v, n_kv_elems, 1.0f);
+        if (f16) {
+            for (size_t i = 0; i < n_kv_elems; i++) {
+                k16[i] = ez_f32_to_f16(k[i]);
+                v16[i] = ez_f32_to_f16(v[i]);
+                k[i] = ez_f16_to_f32(k16[i]);
+                v[i] = ez_f16_to_f32(v16[i]);
+            }
+        }
+        a.kv_type = f16 ? EZ_TYPE_F16 : EZ_TYPE_F32;
+        /* The F16 pass reads a window: rows [5, 37) as a sliding layer would. */
+        a.kv_first = f16 ? 5 : 0;
+        a.n_kv = f16 ? 32 : 37;
+        attention_ref(&a, q, k + (size_t)a.kv_first * a.kv_stride, v + (size_t)a.kv_first * a.kv_stride, want);
+        qb = device_buf_from(q, 4 * 64);
+        if (f16) {
+            CHECK_RC(ez_gpu_buf_create(g_gpu, n_kv_elems * 2, EZ_GPU_DEVICE_LOCAL, &kb), ELIZA_OK);
+            CHECK_RC(ez_gpu_buf_create(g_gpu, n_kv_elems * 2, EZ_GPU_DEVICE_LOCAL, &vb), ELIZA_OK);
+            if (kb) CHECK_RC(ez_gpu_upload(kb, 0, k16, n_kv_elems * 2), ELIZA_OK);
+            if (vb) CHECK_RC(ez_gpu_upload(vb, 0, v16, n_kv_elems * 2), ELIZA_OK);
+        } else {
+            kb = device_buf_from(k, n_kv_elems);
+            vb = device_buf_from(v, n_kv_elems);
+        }
+        ob = host_buf(4 * 64);
+        sb = host_buf((size_t)a.n_head * a.n_kv);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && qb && kb && vb && ob && sb) {
+            CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ob, 0, got, sizeof got), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, want, 4 * 64) <= 2e-6, "attention %s: %.3g", f16 ? "F16" : "F32",
+                      max_abs_diff(got, want, 4 * 64));
+            printf("  attention %s cache, %u positions: max |gpu - ref| %.3g\n", f16 ? "F16" : "F32", a.n_kv,
+                   max_abs_diff(got, want, 4 * 64));
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(qb);
+        ez_gpu_buf_free(kb);
+        ez_gpu_buf_free(vb);
+        ez_gpu_buf_free(ob);
+        ez_gpu_buf_free(sb);
+    }
+    free(k);
+    free(v);
+    free(k16);
+    free(v16);
+}
+
+/* ---- replay, timestamps --------------------------------------------------------------- */
+
+/* Attention's window and a copy's destination row read from a step buffer:
+ * one recording, run for two positions. */
+static void test_gpu_step_words_move_a_replayed_recording(void) {
+    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
+    const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
+    float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
+    float q[4 * 64], want[4 * 64], got[4 * 64], row[8], rows[24];
+    static const uint32_t windows[2][2] = {{0, 10}, {5, 32}};
+    ez_gpu_buf *qb, *kb, *vb, *ob, *sb, *step, *rb, *db;
+    ez_gpu_cmd *c = NULL;
+    fill(q, 4 * 64, 2.0f);
+    fill(k, n_kv_elems, 2.0f);
+    fill(v, n_kv_elems, 1.0f);
+    fill(row, 8, 1.0f);
+    memset(rows, 0, sizeof rows);
+    qb = device_buf_from(q, 4 * 64);
+    kb = device_buf_from(k, n_kv_elems);
+    vb = device_buf_from(v, n_kv_elems);
+    rb = device_buf_from(row, 8);
+    db = device_buf_from(rows, 24);
+    ob = host_buf(4 * 64);
+    sb = host_buf((size_t)a.n_head * a.n_kv);
+    step = host_buf(4);
+    a.step = step;
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && qb && kb && vb && ob && sb && step && rb && db) {
+        CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_add_at(c, rb, 0, db, 0, 8, 0, step, 3), ELIZA_OK);
+        CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
+        for (int w = 0; w < 2; w++) {
+            const uint32_t words[4] = {0, windows[w][0], windows[w][1], 8u * (uint32_t)(w + 1)};
+            ez_gpu_attn ra = a;
+            float back[24];
+            ra.kv_first = windows[w][0];
+            ra.n_kv = windows[w][1];
+            attention_ref(&ra, q, k + (size_t)ra.kv_first * ra.kv_stride, v + (size_t)ra.kv_first * ra.kv_stride, want);
+            CHECK_RC(ez_gpu_upload(step, 0, words, sizeof words), ELIZA_OK);
+            CHECK_RC(ez_gpu_cmd_run(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ob, 0, got, sizeof got), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, want, 4 * 64) <= 2e-6, "replayed attention, window %u + %u: %.3g",
+                      windows[w][0], windows[w][1], max_abs_diff(got, want, 4 * 64));
+            CHECK_RC(ez_gpu_download(db, 0, back, sizeof back), ELIZA_OK);
+            CHECK(memcmp(back + 8 * (w + 1), row, sizeof row) == 0);
+        }
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(qb);
+    ez_gpu_buf_free(kb);
+    ez_gpu_buf_free(vb);
+    ez_gpu_buf_free(ob);
+    ez_gpu_buf_free(sb);
+    ez_gpu_buf_free(step);
+    ez_gpu_buf_free(rb);
+    ez_gpu_buf_free(db);
+    free(k);
+    free(v);
+}
+
+/* rms_norm -> matvec -> argmax recorded once, run for two inputs written
+ * into a host-visible buffer between the runs: the decode step's reuse. */
+static void test_gpu_recorded_step_replays_with_new_inputs(void) {
+    enum { K = 256, ROWS = 50 };
+    static float x[K], w[K], normed[K], wq[ROWS * K], logits[ROWS];
+    uint8_t q8[ROWS * (K / 32) * 34];
+    ez_gpu_matrix m;
+    ez_gpu_buf *xb = host_buf(K), *wb = device_buf_from(w, K), *yb = host_buf(ROWS), *ob = host_buf(1);
+    ez_gpu_cmd *c = NULL;
+    fill(w, K, 1.0f);
+    if (wb) CHECK_RC(ez_gpu_upload(wb, 0, w, sizeof w), ELIZA_OK);
+    fill(wq, ROWS * K, 1.0f);
+    for (int r = 0; r < ROWS; r++) ez_llm_quant_q8_0_ref(wq + r * K, q8 + r * (K / 32) * 34, K);
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_Q8_0, ROWS, K, q8, &m), ELIZA_OK);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (!c || !xb || !wb || !yb || !ob || !m.n_parts) goto done;
+    CHECK_RC(ez_gpu_op_rms_norm(c, xb, wb, xb, K, 1, 1e-6f), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_matvec(c, &m, xb, 0, yb, 0), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_OK);
+    CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_E_STATE);
+    for (int step = 0; step < 3; step++) {
+        float wrow[K];
+        uint32_t got = 0xffffffffu;
+        int best = 0;
+        double ms[8];
+        int n_ms;
+        fill(x, K, 1.0f);
+        ez_llm_ops_ref()->rms_norm(normed, x, w, K, 1e-6f);
+        for (int r = 0; r < ROWS; r++) {
+            double s = 0.0;
+            ez_kernels_ref(EZ_TYPE_Q8_0)->dequant(q8 + r * (K / 32) * 34, wrow, K);
+            for (int i = 0; i < K; i++) s += (double)wrow[i] * (double)normed[i];
+            logits[r] = (float)s;
+            if (logits[r] > logits[best]) best = r;
+        }
+        CHECK_RC(ez_gpu_upload(xb, 0, x, sizeof x), ELIZA_OK);
+        CHECK_RC(ez_gpu_cmd_run(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
+        CHECK_MSG(got == (uint32_t)best, "replay %d: argmax %u, want %d", step, got, best);
+        n_ms = ez_gpu_cmd_timings(c, ms, 8);
+        if (ez_gpu_info(g_gpu)->timestamps) {
+            CHECK_MSG(n_ms == 2 + m.n_parts, "%d timed ops", n_ms);
+            for (int i = 0; i < n_ms && i < 8; i++) CHECK(ms[i] >= 0.0 && ms[i] < 1e4);
+            if (step == 2)
+                printf("  replayed step: rms_norm %.3f ms, matvec %.3f ms, argmax %.3f ms (device timestamps)\n",
+                       ms[0], ms[1], ms[n_ms - 1]);
+        } else {
+            CHECK(n_ms == 0);
+        }
+    }
+done:
+    ez_gpu_cmd_free(c);
+    ez_gpu_matrix_free(&m);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(wb);
+    ez_gpu_buf_free(yb);
+    ez_gpu_buf_free(ob);
+}
+
+/* ---- device choice and errors ---------------------------------------------------------- */
+
+static void test_gpu_device_choice_and_denylist(void) {
+    ez_gpu_params p;
+    ez_gpu *g = NULL;
+    const char *name = ez_gpu_info(g_gpu)->name;
+    char sub[8];
+    ez_gpu_params_default(&p);
+    p.device = "none";
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_E_UNSUPPORTED);
+    CHECK(g == NULL);
+    p.device = "no-such-gpu-anywhere";
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_E_NOT_FOUND);
+    CHECK(strstr(ez_error_message(), "no-such-gpu-anywhere") != NULL);
+    /* The device by a piece of its name, then denylisted by it. */
+    memcpy(sub, name, sizeof sub - 1);
+    sub[sizeof sub - 1] = 0;
+    p.device = sub;
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_OK);
+    if (g) CHECK(strcmp(ez_gpu_info(g)->name, name) == 0);
+    ez_gpu_close(g);
+    g = NULL;
+    p.deny = sub;
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_E_UNSUPPORTED);
+    CHECK(strstr(ez_error_message(), "denylisted") != NULL);
+    CHECK(g == NULL);
+}
+
+static void test_gpu_bad_sizes_fail_cleanly(void) {
+    ez_gpu_buf *b = NULL;
+    ez_gpu_matrix m;
+    ez_gpu_cmd *c = NULL;
+    float v[4] = {0};
+    CHECK_RC(ez_gpu_buf_create(g_gpu, TEST_BINDING_BYTES + 1, EZ_GPU_HOST, &b), ELIZA_E_UNSUPPORTED);
+    CHECK(b == NULL);
+    CHECK_RC(ez_gpu_buf_create(g_gpu, 0, EZ_GPU_HOST, &b), ELIZA_E_INVALID_ARG);
+    /* More rows than the whole device-local heap holds: refused before any upload. */
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_F32, (int64_t)UINT32_MAX, 1024, NULL, &m), ELIZA_E_NOMEM);
+    CHECK(m.n_parts == 0 && m.parts == NULL);
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_Q2_K, 4, 256, v, &m), ELIZA_E_UNSUPPORTED);
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_Q4_0, 4, 33, v, &m), ELIZA_E_INVALID_ARG);
+    b = host_buf(4);
+    CHECK_RC(ez_gpu_upload(b, 8, v, sizeof v), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && b) {
+        CHECK_RC(ez_gpu_op_softmax(c, b, 5, 1), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_op_rope(c, b, 0, b, 0, 1, 4, 3, 0), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_cmd_run(c), ELIZA_E_STATE);
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(b);
+}
+
+/* The validation hook is live: an invalid Vulkan call (a buffer of size 0,
+ * made through the raw entry points) fails the next backend call. */
+static void test_gpu_validation_errors_fail_the_next_call(void) {
+    ez_gpu_params p;
+    ez_gpu *g = NULL;
+    ez_gpu_buf *b = NULL;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    VkBuffer vb = VK_NULL_HANDLE;
+    ez_gpu_params_default(&p);
+    p.device = ez_gpu_info(g_gpu)->name;
+    p.validation = 1;
+    CHECK_RC(ez_gpu_open(&p, &g), ELIZA_OK);
+    if (!g) return;
+    bci.size = 0;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (g->vk.vkCreateBuffer(g->device, &bci, NULL, &vb) == VK_SUCCESS) g->vk.vkDestroyBuffer(g->device, vb, NULL);
+    CHECK(ez_gpu_validation_errors(g) >= 1);
+    CHECK_RC(ez_gpu_buf_create(g, 64, EZ_GPU_DEVICE_LOCAL, &b), ELIZA_OK);
+    if (b) CHECK_RC(ez_gpu_upload(b, 0, &bci, 16), ELIZA_E_INTERNAL);
+    CHECK(strstr(ez_error_message(), "validation") != NULL);
+    ez_gpu_buf_free(b);
+    ez_gpu_close(g);
+}
+
+int main(void) {
+    ez_gpu_params p;
+    int32_t rc;
+    ez_gpu_params_default(&p);
+    p.allow_cpu = 1;
+    p.max_binding_bytes = TEST_BINDING_BYTES;
+    p.validation = 0;
+    rc = ez_gpu_open(&p, &g_keep_driver_loaded);
+    p.validation = 1;
+    if (rc == ELIZA_OK) {
+        rc = ez_gpu_open(&p, &g_gpu);
+        /* Where the layer is not installed (make deps installs it; a Windows
+         * loader under wine has none), the kernels are checked without it. */
+        if (rc == ELIZA_E_UNSUPPORTED && strstr(ez_error_message(), "validation") != NULL) {
+            printf("test_gpu: %s: running without validation\n", ez_error_message());
+            p.validation = 0;
+            rc = ez_gpu_open(&p, &g_gpu);
+        }
+    }
+    if (rc != ELIZA_OK) {
+        const char *why = ez_error_message();
+        /* No loader, no device, a loader or device older than Vulkan 1.1. */
+        if (rc == ELIZA_E_UNSUPPORTED) {
+            printf("test_gpu: SKIPPED (%s)\n", why);
+            return 77;
+        }
+        fprintf(stderr, "test_gpu: cannot open the GPU: %s (%s)\n", eliza_status_name(rc), why);
+        return 1;
+    }
+    printf("test_gpu: device '%s' (%s, %s), subgroup %u, fp16 %d, int8 dot %d, validation %s\n",
+           ez_gpu_info(g_gpu)->name, ez_gpu_info(g_gpu)->type, ez_gpu_info(g_gpu)->driver,
+           ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot,
+           p.validation ? "on" : "off");
+    test_gpu_matvec_matches_reference();
+    test_gpu_row_and_elementwise_ops_match_reference();
+    test_gpu_rope_matches_reference();
+    test_gpu_argmax_picks_the_first_largest();
+    test_gpu_attention_matches_reference();
+    test_gpu_recorded_step_replays_with_new_inputs();
+    test_gpu_step_words_move_a_replayed_recording();
+    test_gpu_device_choice_and_denylist();
+    test_gpu_bad_sizes_fail_cleanly();
+    if (p.validation) test_gpu_validation_errors_fail_the_next_call();
+    CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0, "%d validation error(s)", ez_gpu_validation_errors(g_gpu));
+    ez_gpu_close(g_gpu);
+    if (g_failed) {
+        fprintf(stderr, "test_gpu: FAILED (%d of %d checks)\n", g_failed, g_failed + g_passed);
+        return 1;
+    }
+    printf("test_gpu: ok (%d checks)\n", g_passed);
+    return 0;
+}
+#endif
