@@ -24,6 +24,7 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
+from .batch import cli as batch_cli
 from .errors import ElizaError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
 
@@ -418,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_models_command(commands)
     _add_diarize_command(commands)
     _add_say_command(commands)
+    batch_cli.register(commands)
     return parser
 
 
