@@ -139,6 +139,8 @@ class _Job:
     write: Callable[[Path, dict[str, Any]], str | None]
     # Row columns copied into the manifest record.
     fields: tuple[str, ...]
+    # An item's expected cost (its text's length, its file's size).
+    weight: Callable[[dict[str, Any]], int] = lambda item: 0
     finish: Callable[[Path, Manifest, str], None] = lambda out_dir, manifest, key: None
     missing: dict[str, str] = field(default_factory=dict)
 
@@ -193,6 +195,9 @@ def _run(
     key = settings_digest({"job": job.kind, **job.settings})
     finished = manifest.finished(key)
     todo = [it for it in items if it["id"] not in finished and it["id"] not in job.missing]
+    # Longest first: the last items to finish are short ones, so no actor
+    # idles long at the end while another works through a long item.
+    todo.sort(key=job.weight, reverse=True)
     failures: list[ItemFailure] = []
     nodes: set[str] = set()
     seen: set[str] = set()
@@ -335,6 +340,7 @@ def speak(
         settings={"model": path or "default", "language": language, **say},
         write=_write_file("wav", ".wav", "wav"),
         fields=("audio_seconds",),
+        weight=lambda item: len(item["text"]),
     )
     return _run(job, items, _from_items, out_dir, address, actors, threads_per_actor, retries)
 
@@ -388,6 +394,7 @@ def diarize(
         settings={"segmentation": seg or "default", "embedding": emb or "default", **options},
         write=_write_file("rttm", ".rttm", "rttm"),
         fields=("n_turns", "n_speakers", "audio_seconds"),
+        weight=lambda item: os.path.getsize(item["path"]),
         missing=missing,
     )
 
@@ -482,6 +489,7 @@ def generate(
         settings={"model": path, "context_size": context_size, **sampling},
         write=lambda out, row: None,
         fields=("prompt", "text", "prompt_tokens", "generated_tokens", "stop_reason"),
+        weight=lambda item: len(item["prompt"]),
         finish=_write_generations,
     )
     return _run(job, items, _from_items, out_dir, address, actors, threads_per_actor, retries)
