@@ -2,7 +2,7 @@
 """Batch TTS on one machine: ``eliza.batch.speak`` on a local Ray instance
 against the plain single-process loop, in audio seconds per wall second.
 
-    python bench/batch.py [--model kokoro.gguf] [--sentences 8] [--rounds 2]
+    python bench/batch.py [--model kokoro.gguf] [--sentences 16] [--rounds 2]
                           [--cores 2] [--actors N] [--threads-per-actor T]
 
 The loop: one ``eliza.TTS`` with ``--cores`` threads synthesizing the
@@ -73,7 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="a Kokoro GGUF (default: the default model)")
     ap.add_argument("--voice", default="jf_alpha")
-    ap.add_argument("--sentences", type=int, default=8, help="items (default 8)")
+    ap.add_argument("--sentences", type=int, default=16, help="items (default 16)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--threads-per-actor", type=int, default=1)
