@@ -135,7 +135,9 @@ def test_pack_wheel_writes_a_valid_py3_none_wheel(tmp_path: Path) -> None:
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         wheel_meta = zf.read(f"{info}/WHEEL").decode()
         assert "Tag: py3-none-linux_aarch64" in wheel_meta and "Root-Is-Purelib: false" in wheel_meta
-        assert f"Version: {version}" in zf.read(f"{info}/METADATA").decode()
+        metadata = zf.read(f"{info}/METADATA").decode()
+        assert f"Version: {version}" in metadata
+        assert 'Provides-Extra: ray\nRequires-Dist: ray[data]==2.60.0; extra == "ray"' in metadata
         assert "eliza = eliza.cli:main" in zf.read(f"{info}/entry_points.txt").decode()
         record = zf.read(f"{info}/RECORD").decode().splitlines()
         for line in record:

@@ -60,6 +60,9 @@ def _metadata_text(project: dict[str, Any]) -> str:
         lines.append(f"Requires-Python: {project['requires-python']}")
     lines += [f"Classifier: {c}" for c in project.get("classifiers", [])]
     lines += [f"Requires-Dist: {d}" for d in project.get("dependencies", [])]
+    for extra, requirements in project.get("optional-dependencies", {}).items():
+        lines.append(f"Provides-Extra: {extra}")
+        lines += [f'Requires-Dist: {d}; extra == "{extra}"' for d in requirements]
     return "\n".join(lines) + "\n"
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
+from .batch import cli as batch_cli
 from .errors import ElizaError, ElizaIOError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
 
@@ -786,6 +787,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_diarize_command(commands)
     _add_say_command(commands)
     _add_serve_command(commands)
+    batch_cli.register(commands)
     return parser
 
 

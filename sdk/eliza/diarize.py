@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import io
 import os
 import struct
 import threading
@@ -30,7 +31,7 @@ from ._interrupt import InFlight, run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
 from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["Diarization", "Diarizer", "Turn", "read_wav", "to_rttm"]
+__all__ = ["Diarization", "Diarizer", "Turn", "decode_wav", "read_wav", "to_rttm"]
 
 AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
 ProgressFn = Callable[[float], None]
@@ -62,9 +63,8 @@ def _invalid(message: str) -> InvalidArgumentError:
     return InvalidArgumentError(Status.E_INVALID_ARG, message)
 
 
-def _read_float_wav(path: Path) -> tuple[npt.NDArray[np.float32], int]:
+def _read_float_wav(data: bytes, path: str) -> tuple[npt.NDArray[np.float32], int]:
     """IEEE-float WAV files (32 or 64 bit), which ``wave`` refuses."""
-    data = path.read_bytes()
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise _invalid(f"{path}: not a RIFF/WAVE file")
     pos, fmt, samples = 12, None, None
@@ -98,17 +98,30 @@ def read_wav(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.float32], int
 
         audio, rate = eliza.diarize.read_wav("meeting.wav")
     """
-    p = Path(path)
+    return decode_wav(Path(path).read_bytes(), str(path))
+
+
+def decode_wav(data: bytes, name: str = "<bytes>") -> tuple[npt.NDArray[np.float32], int]:
+    """:func:`read_wav` on the bytes of a WAV file; ``name`` stands for the
+    file in error messages.
+
+    Example::
+
+        audio, rate = eliza.diarize.decode_wav(Path("meeting.wav").read_bytes(), "meeting.wav")
+    """
+    p = name
     try:
-        with wave.open(str(p), "rb") as w:
+        with wave.open(io.BytesIO(data), "rb") as w:
             channels, width, rate = w.getnchannels(), w.getsampwidth(), w.getframerate()
             raw = w.readframes(w.getnframes())
     except wave.Error as e:
         if "unknown format" in str(e):
-            return _read_float_wav(p)
+            return _read_float_wav(data, p)
         raise _invalid(f"{p}: {e}") from None
     except EOFError:
         raise _invalid(f"{p}: truncated WAV file") from None
+    except RuntimeError:  # wave's chunk reader, on a chunk size past the end
+        raise _invalid(f"{p}: malformed WAV chunk") from None
     if width == 1:
         ints = np.frombuffer(raw, dtype=np.uint8).astype(np.float64) - 128.0
         scale = 128.0
