@@ -641,6 +641,36 @@ static int m_rep(mctx *c, const rx_node *n, int count, size_t pos, const cont *k
     return run_k(c, k, pos) || (more && m_alts(c, &n->body, pos, &again));
 }
 
+/* A greedy repeated group that ends the whole match (nothing after it, no
+ * continuation): the match backtracking keeps takes the body's first match
+ * at each iteration until the body fails, so the iterations are a loop
+ * instead of one recursion level each (exaone-moe's letter runs). Returns
+ * the result, or -1 where that does not hold (fewer than min iterations, an
+ * empty iteration, an empty overall match that must not be): the caller
+ * then backtracks in full. */
+static int greedy_tail(mctx *c, const rx_node *n, size_t pos) {
+    size_t at = pos, saved_end = c->mend;
+    int count = 0, saved_nn = c->not_null, found = 1;
+    c->not_null = 0;
+    while ((n->max == INF || count < n->max) && found) {
+        found = m_alts(c, &n->body, at, NULL);
+        if (c->overflow) break;
+        if (found && c->mend == at) {
+            count = -1; /* an empty iteration: the rules for it need backtracking */
+            break;
+        }
+        if (found) {
+            at = c->mend;
+            count++;
+        }
+    }
+    c->not_null = saved_nn;
+    c->mend = saved_end;
+    if (c->overflow) return 0;
+    if (count < n->min || (c->not_null && at == c->mstart)) return -1;
+    return run_k(c, NULL, at);
+}
+
 static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k) {
     const rx_node *n;
     cont next;
@@ -677,7 +707,7 @@ static int m_seq(mctx *c, const rx_seq *s, int idx, size_t pos, const cont *k) {
     case N_GROUP:
         if (n->min == 1 && n->max == 1)
             r = m_alts(c, &n->body, pos, &next);
-        else
+        else if (k || idx + 1 != s->n || !n->greedy || (r = greedy_tail(c, n, pos)) < 0)
             r = m_rep(c, n, 0, pos, &next);
         break;
     case N_LOOK:

@@ -617,9 +617,10 @@ static void test_every_pre_tokenizer_compiles(void) {
     }
 }
 
-/* Long words: a repeated one-character group is a loop (gpt-4o, tekken),
- * other repeated groups recurse and stop within their stack budget with a
- * clear error (exaone-moe's letter runs joined by single spaces). */
+/* Long words: a repeated one-character group is a loop (gpt-4o, tekken), so
+ * is a greedy group that ends the match (exaone-moe's letter runs joined by
+ * single spaces); other repeated groups recurse and stop within their stack
+ * budget with a clear error (superbpe's digit groups). */
 static void test_long_words_do_not_exhaust_the_stack(void) {
     size_t n = 20000, *lens = NULL, n_words = 0, i;
     char *s = (char *)malloc(n + 1);
@@ -632,8 +633,12 @@ static void test_long_words_do_not_exhaust_the_stack(void) {
     CHECK_RC(ez_bpe_pretokenize(EZ_PRE_TEKKEN, s, n, &lens, &n_words), ELIZA_OK);
     free(lens);
     for (i = 1; i < n; i += 2) s[i] = ' ';
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_EXAONE_MOE, s, n, &lens, &n_words), ELIZA_OK);
+    CHECK(n_words == 2 && lens && lens[0] == n - 1 && lens[1] == 1);
+    free(lens);
+    memset(s, '7', n);
     lens = NULL;
-    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_EXAONE_MOE, s, n, &lens, &n_words), ELIZA_E_UNSUPPORTED);
+    CHECK_RC(ez_bpe_pretokenize(EZ_PRE_SUPERBPE, s, n, &lens, &n_words), ELIZA_E_UNSUPPORTED);
     CHECK(lens == NULL && strstr(ez_error_message(), "backtracking") != NULL);
     free(s);
 }
