@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
         if ((rc = ez_llm_eval(ctx, &PROMPT[t], 1, t, cpu, 0, NULL))) break;
         cpu_s += (double)(ez_time_ns() - t0) * 1e-9;
         t0 = ez_time_ns();
-        if ((rc = ez_llm_gpu_step(st, PROMPT[t], t, gl))) break;
+        if ((rc = ez_llm_gpu_step(st, PROMPT[t], t, gl, NULL))) break;
         gpu_s += (double)(ez_time_ns() - t0) * 1e-9;
         for (int32_t i = 0; i < m->hp.n_vocab; i++) {
             const double e = fabs((double)gl[i] - (double)cpu[i]);

@@ -6,7 +6,7 @@
  *              a = attention(q, cache window) Wo ; a = post_attn_norm(a) ; x += a
  *              h = rms_norm(x) ; f = act(h Wgate) * (h Wup) ; f = f Wdown
  *              f = post_ffw_norm(f) ; x += f
- *   logits = rms_norm(x) Wout (+ softcap)
+ *   logits = rms_norm(x) Wout (+ softcap) ; best = argmax(logits)
  *
  * The pass is recorded once, at create, and replayed for every token: what
  * moves with the position comes through host-visible buffers written before
@@ -44,6 +44,7 @@ struct ez_llm_gpu {
     ez_gpu_buf *angles;     /* [n_layer * n_rot], host-visible */
     ez_gpu_buf *step;       /* host-visible uint32 STEP_WORDS */
     ez_gpu_buf *logits;     /* [n_vocab], host-visible */
+    ez_gpu_buf *best;       /* uint32: the argmax of the logits, host-visible */
     ez_gpu_cmd *cmd;        /* the recorded pass */
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
@@ -138,7 +139,8 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->angles)) ||
                             (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->step)) ||
-                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)) || (rc = record_pass(s)))) {
+                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)) ||
+                            (rc = scratch(g, 1, EZ_GPU_HOST, &s->best)) || (rc = record_pass(s)))) {
         *out = s;
         return ELIZA_OK;
     }
@@ -160,7 +162,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     ez_gpu_matrix_free(&s->output);
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores,
-                              s->v, s->angles, s->step, s->logits};
+                              s->v, s->angles, s->step, s->logits, s->best};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
     }
     free(s->layers);
@@ -221,11 +223,12 @@ static int32_t record_pass(ez_llm_gpu *s) {
     if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(s->cmd, &s->output, s->h, 0, s->logits, 0);
     if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
         rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_argmax(s->cmd, s->logits, (uint32_t)hp->n_vocab, s->best);
     if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->cmd);
     return rc;
 }
 
-int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits) {
+int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits, int32_t *best) {
     const ez_llm_model *m = s->m;
     const ez_llm_hparams *hp = &m->hp;
     const ez_type_kernels *k = ez_kernels_ref(m->tok_embd.type);
@@ -252,5 +255,10 @@ int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits
         (rc = ez_gpu_upload(s->angles, 0, s->cs, (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))) ||
         (rc = ez_gpu_upload(s->step, 0, words, sizeof words)) || (rc = ez_gpu_cmd_run(s->cmd)))
         return rc;
-    return ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float));
+    if (best) {
+        uint32_t b = 0;
+        if ((rc = ez_gpu_download(s->best, 0, &b, sizeof b))) return rc;
+        *best = (int32_t)b;
+    }
+    return logits ? ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float)) : ELIZA_OK;
 }

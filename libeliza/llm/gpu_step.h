@@ -21,8 +21,10 @@ typedef struct ez_llm_gpu ez_llm_gpu;
 EZ_INTERNAL int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_llm_gpu **out);
 EZ_INTERNAL void ez_llm_gpu_free(ez_llm_gpu *s);
 
-/* Evaluates `token` at position pos (after positions 0 .. pos-1 were) and
- * writes its [n_vocab] logits. */
-EZ_INTERNAL int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits);
+/* Evaluates `token` at position pos (after positions 0 .. pos-1 were);
+ * writes its [n_vocab] logits unless logits is NULL, and the greedy choice
+ * (the first index of the largest logit, found on the device: 4 bytes read
+ * back) unless best is NULL. */
+EZ_INTERNAL int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits, int32_t *best);
 
 #endif /* EZ_LLM_GPU_STEP_H */

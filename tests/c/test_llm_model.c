@@ -795,7 +795,8 @@ static void test_llm_gpu_step_matches_reference_and_cpu_engine(void) {
             const double *ref = want + (size_t)t * N_VOCAB;
             double diff = 0.0;
             int gb = 0, rb = 0, r2 = -1;
-            CHECK_RC(ez_llm_gpu_step(st, tokens[t], t, gpu), ELIZA_OK);
+            int32_t device_best = -1;
+            CHECK_RC(ez_llm_gpu_step(st, tokens[t], t, gpu, &device_best), ELIZA_OK);
             for (int i = 0; i < N_VOCAB; i++) {
                 const double e = fabs((double)gpu[i] - ref[i]), ec = fabs((double)gpu[i] - cpu[(size_t)t * N_VOCAB + i]);
                 diff = e > diff || e != e ? e : diff;
@@ -813,8 +814,17 @@ static void test_llm_gpu_step_matches_reference_and_cpu_engine(void) {
                 agree += gb == rb;
             }
             diff_ref = diff > diff_ref ? diff : diff_ref;
+            CHECK(device_best == gb); /* the device's argmax of its own logits */
         }
-        if (st) CHECK_RC(ez_llm_gpu_step(st, 0, N_CTX, gpu), ELIZA_E_CONTEXT_FULL);
+        if (st) {
+            /* The last position again, greedy only: the same cache row rewritten, the same pick. */
+            int32_t again = -1, last = 0;
+            for (int i = 1; i < N_VOCAB; i++)
+                if (gpu[i] > gpu[last]) last = i;
+            CHECK_RC(ez_llm_gpu_step(st, tokens[N_TOK - 1], N_TOK - 1, NULL, &again), ELIZA_OK);
+            CHECK(again == last);
+            CHECK_RC(ez_llm_gpu_step(st, 0, N_CTX, gpu, NULL), ELIZA_E_CONTEXT_FULL);
+        }
         printf("  GPU step, gemma3 %s weights, %d tokens: max |gpu - ref| %.3g, max |gpu - cpu| %.3g (logits up to "
                "%.3g), top-1 %d/%d decided\n",
                ez_type_traits_of(types[ti])->name, N_TOK, diff_ref, diff_cpu, max_logit, agree, decided);
