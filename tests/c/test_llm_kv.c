@@ -60,10 +60,12 @@ static void test_kv_rotations_are_orthonormal(void) {
         memcpy(b2, b, sizeof b);
         ez_kv_rotate(a2, N, rots[r]);
         ez_kv_rotate(b2, N, rots[r]);
-        for (int i = 0; i < N; i++) dot += (double)a[i] * b[i], dot2 += (double)a2[i] * b2[i];
+        for (int i = 0; i < N; i++) dot += (double)a[i] * b[i];
+        for (int i = 0; i < N; i++) dot2 += (double)a2[i] * b2[i];
         CHECK_MSG(fabs(dot - dot2) < 1e-4 * N, "rotation %d: dot %g became %g", rots[r], dot, dot2);
         ez_kv_unrotate(a2, N, rots[r]);
-        for (int i = 0; i < N; i++) back = fmax(back, fabs(a2[i] - a[i]));
+        for (int i = 0; i < N; i++)
+            if (fabs(a2[i] - a[i]) > back) back = fabs(a2[i] - a[i]);
         CHECK_MSG(back < 1e-5, "rotation %d: round trip off by %g", rots[r], back);
     }
 }
@@ -136,7 +138,8 @@ static void test_kv_round_trip_error(void) {
         gauss(x, N, 0.3f);
         k->store(x, row, N);
         k->load(row, y, N);
-        for (int i = 0; i < N; i++) se += ((double)y[i] - x[i]) * ((double)y[i] - x[i]), ss += (double)x[i] * x[i];
+        for (int i = 0; i < N; i++) se += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+        for (int i = 0; i < N; i++) ss += (double)x[i] * x[i];
         if (getenv("ELIZA_TEST_VERBOSE") || !(se / ss < bound[t]))
             fprintf(stderr, "%s: relative MSE %.4g (bound %.3g)\n", ez_kv_type_name(k_block_types[t]), se / ss,
                     bound[t]);
@@ -151,8 +154,9 @@ static void test_kv_round_trip_error(void) {
 static double rel_err(const float *a, const float *b, int n) {
     double e = 0, m = 1e-30;
     for (int i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
+        const double d = fabs((double)a[i] - b[i]);
+        if (d > e) e = d;
+        if (fabs((double)b[i]) > m) m = fabs((double)b[i]);
     }
     return e / m;
 }
