@@ -94,7 +94,7 @@ int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *pcm, size_
                                size_t chunk_samples, float **out_logprobs, size_t *out_frames,
                                size_t *out_classes) {
     int frames, classes;
-    float *buf;
+    float *buf = NULL;
     int32_t rc;
     ez_clear_error();
     if (out_logprobs) *out_logprobs = NULL;
@@ -105,22 +105,21 @@ int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *pcm, size_
     if (n_chunks == 0 || n_chunks > INT32_MAX || chunk_samples > INT32_MAX)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_segment: %zu chunks of %zu samples", n_chunks,
                        chunk_samples);
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_segment"))) return rc;
     frames = ez_seg_frames(diarizer->seg, (int)chunk_samples);
     classes = ez_seg_n_classes(diarizer->seg);
-    if (frames < 1)
-        return ez_fail(ELIZA_E_INVALID_ARG,
-                       "eliza_diarizer_segment: %zu samples is shorter than one frame of the model (%.1f ms)",
-                       chunk_samples, ez_seg_frame_duration(diarizer->seg) * 1e3);
-    if ((uint64_t)n_chunks * (uint64_t)frames * (uint64_t)classes > ((uint64_t)1 << 36) / sizeof(float))
-        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: %zu chunks of %d frames is too much output", n_chunks,
-                       frames);
-    buf = (float *)malloc(n_chunks * (size_t)frames * (size_t)classes * sizeof(float));
-    if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: no memory for the output");
-    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_segment"))) {
-        free(buf);
-        return rc;
+    if (frames < 1) {
+        rc = ez_fail(ELIZA_E_INVALID_ARG,
+                     "eliza_diarizer_segment: %zu samples is shorter than one frame of the model (%.1f ms)",
+                     chunk_samples, ez_seg_frame_duration(diarizer->seg) * 1e3);
+    } else if ((uint64_t)n_chunks * (uint64_t)frames * (uint64_t)classes > ((uint64_t)1 << 36) / sizeof(float)) {
+        rc = ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: %zu chunks of %d frames is too much output", n_chunks,
+                     frames);
+    } else if (!(buf = (float *)malloc(n_chunks * (size_t)frames * (size_t)classes * sizeof(float)))) {
+        rc = ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_segment: no memory for the output");
+    } else {
+        rc = ez_seg_forward(diarizer->seg, diarizer->pool, pcm, (int)n_chunks, (int)chunk_samples, buf);
     }
-    rc = ez_seg_forward(diarizer->seg, diarizer->pool, pcm, (int)n_chunks, (int)chunk_samples, buf);
     ez_diarizer_leave(diarizer);
     if (rc) {
         free(buf);
@@ -142,14 +141,11 @@ int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm, size_t 
     if (out_dim) *out_dim = 0;
     if (!diarizer || !pcm || !out_embedding || !out_dim)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_embed: a required pointer is NULL");
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_embed"))) return rc;
     dim = ez_emb_dim(diarizer->emb);
     buf = (float *)malloc((size_t)dim * sizeof(float));
-    if (!buf) return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_embed: no memory for the output");
-    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarizer_embed"))) {
-        free(buf);
-        return rc;
-    }
-    rc = ez_emb_embed(diarizer->emb, diarizer->pool, pcm, n_samples, buf);
+    rc = buf ? ez_emb_embed(diarizer->emb, diarizer->pool, pcm, n_samples, buf)
+             : ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_embed: no memory for the output");
     ez_diarizer_leave(diarizer);
     if (rc) {
         free(buf);

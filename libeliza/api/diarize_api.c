@@ -92,19 +92,14 @@ static int32_t embed_clips_fn(void *ctx, const float *const *pcm, int n_clips, s
     return ez_emb_embed_clips(d->emb, d->pool, pcm, n_clips, n, out);
 }
 
-int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_samples, int32_t sample_rate,
-                      const eliza_diarize_options *options, eliza_diarize_turn **out_turns, size_t *out_count) {
+static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_t n_samples, int32_t sample_rate,
+                               const eliza_diarize_options *options, eliza_diarize_turn **out_turns,
+                               size_t *out_count) {
     eliza_diarize_options opt;
     ez_diar_models m;
     ez_diar_control ctl;
     int32_t rc;
 
-    ez_clear_error();
-    if (out_turns) *out_turns = NULL;
-    if (out_count) *out_count = 0;
-    if (!diarizer || !out_turns || !out_count)
-        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarize: NULL %s",
-                       !diarizer ? "diarizer" : !out_turns ? "out_turns" : "out_count");
     if (!pcm && n_samples)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarize: pcm is NULL but n_samples is %zu", n_samples);
     if (sample_rate < MIN_RATE || sample_rate > MAX_RATE)
@@ -140,11 +135,26 @@ int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_sampl
         if (!isfinite(pcm[i]))
             return ez_fail(ELIZA_E_INVALID_ARG, "sample %zu is %s", i, isnan(pcm[i]) ? "NaN" : "infinite");
 
-    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarize"))) return rc;
     ez_atomic_int_store(&diarizer->cancel, 0);
     ctl.cancel = &diarizer->cancel;
     ctl.progress = &diarizer->progress;
-    rc = ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+    return ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+}
+
+
+int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_samples, int32_t sample_rate,
+                      const eliza_diarize_options *options, eliza_diarize_turn **out_turns, size_t *out_count) {
+    int32_t rc;
+
+    ez_clear_error();
+    if (out_turns) *out_turns = NULL;
+    if (out_count) *out_count = 0;
+    if (!diarizer || !out_turns || !out_count)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarize: NULL %s",
+                       !diarizer ? "diarizer" : !out_turns ? "out_turns" : "out_count");
+    /* Everything after this reads the handle: inside its one-call section. */
+    if ((rc = ez_diarizer_enter(diarizer, "eliza_diarize"))) return rc;
+    rc = diarize_entered(diarizer, pcm, n_samples, sample_rate, options, out_turns, out_count);
     ez_diarizer_leave(diarizer);
     return rc;
 }

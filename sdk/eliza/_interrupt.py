@@ -72,9 +72,18 @@ def run(
     result: list[T] = []
     failure: list[BaseException] = []
     done = threading.Event()
+    # Whether the worker has begun fn, or will never: a Ctrl-C can land
+    # inside Thread.start() (it waits for the thread), after the thread is
+    # launched; the handle must then outlive the call all the same.
+    gate = threading.Lock()
+    began, abandoned = [False], [False]
 
     def work() -> None:
         try:
+            with gate:
+                if abandoned[0]:
+                    return
+                began[0] = True
             result.append(fn())
         except BaseException as e:  # handed to the waiting thread
             failure.append(e)
@@ -82,19 +91,32 @@ def run(
             done.set()
 
     worker = threading.Thread(target=work, name="eliza-call", daemon=True)
-    worker.start()
     next_tick = time.monotonic() + tick_seconds
     try:
+        worker.start()
         while not done.wait(_SLICE):
             if tick is not None and time.monotonic() >= next_tick:
                 tick()
                 next_tick += tick_seconds
     except BaseException:
-        _wait_out(done, cancel)
+        if _abandon(gate, began, abandoned):
+            _wait_out(done, cancel)
         raise
     if failure:
         raise failure[0]
     return result[0]
+
+
+def _abandon(gate: threading.Lock, began: list[bool], abandoned: list[bool]) -> bool:
+    """Marks the call abandoned unless the worker has begun it; returns
+    whether it has (then it must be waited for). Holds back Ctrl-C."""
+    while True:
+        try:
+            with gate:
+                abandoned[0] = True
+                return began[0]
+        except KeyboardInterrupt:
+            continue
 
 
 class InFlight:

@@ -315,7 +315,8 @@ class LLM(NativeModel["_Stream"]):
         context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_type_v, kv_bytes,
         kv_bytes_per_token."""
         out = ctypes.c_char_p()
-        check(lib().eliza_llm_info_json(self._live(), ctypes.byref(out)))
+        with self._calling() as handle:
+            check(lib().eliza_llm_info_json(handle, ctypes.byref(out)))
         raw = out.value or b""
         lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
@@ -329,11 +330,12 @@ class LLM(NativeModel["_Stream"]):
         flags = (_TOKENIZE_ADD_BOS if add_bos else 0) | (_TOKENIZE_PARSE_SPECIAL if special else 0)
         out = ctypes.POINTER(ctypes.c_int32)()
         count = ctypes.c_size_t()
-        check(
-            lib().eliza_llm_tokenize(
-                self._live(), data, len(data), flags, ctypes.byref(out), ctypes.byref(count)
+        with self._calling() as handle:
+            check(
+                lib().eliza_llm_tokenize(
+                    handle, data, len(data), flags, ctypes.byref(out), ctypes.byref(count)
+                )
             )
-        )
         try:
             return [int(out[i]) for i in range(count.value)]
         finally:
@@ -349,11 +351,12 @@ class LLM(NativeModel["_Stream"]):
         out = ctypes.c_char_p()
         n = ctypes.c_size_t()
         flags = _DETOKENIZE_RENDER_SPECIAL if render_special else 0
-        check(
-            lib().eliza_llm_detokenize(
-                self._live(), _int32_ptr(arr), len(arr), flags, ctypes.byref(out), ctypes.byref(n)
+        with self._calling() as handle:
+            check(
+                lib().eliza_llm_detokenize(
+                    handle, _int32_ptr(arr), len(arr), flags, ctypes.byref(out), ctypes.byref(n)
+                )
             )
-        )
         return _take_string(out, n.value).decode("utf-8", "replace")
 
     def logits(

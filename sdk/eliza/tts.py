@@ -204,25 +204,26 @@ class TTS(NativeModel["_Stream"]):
     @property
     def sample_rate(self) -> int:
         """Output sample rate in Hz (24000)."""
-        return check(lib().eliza_tts_sample_rate(self._live()))
+        with self._calling() as handle:
+            return check(lib().eliza_tts_sample_rate(handle))
 
     @property
     def voices(self) -> list[str]:
         """The voice names in the model, in its order (the first is the
         default of the C API)."""
-        handle = self._live()
-        n = check(lib().eliza_tts_voice_count(handle))
         names: list[str] = []
-        for i in range(n):
-            raw: bytes | None = lib().eliza_tts_voice_name(handle, i)
-            names.append(raw.decode("utf-8", "replace") if raw else "")
+        with self._calling() as handle:
+            for i in range(check(lib().eliza_tts_voice_count(handle))):
+                raw: bytes | None = lib().eliza_tts_voice_name(handle, i)
+                names.append(raw.decode("utf-8", "replace") if raw else "")
         return names
 
     def profile(self) -> dict[str, float]:
         """Per-phase wall times (ms) of the last synthesis or stream: the
         model's phases, ``g2p`` and ``total``."""
         out = ctypes.c_char_p()
-        check(lib().eliza_tts_profile_json(self._live(), ctypes.byref(out)))
+        with self._calling() as handle:
+            check(lib().eliza_tts_profile_json(handle, ctypes.byref(out)))
         raw = out.value or b"{}"
         lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
@@ -233,7 +234,8 @@ class TTS(NativeModel["_Stream"]):
         would speak them."""
         data = _c_text(text, "the text")
         out = ctypes.c_char_p()
-        check(lib().eliza_tts_phonemize(self._live(), data, ctypes.byref(out)))
+        with self._calling() as handle:
+            check(lib().eliza_tts_phonemize(handle, data, ctypes.byref(out)))
         raw = out.value or b""
         lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         return raw.decode("utf-8", "replace")
