@@ -105,7 +105,7 @@ def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, st
         second = subprocess.Popen(
             [sys.executable, "-c", RAY_START_LOOPBACK, "start", *common, f"--address={address}",
              '--resources={"second": 1}'],
-            env=env,
+            env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"},
             stdout=(logs / "second.log").open("wb"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -113,8 +113,8 @@ def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, st
         procs.insert(0, second)
         import eliza.batch._jobs as jobs
 
-        jobs._loopback_only()
-        ray.init(address=address, log_to_driver=False)
+        with jobs._loopback_only():
+            ray.init(address=address, log_to_driver=False)
         try:
             deadline = time.monotonic() + 120
             while True:
