@@ -1,12 +1,21 @@
-"""Constants and inputs shared by the batch tests."""
+"""Shared by the batch tests: the tiny Kokoro, test audio, and what a Ray
+cluster that a test starts needs (the environment it hands its workers, a
+short folder for its sockets)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+import eliza
 
 TESTS = Path(__file__).resolve().parents[1]
 TINY_KOKORO = TESTS / "data" / "kokoro_tiny.gguf"
@@ -20,3 +29,29 @@ def conversation(seed: int, seconds: float) -> npt.NDArray[np.float32]:
     from diar_models_util import speech_like
 
     return speech_like(seed, seconds)
+
+
+@contextlib.contextmanager
+def worker_env() -> Iterator[None]:
+    """Ray workers inherit the environment of the process that starts the
+    cluster: put the eliza package under test on their PYTHONPATH."""
+    saved = os.environ.get("PYTHONPATH")
+    sdk = str(Path(eliza.__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (sdk, saved) if p)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+@contextlib.contextmanager
+def ray_tmp() -> Iterator[Path]:
+    """Ray's session folder: short, since its Unix sockets live there."""
+    path = Path(tempfile.mkdtemp(prefix="ezray", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_util import TINY_KOKORO, TINY_VOICE, conversation
+from batch_util import TINY_KOKORO, TINY_VOICE, conversation, ray_tmp, worker_env
 
 pytest.importorskip("ray.data")
 
@@ -34,18 +34,19 @@ def crash_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def local_ray(worker_env: None, ray_tmp: Path, crash_dir: Path) -> Iterator[None]:
+def local_ray(crash_dir: Path) -> Iterator[None]:
     import ray
 
-    os.environ[CRASH_ENV] = str(crash_dir)
-    eliza.batch.init_local(num_cpus=2, _temp_dir=str(ray_tmp), log_to_driver=False)
-    try:
-        nodes = ray.nodes()  # type: ignore[no-untyped-call]
-        assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
-        yield
-    finally:
-        ray.shutdown()
-        os.environ.pop(CRASH_ENV, None)
+    with worker_env(), ray_tmp() as tmp:
+        os.environ[CRASH_ENV] = str(crash_dir)
+        eliza.batch.init_local(num_cpus=2, _temp_dir=str(tmp), log_to_driver=False)
+        try:
+            nodes = ray.nodes()  # type: ignore[no-untyped-call]
+            assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
+            yield
+        finally:
+            ray.shutdown()
+            os.environ.pop(CRASH_ENV, None)
 
 
 def records(out: Path) -> dict[str, dict[str, object]]:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_util import TINY_KOKORO, TINY_VOICE
+from batch_util import TINY_KOKORO, TINY_VOICE, ray_tmp, worker_env
 
 pytest.importorskip("ray.data")
 
@@ -78,8 +78,13 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, str], set[str]]]:
+def cluster() -> Iterator[tuple[str, dict[str, str], set[str]]]:
     """(address, the environment to reach it with, the two node ids)."""
+    with worker_env(), ray_tmp() as tmp:
+        yield from _cluster(tmp)
+
+
+def _cluster(tmp: Path) -> Iterator[tuple[str, dict[str, str], set[str]]]:
     import ray
 
     port = _free_port()
@@ -88,11 +93,11 @@ def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, st
     # A stopped node drains no work: it need not wait Ray's default 30 s.
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "2"}
     common = ["--block", "--num-cpus=1", "--disable-usage-stats"]
-    logs = ray_tmp / "logs"
+    logs = tmp / "logs"
     logs.mkdir()
     head = subprocess.Popen(
         [_ray_cli(), "start", "--head", *common, "--node-ip-address=127.0.0.1", f"--port={port}",
-         "--include-dashboard=false", f"--temp-dir={ray_tmp}", '--resources={"head": 1}'],
+         "--include-dashboard=false", f"--temp-dir={tmp}", '--resources={"head": 1}'],
         env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
         stdout=(logs / "head.log").open("wb"),
         stderr=subprocess.STDOUT,
@@ -105,7 +110,7 @@ def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, st
         second = subprocess.Popen(
             [sys.executable, "-c", RAY_START_LOOPBACK, "start", *common, f"--address={address}",
              '--resources={"second": 1}'],
-            env=env,
+            env={**env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"},
             stdout=(logs / "second.log").open("wb"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -113,8 +118,8 @@ def cluster(worker_env: None, ray_tmp: Path) -> Iterator[tuple[str, dict[str, st
         procs.insert(0, second)
         import eliza.batch._jobs as jobs
 
-        jobs._loopback_only()
-        ray.init(address=address, log_to_driver=False)
+        with jobs._loopback_only():
+            ray.init(address=address, log_to_driver=False)
         try:
             deadline = time.monotonic() + 120
             while True:

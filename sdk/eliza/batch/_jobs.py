@@ -50,13 +50,24 @@ def _ray() -> ModuleType:
     return ray
 
 
-def _loopback_only() -> ModuleType:
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[ModuleType]:
+    """Ray, made to take this process's node for 127.0.0.1 while it starts
+    or joins one: the processes it starts then inherit the setting, and the
+    environment is as it was afterwards."""
+    saved = os.environ.get(_LOOPBACK_ENV)
     os.environ[_LOOPBACK_ENV] = "0"
-    if "ray" in sys.modules:
-        from ray._private import ray_constants
+    try:
+        if "ray" in sys.modules:
+            from ray._private import ray_constants
 
-        ray_constants.ENABLE_RAY_CLUSTER = False
-    return _ray()
+            ray_constants.ENABLE_RAY_CLUSTER = False
+        yield _ray()
+    finally:
+        if saved is None:
+            os.environ.pop(_LOOPBACK_ENV, None)
+        else:
+            os.environ[_LOOPBACK_ENV] = saved
 
 
 def init_local(num_cpus: int | None = None, **init_args: Any) -> None:
@@ -69,8 +80,8 @@ def init_local(num_cpus: int | None = None, **init_args: Any) -> None:
         eliza.batch.init_local(num_cpus=2)
         report = eliza.batch.speak(["Hello.", "Goodbye."], "out/")
     """
-    ray = _loopback_only()
-    ray.init(num_cpus=num_cpus, include_dashboard=False, **init_args)
+    with _loopback_only() as ray:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, **init_args)
 
 
 @contextlib.contextmanager
@@ -88,9 +99,8 @@ def connect(address: str | None) -> Iterator[ModuleType]:
         init_local()
     else:
         host = address.split("://")[-1].rsplit(":", 1)[0]
-        if host in _LOCAL_HOSTS:
-            _loopback_only()
-        ray.init(address=address)
+        with _loopback_only() if host in _LOCAL_HOSTS else contextlib.nullcontext(ray):
+            ray.init(address=address)
     try:
         yield ray
     finally:
