@@ -519,7 +519,7 @@ static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, co
     float *blk = wav + n, *fold = blk + (size_t)SINC_BLOCK_ROWS * F;
     float *p0 = fold + (size_t)SINC_BLOCK_ROWS * m->kernel[0];
     double scale, shift;
-    int folded = m->sinc_col && !ez_force_scalar();
+    int folded = m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR;
 
     wav_norm(m, pcm, n, &scale, &shift);
     for (int i = 0; i < n; i++) wav[i] = (float)(pcm[i] * scale + shift);
@@ -597,7 +597,7 @@ static void sinc_chunks(void *ctx, int64_t c0, int64_t c1, int thread_index) {
         if (src->offset)
             sincnet_shared(job->m, job->plan, src->pcm + src->offset[c], job->n, src->centre,
                            src->bank + src->offset[c] / src->stride * job->m->chan[0],
-                           job->m->sinc_col && !ez_force_scalar(), job->pool, ws, feat);
+                           job->m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR, job->pool, ws, feat);
         else
             sincnet(job->m, job->pool, job->plan, src->pcm + c * job->n, job->n, ws, feat);
     }
@@ -745,7 +745,7 @@ int32_t ez_seg_forward_span(ez_seg_model *m, ez_pool *pool, const float *span, i
     bj.m = m;
     bj.pool = pool;
     bj.rows = (end - m->kernel[0]) / m->stride + 1;
-    bj.folded = m->sinc_col && !ez_force_scalar();
+    bj.folded = m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR;
     n_blocks = (bj.rows + SINC_BLOCK_ROWS - 1) / SINC_BLOCK_ROWS;
     x = ez_nn_arena_get(&m->span_work,
                         ROUND16((size_t)end) + (size_t)threads * SINC_BLOCK_ROWS * (size_t)m->kernel[0] +

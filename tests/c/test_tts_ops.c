@@ -743,7 +743,7 @@ static void test_references_match_pytorch(void) {
 int main(void) {
     uint64_t t0 = ez_time_ns();
     SKIP_IF_PINNED_LEVEL_MISSING();
-    g_scalar = ez_force_scalar();
+    g_scalar = ez_simd_level_active() == EZ_SIMD_SCALAR;
     g_pool1 = ez_pool_create(1);
     g_pool2 = ez_pool_create(2);
     g_pool3 = ez_pool_create(3);
