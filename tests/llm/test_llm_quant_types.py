@@ -11,7 +11,7 @@ machine over 24 random tokens, logits of standard deviation 1 to 3.8: max
 |diff| 0.02 (Q2_K, Q4_K) to 0.20 (IQ3_XXS), relative RMS 0.0006 to 0.033,
 the same in prefill and per token; the bounds are about twice the worst.
 
-Against llama.cpp (its F16 KV cache, ours F32): max |diff| 0.0005 (Q5_K) to
+Against llama.cpp (its F16 KV cache, ours F16; the tests run ours in F32): max |diff| 0.0005 (Q5_K) to
 0.15 (IQ4_XS) on the 24 x 512 logits; on the F32 model quantized by
 llama.cpp's own llama-quantize (the reference test, where the build of
 tests/tools/llama_cpp.py is present; the ftypes that need no importance
