@@ -8,8 +8,8 @@ that tests/llm/test_llm_quant_types.py holds libeliza to without llama.cpp.
 
 needs llama-cpp-python 0.3.36 (its Python package; with LLAMA_CPP_LIB_PATH
 it loads the libllama that tests/tools/llama_cpp.py builds). For each type:
-the SHA-256 of the file (the files are rebuilt from seeds, so the test can
-tell it reads the same bytes), and at every position of a fixed random token
+the SHA-256 of its tensors (the files are rebuilt from seeds, so the test
+can tell it reads the same weights), and at every position of a fixed random token
 sequence the TOP_K best (id, logit) pairs, the margin between the best two,
 and the logits of N_PROBE fixed random ids. llama.cpp runs as
 make_llm_goldens.py runs it: 2 threads, no extra buffer types, its default
@@ -51,8 +51,16 @@ def probe_ids(n_vocab: int) -> list[int]:
     return [int(i) for i in np.random.default_rng(SEED + 1).choice(n_vocab, N_PROBE, replace=False)]
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def weights_sha256(path: Path) -> str:
+    """SHA-256 over the tensors (name, type, shape, bytes) of a GGUF: what the
+    logits depend on, whatever metadata the converter adds around them."""
+    from gguf import GGUFReader
+
+    h = hashlib.sha256()
+    for t in GGUFReader(path).tensors:
+        h.update(f"{t.name}:{t.tensor_type.name}:{list(t.shape)}".encode())
+        h.update(np.ascontiguousarray(t.data).tobytes())
+    return h.hexdigest()
 
 
 def llama_logits(path: Path, ids: list[int]) -> np.ndarray:
@@ -73,7 +81,7 @@ def case(qtype: Any, ids: list[int]) -> dict[str, Any]:
     rows = np.arange(len(ids))
     return {
         "type": qtype.name,
-        "sha256": sha256(typed),
+        "weights_sha256": weights_sha256(typed),
         "top_ids": top.tolist(),
         "top_logits": np.round(np.take_along_axis(logits, top, axis=1), 4).tolist(),
         "margin": np.round(logits[rows, top[:, 0]] - logits[rows, top[:, 1]], 4).tolist(),
