@@ -55,3 +55,39 @@ def ray_tmp() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _listening(table: str) -> dict[str, str]:
+    """inode -> local address of the listening TCP sockets in /proc/net/TABLE."""
+    out = {}
+    with open(f"/proc/net/{table}") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                out[fields[9]] = fields[1].rsplit(":", 1)[0]
+    return out
+
+
+def listening_addresses(marker: str) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp{,6} write them) of the TCP
+    sockets listened on by processes whose command line contains
+    ``marker``."""
+    tables = {**_listening("tcp"), **_listening("tcp6")}
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if marker.encode() not in f.read():
+                    continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+            targets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds]
+        except OSError:  # gone, or not ours to read
+            continue
+        for target in targets:
+            if target.startswith("socket:[") and target[8:-1] in tables:
+                found.add(tables[target[8:-1]])
+    return found
+
+
+# 127.0.0.1 as /proc/net/tcp and tcp6 (an IPv4-mapped address) write it.
+LOOPBACK_HEX = {"0100007F", "0000000000000000FFFF00000100007F"}

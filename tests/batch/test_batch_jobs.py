@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_util import TINY_KOKORO, TINY_VOICE, conversation, ray_tmp, worker_env
+from batch_util import (
+    LOOPBACK_HEX,
+    TINY_KOKORO,
+    TINY_VOICE,
+    conversation,
+    listening_addresses,
+    ray_tmp,
+    worker_env,
+)
 
 pytest.importorskip("ray.data")
 
@@ -43,6 +51,10 @@ def local_ray(crash_dir: Path) -> Iterator[None]:
         try:
             nodes = ray.nodes()  # type: ignore[no-untyped-call]
             assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
+            # Every port of Ray's processes is on loopback (a plain ray.init
+            # listens on all interfaces).
+            ports = listening_addresses(str(tmp))
+            assert ports and ports <= LOOPBACK_HEX
             yield
         finally:
             ray.shutdown()

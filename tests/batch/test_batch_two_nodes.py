@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from batch_util import TINY_KOKORO, TINY_VOICE, ray_tmp, worker_env
+from batch_util import LOOPBACK_HEX, TINY_KOKORO, TINY_VOICE, listening_addresses, ray_tmp, worker_env
 
 pytest.importorskip("ray.data")
 
@@ -129,6 +129,10 @@ def _cluster(tmp: Path) -> Iterator[tuple[str, dict[str, str], set[str]]]:
                 time.sleep(0.5)
             assert len(nodes) == 2, (logs / "second.log").read_text()[-2000:]
             assert {n["NodeManagerAddress"] for n in nodes} == {"127.0.0.1"}
+            # Both nodes' processes (the head's name its folder, the second
+            # node's the head's address) listen on loopback only.
+            ports = listening_addresses(str(tmp)) | listening_addresses(address)
+            assert ports and ports <= LOOPBACK_HEX
             ids = {str(n["NodeID"]) for n in nodes}
         finally:
             ray.shutdown()
