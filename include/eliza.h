@@ -424,8 +424,11 @@ typedef struct eliza_tts_chunk {
 } eliza_tts_chunk;
 
 /* Prepares a pull stream over `config` (copied: its strings need not outlive
- * the call): one chunk of audio per sentence. One stream per model at a time
- * (ELIZA_E_STATE otherwise). */
+ * the call): one chunk of audio per sentence, except that the first chunk of
+ * a long first sentence ends at its first clause boundary (comma, colon,
+ * semicolon, dash), so the first audio comes sooner; chunks fade out and in
+ * over 4 ms at their seams. One stream per model at a time (ELIZA_E_STATE
+ * otherwise). */
 ELIZA_API int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config,
                                         eliza_tts_stream **out);
 

@@ -8,7 +8,10 @@
  * (its split_pattern r'\n+'), G2P splits a line into sentences, a chunk's
  * style is row len(phonemes) - 1 of the voice pack, symbols outside the
  * vocabulary are dropped (KModel.forward), and a whole synthesis is the
- * chunks' audio back to back with nothing between them (kokoro's CLI). */
+ * chunks' audio back to back with nothing between them (kokoro's CLI).
+ * Two departures, for a stream's latency and its seams: the first chunk of
+ * a long line ends at its first clause boundary (FIRST_CUT_*), and every
+ * seam fades out and in over a few milliseconds (SEAM_FADE_MS). */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -30,6 +33,17 @@
 #define MIN_SPEED 0.25f
 #define MAX_SPEED 4.0f
 #define MAX_BLEND 64
+/* The stream's first chunk, when its phoneme line is longer than
+ * FIRST_CUT_MIN_LINE code points, ends at the line's first clause boundary
+ * (a comma, colon, semicolon or dash followed by a space) that leaves at
+ * least FIRST_CUT_MIN code points before it and FIRST_CUT_MIN_REST after:
+ * first audio after a clause, not a sentence. Later chunks stay whole lines. */
+#define FIRST_CUT_MIN_LINE 40
+#define FIRST_CUT_MIN 12
+#define FIRST_CUT_MIN_REST 12
+/* Each chunk fades in (all but the first) and out over SEAM_FADE_MS with a
+ * raised cosine, so chunks join at silence, without a click. */
+#define SEAM_FADE_MS 4
 /* G2P languages open at once on one model (each an espeak-ng voice). */
 #define MAX_G2P 16
 /* Phases of the profile: the model's, plus g2p and total. */
@@ -740,6 +754,45 @@ static int32_t fail_stream(eliza_tts_stream *s, int32_t rc) {
     return rc;
 }
 
+static int is_clause_mark(uint32_t cp) { return cp == ',' || cp == ':' || cp == ';' || cp == 0x2014 || cp == 0x2013; }
+
+/* The first clause boundary of ph[b, e) (n_cp code points) as described at
+ * FIRST_CUT_MIN_LINE: the byte offset just past its mark, or 0 for none.
+ * *cut_cp is the code points before it. */
+static size_t first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int *cut_cp) {
+    int cp = 0;
+    if (n_cp < FIRST_CUT_MIN_LINE) return 0;
+    for (size_t i = b; i < e;) {
+        int len = utf8_len(ph + i);
+        cp++;
+        i += (size_t)len;
+        if (i < e && ph[i] == ' ' && cp >= FIRST_CUT_MIN && n_cp - cp >= FIRST_CUT_MIN_REST &&
+            is_clause_mark(utf8_decode(ph + i - len, len))) {
+            *cut_cp = cp;
+            return i;
+        }
+    }
+    return 0;
+}
+
+/* The next chunk of ph[0, len) from *pos (next_phoneme_chunk), the first of
+ * the stream cut early (first_clause_cut): the rest of its line is the
+ * next chunk. */
+static int stream_chunk(eliza_tts_stream *s, const char *ph, size_t len, size_t *pos, const char **out, size_t *n,
+                        int *n_cp) {
+    size_t b, e, cut;
+    int cut_cp = 0;
+    if (!next_phoneme_chunk(ph, len, ez_kokoro_max_phonemes(s->tts->model), pos, &b, &e, n_cp)) return 0;
+    if (s->index == 0 && (cut = first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
+        e = cut;
+        *n_cp = cut_cp;
+        *pos = cut;
+    }
+    *out = ph + b;
+    *n = e - b;
+    return 1;
+}
+
 /* The phonemes of the next chunk: [*ph, *ph + *n) with *n_cp code points;
  * 0 when the text is used up. Text input runs the G2P one piece at a time. */
 static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t *n, int *n_cp, int *found) {
@@ -749,16 +802,10 @@ static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t 
     *found = 0;
     for (;;) {
         if (s->phoneme_input) {
-            if (next_phoneme_chunk(s->text, s->text_len, max_cp, &s->text_pos, &b, &e, n_cp)) {
-                *ph = s->text + b;
-                *n = e - b;
-                *found = 1;
-            }
+            *found = stream_chunk(s, s->text, s->text_len, &s->text_pos, ph, n, n_cp);
             return ELIZA_OK;
         }
-        if (s->lines.len && next_phoneme_chunk(s->lines.data, s->lines.len, max_cp, &s->lines_pos, &b, &e, n_cp)) {
-            *ph = s->lines.data + b;
-            *n = e - b;
+        if (s->lines.len && stream_chunk(s, s->lines.data, s->lines.len, &s->lines_pos, ph, n, n_cp)) {
             *found = 1;
             return ELIZA_OK;
         }
@@ -798,6 +845,18 @@ static void set_chunk(eliza_tts_chunk *chunk, uint32_t index, const float *pcm, 
     if (FITS(chunk, eliza_tts_chunk, pcm)) chunk->pcm = pcm;
     if (FITS(chunk, eliza_tts_chunk, n_samples)) chunk->n_samples = n;
     if (FITS(chunk, eliza_tts_chunk, phonemes)) chunk->phonemes = phonemes;
+}
+
+/* The seam fades (SEAM_FADE_MS): in at the start unless `first`, out at the
+ * end; the samples at the seam itself become 0. */
+static void fade_seams(float *pcm, size_t n, int sample_rate, int first) {
+    size_t len = (size_t)sample_rate * SEAM_FADE_MS / 1000;
+    if (len > n / 2) len = n / 2;
+    for (size_t i = 0; i < len; i++) {
+        float g = 0.5f - 0.5f * cosf(3.14159265f * (float)i / (float)len);
+        if (!first) pcm[i] *= g;
+        pcm[n - 1 - i] *= g;
+    }
 }
 
 /* Chunk seeds: one stream of noise per chunk, repeatable from the seed. */
@@ -851,6 +910,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
             s->pcm = NULL;
             return fail_stream(s, rc);
         }
+        fade_seams(s->pcm, n_pcm, ez_kokoro_sample_rate(tts->model), s->index == 0);
         set_chunk(chunk, s->index, s->pcm, n_pcm, s->phonemes);
         s->index++;
         s->n_samples += n_pcm;

@@ -30,6 +30,8 @@ LINES = ["həlˈO ðˈɛɹ.", "hˌW ɑɹ jˈu?", "fˈIn."]  # noqa: RUF001
 # Words to build long lines from.
 WORDS = ["hˈɛloʊ", "wˈɜɹld", "tˈɛst"]  # noqa: RUF001
 HI = "hˈi"  # noqa: RUF001
+# The seam fade: 4 ms at 24 kHz.
+FADE = 96
 # A long but cheap word: '#' is not in the vocabulary (dropped, yet counted
 # towards the 510 code points of a chunk).
 PADDED = HI + "#" * 30
@@ -164,9 +166,53 @@ def test_synthesize_is_the_streams_chunks_back_to_back(tts: eliza.TTS) -> None:
 
 
 def test_each_chunk_is_spoken_as_alone(tts: eliza.TTS) -> None:
+    """As the line alone, except that a later chunk fades in at its seam."""
     chunks = list(tts.stream("\n".join(LINES), phonemes=True, no_noise=True))
     for line, chunk in zip(LINES, chunks):
-        np.testing.assert_array_equal(chunk.audio, say(tts, line))
+        alone = say(tts, line)
+        start = FADE if chunk.index else 0
+        np.testing.assert_array_equal(chunk.audio[start:], alone[start:])
+        assert np.all(np.abs(chunk.audio[:start]) <= np.abs(alone[:start]))
+
+
+def test_chunks_join_at_silence_without_clicks(tts: eliza.TTS) -> None:
+    text = "\n".join(LINES)
+    chunks = list(tts.stream(text, phonemes=True, no_noise=True))
+    whole = say(tts, text)
+    seams = np.cumsum([len(c.audio) for c in chunks])[:-1]
+    ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(FADE) / FADE)
+    for k in seams:
+        # both sides of a seam fade to 0 over 4 ms (a raised cosine): no jump
+        assert whole[k - 1] == 0 and whole[k] == 0
+        assert np.all(np.abs(whole[k : k + FADE]) <= ramp * np.abs(whole).max() + 1e-7)
+        assert np.all(np.abs(whole[k - FADE : k][::-1]) <= ramp * np.abs(whole).max() + 1e-7)
+    for c in chunks:
+        assert c.audio[-1] == 0 and (c.index == 0 or c.audio[0] == 0)
+    assert chunks[0].audio[0] != 0  # the first chunk does not fade in
+
+
+# One clause per entry, 20-21 code points each.
+CLAUSES = ["hˈɛloʊ wˈɜɹld tˈɛst,", "hˈɛloʊ wˈɜɹld tˈɛst:", "hˈɛloʊ wˈɜɹld tˈɛst."]  # noqa: RUF001
+
+
+def test_first_chunk_ends_at_the_first_clause_boundary(tts: eliza.TTS) -> None:
+    line = " ".join(CLAUSES)
+    phonemes = [c.phonemes for c in tts.stream(f"{line}\n{line}", phonemes=True, no_noise=True)]
+    # only the stream's first chunk is cut; the rest of its line follows whole
+    assert phonemes == [CLAUSES[0], " ".join(CLAUSES[1:]), line]
+
+
+def test_first_chunk_cut_needs_a_long_line_and_whole_clauses(tts: eliza.TTS) -> None:
+    short = "hˈɛloʊ wˈɜɹld, tˈɛst."  # noqa: RUF001  (under 40 code points: not cut)
+    assert [c.phonemes for c in tts.stream(short, phonemes=True)] == [short]
+    # a mark without a space after it is inside a word, and a clause of
+    # fewer than 12 code points is too short: the cut comes later
+    line = "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst, hˈɛloʊ wˈɜɹld tˈɛst."  # noqa: RUF001
+    first = next(iter(tts.stream(line, phonemes=True))).phonemes
+    assert first == "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst,"  # noqa: RUF001
+    # a dash cuts too
+    dashed = CLAUSES[0][:-1] + " — " + " ".join(CLAUSES[1:])
+    assert next(iter(tts.stream(dashed, phonemes=True))).phonemes == CLAUSES[0][:-1] + " —"
 
 
 def test_long_phoneme_line_is_split_at_spaces(tts: eliza.TTS) -> None:
