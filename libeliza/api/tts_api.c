@@ -39,7 +39,7 @@
  * least FIRST_CUT_MIN code points before it and FIRST_CUT_MIN_REST after:
  * first audio after a clause, not a sentence. Later chunks stay whole lines. */
 #define FIRST_CUT_MIN_LINE 40
-#define FIRST_CUT_MIN 12
+#define FIRST_CUT_MIN 8
 #define FIRST_CUT_MIN_REST 12
 /* Each chunk fades in (all but the first) and out over SEAM_FADE_MS with a
  * raised cosine, so chunks join at silence, without a click. */

@@ -206,7 +206,7 @@ def test_first_chunk_cut_needs_a_long_line_and_whole_clauses(tts: eliza.TTS) -> 
     short = "hˈɛloʊ wˈɜɹld, tˈɛst."  # noqa: RUF001  (under 40 code points: not cut)
     assert [c.phonemes for c in tts.stream(short, phonemes=True)] == [short]
     # a mark without a space after it is inside a word, and a clause of
-    # fewer than 12 code points is too short: the cut comes later
+    # fewer than 8 code points is too short: the cut comes later
     line = "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst, hˈɛloʊ wˈɜɹld tˈɛst."  # noqa: RUF001
     first = next(iter(tts.stream(line, phonemes=True))).phonemes
     assert first == "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst,"  # noqa: RUF001
