@@ -255,6 +255,7 @@ def _read_say_text(args: argparse.Namespace) -> str:
 
 
 def _cmd_say(args: argparse.Namespace) -> int:
+    import contextlib
     import time
     import wave
 
@@ -273,26 +274,50 @@ def _cmd_say(args: argparse.Namespace) -> int:
         chunks = tts.stream(
             lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
         )
-        with wave.open(args.output, "wb") as wav:
-            wav.setnchannels(1)
-            wav.setsampwidth(2)
-            wav.setframerate(rate)
+        player = _say_player(args, rate)
+        with contextlib.ExitStack() as stack:
+            wav = None
+            if player is None or args.output is not None:
+                wav = stack.enter_context(wave.open(args.output or "out.wav", "wb"))
+                wav.setnchannels(1)
+                wav.setsampwidth(2)
+                wav.setframerate(rate)
+            if player is not None:
+                stack.enter_context(player)
             for chunk in chunks:
-                wav.writeframes(pcm16(chunk.audio))
+                if player is not None:
+                    player.write(chunk.audio)
+                if wav is not None:
+                    wav.writeframes(pcm16(chunk.audio))
                 n_samples += len(chunk.audio)
                 n_chunks += 1
                 if show:
                     print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
-        elapsed = time.perf_counter() - t0
+            elapsed = time.perf_counter() - t0
+        parts = ["played"] if player is not None else []
+        where = " and ".join(parts + ([args.output or "out.wav"] if wav is not None else []))
     if show:
         print(file=sys.stderr)
     seconds = n_samples / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
     print(
-        f"eliza: {args.output}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {n_chunks} chunks",
+        f"eliza: {where}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {n_chunks} chunks",
         file=sys.stderr,
     )
     return 0
+
+
+def _say_player(args: argparse.Namespace, rate: int) -> Any:
+    """The sound card for ``say --play`` (eliza.playback), or None: no
+    --play, or no card (then the file is written, and stderr says why)."""
+    if not args.play:
+        return None
+    from .playback import open_player
+
+    player, why_not = open_player(rate)
+    if player is None:
+        print(f"eliza: cannot play: {why_not}; writing {args.output or 'out.wav'}", file=sys.stderr)
+    return player
 
 
 def _speed(text: str) -> float:
@@ -313,7 +338,15 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     say.add_argument("text", nargs="?", metavar="TEXT", help="the text to speak; '-' reads stdin")
     say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
-    say.add_argument("-o", "--output", default="out.wav", metavar="OUT.wav", help="default out.wav")
+    say.add_argument(
+        "-o", "--output", metavar="OUT.wav", help="default out.wav (with --play: only when given)"
+    )
+    say.add_argument(
+        "--play",
+        action="store_true",
+        help="play on the sound card as it is synthesized (pip install 'eliza[play]'); "
+        "without one, write the file",
+    )
     say.add_argument(
         "--voice",
         help="a voice name or a blend 'a:0.7,b:0.3' of voices of one language (default: the model's "

@@ -6,6 +6,7 @@ model are marked ``slow`` and skip when its packages are not installed."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 import wave
@@ -408,3 +409,87 @@ def test_default_model_speaks_english() -> None:
             seconds = len(c.audio) / t.sample_rate
             assert 0.3 < seconds < 5.0
             assert 0.01 < float(np.sqrt(np.mean(c.audio**2))) < 0.5
+
+
+# ---- eliza say --play ---------------------------------------------------------------
+
+
+class _FakeSoundDevice:
+    """A stand-in for the sounddevice module: one output device whose stream
+    pulls its callback in a thread until stopped, keeping what it played."""
+
+    class PortAudioError(Exception):
+        pass
+
+    def __init__(self, has_device: bool = True) -> None:
+        self.has_device = has_device
+        self.played: list[np.ndarray] = []
+
+    def query_devices(self, kind: str) -> dict[str, object]:
+        if not self.has_device:
+            raise self.PortAudioError("Error querying device -1")
+        return {"name": "fake", "max_output_channels": 1}
+
+    def OutputStream(
+        self, samplerate: int, channels: int, dtype: str, callback: Callable[..., None]
+    ) -> object:
+        fake = self
+
+        class Stream:
+            def start(self) -> None:
+                assert (samplerate, channels, dtype) == (24000, 1, "float32")
+                self.running = True
+                self.thread = threading.Thread(target=self.pull)
+                self.thread.start()
+
+            def pull(self) -> None:
+                while self.running:
+                    block = np.full((512, 1), np.nan, np.float32)
+                    callback(block, 512, None, None)
+                    fake.played.append(block[:, 0].copy())
+                    time.sleep(0.001)
+
+            def stop(self) -> None:
+                self.running = False
+                self.thread.join()
+
+            def close(self) -> None:
+                pass
+
+        return Stream()
+
+
+def _say_in_process(model_path: Path, *extra: str) -> int:
+    from eliza import cli
+
+    return cli.main(["say", "\n".join(LINES), "--phonemes", "--no-noise", "--model", str(model_path), *extra])
+
+
+def test_cli_say_play_streams_to_the_sound_card(
+    tts: eliza.TTS, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _FakeSoundDevice()
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    monkeypatch.chdir(tmp_path)
+    assert _say_in_process(model_path, "--play") == 0
+    assert not (tmp_path / "out.wav").exists()  # played, no file unless -o
+    played = np.concatenate(fake.played)
+    want = np.clip(say(tts, "\n".join(LINES)), -1, 1)
+    assert not np.isnan(played).any()  # every block filled: silence while waiting and after the end
+    # the audio, in order, between stretches of silence (the card waits for chunks)
+    np.testing.assert_array_equal(played[played != 0], want[want != 0])
+
+
+def test_cli_say_play_without_a_sound_card_writes_the_file(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for module in (None, _FakeSoundDevice(has_device=False)):
+        monkeypatch.setitem(sys.modules, "sounddevice", module)  # None: import fails
+        (tmp_path / "out.wav").unlink(missing_ok=True)
+        assert _say_in_process(model_path, "--play") == 0
+        err = capsys.readouterr().err
+        assert "cannot play: " in err and "writing out.wav" in err
+        assert ("not installed" if module is None else "no sound card") in err
+        with wave.open(str(tmp_path / "out.wav"), "rb") as w:
+            assert w.getnframes() > 0
