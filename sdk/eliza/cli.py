@@ -344,7 +344,7 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.add_argument(
         "--play",
         action="store_true",
-        help="play on the sound card as it is synthesized (pip install 'eliza[play]'); "
+        help="play on the sound card as it is synthesized (pip install 'libeliza[play]'); "
         "without one, write the file",
     )
     say.add_argument(

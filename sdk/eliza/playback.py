@@ -1,5 +1,5 @@
 """Audio to the sound card as it is made, through ``sounddevice`` (the
-optional extra ``eliza[play]``; PortAudio underneath).
+optional extra ``libeliza[play]``; PortAudio underneath).
 
 Example::
 
@@ -92,7 +92,7 @@ def open_player(sample_rate: int) -> tuple[Player | None, str]:
     try:
         sd = importlib.import_module("sounddevice")
     except ImportError:
-        return None, "sounddevice is not installed (pip install 'eliza[play]')"
+        return None, "sounddevice is not installed (pip install 'libeliza[play]')"
     except OSError as e:  # sounddevice imports, but PortAudio does not load
         return None, f"PortAudio cannot be loaded ({e})"
     try:
