@@ -9,8 +9,8 @@ compared. ``pytest -m reference`` only (a few minutes per voice on 2 cores):
 The sentences are the plain ones of tests/tts/g2p_corpus.txt (letters and
 punctuation only, five words or more), the first $ELIZA_WER_SENTENCES
 (default 100). Transcripts and references are lowercased, stripped of
-punctuation, and small numbers are spelled out before the word-level edit
-distance. Goal (issue 14): WER <= 5% per voice and no worse than kokoro-onnx.
+punctuation, small numbers and titles (Dr., Mr., ...) are spelled out
+before the word-level edit distance. Goal (issue 14): WER <= 5% per voice and no worse than kokoro-onnx.
 """
 
 from __future__ import annotations
@@ -41,9 +41,14 @@ def sentences() -> list[str]:
     return plain[: int(os.environ.get("ELIZA_WER_SENTENCES", "100"))]
 
 
+# Titles as Whisper may spell them out.
+TITLES = {"dr": "doctor", "mr": "mister", "mrs": "missus", "st": "saint"}
+
+
 def words(text: str) -> list[str]:
     text = re.sub(r"[^a-z0-9' ]+", " ", text.lower().replace("-", " "))
-    return [NUMBERS.get(int(w), w) if w.isdigit() else w.strip("'") for w in text.split() if w.strip("'")]
+    out = [NUMBERS.get(int(w), w) if w.isdigit() else w.strip("'") for w in text.split() if w.strip("'")]
+    return [TITLES.get(w, w) for w in out]
 
 
 def edit_distance(a: list[str], b: list[str]) -> int:
