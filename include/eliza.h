@@ -411,7 +411,10 @@ typedef struct eliza_tts_params {
                                   * $ELIZA_ESPEAK_LIBRARY, then the system's */
     const char *espeak_data;     /* its espeak-ng-data directory; NULL =
                                   * $ELIZA_ESPEAK_DATA, then the library's default */
-    const char *language;        /* espeak-ng voice used for G2P; NULL = "en-us" */
+    const char *language;        /* G2P language for every synthesis (an espeak-ng
+                                  * language, e.g. "en-us"); NULL = each voice's
+                                  * own (eliza_tts_voice_language), "en-us" for a
+                                  * voice whose model does not say */
 } eliza_tts_params;
 
 /* Fills *params with defaults (params->struct_size set by the library). */
@@ -437,6 +440,14 @@ ELIZA_API int32_t eliza_tts_sample_rate(const eliza_tts *tts);
 ELIZA_API int32_t eliza_tts_voice_count(const eliza_tts *tts);
 ELIZA_API const char *eliza_tts_voice_name(const eliza_tts *tts, int32_t index);
 
+/* The language of voice `index` ("en-us", "en-gb", "es", "fr-fr", "hi", "it",
+ * "pt-br", "ja", "zh"; "" when the model does not say) and its gender ("f",
+ * "m" or ""); NULL when out of range; valid while the model is open. Text for
+ * a voice goes through that language's G2P; "ja" and "zh" have none in
+ * libeliza (pass phonemes). */
+ELIZA_API const char *eliza_tts_voice_language(const eliza_tts *tts, int32_t index);
+ELIZA_API const char *eliza_tts_voice_gender(const eliza_tts *tts, int32_t index);
+
 enum {
     ELIZA_TTS_PHONEMES = 1u << 0,  /* `text` is Kokoro phonemes, not text: no G2P */
     ELIZA_TTS_NO_NOISE = 1u << 1   /* no random phase or noise in the harmonic
@@ -449,11 +460,13 @@ typedef struct eliza_tts_config {
     const char *text;        /* UTF-8, NUL-terminated: text, or phonemes with
                               * ELIZA_TTS_PHONEMES (sentences split on '\n') */
     const char *voice;       /* a voice name, or a weighted blend
-                              * "jf_alpha:0.7,jm_kumo:0.3" (weights > 0, normalised);
-                              * NULL = the first voice */
+                              * "af_heart:0.7,af_bella:0.3" (weights > 0, normalised;
+                              * voices of one language); NULL = the first voice */
     float speed;             /* speaking rate, 1 = normal; 0.25..4; default 1 */
     uint32_t flags;          /* ELIZA_TTS_*; default 0 */
     uint64_t seed;           /* seeds the source noise; default 0 */
+    const char *language;    /* G2P language of this text; NULL (default) =
+                              * eliza_tts_params.language, else the voice's */
 } eliza_tts_config;
 
 /* Fills *config with defaults (config->struct_size set by the library). */
@@ -467,11 +480,20 @@ ELIZA_API void eliza_tts_default_config(eliza_tts_config *config);
  * ELIZA_E_INVALID_ARG for invalid UTF-8. */
 ELIZA_API int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phonemes);
 
+/* eliza_tts_phonemize in G2P language `language` (NULL = what
+ * eliza_tts_phonemize uses: eliza_tts_params.language, else the first
+ * voice's, else "en-us"). A language without a G2P here ("ja", "zh"):
+ * ELIZA_E_UNSUPPORTED. */
+ELIZA_API int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text, const char *language,
+                                               char **out_phonemes);
+
 /* Synthesizes the whole text: *out_pcm (freed with eliza_free()) holds
  * *out_count float32 samples, mono, at eliza_tts_sample_rate(). Text with
  * nothing to say (empty, only punctuation) gives ELIZA_OK and 0 samples.
- * Unknown voice: ELIZA_E_NOT_FOUND; bad speed or blend weight, invalid UTF-8:
- * ELIZA_E_INVALID_ARG. */
+ * Unknown voice: ELIZA_E_NOT_FOUND; bad speed or blend weight, a blend of
+ * voices of two languages, invalid UTF-8: ELIZA_E_INVALID_ARG; text in a
+ * language without a G2P here (Japanese, Mandarin: pass phonemes):
+ * ELIZA_E_UNSUPPORTED. */
 ELIZA_API int32_t eliza_tts_synthesize(eliza_tts *tts, const eliza_tts_config *config,
                                        float **out_pcm, size_t *out_count);
 
@@ -485,8 +507,11 @@ typedef struct eliza_tts_chunk {
 } eliza_tts_chunk;
 
 /* Prepares a pull stream over `config` (copied: its strings need not outlive
- * the call): one chunk of audio per sentence. One stream per model at a time
- * (ELIZA_E_STATE otherwise). */
+ * the call): one chunk of audio per sentence, except that the first chunk of
+ * a long first sentence ends at its first clause boundary (comma, colon,
+ * semicolon, dash), so the first audio comes sooner; chunks fade out and in
+ * over 4 ms at their seams. One stream per model at a time (ELIZA_E_STATE
+ * otherwise). */
 ELIZA_API int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config,
                                         eliza_tts_stream **out);
 

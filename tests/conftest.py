@@ -119,3 +119,19 @@ def run_cli() -> RunCli:
         )
 
     return run
+
+
+@pytest.fixture(scope="session")
+def kokoro_js_voices(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 54 ``<name>.bin`` Kokoro voices of kokoro-js@1.2.1, fetched with
+    npm once into pytest's cache (skipped where npm is not installed: `make
+    deps` installs it)."""
+    import shutil
+
+    cache = pytestconfig.cache
+    where = cache.mkdir("kokoro-js-voices") if cache is not None else tmp_path_factory.mktemp("voices")
+    if len(list(where.glob("*.bin"))) != 54:
+        if shutil.which("npm") is None:
+            pytest.skip("npm is not installed (the Kokoro voices come from the npm package kokoro-js)")
+        models.fetch_kokoro_voices(where)
+    return where

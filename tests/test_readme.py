@@ -1,8 +1,10 @@
 """Every Python block of README.md runs as written: in order, in one
 namespace (a reader's session), in a scratch directory holding the files the
 blocks name (``model.gguf``: the cached Gemma model; ``meeting.wav``: a
-synthetic conversation). A block whose default model is not cached is
-skipped, by name, and the others still run."""
+synthetic conversation; ``articles.txt``, ``meetings/`` and
+``prompts.jsonl``: small inputs of the batch jobs). A block whose default
+model is not cached, or that needs Ray where it is not installed, is skipped,
+by name, and the others still run."""
 
 from __future__ import annotations
 
@@ -37,10 +39,16 @@ def _needs(block: str) -> list[str]:
         need.append(models.KOKORO)
     if "eliza.Diarizer(" in block:
         need.append("diarization")
+    if "eliza.batch" in block:
+        need += ["ray", "gemma3-270m", models.KOKORO, "diarization"]
     return need
 
 
 def _available(name: str) -> bool:
+    if name == "ray":
+        import importlib.util
+
+        return importlib.util.find_spec("ray") is not None
     if name == "diarization":
         try:
             models.diarization_model_paths(install=False)
@@ -75,6 +83,10 @@ def test_every_readme_python_block_runs(tmp_path: Path) -> None:
     if models.is_cached("gemma3-270m"):
         os.symlink(models.cache_dir() / models.MODELS["gemma3-270m"].filename, tmp_path / "model.gguf")
     eliza.write_wav(tmp_path / "meeting.wav", speech_like(5, 12.0), 16000)
+    (tmp_path / "articles.txt").write_text("Hello there.\nThe batch job speaks each line.\n")
+    (tmp_path / "meetings").mkdir()
+    eliza.write_wav(tmp_path / "meetings" / "meeting.wav", speech_like(5, 12.0), 16000)
+    (tmp_path / "prompts.jsonl").write_text(json.dumps({"prompt": "The sky is"}) + "\n")
     run_blocks, skipped = [], []
     for i, block in enumerate(_blocks(), start=1):
         missing = [n for n in _needs(block) if not _available(n)]

@@ -25,7 +25,7 @@
       F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s))                 \
     S(eliza_chat_message, F(role) F(content))                                                     \
     S(eliza_tts_params, F(struct_size) F(n_threads) F(espeak_library) F(espeak_data) F(language)) \
-    S(eliza_tts_config, F(struct_size) F(text) F(voice) F(speed) F(flags) F(seed))                \
+    S(eliza_tts_config, F(struct_size) F(text) F(voice) F(speed) F(flags) F(seed) F(language))    \
     S(eliza_tts_chunk, F(struct_size) F(index) F(pcm) F(n_samples) F(phonemes))                   \
     S(eliza_diarizer_params, F(struct_size) F(n_threads))                                         \
     S(eliza_diarize_options, F(struct_size) F(step) F(num_speakers) F(min_speakers)               \

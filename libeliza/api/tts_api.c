@@ -8,7 +8,10 @@
  * (its split_pattern r'\n+'), G2P splits a line into sentences, a chunk's
  * style is row len(phonemes) - 1 of the voice pack, symbols outside the
  * vocabulary are dropped (KModel.forward), and a whole synthesis is the
- * chunks' audio back to back with nothing between them (kokoro's CLI). */
+ * chunks' audio back to back with nothing between them (kokoro's CLI).
+ * Two departures, for a stream's latency and its seams: the first chunk of
+ * a long line ends at its first clause boundary (FIRST_CUT_*), and every
+ * seam fades out and in over a few milliseconds (SEAM_FADE_MS). */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -30,6 +33,19 @@
 #define MIN_SPEED 0.25f
 #define MAX_SPEED 4.0f
 #define MAX_BLEND 64
+/* The stream's first chunk, when its phoneme line is longer than
+ * FIRST_CUT_MIN_LINE code points, ends at the line's first clause boundary
+ * (a comma, colon, semicolon or dash followed by a space) that leaves at
+ * least FIRST_CUT_MIN code points before it and FIRST_CUT_MIN_REST after:
+ * first audio after a clause, not a sentence. Later chunks stay whole lines. */
+#define FIRST_CUT_MIN_LINE 40
+#define FIRST_CUT_MIN 8
+#define FIRST_CUT_MIN_REST 12
+/* Each chunk fades in (all but the first) and out over SEAM_FADE_MS with a
+ * raised cosine, so chunks join at silence, without a click. */
+#define SEAM_FADE_MS 4
+/* G2P languages open at once on one model (each an espeak-ng voice). */
+#define MAX_G2P 16
 /* Phases of the profile: the model's, plus g2p and total. */
 #define MAX_PROFILE (EZ_KOKORO_MAX_PHASES + 2)
 
@@ -46,7 +62,11 @@ typedef struct {
 struct eliza_tts {
     ez_kokoro *model;
     ez_pool *pool;
-    ez_g2p *g2p;                 /* opened on the first text input */
+    struct {
+        char *language;
+        ez_g2p *g2p;
+    } g2p[MAX_G2P];              /* one per language, opened on its first text */
+    int n_g2p;
     char *espeak_library;        /* copies of the params (NULL = default) */
     char *espeak_data;
     char *language;
@@ -185,7 +205,10 @@ void eliza_tts_close(eliza_tts *tts) {
     /* A stream left open must not reach a freed model: it fails with
      * ELIZA_E_STATE from here on. */
     if (tts->stream) detach_stream(tts->stream);
-    ez_g2p_close(tts->g2p);
+    for (int i = 0; i < tts->n_g2p; i++) {
+        ez_g2p_close(tts->g2p[i].g2p);
+        free(tts->g2p[i].language);
+    }
     ez_pool_destroy(tts->pool);
     ez_kokoro_free(tts->model);
     free(tts->espeak_library);
@@ -266,6 +289,18 @@ const char *eliza_tts_voice_name(const eliza_tts *tts, int32_t index) {
     return ez_kokoro_voice_name(tts->model, (int)index);
 }
 
+const char *eliza_tts_voice_language(const eliza_tts *tts, int32_t index) {
+    ez_clear_error();
+    if (!tts || index < 0 || index >= ez_kokoro_voice_count(tts->model)) return NULL;
+    return ez_kokoro_voice_language(tts->model, (int)index);
+}
+
+const char *eliza_tts_voice_gender(const eliza_tts *tts, int32_t index) {
+    ez_clear_error();
+    if (!tts || index < 0 || index >= ez_kokoro_voice_count(tts->model)) return NULL;
+    return ez_kokoro_voice_gender(tts->model, (int)index);
+}
+
 int32_t eliza_tts_profile_json(const eliza_tts *tts, char **out_json) {
     ez_strbuf sb = {0};
     char *json;
@@ -291,9 +326,51 @@ int32_t eliza_tts_profile_json(const eliza_tts *tts, char **out_json) {
 /* Text -> phoneme lines                                                     */
 /* ------------------------------------------------------------------------ */
 
-static int32_t need_g2p(eliza_tts *tts) {
-    if (tts->g2p) return ELIZA_OK;
-    return ez_g2p_open(tts->espeak_library, tts->espeak_data, tts->language, &tts->g2p);
+/* Kokoro's languages whose G2P is not espeak-ng (misaki's ja and zh
+ * modules): libeliza has none, so their text must come as phonemes. */
+static const char *no_g2p_name(const char *language) {
+    static const struct {
+        const char *tag, *name;
+    } k[] = {{"ja", "Japanese"}, {"zh", "Mandarin Chinese"}, {"cmn", "Mandarin Chinese"}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        size_t n = strlen(k[i].tag);
+        if (strncmp(language, k[i].tag, n) == 0 && (language[n] == '\0' || language[n] == '-')) return k[i].name;
+    }
+    return NULL;
+}
+
+/* The G2P language when the caller names none: the params', else the
+ * voice's (the first voice of a blend: they share one), else "en-us". */
+static const char *default_language(const eliza_tts *tts, int voice) {
+    const char *v = ez_kokoro_voice_language(tts->model, voice);
+    if (tts->language) return tts->language;
+    return v && *v ? v : "en-us";
+}
+
+/* The G2P of `language`, opened on first use. */
+static int32_t need_g2p(eliza_tts *tts, const char *language, ez_g2p **out) {
+    const char *no_g2p = no_g2p_name(language);
+    int32_t rc;
+    *out = NULL;
+    if (no_g2p)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "libeliza has no G2P for %s ('%s'): pass Kokoro phonemes "
+                       "(ELIZA_TTS_PHONEMES; misaki's %s G2P makes them), or choose another language", no_g2p,
+                       language, strcmp(no_g2p, "Japanese") == 0 ? "ja" : "zh");
+    for (int i = 0; i < tts->n_g2p; i++)
+        if (strcmp(tts->g2p[i].language, language) == 0) {
+            *out = tts->g2p[i].g2p;
+            return ELIZA_OK;
+        }
+    if (tts->n_g2p == MAX_G2P)
+        return ez_fail(ELIZA_E_INVALID_ARG, "G2P language '%.64s': this model already has %d languages open", language,
+                       MAX_G2P);
+    if ((rc = copy_string(language, &tts->g2p[tts->n_g2p].language))) return rc;
+    if ((rc = ez_g2p_open(tts->espeak_library, tts->espeak_data, language, &tts->g2p[tts->n_g2p].g2p))) {
+        free(tts->g2p[tts->n_g2p].language);
+        return rc;
+    }
+    *out = tts->g2p[tts->n_g2p++].g2p;
+    return ELIZA_OK;
 }
 
 /* The next piece of text at text[*pos..n) for the G2P: up to the next line
@@ -397,24 +474,26 @@ static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *id
     return n_ids;
 }
 
-int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phonemes) {
+int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text, const char *language, char **out_phonemes) {
     ez_strbuf raw = {0}, sb = {0};
     size_t n, pos = 0, b, e;
     int32_t rc;
     int32_t ids[EZ_KOKORO_MAX_PHONEMES];
     int n_cp;
     char *res;
+    ez_g2p *g2p = NULL;
 
     ez_clear_error();
     if (out_phonemes) *out_phonemes = NULL;
     if (!tts || !text || !out_phonemes) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_tts_phonemize: NULL argument");
+    if (!language) language = default_language(tts, 0);
     n = strlen(text);
     if ((rc = check_utf8(text, n))) return rc;
     while (rc == ELIZA_OK && next_text_piece(text, n, &pos, &b, &e)) {
         if (is_blank(text, b, e)) continue;
-        rc = need_g2p(tts);
+        rc = need_g2p(tts, language, &g2p);
         if (rc == ELIZA_OK)
-            rc = ez_g2p_phonemize(tts->g2p, text + b, e - b, ez_kokoro_max_phonemes(tts->model), &raw);
+            rc = ez_g2p_phonemize(g2p, text + b, e - b, ez_kokoro_max_phonemes(tts->model), &raw);
         if (rc == ELIZA_OK) ez_sb_puts(&raw, "\n");
     }
     /* The lines synthesis would speak: cut to the model's limit, without the
@@ -437,6 +516,10 @@ int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phoneme
     if (!res) return ez_fail(ELIZA_E_NOMEM, "out of memory for the phonemes");
     *out_phonemes = res;
     return ELIZA_OK;
+}
+
+int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phonemes) {
+    return eliza_tts_phonemize_language(tts, text, NULL, out_phonemes);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -524,6 +607,15 @@ static int32_t parse_voice(const ez_kokoro *m, const char *spec, blend *out) {
         p++;
     }
     for (int i = 0; i < out->n; i++) out->weight[i] = (float)(out->weight[i] / sum);
+    /* Styles of two languages make no voice of either (kokoro's voices are
+     * trained per language): refused. A voice of unknown language mixes. */
+    for (int i = 1; i < out->n; i++) {
+        const char *a = ez_kokoro_voice_language(m, out->index[0]), *b = ez_kokoro_voice_language(m, out->index[i]);
+        if (a && b && *a && *b && strcmp(a, b) != 0)
+            return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.200s' blends %s (%s) with %s (%s): blend voices of one "
+                           "language", spec, ez_kokoro_voice_name(m, out->index[0]), a,
+                           ez_kokoro_voice_name(m, out->index[i]), b);
+    }
     return ELIZA_OK;
 }
 
@@ -552,6 +644,7 @@ struct eliza_tts_stream {
     char *text;                /* copy of config->text */
     size_t text_len, text_pos; /* text input: what the G2P has not seen yet */
     int phoneme_input;
+    char *language;            /* G2P language (text input) */
     blend voice;
     float speed;
     int no_noise;
@@ -572,6 +665,7 @@ static void detach_stream(eliza_tts_stream *s) { s->tts = NULL; }
 static void stream_free(eliza_tts_stream *s) {
     if (!s) return;
     free(s->text);
+    free(s->language);
     ez_sb_free(&s->lines);
     free(s->phonemes);
     free(s->pcm);
@@ -590,6 +684,7 @@ static int32_t read_config(const eliza_tts_config *in, eliza_tts_config *c) {
     TAKE(speed);
     TAKE(flags);
     TAKE(seed);
+    TAKE(language);
 #undef TAKE
     if (!c->text) return ez_fail(ELIZA_E_INVALID_ARG, "the text is NULL");
     if (!isfinite(c->speed) || c->speed < MIN_SPEED || c->speed > MAX_SPEED)
@@ -624,6 +719,12 @@ int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config, el
     rc = check_utf8(c.text, s->text_len);
     if (rc == ELIZA_OK) rc = parse_voice(tts->model, c.voice, &s->voice);
     if (rc == ELIZA_OK) rc = copy_string(c.text, &s->text);
+    if (rc == ELIZA_OK) rc = copy_string(c.language ? c.language : default_language(tts, s->voice.index[0]), &s->language);
+    /* Text in a language with no G2P fails here, before any audio. */
+    if (rc == ELIZA_OK && !s->phoneme_input && !is_blank(s->text, 0, s->text_len) && no_g2p_name(s->language)) {
+        ez_g2p *g2p;
+        rc = need_g2p(tts, s->language, &g2p);
+    }
     if (rc) {
         stream_free(s);
         return rc;
@@ -653,6 +754,45 @@ static int32_t fail_stream(eliza_tts_stream *s, int32_t rc) {
     return rc;
 }
 
+static int is_clause_mark(uint32_t cp) { return cp == ',' || cp == ':' || cp == ';' || cp == 0x2014 || cp == 0x2013; }
+
+/* The first clause boundary of ph[b, e) (n_cp code points) as described at
+ * FIRST_CUT_MIN_LINE: the byte offset just past its mark, or 0 for none.
+ * *cut_cp is the code points before it. */
+static size_t first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int *cut_cp) {
+    int cp = 0;
+    if (n_cp < FIRST_CUT_MIN_LINE) return 0;
+    for (size_t i = b; i < e;) {
+        int len = utf8_len(ph + i);
+        cp++;
+        i += (size_t)len;
+        if (i < e && ph[i] == ' ' && cp >= FIRST_CUT_MIN && n_cp - cp >= FIRST_CUT_MIN_REST &&
+            is_clause_mark(utf8_decode(ph + i - len, len))) {
+            *cut_cp = cp;
+            return i;
+        }
+    }
+    return 0;
+}
+
+/* The next chunk of ph[0, len) from *pos (next_phoneme_chunk), the first of
+ * the stream cut early (first_clause_cut): the rest of its line is the
+ * next chunk. */
+static int stream_chunk(eliza_tts_stream *s, const char *ph, size_t len, size_t *pos, const char **out, size_t *n,
+                        int *n_cp) {
+    size_t b, e, cut;
+    int cut_cp = 0;
+    if (!next_phoneme_chunk(ph, len, ez_kokoro_max_phonemes(s->tts->model), pos, &b, &e, n_cp)) return 0;
+    if (s->index == 0 && (cut = first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
+        e = cut;
+        *n_cp = cut_cp;
+        *pos = cut;
+    }
+    *out = ph + b;
+    *n = e - b;
+    return 1;
+}
+
 /* The phonemes of the next chunk: [*ph, *ph + *n) with *n_cp code points;
  * 0 when the text is used up. Text input runs the G2P one piece at a time. */
 static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t *n, int *n_cp, int *found) {
@@ -662,16 +802,10 @@ static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t 
     *found = 0;
     for (;;) {
         if (s->phoneme_input) {
-            if (next_phoneme_chunk(s->text, s->text_len, max_cp, &s->text_pos, &b, &e, n_cp)) {
-                *ph = s->text + b;
-                *n = e - b;
-                *found = 1;
-            }
+            *found = stream_chunk(s, s->text, s->text_len, &s->text_pos, ph, n, n_cp);
             return ELIZA_OK;
         }
-        if (s->lines.len && next_phoneme_chunk(s->lines.data, s->lines.len, max_cp, &s->lines_pos, &b, &e, n_cp)) {
-            *ph = s->lines.data + b;
-            *n = e - b;
+        if (s->lines.len && stream_chunk(s, s->lines.data, s->lines.len, &s->lines_pos, ph, n, n_cp)) {
             *found = 1;
             return ELIZA_OK;
         }
@@ -679,13 +813,14 @@ static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t 
         ez_sb_free(&s->lines);
         s->lines_pos = 0;
         while (s->lines.len == 0) {
+            ez_g2p *g2p;
             uint64_t t0;
             int32_t rc;
             if (!next_text_piece(s->text, s->text_len, &s->text_pos, &b, &e)) return ELIZA_OK;
             if (is_blank(s->text, b, e)) continue;
-            if ((rc = need_g2p(tts))) return rc;
+            if ((rc = need_g2p(tts, s->language, &g2p))) return rc;
             t0 = ez_time_ns();
-            rc = ez_g2p_phonemize(tts->g2p, s->text + b, e - b, max_cp, &s->lines);
+            rc = ez_g2p_phonemize(g2p, s->text + b, e - b, max_cp, &s->lines);
             profile_add(&tts->prof, "g2p", (double)(ez_time_ns() - t0) / 1e6);
             if (rc) return rc;
             if (s->lines.failed) return ez_fail(ELIZA_E_NOMEM, "out of memory for phonemes");
@@ -710,6 +845,18 @@ static void set_chunk(eliza_tts_chunk *chunk, uint32_t index, const float *pcm, 
     if (FITS(chunk, eliza_tts_chunk, pcm)) chunk->pcm = pcm;
     if (FITS(chunk, eliza_tts_chunk, n_samples)) chunk->n_samples = n;
     if (FITS(chunk, eliza_tts_chunk, phonemes)) chunk->phonemes = phonemes;
+}
+
+/* The seam fades (SEAM_FADE_MS): in at the start unless `first`, out at the
+ * end; the samples at the seam itself become 0. */
+static void fade_seams(float *pcm, size_t n, int sample_rate, int first) {
+    size_t len = (size_t)sample_rate * SEAM_FADE_MS / 1000;
+    if (len > n / 2) len = n / 2;
+    for (size_t i = 0; i < len; i++) {
+        float g = 0.5f - 0.5f * cosf(3.14159265f * (float)i / (float)len);
+        if (!first) pcm[i] *= g;
+        pcm[n - 1 - i] *= g;
+    }
 }
 
 /* Chunk seeds: one stream of noise per chunk, repeatable from the seed. */
@@ -763,6 +910,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
             s->pcm = NULL;
             return fail_stream(s, rc);
         }
+        fade_seams(s->pcm, n_pcm, ez_kokoro_sample_rate(tts->model), s->index == 0);
         set_chunk(chunk, s->index, s->pcm, n_pcm, s->phonemes);
         s->index++;
         s->n_samples += n_pcm;

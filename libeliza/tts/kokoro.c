@@ -620,6 +620,44 @@ static int32_t load_vocab(loader *L) {
     return ELIZA_OK;
 }
 
+/* A NUL-terminated copy of s (at most max bytes, no NUL; empty only when
+ * allow_empty) into *out, or a FORMAT error naming `what` and entry i. */
+static int32_t voice_string(const ez_str *s, uint64_t i, const char *what, size_t max, int allow_empty,
+                            char **out) {
+    if ((!allow_empty && s->len == 0) || s->len > max || memchr(s->ptr, 0, s->len))
+        return ez_fail(ELIZA_E_FORMAT, "Kokoro voice %s %" PRIu64 " is %slonger than %d bytes or holds NUL", what,
+                       i, allow_empty ? "" : "empty, ", (int)max);
+    if (!(*out = malloc(s->len + 1))) return ez_fail(ELIZA_E_NOMEM, "Kokoro voice %s %" PRIu64, what, i);
+    memcpy(*out, s->ptr, s->len);
+    (*out)[s->len] = 0;
+    return ELIZA_OK;
+}
+
+/* kokoro.voice_languages / kokoro.voice_genders: optional (files before
+ * them have none: ""), one string per voice when present. */
+static int32_t voice_tags(loader *L, const char *key, uint64_t n, size_t max, char ***out) {
+    const ez_gguf_kv *kv;
+    ez_str *tags = NULL;
+    int32_t rc;
+    if (!(*out = calloc((size_t)n, sizeof **out))) return ez_fail(ELIZA_E_NOMEM, "Kokoro %s", key);
+    if (ez_gguf_find_kv(L->g, key)) {
+        if ((rc = ez_gguf_get_arr(L->g, key, EZ_GGUF_STRING, &kv))) return rc;
+        if (kv->arr_len != n)
+            return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata '%s' has %" PRIu64 " entries for %" PRIu64 " voices",
+                           key, kv->arr_len, n);
+        if ((rc = ez_gguf_arr_strings(kv, &tags))) return rc;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        ez_str none = {"", 0};
+        if ((rc = voice_string(tags ? &tags[i] : &none, i, key, max, 1, &(*out)[i]))) {
+            free(tags);
+            return rc;
+        }
+    }
+    free(tags);
+    return ELIZA_OK;
+}
+
 static int32_t load_voices(loader *L) {
     ez_kokoro *m = L->m;
     const ez_gguf_kv *kv;
@@ -641,17 +679,10 @@ static int32_t load_voices(loader *L) {
     }
     for (uint64_t i = 0; i < kv->arr_len; i++) {
         const float *pack;
-        if (names[i].len == 0 || names[i].len > 64 || memchr(names[i].ptr, 0, names[i].len)) {
+        if ((rc = voice_string(&names[i], i, "name", 64, 0, &m->voice_names[i]))) {
             free(names);
-            return ez_fail(ELIZA_E_FORMAT, "Kokoro voice name %" PRIu64 " is empty, longer than 64 bytes or holds NUL",
-                           i);
+            return rc;
         }
-        if (!(m->voice_names[i] = malloc(names[i].len + 1))) {
-            free(names);
-            return ez_fail(ELIZA_E_NOMEM, "Kokoro voice name %" PRIu64, i);
-        }
-        memcpy(m->voice_names[i], names[i].ptr, names[i].len);
-        m->voice_names[i][names[i].len] = 0;
         m->n_voices = (int)i + 1;
         snprintf(L->name, sizeof L->name, "voice.%s", m->voice_names[i]);
         if ((rc = tensor(L, &pack, 2, EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM, 0))) {
@@ -662,7 +693,8 @@ static int32_t load_voices(loader *L) {
         free(L->m->bufs[--L->m->n_bufs]);
     }
     free(names);
-    return ELIZA_OK;
+    if ((rc = voice_tags(L, "kokoro.voice_languages", kv->arr_len, 16, &m->voice_languages))) return rc;
+    return voice_tags(L, "kokoro.voice_genders", kv->arr_len, 16, &m->voice_genders);
 }
 
 int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
@@ -694,8 +726,14 @@ void ez_kokoro_free(ez_kokoro *m) {
     if (!m) return;
     for (int i = 0; i < m->n_bufs; i++) free(m->bufs[i]);
     free(m->bufs);
-    for (int i = 0; i < m->n_voices; i++) free(m->voice_names[i]);
+    for (int i = 0; i < m->n_voices; i++) {
+        free(m->voice_names[i]);
+        if (m->voice_languages) free(m->voice_languages[i]);
+        if (m->voice_genders) free(m->voice_genders[i]);
+    }
     free(m->voice_names);
+    free(m->voice_languages);
+    free(m->voice_genders);
     free(m->voices);
     free(m->vocab_cp);
     free(m->vocab_id);
@@ -707,6 +745,14 @@ int ez_kokoro_voice_count(const ez_kokoro *m) { return m->n_voices; }
 
 const char *ez_kokoro_voice_name(const ez_kokoro *m, int index) {
     return index >= 0 && index < m->n_voices ? m->voice_names[index] : NULL;
+}
+
+const char *ez_kokoro_voice_language(const ez_kokoro *m, int index) {
+    return index >= 0 && index < m->n_voices && m->voice_languages ? m->voice_languages[index] : NULL;
+}
+
+const char *ez_kokoro_voice_gender(const ez_kokoro *m, int index) {
+    return index >= 0 && index < m->n_voices && m->voice_genders ? m->voice_genders[index] : NULL;
 }
 
 const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index) {

@@ -22,6 +22,11 @@ EZ_INTERNAL void ez_kokoro_free(ez_kokoro *m);
 EZ_INTERNAL int ez_kokoro_sample_rate(const ez_kokoro *m);
 EZ_INTERNAL int ez_kokoro_voice_count(const ez_kokoro *m);
 EZ_INTERNAL const char *ez_kokoro_voice_name(const ez_kokoro *m, int index);
+/* Voice `index`'s language ("en-us", "en-gb", "es", "fr-fr", "hi", "it",
+ * "pt-br", "ja", "zh", ...) and gender ("f", "m"), as the file lists them
+ * (kokoro.voice_languages / kokoro.voice_genders); "" when it does not. */
+EZ_INTERNAL const char *ez_kokoro_voice_language(const ez_kokoro *m, int index);
+EZ_INTERNAL const char *ez_kokoro_voice_gender(const ez_kokoro *m, int index);
 /* The voice pack of voice `index`: [EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM],
  * row n - 1 is the style for an utterance of n phonemes. */
 EZ_INTERNAL const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index);

@@ -144,6 +144,8 @@ struct ez_kokoro {
     int n_bufs, cap_bufs;
     int n_voices;
     char **voice_names;
+    char **voice_languages;     /* e.g. "en-us", "ja"; "" when the file does not say */
+    char **voice_genders;       /* "f", "m" or "" */
     float *voices;              /* [n_voices, EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM] */
     int n_vocab;
     uint32_t *vocab_cp;         /* code point of each symbol */

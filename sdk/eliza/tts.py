@@ -3,7 +3,7 @@
 Example::
 
     with eliza.TTS() as tts:            # default model, fetched and converted once
-        audio = tts.synthesize("Hello there.", voice="jf_alpha")   # float32, tts.sample_rate Hz
+        audio = tts.synthesize("Hello there.", voice="af_heart")   # float32, tts.sample_rate Hz
         eliza.write_wav("hello.wav", audio, tts.sample_rate)
 """
 
@@ -28,7 +28,7 @@ from ._interrupt import InFlight, run
 from ._native import TtsChunk, TtsConfig, TtsParams, lib
 from .errors import ElizaIOError, InvalidArgumentError, StateError, Status, UnsupportedError, check
 
-__all__ = ["TTS", "Chunk", "write_wav", "pcm16"]
+__all__ = ["TTS", "Chunk", "Voice", "write_wav", "pcm16"]
 
 _PHONEMES = 1 << 0
 _NO_NOISE = 1 << 1
@@ -44,6 +44,18 @@ class Chunk:
     index: int
     audio: npt.NDArray[np.float32] = field(repr=False)
     phonemes: str
+
+
+@dataclass(frozen=True)
+class Voice:
+    """One voice of the model: its ``name``, the G2P ``language`` its text
+    goes through ("en-us", "en-gb", "es", "fr-fr", "hi", "it", "pt-br", "ja",
+    "zh"; "" when the model does not say) and its ``gender`` ("f", "m" or
+    "")."""
+
+    name: str
+    language: str
+    gender: str
 
 
 def _c_text(text: str | bytes, what: str) -> bytes:
@@ -149,23 +161,27 @@ class TTS(NativeModel["_Stream"]):
     """A Kokoro-82M model opened from one GGUF file, voices included.
 
     ``model`` None takes the default model (converted once from its pinned
-    packages into the model cache). Text goes through espeak-ng, loaded on
-    the first text input: ``espeak_library`` / ``espeak_data`` default to
-    $ELIZA_ESPEAK_LIBRARY / $ELIZA_ESPEAK_DATA when set, else to the
-    ``espeakng_loader`` package's when it is installed, else to the
-    system's; ``language`` is the espeak-ng voice. ``n_threads`` 0 uses one thread per core. One
-    thread at a time may use it; :meth:`cancel` is the exception.
+    packages into the model cache, 54 voices). Text goes through espeak-ng,
+    loaded on the first text input: ``espeak_library`` / ``espeak_data``
+    default to $ELIZA_ESPEAK_LIBRARY / $ELIZA_ESPEAK_DATA when set, else to
+    the ``espeakng_loader`` package's when it is installed, else to the
+    system's. The G2P language follows the voice (:attr:`voices`); a
+    ``language`` here (an espeak-ng language, e.g. "en-us") replaces it for
+    every call, and ``lang=`` of a call replaces both. ``n_threads`` 0 uses
+    one thread per core. One thread at a time may use it; :meth:`cancel` is
+    the exception.
 
     Failures raise :class:`eliza.ElizaError` subclasses: an unknown voice
     :class:`~eliza.NotFoundError`; a speed outside 0.25..4, a blend weight
-    that is not a finite number > 0, or invalid UTF-8
-    :class:`~eliza.InvalidArgumentError`; text input without espeak-ng
-    :class:`~eliza.UnsupportedError`.
+    that is not a finite number > 0, a blend of voices of two languages, or
+    invalid UTF-8 :class:`~eliza.InvalidArgumentError`; text input without
+    espeak-ng, or in a language without a G2P here (Japanese, Mandarin: pass
+    ``phonemes=True``) :class:`~eliza.UnsupportedError`.
 
     Example::
 
         with eliza.TTS(n_threads=2) as tts:
-            for chunk in tts.stream("One. Two. Three.", voice="jf_alpha:0.7,jm_kumo:0.3"):
+            for chunk in tts.stream("One. Two. Three.", voice="af_heart:0.7,af_bella:0.3"):
                 print(chunk.index, chunk.phonemes, len(chunk.audio) / tts.sample_rate)
     """
 
@@ -177,7 +193,7 @@ class TTS(NativeModel["_Stream"]):
         n_threads: int = 0,
         espeak_library: str | os.PathLike[str] | None = None,
         espeak_data: str | os.PathLike[str] | None = None,
-        language: str = "en-us",
+        language: str | None = None,
     ) -> None:
         super().__init__(_default_model() if model is None else os.fspath(model))
         if espeak_library is None and espeak_data is None:
@@ -189,12 +205,13 @@ class TTS(NativeModel["_Stream"]):
         keep = [
             None if espeak_library is None else os.fsencode(espeak_library),
             None if espeak_data is None else os.fsencode(espeak_data),
-            _c_text(language, "language"),
+            None if language is None else _c_text(language, "language"),
         ]
         params.espeak_library, params.espeak_data, params.language = keep
         handle = ctypes.c_void_p()
         check(lib().eliza_tts_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
+        self._language_set = language is not None
 
     def _close_handle(self, handle: ctypes.c_void_p) -> None:
         lib().eliza_tts_close(handle)
@@ -208,15 +225,33 @@ class TTS(NativeModel["_Stream"]):
             return check(lib().eliza_tts_sample_rate(handle))
 
     @property
-    def voices(self) -> list[str]:
-        """The voice names in the model, in its order (the first is the
-        default of the C API)."""
-        names: list[str] = []
+    def voices(self) -> list[Voice]:
+        """The model's voices in its order (the first, af_heart in the
+        default model, is the default)."""
+        out: list[Voice] = []
         with self._calling() as handle:
             for i in range(check(lib().eliza_tts_voice_count(handle))):
-                raw: bytes | None = lib().eliza_tts_voice_name(handle, i)
-                names.append(raw.decode("utf-8", "replace") if raw else "")
-        return names
+                fields = [
+                    lib().eliza_tts_voice_name(handle, i),
+                    lib().eliza_tts_voice_language(handle, i),
+                    lib().eliza_tts_voice_gender(handle, i),
+                ]
+                name, language, gender = (f.decode("utf-8", "replace") if f else "" for f in fields)
+                out.append(Voice(name=name, language=language, gender=gender))
+        return out
+
+    def _voice_language(self, voice: str | Voice | None) -> str | None:
+        """The language of ``voice`` (a name or blend: its first voice), None
+        when the model does not say or the name is unknown."""
+        voices = self.voices
+        if isinstance(voice, Voice):
+            return voice.language or None
+        if voice is None:
+            first = voices[0] if voices else None
+        else:
+            name = voice.split(",")[0].split(":")[0].strip()
+            first = next((v for v in voices if v.name == name), None)
+        return first.language if first is not None and first.language else None
 
     def profile(self) -> dict[str, float]:
         """Per-phase wall times (ms) of the last synthesis or stream: the
@@ -229,13 +264,16 @@ class TTS(NativeModel["_Stream"]):
         doc: dict[str, Any] = json.loads(raw.decode("utf-8"))
         return {str(k): float(v) for k, v in doc.items() if v is not None}
 
-    def phonemize(self, text: str | bytes) -> str:
-        """Kokoro phonemes of ``text``, one line per chunk as synthesis
-        would speak them."""
+    def phonemize(self, text: str | bytes, voice: str | Voice | None = None, lang: str | None = None) -> str:
+        """Kokoro phonemes of ``text``, one line per chunk as synthesis with
+        ``voice`` would speak them: in language ``lang``, else the model's
+        ``language``, else ``voice``'s (None: the default voice's)."""
         data = _c_text(text, "the text")
+        language = lang if lang is not None else (None if self._language_set else self._voice_language(voice))
         out = ctypes.c_char_p()
+        c_lang = None if language is None else _c_text(language, "the language")
         with self._calling() as handle:
-            check(lib().eliza_tts_phonemize(handle, data, ctypes.byref(out)))
+            check(lib().eliza_tts_phonemize_language(handle, data, c_lang, ctypes.byref(out)))
         raw = out.value or b""
         lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
         return raw.decode("utf-8", "replace")
@@ -243,12 +281,22 @@ class TTS(NativeModel["_Stream"]):
     # -- synthesis ------------------------------------------------------------
 
     def _config(
-        self, text: str | bytes, voice: str | None, speed: float, phonemes: bool, no_noise: bool, seed: int
-    ) -> tuple[TtsConfig, tuple[bytes, bytes | None]]:
+        self,
+        text: str | bytes,
+        voice: str | Voice | None,
+        speed: float,
+        phonemes: bool,
+        no_noise: bool,
+        seed: int,
+        lang: str | None,
+    ) -> tuple[TtsConfig, tuple[bytes, bytes | None, bytes | None]]:
         if not 0 <= seed <= _U64_MAX:
             raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
         text_bytes = _c_text(text, "the text")
+        if isinstance(voice, Voice):
+            voice = voice.name
         voice_bytes = None if voice is None else _c_text(voice, "the voice")
+        lang_bytes = None if lang is None else _c_text(lang, "the language")
         cfg = TtsConfig()
         lib().eliza_tts_default_config(ctypes.byref(cfg))
         cfg.text = text_bytes
@@ -256,38 +304,43 @@ class TTS(NativeModel["_Stream"]):
         cfg.speed = float(speed)
         cfg.flags = (_PHONEMES if phonemes else 0) | (_NO_NOISE if no_noise else 0)
         cfg.seed = seed
-        return cfg, (text_bytes, voice_bytes)
+        cfg.language = lang_bytes
+        return cfg, (text_bytes, voice_bytes, lang_bytes)
 
     def synthesize(
         self,
         text: str | bytes,
-        voice: str | None = "jf_alpha",
+        voice: str | Voice | None = None,
         speed: float = 1.0,
         phonemes: bool = False,
         no_noise: bool = False,
         seed: int = 0,
+        lang: str | None = None,
     ) -> npt.NDArray[np.float32]:
         """The whole of ``text`` as float32 mono audio at :attr:`sample_rate`.
 
-        ``voice`` is a name or a weighted blend ``"a:0.7,b:0.3"`` (None: the
-        model's first voice); ``speed`` 0.25..4; ``phonemes`` takes ``text``
+        ``voice`` is a name (or a :class:`Voice`) or a weighted blend ``"a:0.7,b:0.3"`` of voices
+        of one language (None: the model's first voice, af_heart in the
+        default model); ``lang`` the G2P language (None: the model's
+        ``language``, else the voice's); ``speed`` 0.25..4; ``phonemes`` takes ``text``
         as Kokoro phonemes (lines split on ``"\\n"``) instead of running
         G2P; ``no_noise`` makes the output repeatable whatever the seed;
         otherwise ``seed`` draws the source noise. Text with nothing to say
         gives an empty array. Ctrl-C stops the synthesis within a fraction
         of a second (the chunks of :meth:`stream`, each cancellable).
         """
-        chunks = [c.audio for c in self.stream(text, voice, speed, phonemes, no_noise, seed)]
+        chunks = [c.audio for c in self.stream(text, voice, speed, phonemes, no_noise, seed, lang)]
         return np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
 
     def stream(
         self,
         text: str | bytes,
-        voice: str | None = "jf_alpha",
+        voice: str | Voice | None = None,
         speed: float = 1.0,
         phonemes: bool = False,
         no_noise: bool = False,
         seed: int = 0,
+        lang: str | None = None,
     ) -> Generator[Chunk, None, None]:
         """The audio of ``text`` one chunk (sentence) at a time, as it is
         made; arguments as in :meth:`synthesize`, whose result is the chunks'
@@ -297,7 +350,7 @@ class TTS(NativeModel["_Stream"]):
         model runs as the iterator is consumed. Leaving the loop early
         closes the stream; :meth:`cancel` from another thread ends it.
         """
-        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed)
+        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed, lang)
         out = ctypes.c_void_p()
         with self._calling() as handle:
             check(lib().eliza_tts_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))

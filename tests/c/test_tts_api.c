@@ -153,6 +153,51 @@ static void test_tts_synthesis_and_bad_config(void) {
         CHECK_RC(synth(tts, PHONEMES, spec, 1.0f, PH, &n), ELIZA_OK);
     }
 
+    /* A model without kokoro.voice_languages: "" for every voice. */
+    CHECK(eliza_tts_voice_language(tts, 0) && strcmp(eliza_tts_voice_language(tts, 0), "") == 0);
+    CHECK(eliza_tts_voice_gender(tts, 0) && strcmp(eliza_tts_voice_gender(tts, 0), "") == 0);
+    CHECK(eliza_tts_voice_language(tts, -1) == NULL && eliza_tts_voice_gender(tts, 100000) == NULL);
+    {
+        /* Text in a language without a G2P fails at open, before espeak-ng. */
+        eliza_tts_config c;
+        eliza_tts_stream *s = NULL;
+        char *ph = NULL;
+        eliza_tts_default_config(&c);
+        c.text = "Hello.";
+        c.language = "ja";
+        CHECK_RC(eliza_tts_stream_open(tts, &c, &s), ELIZA_E_UNSUPPORTED);
+        CHECK(s == NULL && strstr(eliza_last_error(), "Japanese") != NULL);
+        CHECK_RC(eliza_tts_phonemize_language(tts, "Hello.", "zh", &ph), ELIZA_E_UNSUPPORTED);
+        CHECK(ph == NULL);
+        c.flags = PH; /* phonemes need no G2P */
+        c.text = PHONEMES;
+        CHECK_RC(eliza_tts_stream_open(tts, &c, &s), ELIZA_OK);
+        eliza_tts_stream_close(s);
+    }
+    {
+        /* Chunks fade to 0 at their seams (this model's 38-phoneme chunks
+         * are too short for the first chunk's clause cut: the Python tests
+         * pin that). */
+        const char *line = "hello world test,\nhello world test: hello.";
+        eliza_tts_config c;
+        eliza_tts_stream *s = NULL;
+        eliza_tts_chunk chunk;
+        eliza_tts_default_config(&c);
+        c.text = line;
+        c.flags = PH;
+        CHECK_RC(eliza_tts_stream_open(tts, &c, &s), ELIZA_OK);
+        memset(&chunk, 0, sizeof chunk);
+        chunk.struct_size = sizeof chunk;
+        CHECK_RC(eliza_tts_stream_next(s, &chunk), ELIZA_OK);
+        CHECK(strcmp(chunk.phonemes, "hello world test,") == 0);
+        CHECK(chunk.n_samples > 0 && chunk.pcm[chunk.n_samples - 1] == 0.0f);
+        CHECK_RC(eliza_tts_stream_next(s, &chunk), ELIZA_OK);
+        CHECK(strcmp(chunk.phonemes, "hello world test: hello.") == 0);
+        CHECK(chunk.n_samples > 0 && chunk.pcm[0] == 0.0f && chunk.pcm[chunk.n_samples - 1] == 0.0f);
+        CHECK_RC(eliza_tts_stream_next(s, &chunk), ELIZA_DONE);
+        eliza_tts_stream_close(s);
+    }
+
     /* 50,000 code points on one line: only the first chunk is made here. */
     big = (char *)malloc(50001);
     CHECK(big != NULL);

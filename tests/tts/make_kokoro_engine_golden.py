@@ -167,6 +167,7 @@ def write_model(model: Any, path: Path) -> None:
         cfg,
         source="pth",
         weight_type="q8_0",
+        voice_type="f32",
         name="kokoro tiny random (engine golden)",
         counts=(len(tensors), 0),
         progress=None,

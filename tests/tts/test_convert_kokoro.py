@@ -144,6 +144,8 @@ def test_shipped_onnx_converts_to_the_schema(shipped_f16: Path) -> None:
     assert vocab == _packaged_vocab()
     assert all(len(s) == 1 for s in kv["kokoro.vocab.symbols"])
     assert kv["kokoro.voices"] == ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+    assert kv["kokoro.voice_languages"] == ["ja"] * 5
+    assert kv["kokoro.voice_genders"] == ["f", "f", "f", "f", "m"]
 
 
 def test_tensor_names_types_and_voices(shipped_f16: Path) -> None:
@@ -163,8 +165,10 @@ def test_tensor_names_types_and_voices(shipped_f16: Path) -> None:
     with np.load(kconv.packaged_data_file("voices_ja.npz")) as npz:
         for v in npz.files:
             t = tensors[f"voice.{v}"]
-            assert t.tensor_type == gguf.GGMLQuantizationType.F32
-            np.testing.assert_array_equal(np.asarray(t.data).reshape(510, 256), npz[v][:, 0, :])
+            assert t.tensor_type == gguf.GGMLQuantizationType.F16
+            np.testing.assert_array_equal(
+                np.asarray(t.data).reshape(510, 256), npz[v][:, 0, :].astype(np.float16)
+            )
 
 
 def test_onnx_mapping_matches_pinned_fingerprints() -> None:
@@ -317,7 +321,7 @@ def test_q8_0_quantizes_matrices_only(tmp_path: Path) -> None:
         voices=kconv.packaged_data_file("voices_ja.npz"),
         vocab=kconv.packaged_data_file("vocab.json"),
     )
-    assert report.tensor_types == {"Q8_0": 110, "F16": 89, "F32": 403}
+    assert report.tensor_types == {"Q8_0": 110, "F16": 89 + 5, "F32": 398}  # the five voices are F16
     for t in gguf.GGUFReader(str(out)).tensors:
         shape = tuple(int(d) for d in reversed(t.shape))
         if t.tensor_type == gguf.GGMLQuantizationType.Q8_0:
@@ -330,18 +334,23 @@ def test_q8_0_quantizes_matrices_only(tmp_path: Path) -> None:
 
 
 def test_default_model_is_converted_once_into_the_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kokoro_js_voices: Path,
 ) -> None:
     monkeypatch.setenv("ELIZA_MODEL_CACHE", str(tmp_path))
     spec = models.MODELS[models.KOKORO]
     assert len(spec.wheel_sha256) == len(spec.requirements) == 5
     assert spec.sha256 == kconv.ONNX_SHA256
     assert not models.is_cached(models.KOKORO)
-    path = models.kokoro_model_path(install=False)
+    path = models.kokoro_model_path(install=False, voices=kokoro_js_voices)
     assert path == tmp_path / "kokoro-82m-v1.0-f16.gguf"
     assert models.is_cached(models.KOKORO)
     assert not list(tmp_path.glob("*.part"))
-    assert _kv(path)["kokoro.source"] == "onnx-int8"
+    kv = _kv(path)
+    assert kv["kokoro.source"] == "onnx-int8"
+    assert len(kv["kokoro.voices"]) == 54 and kv["kokoro.voices"][0] == "af_heart"
     mtime = path.stat().st_mtime_ns
     assert models.kokoro_model_path(install=False) == path and path.stat().st_mtime_ns == mtime
 

@@ -264,3 +264,60 @@ def test_g2p_matches_misaki_live(tool: Tool, reference: Any) -> None:
     want = [expected_lines(m) for m in ref]
     want = [o if o.split() == w.split() else w for o, w in zip(ours, want)]
     check_rate(texts, ours, want)
+
+
+# ---- Kokoro's other espeak-ng languages (es, fr-fr, hi, it, pt-br) -----------
+
+
+@pytest.fixture(scope="module", params=gen.LANGUAGES)
+def language(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Tool]:
+    """One of the languages KPipeline phonemizes with misaki's EspeakG2P, and
+    the tool set to it."""
+    pytest.importorskip("espeakng_loader")
+    lang: str = request.param
+    tool = Tool(c_tools.require("test_tts_g2p"), tmp_path_factory.mktemp(f"g2p-{lang}"))
+    tool.env["ELIZA_TEST_G2P_LANGUAGE"] = lang
+    return lang, tool
+
+
+def _golden(lang: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(gen.golden_path(lang).read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize("lang", gen.LANGUAGES)
+def test_language_golden_is_current(lang: str) -> None:
+    golden = _golden(lang)
+    corpus = gen.corpus_path(lang)
+    assert golden["header"]["corpus_sha256"] == hashlib.sha256(corpus.read_bytes()).hexdigest(), (
+        "corpus changed: rerun make_g2p_golden.py"
+    )
+    assert golden["header"]["reference"] == f'misaki.espeak.EspeakG2P(language="{lang}")'
+    assert [c[0] for c in golden["cases"]] == gen.load_corpus(corpus)
+    assert len(golden["cases"]) >= 100
+
+
+def test_language_matches_misaki(language: tuple[str, Tool]) -> None:
+    """≥ 98% identical to misaki's EspeakG2P(language=...) on the language's
+    corpus, one call per text and sentence by sentence."""
+    lang, tool = language
+    golden = _golden(lang)
+    texts = [c[0] for c in golden["cases"]]
+    whole = tool.run(texts, mode="whole")
+    assert tool.version == golden["header"]["espeak_ng"]
+    assert all(r.ok for r in whole)
+    check_rate(texts, [r.text for r in whole], [c[1] for c in golden["cases"]])
+    lines = tool.run(texts)
+    assert all(r.ok for r in lines)
+    check_rate(
+        texts, [" ".join(r.text.split("\n")) for r in lines], [expected_lines(c[1]) for c in golden["cases"]]
+    )
+
+
+@pytest.mark.reference
+def test_language_matches_misaki_live(language: tuple[str, Tool]) -> None:
+    pytest.importorskip("misaki")
+    lang, tool = language
+    texts = gen.load_corpus(gen.corpus_path(lang))
+    ref = gen.Reference(lang)
+    check_rate(texts, [r.text for r in tool.run(texts, mode="whole")], [ref(t) for t in texts])

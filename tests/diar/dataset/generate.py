@@ -263,7 +263,9 @@ class Kokoro:
     voices = KOKORO_VOICES
 
     def __init__(self) -> None:
-        self.tts = _eliza().TTS(n_threads=KOKORO_THREADS)
+        # English G2P for every voice: these Japanese voices speak English
+        # text here, as they did before voices had a language.
+        self.tts = _eliza().TTS(n_threads=KOKORO_THREADS, language="en-us")
         self.rate = int(self.tts.sample_rate)
 
     def describe(self, voice: Any) -> dict[str, Any]:
