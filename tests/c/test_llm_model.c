@@ -1450,6 +1450,17 @@ static void test_llm_api_arguments(void) {
         eliza_llm_close(bad_llm);
     }
     CHECK_RC(eliza_llm_info_json(NULL, &json), ELIZA_E_INVALID_ARG);
+    {
+        /* Token scores: -log softmax of the next token, finite and positive. */
+        const int32_t t3[3] = {1, 5, 6};
+        double nll[2] = {0, 0};
+        CHECK_RC(eliza_llm_token_nll(NULL, t3, 3, 0, nll), ELIZA_E_INVALID_ARG);
+        CHECK_RC(eliza_llm_token_nll(llm, t3, 3, 0, NULL), ELIZA_E_INVALID_ARG);
+        CHECK_RC(eliza_llm_token_nll(llm, t3, 3, 2, nll), ELIZA_E_INVALID_ARG);
+        CHECK_RC(eliza_llm_token_nll(llm, t3, 1, 0, nll), ELIZA_E_INVALID_ARG);
+        CHECK_RC(eliza_llm_token_nll(llm, t3, 3, 0, nll), ELIZA_OK);
+        CHECK(isfinite(nll[0]) && nll[0] > 0 && isfinite(nll[1]) && nll[1] > 0);
+    }
     eliza_free(ids);
 done:
     eliza_llm_close(llm);
