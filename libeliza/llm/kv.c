@@ -258,11 +258,7 @@ const ez_kv_kernels *ez_kv_kernels_ref(int type) { return type >= 0 && type < EZ
 
 const ez_kv_kernels *ez_kv_kernels_active(int type) {
     const ez_kv_kernels *k = NULL;
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX2: k = ez_kv_kernels_avx2(type); break;
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: k = ez_kv_kernels_neon(type); break;
-    default: break;
-    }
+    if (ez_simd_at_least(EZ_SIMD_AVX2)) k = ez_kv_kernels_avx2(type);
+    else if (ez_simd_at_least(EZ_SIMD_NEON)) k = ez_kv_kernels_neon(type);
     return k ? k : ez_kv_kernels_ref(type);
 }

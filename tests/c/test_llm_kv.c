@@ -208,6 +208,13 @@ static void test_kv_fast_kernels_match_reference(void) {
             check_kernels(ez_kv_kernels_avx2(t), ref, t, "avx2");
         if (ez_kv_kernels_neon(t)) check_kernels(ez_kv_kernels_neon(t), ref, t, "neon");
         check_kernels(ez_kv_kernels_active(t), ref, t, "active");
+        /* Every vector level runs the vector kernels it may (avx512 the AVX2 ones). */
+        if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_kv_kernels_avx2(t))
+            CHECK_MSG(ez_kv_kernels_active(t) == ez_kv_kernels_avx2(t), "%s: level %s runs the reference",
+                      ez_kv_type_name(t), ez_simd_level_name(ez_simd_level_active()));
+        if (ez_simd_at_least(EZ_SIMD_NEON) && ez_kv_kernels_neon(t))
+            CHECK_MSG(ez_kv_kernels_active(t) == ez_kv_kernels_neon(t), "%s: level %s runs the reference",
+                      ez_kv_type_name(t), ez_simd_level_name(ez_simd_level_active()));
     }
 }
 
