@@ -25,7 +25,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 VERSION = "4.0.7"
-SPLITS = {"train": "train", "development": "development", "test": "test"}
-# md-eval's "collar 0.25 s" (each side) is pyannote.metrics' collar=0.5.
-COLLARS = {"0": 0.0, "0.25": 0.5}
+__all__ = [
+    "COLLARS", "cache_dir", "eliza_system", "evaluate", "fetch", "load_split", "print_report",
+    "to_annotation",
+]
 
-System = Callable[[Path], list[tuple[float, float, int]]]
+# The generated set's evaluation: its collars, systems and Annotation helper.
+sys.path.insert(0, str(HERE.parent / "dataset"))
+from evaluate import COLLARS, System, eliza_system, to_annotation  # noqa: E402
 
 
 def cache_dir() -> Path:
@@ -115,28 +118,6 @@ def load_split(data: Path, split: str) -> list[dict[str, Any]]:
             }
         )
     return files
-
-
-def to_annotation(turns: Sequence[tuple[float, float, int]], uri: str) -> Any:
-    from pyannote.core import Annotation, Segment
-
-    ann = Annotation(uri=uri)
-    for start, end, speaker in turns:
-        if end > start:
-            ann[Segment(start, end)] = f"S{speaker}"
-    return ann
-
-
-def eliza_system(threads: int, **options: Any) -> System:
-    sys.path.insert(0, str(REPO / "sdk"))
-    import eliza
-
-    diarizer = eliza.Diarizer(n_threads=threads)
-
-    def run(wav: Path) -> list[tuple[float, float, int]]:
-        return [(t.start, t.end, t.speaker) for t in diarizer.diarize(wav, **options)]
-
-    return run
 
 
 def evaluate(system: System, files: Sequence[dict[str, Any]]) -> dict[str, Any]:
