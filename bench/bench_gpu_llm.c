@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     ez_gpu_params_default(&p);
     p.allow_cpu = 1;
     if ((rc = ez_gguf_open(argv[1], &gg)) || (rc = ez_llm_model_load(gg, &m)) ||
-        !(pool = ez_pool_create(ez_cpu_count())) || (rc = ez_llm_ctx_create(m, pool, 64, 1, 0, &ctx)) ||
+        !(pool = ez_pool_create(ez_cpu_count())) || (rc = ez_llm_ctx_create(m, pool, 64, 1, ELIZA_LLM_KV_F32, ELIZA_LLM_KV_F32, &ctx)) ||
         (rc = ez_gpu_open(&p, &gpu))) {
         fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
         goto done;
