@@ -59,7 +59,7 @@ define apt_install
 endef
 
 build:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DELIZA_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 check-c: build
