@@ -608,7 +608,7 @@ static float dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
         float d, dmin;
         prefetch_ahead(&a[i], (int)sizeof(ez_block_q2_k));
         for (h = 0; h < 2; h++) {
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(scl, 8 * h)));
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(h ? _mm_srli_si128(scl, 8) : scl));
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
             __m256i pick = PICK_16PAIRS;
             for (s = 0; s < 4; s++) {
