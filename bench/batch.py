@@ -72,7 +72,7 @@ def job(model: str, texts: list[str], voice: str, actors: int, threads: int) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="a Kokoro GGUF (default: the default model)")
-    ap.add_argument("--voice", default="jf_alpha")
+    ap.add_argument("--voice", default="af_heart")
     ap.add_argument("--sentences", type=int, default=16, help="items (default 16)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2)

@@ -112,10 +112,10 @@ def conversation() -> np.ndarray:
     from scipy.signal import resample_poly
 
     lines = [
-        ("jf_alpha", "Good morning, did you sleep well last night?"),
-        ("jm_kumo", "Not really, the neighbours were loud until two."),
-        ("jf_alpha", "That sounds awful. Maybe talk to them today."),
-        ("jm_kumo", "I will, right after breakfast and coffee."),
+        ("af_heart", "Good morning, did you sleep well last night?"),
+        ("am_adam", "Not really, the neighbours were loud until two."),
+        ("af_heart", "That sounds awful. Maybe talk to them today."),
+        ("am_adam", "I will, right after breakfast and coffee."),
     ]
     with eliza.TTS(kokoro, n_threads=2) as tts:
         parts = []

@@ -174,14 +174,14 @@ def test_speech_to_a_file(server: Server, tmp_path: Path) -> None:
         pytest.skip("the Kokoro model is not cached")
     out = tmp_path / "hi.wav"
     with server.client().audio.speech.with_streaming_response.create(
-        model="kokoro-82m", voice="jf_alpha", input="Hello there.", response_format="wav"
+        model="kokoro-82m", voice="af_heart", input="Hello there.", response_format="wav"
     ) as r:
         r.stream_to_file(out)
     with wave.open(str(out)) as w:
         assert w.getframerate() == 24000 and w.getnframes() > 12000
-    slow = server.client().audio.speech.create(model="kokoro-82m", voice="jf_alpha", input="Hello there.",
+    slow = server.client().audio.speech.create(model="kokoro-82m", voice="af_heart", input="Hello there.",
                                                response_format="pcm", speed=0.5)
-    fast = server.client().audio.speech.create(model="kokoro-82m", voice="jf_alpha", input="Hello there.",
+    fast = server.client().audio.speech.create(model="kokoro-82m", voice="af_heart", input="Hello there.",
                                                response_format="pcm", speed=2.0)
     assert len(slow.content) > 2 * len(fast.content) > 0
 

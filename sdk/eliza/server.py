@@ -40,7 +40,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .errors import ContextFullError, ElizaError, InvalidArgumentError, NotFoundError, Status
+from .errors import (
+    ContextFullError,
+    ElizaError,
+    InvalidArgumentError,
+    NotFoundError,
+    Status,
+    UnsupportedError,
+)
 from .llm import LLM, StopReason
 
 __all__ = ["ServerConfig", "ApiError", "create_app", "render_chat", "serve"]
@@ -92,7 +99,9 @@ class ApiError(Exception):
 
 
 def _from_eliza(e: ElizaError) -> ApiError:
-    if isinstance(e, (InvalidArgumentError, ContextFullError)):
+    # A request the model cannot serve as asked (a voice without a G2P for
+    # text) is the client's to change: 400, like a bad argument.
+    if isinstance(e, (InvalidArgumentError, ContextFullError, UnsupportedError)):
         return ApiError(400, e.message, code=Status(e.code).name.lower())
     if isinstance(e, NotFoundError):
         return ApiError(404, e.message, code="not_found")
@@ -448,7 +457,7 @@ def create_app(cfg: ServerConfig) -> FastAPI:
                 def open_stream() -> tuple[Any, Any]:
                     try:
                         chunks = tts.stream(text, voice=voice, speed=speed)
-                    except NotFoundError as e:
+                    except (NotFoundError, UnsupportedError) as e:
                         raise ApiError(400, e.message, param="voice") from None
                     # The generator owns the stream: kept alive beside it, never iterated.
                     return chunks, tts._open_stream_object()

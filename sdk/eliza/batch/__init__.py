@@ -10,7 +10,7 @@ what is done and retries what failed. See docs/batch.md.
 Example::
 
     import eliza.batch
-    report = eliza.batch.speak("articles.txt", "voiced/", voice="jf_alpha", threads_per_actor=1)
+    report = eliza.batch.speak("articles.txt", "voiced/", voice="af_heart", threads_per_actor=1)
     for f in report.failures:
         print(f.id, f.error)
 """

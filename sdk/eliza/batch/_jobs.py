@@ -310,7 +310,7 @@ def speak(
     texts: _inputs.Source,
     out_dir: str | os.PathLike[str],
     *,
-    voice: str | None = "jf_alpha",
+    voice: str | None = None,
     model: str | os.PathLike[str] | None = None,
     speed: float = 1.0,
     phonemes: bool = False,
@@ -337,7 +337,7 @@ def speak(
 
     Example::
 
-        report = eliza.batch.speak("articles.txt", "voiced/", voice="jf_alpha", actors=2)
+        report = eliza.batch.speak("articles.txt", "voiced/", voice="af_heart", actors=2)
         print(report.done, report.failures, report.audio_seconds)
     """
     items = _inputs.rows(texts, text_column, id_column, "text")

@@ -139,8 +139,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     say = jobs.add_parser("say", help="text to WAV files (OUTPUT/wav/ID.wav)")
     _common(say, "a text file (one item per line), a folder of .txt files, or a .jsonl/.parquet "
             "file with a text column", "output folder")
-    say.add_argument("--voice", default="jf_alpha",
-                     help="a voice or a blend a:0.7,b:0.3 (default jf_alpha)")
+    say.add_argument("--voice", default=None,
+                     help="a voice or a blend a:0.7,b:0.3 of one language (default: the model's first, "
+                     "af_heart)")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the default model, per node)")
     say.add_argument("--speed", type=float, default=1.0, help="speaking rate 0.25..4 (default 1)")
     say.add_argument("--phonemes", action="store_true", help="the items are Kokoro phonemes, not text")
