@@ -705,7 +705,15 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     for t in turns:
         print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
     if args.rttm:
-        Path(args.rttm).write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+        # Whole or not at all: a Ctrl-C during the write leaves no partial RTTM.
+        out = Path(args.rttm)
+        part = out.with_name(f".{out.name}.part")
+        try:
+            part.write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+            os.replace(part, out)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
     if args.plot:
         from . import plot
 
