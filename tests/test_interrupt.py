@@ -85,7 +85,10 @@ def interrupted(call, delay):
     except KeyboardInterrupt:
         outcome = "interrupted"
     end = time.monotonic()
-    t.join()
+    try:
+        t.join()  # a call that completed just before the timer fired: the signal can land here
+    except KeyboardInterrupt:
+        t.join()
     if not fired:
         fired.append(end)
     if outcome == "completed":  # the signal may land after the call: let it arrive here
