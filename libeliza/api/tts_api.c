@@ -622,9 +622,10 @@ static int32_t parse_voice(const ez_kokoro *m, const char *spec, blend *out) {
 /* style [256] for an utterance of n_phonemes: row n - 1 of each pack, blended. */
 static void blend_style(const ez_kokoro *m, const blend *b, int n_phonemes, float *style) {
     int row = EZ_MIN(EZ_MAX(n_phonemes, 1), EZ_KOKORO_MAX_PHONEMES) - 1;
+    float r[EZ_KOKORO_STYLE_DIM];
     memset(style, 0, sizeof(float) * EZ_KOKORO_STYLE_DIM);
     for (int k = 0; k < b->n; k++) {
-        const float *r = ez_kokoro_voice_pack(m, b->index[k]) + (size_t)row * EZ_KOKORO_STYLE_DIM;
+        ez_kokoro_voice_style(m, b->index[k], row, r);
         for (int d = 0; d < EZ_KOKORO_STYLE_DIM; d++) style[d] += b->weight[k] * r[d];
     }
 }

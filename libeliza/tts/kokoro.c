@@ -7,7 +7,8 @@
  *
  * Every hyperparameter comes from the metadata, the decoder widths the
  * reference hardcodes (1024, 64) from the tensor shapes; every tensor is
- * checked against them before anything runs, and dequantized to float32. */
+ * checked against them before anything runs, and read in place from the
+ * file's mapping (float16 widened where a layer uses it). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/gguf.h"
 #include "core/platform.h"
+#include "core/quant.h"
 #include "tts/kokoro_impl.h"
 
 /* Bounds that no real model comes near; they keep every size product far
@@ -250,11 +252,25 @@ static void shape_str(char *buf, size_t size, int nd, const int64_t *d) {
     if (o < size) snprintf(buf + o, size - o, "]");
 }
 
-/* The tensor L->name, which must have the numpy shape d[0..nd), as float32. */
-static int32_t tensor(loader *L, const float **out, int nd, int64_t d0, int64_t d1, int64_t d2) {
+/* Whether the n values of a float16 tensor are all finite: exponent bits
+ * below all ones. *bad gets the first that is not. */
+static int f16_finite(const uint16_t *h, uint64_t n, uint64_t *bad) {
+    for (uint64_t i = 0; i < n; i++)
+        if ((h[i] & 0x7C00u) == 0x7C00u) {
+            *bad = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* The tensor L->name, which must have the numpy shape d[0..nd), as stored:
+ * float32 and float16 in place (at their natural alignment), any other type
+ * dequantized to a float32 copy the model keeps. */
+static int32_t tensor_view(loader *L, ez_kokoro_tensor *out, int nd, int64_t d0, int64_t d1, int64_t d2) {
     const ez_gguf_tensor *t = ez_gguf_find_tensor(L->g, L->name);
     int64_t want[3] = {d0, d1, d2}, have[EZ_GGUF_MAX_DIMS];
     char a[96], b[96];
+    uint64_t bad = 0;
     float *p;
     int32_t rc;
     int ok;
@@ -268,18 +284,47 @@ static int32_t tensor(loader *L, const float **out, int nd, int64_t d0, int64_t 
         return ez_fail(ELIZA_E_FORMAT, "Kokoro tensor '%s' has shape %s where the hyperparameters give %s", L->name,
                        a, b);
     }
-    if ((rc = ez_gguf_tensor_f32(t, &p))) {
-        if (rc == ELIZA_E_UNSUPPORTED)
-            return ez_fail(ELIZA_E_FORMAT, "Kokoro tensor '%s' has type %" PRIu32 ", which this build cannot read",
-                           L->name, t->type);
-        return rc;
-    }
-    for (uint64_t i = 0; i < t->n_elements; i++)
-        if (!isfinite(p[i])) {
-            free(p);
-            return ez_fail(ELIZA_E_FORMAT, "Kokoro tensor '%s' holds a non-finite value at element %" PRIu64, L->name,
-                           i);
+    out->n = (int64_t)t->n_elements;
+    if (t->type == EZ_TYPE_F16 && (uintptr_t)t->data % sizeof(uint16_t) == 0) {
+        out->data = t->data;
+        out->type = EZ_TYPE_F16;
+        ok = f16_finite((const uint16_t *)t->data, t->n_elements, &bad);
+    } else {
+        if (t->type == EZ_TYPE_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
+            p = (float *)(uintptr_t)t->data;
+        } else if ((rc = ez_gguf_tensor_f32(t, &p))) {
+            if (rc == ELIZA_E_UNSUPPORTED)
+                return ez_fail(ELIZA_E_FORMAT, "Kokoro tensor '%s' has type %" PRIu32 ", which this build cannot read",
+                               L->name, t->type);
+            return rc;
+        } else if ((rc = keep(L->m, p))) {
+            return rc;
         }
+        out->data = p;
+        out->type = EZ_TYPE_F32;
+        for (uint64_t i = 0; ok && i < t->n_elements; i++)
+            if (!isfinite(p[i])) ok = 0, bad = i;
+    }
+    if (!ok)
+        return ez_fail(ELIZA_E_FORMAT, "Kokoro tensor '%s' holds a non-finite value at element %" PRIu64, L->name,
+                       bad);
+    return ELIZA_OK;
+}
+
+/* A tensor the engine reads as float32 as it is (vectors, alphas):
+ * float16 is widened to a copy here. */
+static int32_t tensor(loader *L, const float **out, int nd, int64_t d0, int64_t d1, int64_t d2) {
+    ez_kokoro_tensor v;
+    float *p;
+    int32_t rc;
+    if ((rc = tensor_view(L, &v, nd, d0, d1, d2))) return rc;
+    if (v.type == EZ_TYPE_F32) {
+        *out = (const float *)v.data;
+        return ELIZA_OK;
+    }
+    if (!(p = malloc((size_t)v.n * sizeof *p)))
+        return ez_fail(ELIZA_E_NOMEM, "Kokoro tensor '%s': %" PRId64 " floats", L->name, v.n);
+    ez_kokoro_rows(&v, 0, 1, v.n, p);
     if ((rc = keep(L->m, p))) return rc;
     *out = p;
     return ELIZA_OK;
@@ -315,7 +360,7 @@ static int32_t load_linear(loader *L, ez_kokoro_linear *l, const char *prefix, i
     l->n_out = n_out;
     l->n_in = n_in;
     set_name(L, prefix, ".weight");
-    if ((rc = tensor(L, &l->w, 2, n_out, n_in, 0))) return rc;
+    if ((rc = tensor_view(L, &l->w, 2, n_out, n_in, 0))) return rc;
     return load_vec(L, prefix, ".bias", n_out, &l->b);
 }
 
@@ -330,9 +375,9 @@ static int32_t load_conv(loader *L, ez_kokoro_conv *c, const char *prefix, int c
     c->b = NULL;
     set_name(L, prefix, ".weight");
     if (transposed)
-        rc = tensor(L, &c->w, 3, c_in, c_out / groups, k);
+        rc = tensor_view(L, &c->w, 3, c_in, c_out / groups, k);
     else
-        rc = tensor(L, &c->w, 3, c_out, c_in / groups, k);
+        rc = tensor_view(L, &c->w, 3, c_out, c_in / groups, k);
     if (rc || !bias) return rc;
     return load_vec(L, prefix, ".bias", c_out, &c->b);
 }
@@ -346,10 +391,10 @@ static int32_t load_bilstm(loader *L, ez_kokoro_bilstm *l, const char *prefix, i
     for (int d = 0; d < 2; d++) {
         snprintf(name, sizeof name, ".weight_ih_l0%s", sfx[d]);
         set_name(L, prefix, name);
-        if ((rc = tensor(L, &l->w_ih[d], 2, 4 * H, n_in, 0))) return rc;
+        if ((rc = tensor_view(L, &l->w_ih[d], 2, 4 * H, n_in, 0))) return rc;
         snprintf(name, sizeof name, ".weight_hh_l0%s", sfx[d]);
         set_name(L, prefix, name);
-        if ((rc = tensor(L, &l->w_hh[d], 2, 4 * H, H, 0))) return rc;
+        if ((rc = tensor_view(L, &l->w_hh[d], 2, 4 * H, H, 0))) return rc;
         snprintf(name, sizeof name, ".bias_ih_l0%s", sfx[d]);
         if ((rc = load_vec(L, prefix, name, 4 * H, &l->b_ih[d]))) return rc;
         snprintf(name, sizeof name, ".bias_hh_l0%s", sfx[d]);
@@ -431,11 +476,11 @@ static int32_t load_albert(loader *L) {
     int n_type = 0;
 #define SUB(s) (snprintf(p, sizeof p, "%s.%s", lay, s), p)
     set_name(L, "bert.embeddings.word_embeddings.weight", "");
-    if ((rc = tensor(L, &w->word_emb, 2, hp->n_token, E, 0))) return rc;
+    if ((rc = tensor_view(L, &w->word_emb, 2, hp->n_token, E, 0))) return rc;
     set_name(L, "bert.embeddings.position_embeddings.weight", "");
-    if ((rc = tensor(L, &w->pos_emb, 2, hp->bert_max_pos, E, 0))) return rc;
+    if ((rc = tensor_view(L, &w->pos_emb, 2, hp->bert_max_pos, E, 0))) return rc;
     set_name(L, "bert.embeddings.token_type_embeddings.weight", "");
-    if ((rc = dim_of(L, L->name, 2, 0, 1, MAX_TOKENS, &n_type)) || (rc = tensor(L, &w->type_emb, 2, n_type, E, 0)) ||
+    if ((rc = dim_of(L, L->name, 2, 0, 1, MAX_TOKENS, &n_type)) || (rc = tensor_view(L, &w->type_emb, 2, n_type, E, 0)) ||
         (rc = load_vec(L, "bert.embeddings.LayerNorm", ".weight", E, &w->emb_ln_w)) ||
         (rc = load_vec(L, "bert.embeddings.LayerNorm", ".bias", E, &w->emb_ln_b)) ||
         (rc = load_linear(L, &w->emb_map, "bert.encoder.embedding_hidden_mapping_in", H, E)) ||
@@ -493,7 +538,7 @@ static int32_t load_text_encoder(loader *L) {
     char p[192];
     int32_t rc;
     set_name(L, "text_encoder.embedding.weight", "");
-    if ((rc = tensor(L, &w->te_emb, 2, hp->n_token, D, 0))) return rc;
+    if ((rc = tensor_view(L, &w->te_emb, 2, hp->n_token, D, 0))) return rc;
     for (int l = 0; l < hp->n_layer; l++) {
         snprintf(p, sizeof p, "text_encoder.cnn.%d.0", l);
         if ((rc = load_conv(L, &w->te_conv[l], p, D, D, hp->te_kernel, 1, 0, 1))) return rc;
@@ -662,7 +707,6 @@ static int32_t load_voices(loader *L) {
     ez_kokoro *m = L->m;
     const ez_gguf_kv *kv;
     ez_str *names = NULL;
-    const size_t per = (size_t)EZ_KOKORO_MAX_PHONEMES * EZ_KOKORO_STYLE_DIM;
     int32_t rc;
     if (!ez_gguf_find_kv(L->g, "kokoro.voices"))
         return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key 'kokoro.voices' is missing");
@@ -672,25 +716,22 @@ static int32_t load_voices(loader *L) {
     if (kv->arr_len == 0) return ELIZA_OK;
     if ((rc = ez_gguf_arr_strings(kv, &names))) return rc;
     m->voice_names = calloc((size_t)kv->arr_len, sizeof *m->voice_names);
-    m->voices = malloc(kv->arr_len * per * sizeof(float));
+    m->voices = calloc((size_t)kv->arr_len, sizeof *m->voices);
     if (!m->voice_names || !m->voices) {
         free(names);
         return ez_fail(ELIZA_E_NOMEM, "Kokoro voices: %" PRIu64 " packs", kv->arr_len);
     }
     for (uint64_t i = 0; i < kv->arr_len; i++) {
-        const float *pack;
         if ((rc = voice_string(&names[i], i, "name", 64, 0, &m->voice_names[i]))) {
             free(names);
             return rc;
         }
         m->n_voices = (int)i + 1;
         snprintf(L->name, sizeof L->name, "voice.%s", m->voice_names[i]);
-        if ((rc = tensor(L, &pack, 2, EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM, 0))) {
+        if ((rc = tensor_view(L, &m->voices[i], 2, EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM, 0))) {
             free(names);
             return rc;
         }
-        memcpy(m->voices + i * per, pack, per * sizeof(float));
-        free(L->m->bufs[--L->m->n_bufs]);
     }
     free(names);
     if ((rc = voice_tags(L, "kokoro.voice_languages", kv->arr_len, 16, &m->voice_languages))) return rc;
@@ -709,15 +750,14 @@ int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
         ez_gguf_close(g);
         return ez_fail(ELIZA_E_NOMEM, "Kokoro model struct");
     }
+    m->file = g;
     L.m = m;
     L.g = g;
     if ((rc = load_hparams(g, &m->hp)) || (rc = load_albert(&L)) || (rc = load_predictor(&L)) ||
         (rc = load_text_encoder(&L)) || (rc = load_decoder(&L)) || (rc = load_vocab(&L)) || (rc = load_voices(&L))) {
-        ez_gguf_close(g);
         ez_kokoro_free(m);
         return rc;
     }
-    ez_gguf_close(g);
     *out = m;
     return ELIZA_OK;
 }
@@ -737,6 +777,7 @@ void ez_kokoro_free(ez_kokoro *m) {
     free(m->voices);
     free(m->vocab_cp);
     free(m->vocab_id);
+    ez_gguf_close(m->file);
     free(m);
 }
 
@@ -755,9 +796,10 @@ const char *ez_kokoro_voice_gender(const ez_kokoro *m, int index) {
     return index >= 0 && index < m->n_voices && m->voice_genders ? m->voice_genders[index] : NULL;
 }
 
-const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index) {
-    if (index < 0 || index >= m->n_voices) return NULL;
-    return m->voices + (size_t)index * EZ_KOKORO_MAX_PHONEMES * EZ_KOKORO_STYLE_DIM;
+int ez_kokoro_voice_style(const ez_kokoro *m, int index, int row, float *style) {
+    if (index < 0 || index >= m->n_voices || row < 0 || row >= EZ_KOKORO_MAX_PHONEMES) return -1;
+    ez_kokoro_rows(&m->voices[index], row, 1, EZ_KOKORO_STYLE_DIM, style);
+    return 0;
 }
 
 int ez_kokoro_symbol_id(const ez_kokoro *m, const char *sym, int len) {
@@ -774,6 +816,23 @@ int ez_kokoro_profile(const ez_kokoro *m, ez_kokoro_phase *out, int max) {
     int n = EZ_MIN(m->phases.n, max);
     for (int i = 0; i < n; i++) out[i] = m->phases.phase[i];
     return n;
+}
+
+/* ---- weights ----------------------------------------------------------------------------- */
+
+void ez_kokoro_rows(const ez_kokoro_tensor *w, int64_t row, int64_t n_rows, int64_t width, float *dst) {
+    if (w->type == EZ_TYPE_F32)
+        memcpy(dst, (const float *)w->data + row * width, (size_t)(n_rows * width) * sizeof *dst);
+    else
+        ez_kernels(EZ_TYPE_F16)->dequant((const uint16_t *)w->data + row * width, dst, n_rows * width);
+}
+
+const float *ez_kokoro_f32(ez_kokoro_ctx *c, const ez_kokoro_tensor *w) {
+    float *p;
+    if (w->type == EZ_TYPE_F32) return (const float *)w->data;
+    if (!(p = ez_kokoro_alloc(c->st, w->n))) return NULL;
+    ez_kokoro_rows(w, 0, 1, w->n, p);
+    return p;
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */

@@ -27,9 +27,10 @@ EZ_INTERNAL const char *ez_kokoro_voice_name(const ez_kokoro *m, int index);
  * (kokoro.voice_languages / kokoro.voice_genders); "" when it does not. */
 EZ_INTERNAL const char *ez_kokoro_voice_language(const ez_kokoro *m, int index);
 EZ_INTERNAL const char *ez_kokoro_voice_gender(const ez_kokoro *m, int index);
-/* The voice pack of voice `index`: [EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM],
- * row n - 1 is the style for an utterance of n phonemes. */
-EZ_INTERNAL const float *ez_kokoro_voice_pack(const ez_kokoro *m, int index);
+/* Row `row` of voice `index`'s pack [EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM]
+ * (row n - 1 is the style for an utterance of n phonemes) as float32 into
+ * style [EZ_KOKORO_STYLE_DIM]. 0, or -1 for an index or row out of range. */
+EZ_INTERNAL int ez_kokoro_voice_style(const ez_kokoro *m, int index, int row, float *style);
 
 /* The most phonemes one chunk of this model takes: 510, or fewer when its
  * ALBERT has fewer than 512 positions (two go to the pad ids). */

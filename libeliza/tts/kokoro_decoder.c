@@ -34,14 +34,15 @@ int32_t ez_kokoro_decoder(ez_kokoro_ctx *c, const float *asr, int F, const float
         !(y = ez_kokoro_alloc(c->st, (int64_t)DE * F)))
         goto done;
     /* F0_conv / N_conv: stride 2 brings the curves back to the frame rate */
-    ez_tts_conv1d(c->pool, f0, 1, 2 * F, w->f0_conv.w, w->f0_conv.b, 1, 3, 2, 1, 1, 1, f0c);
-    ez_tts_conv1d(c->pool, n, 1, 2 * F, w->n_conv.w, w->n_conv.b, 1, 3, 2, 1, 1, 1, nc);
+    if ((rc = ez_kokoro_conv1d_run(c, &w->f0_conv, f0, 2 * F, 2, 1, 1, f0c)) ||
+        (rc = ez_kokoro_conv1d_run(c, &w->n_conv, n, 2 * F, 2, 1, 1, nc)))
+        goto done;
     memcpy(xin, asr, (size_t)D * F * sizeof *xin);
     memcpy(xin + (int64_t)D * F, f0c, (size_t)F * sizeof *xin);
     memcpy(xin + (int64_t)(D + 1) * F, nc, (size_t)F * sizeof *xin);
     if ((rc = ez_kokoro_resblk_run(c, &w->encode, xin, F, s, x))) goto done;
     if ((rc = ez_kokoro_record(c, "dec_encode", x, DE, F, 0))) goto done;
-    ez_tts_conv1d(c->pool, asr, D, F, w->asr_res.w, w->asr_res.b, R, 1, 1, 0, 1, 1, ares);
+    if ((rc = ez_kokoro_conv1d_run(c, &w->asr_res, asr, F, 1, 0, 1, ares))) goto done;
 
     for (int i = 0; i < EZ_KOKORO_N_DECODE; i++) {
         const ez_kokoro_resblk *b = &w->decode[i];
@@ -169,7 +170,10 @@ static int32_t sine_source(ez_kokoro_ctx *c, const float *f0, int T0, const uint
      * with PyTorch's float index arithmetic (fused multiply-adds included) */
     job.f0 = f0;
     job.ph = ph;
-    job.w = lin->w;
+    if (!(job.w = ez_kokoro_f32(c, &lin->w))) {
+        ez_kokoro_release(c->st, mark);
+        return ELIZA_E_NOMEM;
+    }
     job.b = lin->b;
     job.T0 = T0;
     job.nh = nh;
@@ -329,9 +333,10 @@ static int32_t resblock1(ez_kokoro_ctx *c, const ez_kokoro_resblock1 *b, float *
     for (int j = 0; j < 3; j++) {
         const int d = b->dilation[j];
         if ((rc = ez_kokoro_adain_run(c, &b->adain1[j], s, t, T, EZ_KOKORO_ACT_SNAKE, b->alpha1[j]))) return rc;
-        ez_tts_conv1d(c->pool, t, C, T, b->convs1[j].w, b->convs1[j].b, C, k, 1, (k * d - d) / 2, d, 1, u);
-        if ((rc = ez_kokoro_adain_run(c, &b->adain2[j], s, u, T, EZ_KOKORO_ACT_SNAKE, b->alpha2[j]))) return rc;
-        ez_tts_conv1d(c->pool, u, C, T, b->convs2[j].w, b->convs2[j].b, C, k, 1, (k - 1) / 2, 1, 1, t);
+        if ((rc = ez_kokoro_conv1d_run(c, &b->convs1[j], t, T, 1, (k * d - d) / 2, d, u)) ||
+            (rc = ez_kokoro_adain_run(c, &b->adain2[j], s, u, T, EZ_KOKORO_ACT_SNAKE, b->alpha2[j])) ||
+            (rc = ez_kokoro_conv1d_run(c, &b->convs2[j], u, T, 1, (k - 1) / 2, 1, t)))
+            return rc;
         /* x = t + x, and the next dilation's input t = x */
         ew(c->pool, j < 2 ? EW_ADD_COPY : EW_ADD, x, t, t, 0.0f, (int64_t)C * T);
     }
@@ -445,20 +450,18 @@ int32_t ez_kokoro_generator(ez_kokoro_ctx *c, const float *x_in, int T0, const f
             !(acc = ez_kokoro_alloc(c->st, Co * Tu)) || !(rb = ez_kokoro_alloc(c->st, Co * Tu)))
             goto done;
         ew(c->pool, EW_LEAKY, x, NULL, NULL, 0.1f, C * T);
-        ez_tts_conv1d(c->pool, har, hp->n_fft + 2, (int)NF, w->noise_convs[i].w, w->noise_convs[i].b, (int)Co, kn,
-                      stride, pad, 1, 1, xs);
-        if ((rc = resblock1(c, &w->noise_res[i], xs, (int)Tn, s))) goto done;
+        if ((rc = ez_kokoro_conv1d_run(c, &w->noise_convs[i], har, (int)NF, stride, pad, 1, xs)) ||
+            (rc = resblock1(c, &w->noise_res[i], xs, (int)Tn, s)))
+            goto done;
         if (last) {
             /* ReflectionPad1d((1, 0)): a copy of column 1 in front */
-            ez_tts_conv_transpose1d(c->pool, x, (int)C, (int)T, w->ups[i].w, w->ups[i].b, (int)Co, k, u, (k - u) / 2, 0,
-                                    1, acc);
+            if ((rc = ez_kokoro_convt_run(c, &w->ups[i], x, (int)T, u, (k - u) / 2, 0, 1, acc))) goto done;
             for (int64_t ch = 0; ch < Co; ch++) {
                 memcpy(up + ch * Tu + 1, acc + ch * (Tu - 1), (size_t)(Tu - 1) * sizeof *up);
                 up[ch * Tu] = acc[ch * (Tu - 1) + 1];
             }
         } else {
-            ez_tts_conv_transpose1d(c->pool, x, (int)C, (int)T, w->ups[i].w, w->ups[i].b, (int)Co, k, u, (k - u) / 2, 0,
-                                    1, up);
+            if ((rc = ez_kokoro_convt_run(c, &w->ups[i], x, (int)T, u, (k - u) / 2, 0, 1, up))) goto done;
         }
         ew(c->pool, EW_ADD, up, NULL, xs, 0.0f, Co * Tu);
         /* the stage's resblocks on the same input, averaged */
@@ -481,8 +484,8 @@ int32_t ez_kokoro_generator(ez_kokoro_ctx *c, const float *x_in, int T0, const f
         goto done;
     }
     ew(c->pool, EW_LEAKY, x, NULL, NULL, 0.01f, C * T);
-    ez_tts_conv1d(c->pool, x, (int)C, (int)T, w->conv_post.w, w->conv_post.b, hp->n_fft + 2, 7, 1, 3, 1, 1, up);
-    if ((rc = ez_kokoro_record(c, "conv_post", up, hp->n_fft + 2, T, 0))) goto done;
+    if ((rc = ez_kokoro_conv1d_run(c, &w->conv_post, x, (int)T, 1, 3, 1, up)) ||
+        (rc = ez_kokoro_record(c, "conv_post", up, hp->n_fft + 2, T, 0))) goto done;
     /* spec = exp(x[:nb]), phase = sin(x[nb:]) */
     ew(c->pool, EW_EXP, up, NULL, NULL, 0.0f, nb * T);
     ew(c->pool, EW_SIN, up + nb * T, NULL, NULL, 0.0f, nb * T);

@@ -15,6 +15,7 @@
 #define EZ_TTS_KOKORO_IMPL_H
 
 #include "core/common.h"
+#include "core/gguf.h"
 #include "core/pool.h"
 #include "tts/kokoro.h"
 
@@ -48,21 +49,36 @@ typedef struct {
     int n_harmonic;    /* SineGen dim: fundamental + overtones */
 } ez_kokoro_hparams;
 
+/* A matrix as the file stores it, behind the model's mapping: float32 is
+ * read in place, float16 is widened where it is used (ez_kokoro_f32,
+ * ez_kokoro_rows). A tensor of any other type is dequantized to float32 at
+ * load (the only heap copy of a weight). Vectors (biases, norms, alphas)
+ * are plain `const float *`, in place when the file stores them as
+ * float32. */
+typedef struct {
+    const void *data;
+    uint32_t type;     /* EZ_TYPE_F32 or EZ_TYPE_F16 */
+    int64_t n;         /* elements */
+} ez_kokoro_tensor;
+
 /* y = x . w^T + b; w: [n_out, n_in]. */
 typedef struct {
-    const float *w, *b;
+    ez_kokoro_tensor w;
+    const float *b;
     int n_out, n_in;
 } ez_kokoro_linear;
 
 /* Conv1d w: [c_out, c_in / groups, k]; ConvTranspose1d w: [c_in, c_out / groups, k]. */
 typedef struct {
-    const float *w, *b; /* b may be NULL */
+    ez_kokoro_tensor w;
+    const float *b; /* may be NULL */
     int c_out, c_in, k;
 } ez_kokoro_conv;
 
 /* One bidirectional single-layer LSTM, gates i, f, g, o; [0] forward, [1] reverse. */
 typedef struct {
-    const float *w_ih[2], *w_hh[2], *b_ih[2], *b_hh[2];
+    ez_kokoro_tensor w_ih[2], w_hh[2];
+    const float *b_ih[2], *b_hh[2];
     int n_in, H;
 } ez_kokoro_bilstm;
 
@@ -95,9 +111,9 @@ typedef struct {
 
 typedef struct {
     /* ALBERT */
-    const float *word_emb;   /* [n_token, E] */
-    const float *pos_emb;    /* [max_pos, E] */
-    const float *type_emb;   /* [2, E], row 0 used */
+    ez_kokoro_tensor word_emb;   /* [n_token, E] */
+    ez_kokoro_tensor pos_emb;    /* [max_pos, E] */
+    ez_kokoro_tensor type_emb;   /* [2, E], row 0 used */
     const float *emb_ln_w, *emb_ln_b;
     ez_kokoro_linear emb_map; /* E -> H */
     ez_kokoro_linear q, k, v, dense;
@@ -114,7 +130,7 @@ typedef struct {
     ez_kokoro_resblk f0[3], n[3];
     ez_kokoro_conv f0_proj, n_proj;                   /* [1, D/2, 1] */
     /* text encoder */
-    const float *te_emb;                              /* [n_token, D] */
+    ez_kokoro_tensor te_emb;                          /* [n_token, D] */
     ez_kokoro_conv te_conv[EZ_KOKORO_MAX_LAYERS];     /* [D, D, K] */
     const float *te_ln_g[EZ_KOKORO_MAX_LAYERS], *te_ln_b[EZ_KOKORO_MAX_LAYERS];
     ez_kokoro_bilstm te_lstm;                         /* D -> D */
@@ -140,13 +156,14 @@ typedef struct {
 struct ez_kokoro {
     ez_kokoro_hparams hp;
     ez_kokoro_weights w;
-    float **bufs;               /* every dequantized tensor, freed with the model */
+    ez_gguf *file;              /* the mapping the weights point into, closed with the model */
+    float **bufs;               /* tensors of other types, dequantized at load */
     int n_bufs, cap_bufs;
     int n_voices;
     char **voice_names;
     char **voice_languages;     /* e.g. "en-us", "ja"; "" when the file does not say */
     char **voice_genders;       /* "f", "m" or "" */
-    float *voices;              /* [n_voices, EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM] */
+    ez_kokoro_tensor *voices;   /* per voice: [EZ_KOKORO_MAX_PHONEMES, EZ_KOKORO_STYLE_DIM] */
     int n_vocab;
     uint32_t *vocab_cp;         /* code point of each symbol */
     int32_t *vocab_id;
@@ -190,11 +207,30 @@ EZ_INTERNAL void ez_kokoro_phase_end(ez_kokoro_ctx *c, const char *name);
 EZ_INTERNAL int32_t ez_kokoro_record(ez_kokoro_ctx *c, const char *name, const float *x, int64_t d0,
                                      int64_t d1, int transpose);
 
+/* ---- weights --------------------------------------------------------------------- */
+
+/* w as float32 for one use: w's own data when it is float32, otherwise
+ * widened into an allocation of c->st (freed by the caller's release). NULL
+ * after ez_fail(ELIZA_E_NOMEM). */
+EZ_INTERNAL const float *ez_kokoro_f32(ez_kokoro_ctx *c, const ez_kokoro_tensor *w);
+
+/* Rows [row, row + n_rows) of w, `width` elements each, widened into dst. */
+EZ_INTERNAL void ez_kokoro_rows(const ez_kokoro_tensor *w, int64_t row, int64_t n_rows, int64_t width, float *dst);
+
 /* ---- shared layers --------------------------------------------------------------- */
 
+/* y[T, n_out] = x[T, n_in] . w^T + b. */
+EZ_INTERNAL int32_t ez_kokoro_linear_run(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const float *x, int T,
+                                         float *y);
+/* y = Conv1d (ez_tts_conv1d) of x [cv->c_in, t_in] with cv's weights. */
+EZ_INTERNAL int32_t ez_kokoro_conv1d_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in,
+                                         int stride, int pad, int dilation, float *y);
+/* y = ConvTranspose1d (ez_tts_conv_transpose1d) of x [cv->c_in, t_in]. */
+EZ_INTERNAL int32_t ez_kokoro_convt_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in,
+                                        int stride, int pad, int out_pad, int groups, float *y);
 /* y[T, 2H] = the bidirectional LSTM over x[T, n_in]. */
-EZ_INTERNAL void ez_kokoro_bilstm_run(ez_kokoro_ctx *c, const ez_kokoro_bilstm *l, const float *x,
-                                      int T, float *y);
+EZ_INTERNAL int32_t ez_kokoro_bilstm_run(ez_kokoro_ctx *c, const ez_kokoro_bilstm *l, const float *x,
+                                         int T, float *y);
 /* What follows an AdaIN (fused into it). */
 typedef enum { EZ_KOKORO_ACT_NONE, EZ_KOKORO_ACT_LEAKY, EZ_KOKORO_ACT_SNAKE } ez_kokoro_act;
 

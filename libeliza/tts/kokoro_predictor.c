@@ -12,16 +12,56 @@
 
 #define NORM_EPS 1e-5f /* AdaLayerNorm, LayerNorm (channels), InstanceNorm1d */
 
-void ez_kokoro_bilstm_run(ez_kokoro_ctx *c, const ez_kokoro_bilstm *l, const float *x, int T, float *y) {
-    ez_tts_lstm_bidir(c->pool, x, T, l->n_in, l->H, l->w_ih, l->w_hh, l->b_ih, l->b_hh, y);
+int32_t ez_kokoro_linear_run(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const float *x, int T, float *y) {
+    const int mark = c->st->n;
+    const float *w = ez_kokoro_f32(c, &l->w);
+    if (!w) return ELIZA_E_NOMEM;
+    ez_tts_linear(c->pool, x, T, l->n_in, w, l->b, l->n_out, y);
+    ez_kokoro_release(c->st, mark);
+    return ELIZA_OK;
+}
+
+int32_t ez_kokoro_conv1d_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in, int stride,
+                             int pad, int dilation, float *y) {
+    const int mark = c->st->n;
+    const float *w = ez_kokoro_f32(c, &cv->w);
+    if (!w) return ELIZA_E_NOMEM;
+    ez_tts_conv1d(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
+    ez_kokoro_release(c->st, mark);
+    return ELIZA_OK;
+}
+
+int32_t ez_kokoro_convt_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in, int stride,
+                            int pad, int out_pad, int groups, float *y) {
+    const int mark = c->st->n;
+    const float *w = ez_kokoro_f32(c, &cv->w);
+    if (!w) return ELIZA_E_NOMEM;
+    ez_tts_conv_transpose1d(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, out_pad, groups, y);
+    ez_kokoro_release(c->st, mark);
+    return ELIZA_OK;
+}
+
+int32_t ez_kokoro_bilstm_run(ez_kokoro_ctx *c, const ez_kokoro_bilstm *l, const float *x, int T, float *y) {
+    const int mark = c->st->n;
+    const float *w_ih[2], *w_hh[2];
+    for (int d = 0; d < 2; d++)
+        if (!(w_ih[d] = ez_kokoro_f32(c, &l->w_ih[d])) || !(w_hh[d] = ez_kokoro_f32(c, &l->w_hh[d]))) {
+            ez_kokoro_release(c->st, mark);
+            return ELIZA_E_NOMEM;
+        }
+    ez_tts_lstm_bidir(c->pool, x, T, l->n_in, l->H, w_ih, w_hh, l->b_ih, l->b_hh, y);
+    ez_kokoro_release(c->st, mark);
+    return ELIZA_OK;
 }
 
 int32_t ez_kokoro_adain_run(ez_kokoro_ctx *c, const ez_kokoro_adain *a, const float *s, float *x, int T,
                             ez_kokoro_act act, const float *alpha) {
     const int mark = c->st->n, C = a->C;
     float *gb = ez_kokoro_alloc(c->st, 2 * (int64_t)C);
-    if (!gb) return ELIZA_E_NOMEM;
-    ez_tts_linear(c->pool, s, 1, a->fc.n_in, a->fc.w, a->fc.b, 2 * C, gb);
+    if (!gb || ez_kokoro_linear_run(c, &a->fc, s, 1, gb)) {
+        ez_kokoro_release(c->st, mark);
+        return ELIZA_E_NOMEM;
+    }
     if (!a->affine_identity) {
         /* (1 + g) * (norm(x) * w + b) + beta folded into one AdaIN step */
         for (int i = 0; i < C; i++) {
@@ -56,12 +96,13 @@ int32_t ez_kokoro_resblk_run(ez_kokoro_ctx *c, const ez_kokoro_resblk *b, const 
     if (b->upsample) {
         rc = ELIZA_E_NOMEM;
         if (!(u = ez_kokoro_alloc(c->st, (int64_t)Ci * T2))) goto done;
-        ez_tts_conv_transpose1d(c->pool, t, Ci, T, b->pool.w, b->pool.b, Ci, 3, 2, 1, 1, Ci, u);
+        if ((rc = ez_kokoro_convt_run(c, &b->pool, t, T, 2, 1, 1, Ci, u))) goto done;
         t = u;
     }
-    ez_tts_conv1d(c->pool, t, Ci, T2, b->conv1.w, b->conv1.b, Co, 3, 1, 1, 1, 1, h);
-    if ((rc = ez_kokoro_adain_run(c, &b->norm2, s, h, T2, EZ_KOKORO_ACT_LEAKY, NULL))) goto done;
-    ez_tts_conv1d(c->pool, h, Co, T2, b->conv2.w, b->conv2.b, Co, 3, 1, 1, 1, 1, out);
+    if ((rc = ez_kokoro_conv1d_run(c, &b->conv1, t, T2, 1, 1, 1, h)) ||
+        (rc = ez_kokoro_adain_run(c, &b->norm2, s, h, T2, EZ_KOKORO_ACT_LEAKY, NULL)) ||
+        (rc = ez_kokoro_conv1d_run(c, &b->conv2, h, T2, 1, 1, 1, out)))
+        goto done;
 
     /* shortcut: nearest x2 upsample, then the 1x1 conv when the width changes */
     sc = (float *)x;
@@ -75,7 +116,7 @@ int32_t ez_kokoro_resblk_run(ez_kokoro_ctx *c, const ez_kokoro_resblk *b, const 
     if (b->learned_sc) {
         rc = ELIZA_E_NOMEM;
         if (!(u = ez_kokoro_alloc(c->st, (int64_t)Co * T2))) goto done;
-        ez_tts_conv1d(c->pool, sc, Ci, T2, b->conv1x1.w, NULL, Co, 1, 1, 0, 1, 1, u);
+        if ((rc = ez_kokoro_conv1d_run(c, &b->conv1x1, sc, T2, 1, 0, 1, u))) goto done;
         sc = u;
     }
     for (int64_t i = 0; i < (int64_t)Co * T2; i++) out[i] = (out[i] + sc[i]) * rsqrt2;
@@ -109,8 +150,9 @@ int32_t ez_kokoro_durations(ez_kokoro_ctx *c, const float *d_en, int T, const fl
     /* DurationEncoder: (BiLSTM, AdaLayerNorm) x n_layer, the style appended each time */
     cat_style(d_en, T, D, s, S, d);
     for (int l = 0; l < hp->n_layer; l++) {
-        ez_kokoro_bilstm_run(c, &w->dur_lstm[l], d, T, y);
-        ez_tts_linear(c->pool, s, 1, S, w->dur_aln[l].w, w->dur_aln[l].b, 2 * D, gb);
+        if ((rc = ez_kokoro_bilstm_run(c, &w->dur_lstm[l], d, T, y)) ||
+            (rc = ez_kokoro_linear_run(c, &w->dur_aln[l], s, 1, gb)))
+            goto done;
         ez_tts_layer_norm(y, T, D, NULL, NULL, NORM_EPS);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < D; i++) {
@@ -122,9 +164,9 @@ int32_t ez_kokoro_durations(ez_kokoro_ctx *c, const float *d_en, int T, const fl
     if ((rc = ez_kokoro_record(c, "d", d, T, D + S, 0))) goto done;
 
     /* duration = sigmoid(duration_proj(lstm(d))).sum(-1) / speed; round half to even, at least 1 */
-    ez_kokoro_bilstm_run(c, &w->pred_lstm, d, T, y);
-    if ((rc = ez_kokoro_record(c, "lstm", y, T, D, 0))) goto done;
-    ez_tts_linear(c->pool, y, T, D, w->duration_proj.w, w->duration_proj.b, hp->max_dur, logits);
+    if ((rc = ez_kokoro_bilstm_run(c, &w->pred_lstm, d, T, y)) || (rc = ez_kokoro_record(c, "lstm", y, T, D, 0)) ||
+        (rc = ez_kokoro_linear_run(c, &w->duration_proj, y, T, logits)))
+        goto done;
     for (int t = 0; t < T; t++) {
         double sum = 0.0;
         float r;
@@ -163,7 +205,7 @@ int32_t ez_kokoro_f0n(ez_kokoro_ctx *c, const float *en, int F, const float *s, 
         !(a = ez_kokoro_alloc(c->st, (int64_t)D * F)) || !(b = ez_kokoro_alloc(c->st, (int64_t)D * F)) ||
         !(e = ez_kokoro_alloc(c->st, (int64_t)D * F)))
         goto done;
-    ez_kokoro_bilstm_run(c, &w->shared, en, F, y);
+    if ((rc = ez_kokoro_bilstm_run(c, &w->shared, en, F, y))) goto done;
     ez_kokoro_transpose(y, F, D, xc);
     for (int br = 0; br < 2; br++) {
         const ez_kokoro_resblk *blk = br ? w->n : w->f0;
@@ -173,8 +215,8 @@ int32_t ez_kokoro_f0n(ez_kokoro_ctx *c, const float *en, int F, const float *s, 
             (rc = ez_kokoro_resblk_run(c, &blk[1], a, F, s, b)) ||
             (rc = ez_kokoro_resblk_run(c, &blk[2], b, 2 * F, s, e)))
             goto done;
-        ez_tts_conv1d(c->pool, e, D / 2, 2 * F, proj->w, proj->b, 1, 1, 1, 0, 1, 1, out);
-        if ((rc = ez_kokoro_record(c, br ? "N_pred" : "F0_pred", out, 2 * (int64_t)F, 0, 0))) goto done;
+        if ((rc = ez_kokoro_conv1d_run(c, proj, e, 2 * F, 1, 0, 1, out)) ||
+            (rc = ez_kokoro_record(c, br ? "N_pred" : "F0_pred", out, 2 * (int64_t)F, 0, 0))) goto done;
     }
     rc = ELIZA_OK;
 done:
@@ -192,18 +234,18 @@ int32_t ez_kokoro_text_encoder(ez_kokoro_ctx *c, const int32_t *ids, int T, floa
     if (!(xt = ez_kokoro_alloc(c->st, (int64_t)T * D)) || !(xc = ez_kokoro_alloc(c->st, (int64_t)D * T)) ||
         !(yc = ez_kokoro_alloc(c->st, (int64_t)D * T)))
         goto done;
-    for (int t = 0; t < T; t++) memcpy(xt + (int64_t)t * D, w->te_emb + (int64_t)ids[t] * D, (size_t)D * sizeof *xt);
+    for (int t = 0; t < T; t++) ez_kokoro_rows(&w->te_emb, ids[t], 1, D, xt + (int64_t)t * D);
     ez_kokoro_transpose(xt, T, D, xc);
     /* cnn: (conv, LayerNorm over channels, LeakyReLU 0.2) x n_layer */
     for (int l = 0; l < hp->n_layer; l++) {
-        ez_tts_conv1d(c->pool, xc, D, T, w->te_conv[l].w, w->te_conv[l].b, D, K, 1, (K - 1) / 2, 1, 1, yc);
+        if ((rc = ez_kokoro_conv1d_run(c, &w->te_conv[l], xc, T, 1, (K - 1) / 2, 1, yc))) goto done;
         ez_kokoro_transpose(yc, D, T, xt);
         ez_tts_layer_norm(xt, T, D, w->te_ln_g[l], w->te_ln_b[l], NORM_EPS);
         ez_tts_leaky_relu(xt, (int64_t)T * D, 0.2f);
         ez_kokoro_transpose(xt, T, D, xc);
     }
     ez_kokoro_transpose(xc, D, T, xt);
-    ez_kokoro_bilstm_run(c, &w->te_lstm, xt, T, t_en);
+    if ((rc = ez_kokoro_bilstm_run(c, &w->te_lstm, xt, T, t_en))) goto done;
     rc = ez_kokoro_record(c, "t_en", t_en, D, T, 1);
 done:
     ez_kokoro_release(c->st, mark);

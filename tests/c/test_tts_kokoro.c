@@ -18,8 +18,10 @@
 #include "core/error.h"
 #include "core/gguf.h"
 #include "core/pool.h"
+#include "core/quant.h"
 #include "eliza.h"
 #include "tts/kokoro.h"
+#include "tts/kokoro_impl.h"
 #include "check.h"
 
 static void *xmalloc(size_t n) {
@@ -131,7 +133,7 @@ static void test_golden(ez_kokoro *m, ez_pool *pool, int inject) {
     for (uint32_t ci = 0; ci < n_cases; ci++) {
         char key[96];
         const ez_gguf_tensor *tid, *tst;
-        float *style = NULL, *f0_in = NULL, *n_in = NULL, *pcm = NULL, speed = 1.0f;
+        float *style = NULL, *f0_in = NULL, *n_in = NULL, *pcm = NULL, speed = 1.0f, row[EZ_KOKORO_STYLE_DIM];
         int32_t *ids;
         size_t n_pcm = 0;
         ez_kokoro_trace trace = {0};
@@ -162,8 +164,8 @@ static void test_golden(ez_kokoro *m, ez_pool *pool, int inject) {
                                          &trace, &pcm, &n_pcm),
                  ELIZA_OK);
         /* the style is the voice's row n - 1, as the API layer picks it */
-        CHECK(memcmp(style, ez_kokoro_voice_pack(m, 0) + (tid->n_elements - 3) * EZ_KOKORO_STYLE_DIM,
-                     EZ_KOKORO_STYLE_DIM * sizeof(float)) == 0);
+        CHECK(ez_kokoro_voice_style(m, 0, (int)tid->n_elements - 3, row) == 0);
+        CHECK(memcmp(style, row, EZ_KOKORO_STYLE_DIM * sizeof(float)) == 0);
         for (uint64_t ti = 0; ti < g->n_tensors; ti++) {
             const ez_gguf_tensor *t = &g->tensors[ti];
             const ez_kokoro_stage *s;
@@ -375,8 +377,7 @@ static double corr(const float *a, const float *b, size_t n) { return compare(a,
 
 static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     const int32_t ids[6] = {50, 83, 54, 156, 57, 135};
-    const float *style = ez_kokoro_voice_pack(m, 0) + 5 * EZ_KOKORO_STYLE_DIM;
-    float bad_style[EZ_KOKORO_STYLE_DIM], *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    float style[EZ_KOKORO_STYLE_DIM], bad_style[EZ_KOKORO_STYLE_DIM], *a = NULL, *b = NULL, *c = NULL, *d = NULL;
     size_t na = 0, nb = 0, nc = 0, nd = 0;
     int32_t bad_ids[2] = {50, 178};
     ez_atomic_int cancel;
@@ -384,10 +385,12 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     int n_ph;
 
     ez_atomic_int_store(&cancel, 1);
+    CHECK(ez_kokoro_voice_style(m, 0, 5, style) == 0);
     CHECK(ez_kokoro_sample_rate(m) == 24000);
     CHECK(ez_kokoro_voice_count(m) == 1);
     CHECK(ez_kokoro_voice_name(m, 0) && !strcmp(ez_kokoro_voice_name(m, 0), "tiny_a"));
-    CHECK(ez_kokoro_voice_name(m, 1) == NULL && ez_kokoro_voice_pack(m, -1) == NULL);
+    CHECK(ez_kokoro_voice_name(m, 1) == NULL && ez_kokoro_voice_style(m, -1, 0, bad_style) == -1);
+    CHECK(ez_kokoro_voice_style(m, 0, EZ_KOKORO_MAX_PHONEMES, bad_style) == -1);
     CHECK(ez_kokoro_symbol_id(m, "a", 1) == 43);
     CHECK(ez_kokoro_symbol_id(m, "\xc9\x99", 2) == 83); /* ə */
     CHECK(ez_kokoro_symbol_id(m, "\xc9\x99", 1) == -1);
@@ -434,6 +437,33 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 2.0f, 1, 0, NULL, &b, &nb), ELIZA_OK);
     CHECK(nb > 0 && nb < na);
     free(a), free(b), free(c), free(d);
+}
+
+/* ---- weights in place ---------------------------------------------------------------------- */
+
+/* Float32 and float16 weights are the file's own bytes behind the mapping;
+ * only tensors of other types (Q8_0 in the tiny model) get a float32 copy. */
+static void test_weights_read_in_place(const ez_kokoro *m) {
+    const ez_gguf *g = m->file;
+    const ez_gguf_tensor *t;
+    const ez_kokoro_tensor *views[3] = {&m->w.word_emb, &m->w.te_lstm.w_hh[1], &m->voices[0]};
+    const char *names[3] = {"bert.embeddings.word_embeddings.weight", "text_encoder.lstm.weight_hh_l0_reverse",
+                            "voice.tiny_a"};
+    int converted = 0, in_place = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        converted += g->tensors[i].type != EZ_TYPE_F32 && g->tensors[i].type != EZ_TYPE_F16;
+    CHECK(converted > 0 && m->n_bufs == converted);
+    for (int i = 0; i < 3; i++) {
+        t = ez_gguf_find_tensor(g, names[i]);
+        CHECK(t != NULL);
+        if (!t || (t->type != EZ_TYPE_F32 && t->type != EZ_TYPE_F16)) continue;
+        in_place++;
+        CHECK(views[i]->data == (const void *)t->data && views[i]->type == t->type &&
+              views[i]->n == (int64_t)t->n_elements);
+    }
+    CHECK(in_place > 0);
+    t = ez_gguf_find_tensor(g, "bert.embeddings.LayerNorm.weight");
+    CHECK(t && t->type == EZ_TYPE_F32 && m->w.emb_ln_w == (const float *)(const void *)t->data);
 }
 
 /* ---- tool: one forward with its stages ------------------------------------------------------
@@ -560,6 +590,7 @@ int main(int argc, char **argv) {
     test_golden(m, pool, 0);
     test_golden(m, pool, 1);
     test_forward_contract(m, pool);
+    test_weights_read_in_place(m);
     test_malformed();
     CHECK_RC(ez_kokoro_load("/nonexistent/kokoro.gguf", &(ez_kokoro *){NULL}), ELIZA_E_IO);
     ez_pool_destroy(pool);
