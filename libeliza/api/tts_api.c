@@ -24,6 +24,7 @@
 #include "core/platform.h"
 #include "core/pool.h"
 #include "core/strbuf.h"
+#include "core/utf8.h"
 #include "tts/g2p.h"
 #include "tts/kokoro.h"
 
@@ -78,53 +79,10 @@ struct eliza_tts {
 /* UTF-8                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s[0..n), 0 if invalid. */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    int len;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) len = 2;
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF) len = 3;
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4) len = 4;
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (i == 1 && s[0] == 0xE0) lo = 0xA0;
-        if (i == 1 && s[0] == 0xED) hi = 0x9F;
-        if (i == 1 && s[0] == 0xF0) lo = 0x90;
-        if (i == 1 && s[0] == 0xF4) hi = 0x8F;
-        if (s[i] < lo || s[i] > hi) return 0;
-    }
-    return len;
-}
-
 static int32_t check_utf8(const char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        int len = utf8_seq((const unsigned char *)s + i, n - i);
-        if (len == 0)
-            return ez_fail(ELIZA_E_INVALID_ARG, "the text is not valid UTF-8 (byte %" PRIu64 ")", (uint64_t)i);
-        i += (size_t)len;
-    }
+    size_t i = ez_utf8_invalid_at(s, n);
+    if (i < n) return ez_fail(ELIZA_E_INVALID_ARG, "the text is not valid UTF-8 (byte %" PRIu64 ")", (uint64_t)i);
     return ELIZA_OK;
-}
-
-/* Length of the (already validated) sequence at s. */
-static int utf8_len(const char *s) {
-    unsigned char b = (unsigned char)*s;
-    return b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-}
-
-static uint32_t utf8_decode(const char *s, int len) {
-    const unsigned char *u = (const unsigned char *)s;
-    switch (len) {
-    case 1: return u[0];
-    case 2: return ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
-    case 3: return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
-    default:
-        return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) |
-               (u[3] & 0x3F);
-    }
 }
 
 /* Kokoro's punctuation and space: symbols with nothing to say on their own. */
@@ -438,7 +396,7 @@ static int next_phoneme_chunk(const char *lines, size_t n, int max_cp, size_t *p
             last_space = j;
             cp_at_space = cp;
         }
-        j += (size_t)utf8_len(lines + j);
+        ez_utf8_next(lines, &j);
         cp++;
     }
     *pos = j;
@@ -460,16 +418,17 @@ static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *id
     int n_ids = 0;
     *speaks = 0;
     for (size_t i = 0; i < n;) {
-        int len = utf8_len(ph + i);
-        int id = ez_kokoro_symbol_id(m, ph + i, len);
+        size_t next = i;
+        uint32_t cp = ez_utf8_next(ph, &next);
+        int len = (int)(next - i), id = ez_kokoro_symbol_id(m, ph + i, len);
         if (id < 0) {
             ez_log(ELIZA_LOG_DEBUG, "tts: dropped phoneme U+%04" PRIX32 " ('%.*s'): not in the model's vocabulary",
-                   utf8_decode(ph + i, len), len, ph + i);
+                   cp, len, ph + i);
         } else if (n_ids < max_ids) {
             ids[n_ids++] = id;
-            if (!is_punctuation(utf8_decode(ph + i, len))) *speaks = 1;
+            if (!is_punctuation(cp)) *speaks = 1;
         }
-        i += (size_t)len;
+        i = next;
     }
     return n_ids;
 }
@@ -764,11 +723,9 @@ static size_t first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int
     int cp = 0;
     if (n_cp < FIRST_CUT_MIN_LINE) return 0;
     for (size_t i = b; i < e;) {
-        int len = utf8_len(ph + i);
+        uint32_t c = ez_utf8_next(ph, &i);
         cp++;
-        i += (size_t)len;
-        if (i < e && ph[i] == ' ' && cp >= FIRST_CUT_MIN && n_cp - cp >= FIRST_CUT_MIN_REST &&
-            is_clause_mark(utf8_decode(ph + i - len, len))) {
+        if (i < e && ph[i] == ' ' && cp >= FIRST_CUT_MIN && n_cp - cp >= FIRST_CUT_MIN_REST && is_clause_mark(c)) {
             *cut_cp = cp;
             return i;
         }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 /* Makes room for `extra` more bytes plus the terminating NUL. */
 static int reserve(ez_strbuf *sb, size_t extra) {
     size_t need, cap;
@@ -68,41 +70,6 @@ void ez_sb_printf(ez_strbuf *sb, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 when it is invalid;
- * *bad then says how many bytes form the maximal invalid subpart (Unicode
- * "substitution of maximal subparts", which is what Python's
- * errors="replace" does). */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad) {
-    unsigned c = s[0];
-    size_t len, i;
-    unsigned lo = 0x80, hi = 0xBF;
-
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;       /* overlong */
-        if (c == 0xED) hi = 0x9F;       /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;       /* overlong */
-        if (c == 0xF4) hi = 0x8F;       /* above U+10FFFF */
-    } else {
-        *bad = 1;
-        return 0;
-    }
-    for (i = 1; i < len; i++) {
-        unsigned b;
-        if (i >= n) break;
-        b = s[i];
-        if (i == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) break;
-    }
-    if (i == len) return len;
-    *bad = i;
-    return 0;
-}
-
 void ez_sb_json_str(ez_strbuf *sb, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)s;
@@ -122,7 +89,7 @@ void ez_sb_json_str(ez_strbuf *sb, const char *s, size_t n) {
             continue;
         }
         if (c >= 0x80) {
-            len = utf8_seq(u + i, n - i, &bad);
+            len = ez_utf8_seq(u + i, n - i, &bad);
             if (len) {
                 i += len;
                 continue;

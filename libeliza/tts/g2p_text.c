@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "tts/g2p_impl.h"
 
 typedef struct {
@@ -34,63 +35,6 @@ typedef struct {
 } span;
 
 /* ---- UTF-8 and Python's character classes ---------------------------------- */
-
-/* Decodes the code point at s[*i] of valid UTF-8 and steps over it. */
-static uint32_t utf8_next(const char *s, size_t *i) {
-    const unsigned char *p = (const unsigned char *)s + *i;
-    if (p[0] < 0x80) {
-        *i += 1;
-        return p[0];
-    }
-    if (p[0] < 0xE0) {
-        *i += 2;
-        return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-    }
-    if (p[0] < 0xF0) {
-        *i += 3;
-        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    }
-    *i += 4;
-    return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-           ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-}
-
-/* The start of the code point that ends at byte `end` (> 0). */
-static size_t utf8_prev(const char *s, size_t end) {
-    do end--;
-    while (end > 0 && ((unsigned char)s[end] & 0xC0) == 0x80);
-    return end;
-}
-
-/* Offset of the first byte that is not part of valid UTF-8 (overlong forms,
- * surrogates and code points past U+10FFFF are invalid), or len. */
-static size_t utf8_invalid_at(const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        size_t n, k;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) n = 2;
-        else if (c >= 0xF0 && c <= 0xF4) n = 3;
-        else return i;
-        if (c == 0xE0) lo = 0xA0;
-        else if (c == 0xED) hi = 0x9F;
-        else if (c == 0xF0) lo = 0x90;
-        else if (c == 0xF4) hi = 0x8F;
-        if (len - i <= n) return i;
-        if (p[i + 1] < lo || p[i + 1] > hi) return i;
-        for (k = 2; k <= n; k++)
-            if ((p[i + k] & 0xC0) != 0x80) return i;
-        i += n + 1;
-    }
-    return len;
-}
 
 /* str.isspace() (and re's \s on str patterns). */
 static int py_space(uint32_t c) {
@@ -121,13 +65,13 @@ static span py_strip(const char *s, size_t start, size_t end) {
     size_t i = start;
     while (i < end) {
         size_t j = i;
-        if (!py_space(utf8_next(s, &j))) break;
+        if (!py_space(ez_utf8_next(s, &j))) break;
         i = j;
     }
     r.start = i;
     while (end > r.start) {
-        size_t j = utf8_prev(s, end), k = j;
-        if (!py_space(utf8_next(s, &k))) break;
+        size_t j = ez_utf8_prev(s, end), k = j;
+        if (!py_space(ez_utf8_next(s, &k))) break;
         end = j;
     }
     r.end = end;
@@ -177,14 +121,14 @@ static int find_runs(const char *s, size_t start, size_t end, span **runs, size_
     while (i < end) {
         size_t run_start = i, j = i;
         int has_mark = 0;
-        uint32_t c = utf8_next(s, &j);
+        uint32_t c = ez_utf8_next(s, &j);
         if (!py_space(c) && !py_mark(c)) {
             i = j;
             continue;
         }
         while (i < end) {
             j = i;
-            c = utf8_next(s, &j);
+            c = ez_utf8_next(s, &j);
             if (py_mark(c)) has_mark = 1;
             else if (!py_space(c)) break;
             i = j;
@@ -304,7 +248,7 @@ static size_t sentence_cut(const char *s, size_t sent_start, size_t lo, size_t l
     if (r.start == sent_start || r.end >= line_end) return 0;
     while (i < r.end) {
         size_t j = i;
-        uint32_t c = utf8_next(s, &j);
+        uint32_t c = ez_utf8_next(s, &j);
         if (sentence_end(c)) {
             last_end = j;
             last = c;
@@ -402,7 +346,7 @@ int32_t ez_g2p_misaki(const char *text, size_t len, int sentences, ez_g2p_espeak
         } else { /* 'I': between two pieces */
             if (cut_at[i]) {
                 size_t at = cut_at[i], w = at;
-                utf8_next(t.data, &w);
+                ez_utf8_next(t.data, &w);
                 cuts[ncuts++] = (span){cur.len + (at - runs[i].start), cur.len + (w - runs[i].start)};
             }
             ez_sb_append(&cur, mark, mlen);
@@ -457,7 +401,7 @@ int32_t ez_g2p_check_text(const char *text, size_t len) {
     const char *nul = len ? (const char *)memchr(text, '\0', len) : NULL;
     size_t bad;
     if (nul) return ez_fail(ELIZA_E_INVALID_ARG, "text holds a NUL byte at offset %zu", (size_t)(nul - text));
-    bad = utf8_invalid_at(text, len);
+    bad = ez_utf8_invalid_at(text, len);
     if (bad < len)
         return ez_fail(ELIZA_E_INVALID_ARG, "text is not valid UTF-8: byte 0x%02x at offset %zu",
                        (unsigned char)text[bad], bad);
@@ -469,7 +413,7 @@ int32_t ez_g2p_check_text(const char *text, size_t len) {
 static int only_punctuation(const char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
-        uint32_t c = utf8_next(s, &i);
+        uint32_t c = ez_utf8_next(s, &i);
         if (!py_space(c) && !py_mark(c)) return 0;
     }
     return 1;
@@ -487,8 +431,8 @@ static void emit_line(ez_strbuf *out, const char *s, size_t n) {
  * looked through), as Kokoro's English pipeline prefers. */
 static int break_rank(const char *s, size_t start, size_t end) {
     while (end > start) {
-        size_t p = utf8_prev(s, end), q = p;
-        uint32_t c = utf8_next(s, &q);
+        size_t p = ez_utf8_prev(s, end), q = p;
+        uint32_t c = ez_utf8_next(s, &q);
         if (c == ')' || c == '"' || c == 0x201D || c == 0xBB || c == ']' || c == '}') {
             end = p;
             continue;
@@ -514,7 +458,7 @@ static void emit_chunks(ez_strbuf *out, const char *s, size_t n, int max_chunk) 
             /* count code points lie in [pos, i) */
             if (s[i] == ' ' && i > pos) best[break_rank(s, pos, i)] = i;
             if (count == (size_t)max_chunk) break;
-            utf8_next(s, &i);
+            ez_utf8_next(s, &i);
         }
         if (i >= n) { /* the rest fits */
             emit_line(out, s + pos, n - pos);

@@ -19,6 +19,7 @@
 #include "core/gguf.h"
 #include "core/platform.h"
 #include "core/quant.h"
+#include "core/utf8.h"
 #include "tts/kokoro_impl.h"
 
 /* Bounds that no real model comes near; they keep every size product far
@@ -602,27 +603,6 @@ static int32_t load_decoder(loader *L) {
     return load_conv(L, &w->conv_post, "decoder.generator.conv_post", hp->n_fft + 2, ch >> hp->n_ups, 7, 1, 0, 1);
 }
 
-/* One UTF-8 code point filling s[0..len), or -1. */
-static int64_t utf8_one(const unsigned char *s, uint64_t len) {
-    uint32_t cp;
-    uint64_t n;
-    if (len == 0) return -1;
-    if (s[0] < 0x80) cp = s[0], n = 1;
-    else if ((s[0] & 0xE0) == 0xC0) cp = s[0] & 0x1F, n = 2;
-    else if ((s[0] & 0xF0) == 0xE0) cp = s[0] & 0x0F, n = 3;
-    else if ((s[0] & 0xF8) == 0xF0) cp = s[0] & 0x07, n = 4;
-    else return -1;
-    if (len != n) return -1;
-    for (uint64_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return -1;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return -1;
-    return cp;
-}
-
 static int32_t load_vocab(loader *L) {
     ez_kokoro *m = L->m;
     const ez_gguf_kv *sym, *ids;
@@ -646,7 +626,7 @@ static int32_t load_vocab(loader *L) {
         return ez_fail(ELIZA_E_NOMEM, "Kokoro vocabulary of %d symbols", m->n_vocab);
     }
     for (int i = 0; i < m->n_vocab; i++) {
-        int64_t cp = utf8_one((const unsigned char *)strs[i].ptr, strs[i].len);
+        int64_t cp = ez_utf8_one(strs[i].ptr, (size_t)strs[i].len);
         int32_t id;
         memcpy(&id, ids->arr_data + 4 * (size_t)i, 4);
         if (cp < 0) {
@@ -805,7 +785,7 @@ int ez_kokoro_voice_style(const ez_kokoro *m, int index, int row, float *style) 
 int ez_kokoro_symbol_id(const ez_kokoro *m, const char *sym, int len) {
     int64_t cp;
     if (!sym || len < 1) return -1;
-    cp = utf8_one((const unsigned char *)sym, (uint64_t)len);
+    cp = ez_utf8_one(sym, (size_t)len);
     if (cp < 0) return -1;
     for (int i = 0; i < m->n_vocab; i++)
         if (m->vocab_cp[i] == (uint32_t)cp) return m->vocab_id[i];
