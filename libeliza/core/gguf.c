@@ -692,6 +692,65 @@ int32_t ez_gguf_get_arr(const ez_gguf *g, const char *key, uint32_t elem_type,
     return ELIZA_OK;
 }
 
+/* ---- checked metadata ----------------------------------------------------------- */
+
+static int32_t missing(const char *key) {
+    return ez_fail(ELIZA_E_FORMAT, "metadata key '%s' is missing", key ? key : "(null)");
+}
+
+int32_t ez_gguf_need_u32(const ez_gguf *g, const char *key, uint32_t lo, uint32_t hi, uint32_t *out) {
+    uint32_t v = 0;
+    int32_t rc;
+    if (!ez_gguf_find_kv(g, key)) return missing(key);
+    if ((rc = ez_gguf_get_u32(g, key, &v))) return rc;
+    if (v < lo || v > hi)
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %" PRIu32 " is outside [%" PRIu32 ", %" PRIu32 "]", key, v,
+                       lo, hi);
+    *out = v;
+    return ELIZA_OK;
+}
+
+int32_t ez_gguf_opt_u32(const ez_gguf *g, const char *key, uint32_t lo, uint32_t hi, uint32_t *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_need_u32(g, key, lo, hi, out) : ELIZA_OK;
+}
+
+int32_t ez_gguf_need_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out) {
+    float v = 0.0f;
+    int32_t rc;
+    if (!ez_gguf_find_kv(g, key)) return missing(key);
+    if ((rc = ez_gguf_get_f32(g, key, &v))) return rc;
+    if (!isfinite(v) || v < lo || v > hi)
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %g is outside [%g, %g]", key, (double)v, (double)lo,
+                       (double)hi);
+    *out = v;
+    return ELIZA_OK;
+}
+
+int32_t ez_gguf_opt_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_need_f32(g, key, lo, hi, out) : ELIZA_OK;
+}
+
+int32_t ez_gguf_need_bool(const ez_gguf *g, const char *key, int *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_bool(g, key, out) : missing(key);
+}
+
+int32_t ez_gguf_need_str(const ez_gguf *g, const char *key, ez_str *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_str(g, key, out) : missing(key);
+}
+
+int32_t ez_gguf_opt_str(const ez_gguf *g, const char *key, ez_str *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_str(g, key, out) : ELIZA_OK;
+}
+
+int32_t ez_gguf_need_arr(const ez_gguf *g, const char *key, uint32_t elem_type, const ez_gguf_kv **out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_arr(g, key, elem_type, out) : missing(key);
+}
+
+int32_t ez_gguf_opt_arr(const ez_gguf *g, const char *key, uint32_t elem_type, const ez_gguf_kv **out) {
+    *out = NULL;
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_arr(g, key, elem_type, out) : ELIZA_OK;
+}
+
 int32_t ez_gguf_arr_strings(const ez_gguf_kv *kv, ez_str **out) {
     const uint8_t *p;
     ez_str *tab;

@@ -89,6 +89,27 @@ EZ_INTERNAL int32_t ez_gguf_get_str(const ez_gguf *g, const char *key, ez_str *o
 /* An array whose elements are `elem_type`. */
 EZ_INTERNAL int32_t ez_gguf_get_arr(const ez_gguf *g, const char *key, uint32_t elem_type,
                                     const ez_gguf_kv **out);
+/* Checked metadata for model loaders. The need_ getters fail with
+ * ELIZA_E_FORMAT naming the key when it is absent ("metadata key 'K' is
+ * missing"), stored in a type that does not convert without loss, or
+ * outside [lo, hi] (f32: or not finite). The opt_ getters return ELIZA_OK
+ * and leave *out as it is when the key is absent, recording no error, and
+ * check a present key as the need_ getter does (opt_arr sets *out to NULL
+ * when absent). */
+EZ_INTERNAL int32_t ez_gguf_need_u32(const ez_gguf *g, const char *key, uint32_t lo, uint32_t hi,
+                                     uint32_t *out);
+EZ_INTERNAL int32_t ez_gguf_opt_u32(const ez_gguf *g, const char *key, uint32_t lo, uint32_t hi,
+                                    uint32_t *out);
+EZ_INTERNAL int32_t ez_gguf_need_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out);
+EZ_INTERNAL int32_t ez_gguf_opt_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out);
+EZ_INTERNAL int32_t ez_gguf_need_bool(const ez_gguf *g, const char *key, int *out);
+EZ_INTERNAL int32_t ez_gguf_need_str(const ez_gguf *g, const char *key, ez_str *out);
+EZ_INTERNAL int32_t ez_gguf_opt_str(const ez_gguf *g, const char *key, ez_str *out);
+EZ_INTERNAL int32_t ez_gguf_need_arr(const ez_gguf *g, const char *key, uint32_t elem_type,
+                                     const ez_gguf_kv **out);
+EZ_INTERNAL int32_t ez_gguf_opt_arr(const ez_gguf *g, const char *key, uint32_t elem_type,
+                                    const ez_gguf_kv **out);
+
 /* The strings of a STRING array, as a malloc'd table the caller free()s. */
 EZ_INTERNAL int32_t ez_gguf_arr_strings(const ez_gguf_kv *kv, ez_str **out);
 

@@ -65,21 +65,21 @@ static int32_t load(ez_emb_model *m, const ez_gguf *g) {
     int32_t rc;
 
     if ((rc = ez_nn_check_arch(g, ARCH, "not a resemblyzer speaker-embedding model")) ||
-        (rc = ez_nn_key_u32(g, ARCH, "sample_rate", 1000, 192000, &sr)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "mel.n_fft", 2, 1u << 14, &n_fft)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "mel.hop_length", 1, n_fft, &hop)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "mel.n_mels", 1, 1024, &n_mels)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "mel.power", 0.0f, 8.0f, &power)) ||
-        (rc = ez_nn_key_bool(g, ARCH, "mel.center", &center)) ||
-        (rc = ez_nn_key_str(g, ARCH, "mel.pad_mode", pad, sizeof pad)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "partial.frames", 1, 100000, &pf)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "partial.rate", 1e-3f, 1000.0f, &rate)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "partial.min_coverage", 1e-6f, 1.0f, &m->min_coverage)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "lstm.hidden_size", 1, 4096, &H)) ||
-        (rc = ez_nn_key_bool(g, ARCH, "lstm.bidirectional", &bidir)) ||
-        (rc = ez_nn_key_str(g, ARCH, "lstm.gate_order", order, sizeof order)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "embedding_length", 1, 65536, &n_embd)))
+        (rc = ez_gguf_need_u32(g, ARCH ".sample_rate", 1000, 192000, &sr)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".mel.n_fft", 2, 1u << 14, &n_fft)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".mel.hop_length", 1, n_fft, &hop)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".mel.n_mels", 1, 1024, &n_mels)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".mel.power", 0.0f, 8.0f, &power)) ||
+        (rc = ez_gguf_need_bool(g, ARCH ".mel.center", &center)) ||
+        (rc = ez_nn_key_str(g, ARCH ".mel.pad_mode", pad, sizeof pad)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".partial.frames", 1, 100000, &pf)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".partial.rate", 1e-3f, 1000.0f, &rate)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".partial.min_coverage", 1e-6f, 1.0f, &m->min_coverage)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".lstm.hidden_size", 1, 4096, &H)) ||
+        (rc = ez_gguf_need_bool(g, ARCH ".lstm.bidirectional", &bidir)) ||
+        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, sizeof order)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".embedding_length", 1, 65536, &n_embd)))
         return rc;
     if (power != 2.0f || !center || strcmp(pad, "constant") != 0 || bidir)
         return ez_fail(ELIZA_E_UNSUPPORTED,

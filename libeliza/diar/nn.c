@@ -15,59 +15,12 @@
 
 /* ---- GGUF reading ------------------------------------------------------------ */
 
-static const char *full_key(char *buf, size_t cap, const char *arch, const char *key) {
-    snprintf(buf, cap, "%s.%s", arch, key);
-    return buf;
-}
-
-static int32_t need(const ez_gguf *g, const char *key) {
-    if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "metadata key '%s' is missing", key);
-    return ELIZA_OK;
-}
-
-int32_t ez_nn_key_u32(const ez_gguf *g, const char *arch, const char *key, uint32_t lo, uint32_t hi,
-                      uint32_t *out) {
-    char name[128];
-    uint32_t v;
-    int32_t rc;
-    full_key(name, sizeof name, arch, key);
-    if ((rc = need(g, name)) || (rc = ez_gguf_get_u32(g, name, &v))) return rc;
-    if (v < lo || v > hi)
-        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %" PRIu32 " is outside [%" PRIu32 ", %" PRIu32 "]", name,
-                       v, lo, hi);
-    *out = v;
-    return ELIZA_OK;
-}
-
-int32_t ez_nn_key_f32(const ez_gguf *g, const char *arch, const char *key, float lo, float hi, float *out) {
-    char name[128];
-    float v;
-    int32_t rc;
-    full_key(name, sizeof name, arch, key);
-    if ((rc = need(g, name)) || (rc = ez_gguf_get_f32(g, name, &v))) return rc;
-    if (!isfinite(v) || v < lo || v > hi)
-        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %g is outside [%g, %g]", name, (double)v, (double)lo,
-                       (double)hi);
-    *out = v;
-    return ELIZA_OK;
-}
-
-int32_t ez_nn_key_bool(const ez_gguf *g, const char *arch, const char *key, int *out) {
-    char name[128];
-    int32_t rc;
-    full_key(name, sizeof name, arch, key);
-    if ((rc = need(g, name))) return rc;
-    return ez_gguf_get_bool(g, name, out);
-}
-
-int32_t ez_nn_key_str(const ez_gguf *g, const char *arch, const char *key, char *out, size_t cap) {
-    char name[128];
+int32_t ez_nn_key_str(const ez_gguf *g, const char *key, char *out, size_t cap) {
     ez_str s;
     int32_t rc;
-    full_key(name, sizeof name, arch, key);
-    if ((rc = need(g, name)) || (rc = ez_gguf_get_str(g, name, &s))) return rc;
+    if ((rc = ez_gguf_need_str(g, key, &s))) return rc;
     if (s.len >= cap || memchr(s.ptr, 0, (size_t)s.len))
-        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' is not a short string (%" PRIu64 " bytes)", name, s.len);
+        return ez_fail(ELIZA_E_FORMAT, "metadata '%s' is not a short string (%" PRIu64 " bytes)", key, s.len);
     memcpy(out, s.ptr, (size_t)s.len);
     out[s.len] = 0;
     return ELIZA_OK;
@@ -76,8 +29,7 @@ int32_t ez_nn_key_str(const ez_gguf *g, const char *arch, const char *key, char 
 int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what) {
     ez_str s;
     int32_t rc;
-    if ((rc = need(g, "general.architecture")) || (rc = ez_gguf_get_str(g, "general.architecture", &s)))
-        return rc;
+    if ((rc = ez_gguf_need_str(g, "general.architecture", &s))) return rc;
     if (s.len != strlen(arch) || memcmp(s.ptr, arch, (size_t)s.len) != 0)
         return ez_fail(ELIZA_E_UNSUPPORTED, "general.architecture is '%.*s', not '%s' (%s)", (int)EZ_MIN(s.len, 64u),
                        s.ptr, arch, what);

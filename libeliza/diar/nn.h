@@ -15,15 +15,9 @@
 
 /* ---- GGUF reading -------------------------------------------------------- */
 
-/* A u32 (or other integer) key of `arch`.`key` within [lo, hi]. */
-EZ_INTERNAL int32_t ez_nn_key_u32(const ez_gguf *g, const char *arch, const char *key, uint32_t lo,
-                                  uint32_t hi, uint32_t *out);
-/* A finite f32 key within [lo, hi]. */
-EZ_INTERNAL int32_t ez_nn_key_f32(const ez_gguf *g, const char *arch, const char *key, float lo, float hi,
-                                  float *out);
-EZ_INTERNAL int32_t ez_nn_key_bool(const ez_gguf *g, const char *arch, const char *key, int *out);
-/* A string key copied into out (NUL-terminated, at most cap - 1 bytes). */
-EZ_INTERNAL int32_t ez_nn_key_str(const ez_gguf *g, const char *arch, const char *key, char *out, size_t cap);
+/* Metadata: core/gguf's ez_gguf_need_* getters. A string key copied into
+ * out (NUL-terminated, at most cap - 1 bytes). */
+EZ_INTERNAL int32_t ez_nn_key_str(const ez_gguf *g, const char *key, char *out, size_t cap);
 /* ELIZA_E_UNSUPPORTED unless general.architecture is `arch` (FORMAT if absent). */
 EZ_INTERNAL int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what);
 

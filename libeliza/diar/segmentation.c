@@ -219,8 +219,8 @@ static int32_t load_powerset(ez_seg_model *m, const ez_gguf *g) {
     const ez_gguf_kv *kv;
     uint32_t n_spk, max_per_frame;
     int32_t rc;
-    if ((rc = ez_nn_key_u32(g, ARCH, "powerset.speaker_count", 1, 16, &n_spk)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "powerset.max_speakers_per_frame", 1, n_spk, &max_per_frame)))
+    if ((rc = ez_gguf_need_u32(g, ARCH ".powerset.speaker_count", 1, 16, &n_spk)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".powerset.max_speakers_per_frame", 1, n_spk, &max_per_frame)))
         return rc;
     if (!ez_gguf_find_kv(g, ARCH ".powerset.mapping"))
         return ez_fail(ELIZA_E_FORMAT, "metadata key '" ARCH ".powerset.mapping' is missing");
@@ -256,18 +256,18 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
     float *wv = NULL;
 
     if ((rc = ez_nn_check_arch(g, ARCH, "not a pyannote segmentation model")) ||
-        (rc = ez_nn_key_u32(g, ARCH, "sample_rate", 1000, 192000, &sr)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "chunk_duration", 0.1f, 600.0f, &chunk_s)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "frame_step", 1, 1u << 20, &step)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "receptive_field", 1, 1u << 20, &field)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "sincnet.stride", 1, 1024, &stride)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "sincnet.pool_size", 1, 8, &pool)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "norm_epsilon", 0.0f, 1.0f, &m->eps)) ||
-        (rc = ez_nn_key_f32(g, ARCH, "leaky_relu_slope", 0.0f, 1.0f, &m->slope)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
-        (rc = ez_nn_key_u32(g, ARCH, "lstm.hidden_size", 1, 4096, &H)) ||
-        (rc = ez_nn_key_bool(g, ARCH, "lstm.bidirectional", &bidir)) ||
-        (rc = ez_nn_key_str(g, ARCH, "lstm.gate_order", order, sizeof order)))
+        (rc = ez_gguf_need_u32(g, ARCH ".sample_rate", 1000, 192000, &sr)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".chunk_duration", 0.1f, 600.0f, &chunk_s)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".frame_step", 1, 1u << 20, &step)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".receptive_field", 1, 1u << 20, &field)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".sincnet.stride", 1, 1024, &stride)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".sincnet.pool_size", 1, 8, &pool)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".norm_epsilon", 0.0f, 1.0f, &m->eps)) ||
+        (rc = ez_gguf_need_f32(g, ARCH ".leaky_relu_slope", 0.0f, 1.0f, &m->slope)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
+        (rc = ez_gguf_need_u32(g, ARCH ".lstm.hidden_size", 1, 4096, &H)) ||
+        (rc = ez_gguf_need_bool(g, ARCH ".lstm.bidirectional", &bidir)) ||
+        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, sizeof order)))
         return rc;
     if (!bidir) return ez_fail(ELIZA_E_FORMAT, ARCH ".lstm.bidirectional is false; PyanNet's LSTMs are bidirectional");
     m->sample_rate = (int)sr;

@@ -92,20 +92,15 @@ void ez_kokoro_trace_free(ez_kokoro_trace *trace) {
 
 static int32_t need_u32(const ez_gguf *g, const char *key, uint32_t lo, uint32_t hi, int *out) {
     uint32_t v;
-    int32_t rc;
-    if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key '%s' is missing", key);
-    if ((rc = ez_gguf_get_u32(g, key, &v))) return rc;
-    if (v < lo || v > hi)
-        return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata '%s' = %" PRIu32 " is out of range [%" PRIu32 ", %" PRIu32 "]",
-                       key, v, lo, hi);
-    *out = (int)v;
-    return ELIZA_OK;
+    int32_t rc = ez_gguf_need_u32(g, key, lo, hi, &v);
+    if (rc == ELIZA_OK) *out = (int)v;
+    return rc;
 }
 
 /* An integer array of 1..max elements, each in [lo, hi]; *n gets the count. */
 static int32_t need_ints(const ez_gguf *g, const char *key, int max, int lo, int hi, int *out, int *n) {
     const ez_gguf_kv *kv = ez_gguf_find_kv(g, key);
-    if (!kv) return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key '%s' is missing", key);
+    if (!kv) return ez_gguf_need_arr(g, key, EZ_GGUF_I32, &kv);
     if (kv->type != EZ_GGUF_ARRAY || (kv->arr_type != EZ_GGUF_I32 && kv->arr_type != EZ_GGUF_U32))
         return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata '%s' is not an array of 32-bit integers", key);
     if (kv->arr_len < 1 || kv->arr_len > (uint64_t)max)
@@ -135,15 +130,11 @@ static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
     int n, dil[3 * EZ_KOKORO_MAX_KERNELS];
 
     memset(hp, 0, sizeof *hp);
-    if (!ez_gguf_find_kv(g, "general.architecture"))
-        return ez_fail(ELIZA_E_FORMAT, "not a model file: 'general.architecture' is missing");
-    if ((rc = ez_gguf_get_str(g, "general.architecture", &s))) return rc;
+    if ((rc = ez_gguf_need_str(g, "general.architecture", &s))) return rc;
     if (!str_is(s, "kokoro"))
         return ez_fail(ELIZA_E_FORMAT, "architecture '%.*s' is not a Kokoro model ('kokoro')",
                        (int)EZ_MIN(s.len, 64u), s.ptr);
-    if (!ez_gguf_find_kv(g, "kokoro.lstm_gate_order"))
-        return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key 'kokoro.lstm_gate_order' is missing");
-    if ((rc = ez_gguf_get_str(g, "kokoro.lstm_gate_order", &s))) return rc;
+    if ((rc = ez_gguf_need_str(g, "kokoro.lstm_gate_order", &s))) return rc;
     if (!str_is(s, "ifgo"))
         return ez_fail(ELIZA_E_FORMAT, "Kokoro LSTM gate order '%.*s' is not supported (the engine reads 'ifgo')",
                        (int)EZ_MIN(s.len, 16u), s.ptr);
@@ -165,10 +156,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
         (rc = need_u32(g, "kokoro.istftnet.n_fft", 2, EZ_KOKORO_MAX_FFT, &hp->n_fft)) ||
         (rc = need_u32(g, "kokoro.istftnet.hop_size", 1, 1024, &hp->hop)))
         return rc;
-    if (!ez_gguf_find_kv(g, "kokoro.plbert.layer_norm_eps"))
-        return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key 'kokoro.plbert.layer_norm_eps' is missing");
-    if ((rc = ez_gguf_get_f32(g, "kokoro.plbert.layer_norm_eps", &hp->bert_eps))) return rc;
-    if (!(hp->bert_eps >= 0.0f && hp->bert_eps < 1.0f))
+    if ((rc = ez_gguf_need_f32(g, "kokoro.plbert.layer_norm_eps", 0.0f, 1.0f, &hp->bert_eps))) return rc;
+    if (hp->bert_eps >= 1.0f)
         return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata 'kokoro.plbert.layer_norm_eps' = %g is out of range [0, 1)",
                        (double)hp->bert_eps);
     if (2 * hp->style != EZ_KOKORO_STYLE_DIM)
@@ -608,11 +597,8 @@ static int32_t load_vocab(loader *L) {
     const ez_gguf_kv *sym, *ids;
     ez_str *strs = NULL;
     int32_t rc;
-    if (!ez_gguf_find_kv(L->g, "kokoro.vocab.symbols") || !ez_gguf_find_kv(L->g, "kokoro.vocab.ids"))
-        return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key 'kokoro.vocab.%s' is missing",
-                       ez_gguf_find_kv(L->g, "kokoro.vocab.symbols") ? "ids" : "symbols");
-    if ((rc = ez_gguf_get_arr(L->g, "kokoro.vocab.symbols", EZ_GGUF_STRING, &sym)) ||
-        (rc = ez_gguf_get_arr(L->g, "kokoro.vocab.ids", EZ_GGUF_I32, &ids)))
+    if ((rc = ez_gguf_need_arr(L->g, "kokoro.vocab.symbols", EZ_GGUF_STRING, &sym)) ||
+        (rc = ez_gguf_need_arr(L->g, "kokoro.vocab.ids", EZ_GGUF_I32, &ids)))
         return rc;
     if (sym->arr_len != ids->arr_len || sym->arr_len < 1 || sym->arr_len > MAX_TOKENS)
         return ez_fail(ELIZA_E_FORMAT, "Kokoro vocabulary: %" PRIu64 " symbols and %" PRIu64 " ids (1 to %d, equal)",
@@ -665,8 +651,8 @@ static int32_t voice_tags(loader *L, const char *key, uint64_t n, size_t max, ch
     ez_str *tags = NULL;
     int32_t rc;
     if (!(*out = calloc((size_t)n, sizeof **out))) return ez_fail(ELIZA_E_NOMEM, "Kokoro %s", key);
-    if (ez_gguf_find_kv(L->g, key)) {
-        if ((rc = ez_gguf_get_arr(L->g, key, EZ_GGUF_STRING, &kv))) return rc;
+    if ((rc = ez_gguf_opt_arr(L->g, key, EZ_GGUF_STRING, &kv))) return rc;
+    if (kv) {
         if (kv->arr_len != n)
             return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata '%s' has %" PRIu64 " entries for %" PRIu64 " voices",
                            key, kv->arr_len, n);
@@ -688,9 +674,7 @@ static int32_t load_voices(loader *L) {
     const ez_gguf_kv *kv;
     ez_str *names = NULL;
     int32_t rc;
-    if (!ez_gguf_find_kv(L->g, "kokoro.voices"))
-        return ez_fail(ELIZA_E_FORMAT, "Kokoro metadata key 'kokoro.voices' is missing");
-    if ((rc = ez_gguf_get_arr(L->g, "kokoro.voices", EZ_GGUF_STRING, &kv))) return rc;
+    if ((rc = ez_gguf_need_arr(L->g, "kokoro.voices", EZ_GGUF_STRING, &kv))) return rc;
     if (kv->arr_len > 4096)
         return ez_fail(ELIZA_E_FORMAT, "Kokoro model lists %" PRIu64 " voices (at most 4096)", kv->arr_len);
     if (kv->arr_len == 0) return ELIZA_OK;

@@ -670,6 +670,60 @@ done:
     free(f);
 }
 
+/* need_: absent or out of range is a FORMAT error naming the key; opt_:
+ * absent leaves the output and the last error message as they were. */
+static void test_gguf_checked_and_optional_getters(void) {
+    size_t size;
+    uint8_t *f = reference_file(&size, NULL, NULL);
+    ez_gguf *g = NULL;
+    uint32_t u32 = 7;
+    float f32 = 2.5f;
+    int bl = 0;
+    ez_str s = {"keep", 4};
+    const ez_gguf_kv *arr = NULL;
+
+    CHECK_RC(ez_gguf_open_memory(f, size, &g), ELIZA_OK);
+    if (!g) goto done;
+    CHECK_RC(ez_gguf_need_u32(g, "test.u16", 1, 60000, &u32), ELIZA_OK);
+    CHECK(u32 == 60000);
+    CHECK_RC(ez_gguf_need_u32(g, "test.u16", 1, 59999, &u32), ELIZA_E_FORMAT);
+    CHECK(strstr(ez_error_message(), "'test.u16' = 60000 is outside [1, 59999]") != NULL);
+    CHECK_RC(ez_gguf_need_u32(g, "test.gone", 0, 9, &u32), ELIZA_E_FORMAT);
+    CHECK(strstr(ez_error_message(), "metadata key 'test.gone' is missing") != NULL);
+    CHECK_RC(ez_gguf_need_f32(g, "test.f32", 0.0f, 1.0f, &f32), ELIZA_OK);
+    CHECK(f32 == 0.1f);
+    CHECK_RC(ez_gguf_need_f32(g, "test.f32", 0.5f, 1.0f, &f32), ELIZA_E_FORMAT);
+    CHECK_RC(ez_gguf_need_bool(g, "test.bool", &bl), ELIZA_OK);
+    CHECK(bl == 1);
+    CHECK_RC(ez_gguf_need_bool(g, "test.gone", &bl), ELIZA_E_FORMAT);
+    CHECK_RC(ez_gguf_need_str(g, "test.u8", &s), ELIZA_E_FORMAT);
+    CHECK_RC(ez_gguf_need_arr(g, "test.arr_i32", EZ_GGUF_I32, &arr), ELIZA_OK);
+    CHECK(arr && arr->arr_len == 10);
+
+    ez_fail(ELIZA_E_INTERNAL, "sentinel");
+    u32 = 7;
+    f32 = 2.5f;
+    s.ptr = "keep";
+    s.len = 4;
+    CHECK_RC(ez_gguf_opt_u32(g, "test.gone", 0, 9, &u32), ELIZA_OK);
+    CHECK_RC(ez_gguf_opt_f32(g, "test.gone", 0.0f, 9.0f, &f32), ELIZA_OK);
+    CHECK_RC(ez_gguf_opt_str(g, "test.gone", &s), ELIZA_OK);
+    CHECK_RC(ez_gguf_opt_arr(g, "test.gone", EZ_GGUF_I32, &arr), ELIZA_OK);
+    CHECK(u32 == 7 && f32 == 2.5f && s.len == 4 && arr == NULL);
+    CHECK(strcmp(ez_error_message(), "sentinel") == 0);
+    /* present keys are checked as need_ checks them */
+    CHECK_RC(ez_gguf_opt_u32(g, "test.u8", 0, 100, &u32), ELIZA_E_FORMAT);
+    CHECK(u32 == 7);
+    CHECK_RC(ez_gguf_opt_u32(g, "test.u8", 0, 200, &u32), ELIZA_OK);
+    CHECK(u32 == 200);
+    CHECK_RC(ez_gguf_opt_str(g, "test.str", &s), ELIZA_OK);
+    CHECK(s.len == 11);
+    CHECK_RC(ez_gguf_opt_arr(g, "test.arr_i32", EZ_GGUF_F32, &arr), ELIZA_E_FORMAT);
+done:
+    ez_gguf_close(g);
+    free(f);
+}
+
 static void test_gguf_version_2_and_default_alignment(void) {
     builder b;
     ref_opts o = {0, 2};
@@ -1416,6 +1470,7 @@ typedef struct {
 int main(int argc, char **argv) {
     static const test_case tests[] = {
         T(test_gguf_reference_file_parses),
+        T(test_gguf_checked_and_optional_getters),
         T(test_gguf_version_2_and_default_alignment),
         T(test_gguf_dequantizes_known_types),
         T(test_gguf_info_json_document),
