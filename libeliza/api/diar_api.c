@@ -13,7 +13,6 @@
 #include "core/pool.h"
 #include "diar/diarizer.h"
 
-#define FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
 void eliza_diarizer_default_params(eliza_diarizer_params *params) {
     if (!params) return;
@@ -24,7 +23,7 @@ void eliza_diarizer_default_params(eliza_diarizer_params *params) {
 static int32_t read_params(const eliza_diarizer_params *in, eliza_diarizer_params *p) {
     eliza_diarizer_default_params(p);
     if (!in) return ELIZA_OK;
-    if (!FITS(in, eliza_diarizer_params, n_threads))
+    if (!EZ_FITS(in, eliza_diarizer_params, n_threads))
         return ez_fail(ELIZA_E_ABI, "eliza_diarizer_params.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
                        in->struct_size, (uint64_t)sizeof(eliza_diarizer_params));
     p->n_threads = in->n_threads;

@@ -11,7 +11,6 @@
 #include "diar/diarizer.h"
 #include "diar/pipeline.h"
 
-#define FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
 
 #define MIN_RATE 8000
 #define MAX_RATE 192000
@@ -31,17 +30,17 @@ void eliza_diarize_default_options(eliza_diarize_options *options) {
 static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds, eliza_diarize_options *o) {
     eliza_diarize_default_options(o);
     if (!in) return ELIZA_OK;
-    if (!FITS(in, eliza_diarize_options, step))
+    if (!EZ_FITS(in, eliza_diarize_options, step))
         return ez_fail(ELIZA_E_ABI, "eliza_diarize_options.struct_size %" PRIu32 " is too small (%zu)",
                        in->struct_size, sizeof(eliza_diarize_options));
-    if (FITS(in, eliza_diarize_options, step)) o->step = in->step;
-    if (FITS(in, eliza_diarize_options, num_speakers)) o->num_speakers = in->num_speakers;
-    if (FITS(in, eliza_diarize_options, min_speakers)) o->min_speakers = in->min_speakers;
-    if (FITS(in, eliza_diarize_options, max_speakers)) o->max_speakers = in->max_speakers;
-    if (FITS(in, eliza_diarize_options, threshold)) o->threshold = in->threshold;
-    if (FITS(in, eliza_diarize_options, min_duration_on)) o->min_duration_on = in->min_duration_on;
-    if (FITS(in, eliza_diarize_options, min_duration_off)) o->min_duration_off = in->min_duration_off;
-    if (FITS(in, eliza_diarize_options, batch_size)) o->batch_size = in->batch_size;
+    if (EZ_FITS(in, eliza_diarize_options, step)) o->step = in->step;
+    if (EZ_FITS(in, eliza_diarize_options, num_speakers)) o->num_speakers = in->num_speakers;
+    if (EZ_FITS(in, eliza_diarize_options, min_speakers)) o->min_speakers = in->min_speakers;
+    if (EZ_FITS(in, eliza_diarize_options, max_speakers)) o->max_speakers = in->max_speakers;
+    if (EZ_FITS(in, eliza_diarize_options, threshold)) o->threshold = in->threshold;
+    if (EZ_FITS(in, eliza_diarize_options, min_duration_on)) o->min_duration_on = in->min_duration_on;
+    if (EZ_FITS(in, eliza_diarize_options, min_duration_off)) o->min_duration_off = in->min_duration_off;
+    if (EZ_FITS(in, eliza_diarize_options, batch_size)) o->batch_size = in->batch_size;
 
     if (!(o->step >= MIN_STEP && o->step <= chunk_seconds))
         return ez_fail(ELIZA_E_INVALID_ARG, "step %g s is outside %g..%g s (the window)", (double)o->step,

@@ -50,10 +50,6 @@
 /* Phases of the profile: the model's, plus g2p and total. */
 #define MAX_PROFILE (EZ_KOKORO_MAX_PHASES + 2)
 
-/* See llm_api.c: a field is read (or written) only when it lies inside the
- * caller's struct_size. */
-#define FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 typedef struct {
     int n;
     const char *name[MAX_PROFILE]; /* static strings (the model's phase names) */
@@ -197,11 +193,11 @@ int32_t eliza_tts_open(const char *path, const eliza_tts_params *params, eliza_t
     if (!path) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_tts_open: path is NULL");
     eliza_tts_default_params(&p);
     if (params) {
-        if (!FITS(params, eliza_tts_params, n_threads))
+        if (!EZ_FITS(params, eliza_tts_params, n_threads))
             return ez_fail(ELIZA_E_ABI, "eliza_tts_params.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
                            params->struct_size, (uint64_t)sizeof(eliza_tts_params));
 #define TAKE(f) \
-    if (FITS(params, eliza_tts_params, f)) p.f = params->f
+    if (EZ_FITS(params, eliza_tts_params, f)) p.f = params->f
         TAKE(n_threads);
         TAKE(espeak_library);
         TAKE(espeak_data);
@@ -634,11 +630,11 @@ static void stream_free(eliza_tts_stream *s) {
 
 static int32_t read_config(const eliza_tts_config *in, eliza_tts_config *c) {
     eliza_tts_default_config(c);
-    if (!FITS(in, eliza_tts_config, text))
+    if (!EZ_FITS(in, eliza_tts_config, text))
         return ez_fail(ELIZA_E_ABI, "eliza_tts_config.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
                        in->struct_size, (uint64_t)sizeof(eliza_tts_config));
 #define TAKE(f) \
-    if (FITS(in, eliza_tts_config, f)) c->f = in->f
+    if (EZ_FITS(in, eliza_tts_config, f)) c->f = in->f
     TAKE(text);
     TAKE(voice);
     TAKE(speed);
@@ -799,10 +795,10 @@ static int32_t set_phonemes(eliza_tts_stream *s, const char *ph, size_t n) {
 }
 
 static void set_chunk(eliza_tts_chunk *chunk, uint32_t index, const float *pcm, size_t n, const char *phonemes) {
-    if (FITS(chunk, eliza_tts_chunk, index)) chunk->index = index;
-    if (FITS(chunk, eliza_tts_chunk, pcm)) chunk->pcm = pcm;
-    if (FITS(chunk, eliza_tts_chunk, n_samples)) chunk->n_samples = n;
-    if (FITS(chunk, eliza_tts_chunk, phonemes)) chunk->phonemes = phonemes;
+    if (EZ_FITS(chunk, eliza_tts_chunk, index)) chunk->index = index;
+    if (EZ_FITS(chunk, eliza_tts_chunk, pcm)) chunk->pcm = pcm;
+    if (EZ_FITS(chunk, eliza_tts_chunk, n_samples)) chunk->n_samples = n;
+    if (EZ_FITS(chunk, eliza_tts_chunk, phonemes)) chunk->phonemes = phonemes;
 }
 
 /* The seam fades (SEAM_FADE_MS): in at the start unless `first`, out at the
@@ -828,7 +824,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
 
     ez_clear_error();
     if (!s || !chunk) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_tts_stream_next: NULL argument");
-    if (!FITS(chunk, eliza_tts_chunk, index))
+    if (!EZ_FITS(chunk, eliza_tts_chunk, index))
         return ez_fail(ELIZA_E_ABI, "eliza_tts_chunk.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
                        chunk->struct_size, (uint64_t)sizeof(eliza_tts_chunk));
     set_chunk(chunk, s->index, NULL, 0, "");

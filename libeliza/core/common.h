@@ -54,6 +54,11 @@
 #define EZ_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define EZ_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* Whether the caller's struct (of public type `type`, sized by its leading
+ * struct_size) reaches past `field`: an ABI struct only grows at the end,
+ * so a library reads only the fields an older host's struct has. */
+#define EZ_FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
+
 /* Overflow-checked size arithmetic: return 0 and leave *out untouched on
  * overflow, 1 otherwise. */
 static inline int ez_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
