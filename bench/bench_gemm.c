@@ -1,11 +1,10 @@
 /* GFLOP/s of the reference and the fast F32 GEMM at the shapes of a small
  * LLM (K = 640: GEMV for decode, M = 256 for prefill) and of the TTS and
- * diarization models, the quantized matmul at the decode shape, and the
- * thread pool's dispatch overhead.
+ * diarization models, and the thread pool's dispatch overhead.
  *
  *   bench_gemm                 all of it
  *   bench_gemm --quick         fewer repetitions (a smoke run)
- *   bench_gemm SECTION...      only these of llm, diar, tts, matmul, pool
+ *   bench_gemm SECTION...      only these of llm, diar, tts, pool
  *   bench_gemm --match TEXT    only the GEMM shapes whose name contains TEXT
  *
  * Build: configure with -DELIZA_BUILD_BENCH=ON (bench_*.c link against the
@@ -23,7 +22,6 @@
 #include "core/gemm.h"
 #include "core/platform.h"
 #include "core/pool.h"
-#include "core/quant.h"
 
 static int g_batches = 5;
 static const char *g_match;
@@ -173,42 +171,6 @@ static void bench_gemm_table(ez_pool *pools[2], const char *title, const gemm_sh
         if (!g_match || strstr(shapes[i].name, g_match)) bench_gemm_shape(pools, shapes[i], with_ref);
 }
 
-typedef struct {
-    ez_pool *pool;
-    uint32_t type;
-    const void *W;
-    int64_t N, K, M;
-    const float *X;
-    float *Y;
-} matmul_ctx;
-
-static void run_matmul(void *p) {
-    matmul_ctx *m = (matmul_ctx *)p;
-    ez_matmul(m->pool, m->type, m->W, m->N, m->K, m->X, m->M, m->Y);
-}
-
-/* Timing does not depend on the weight values; a constant byte pattern
- * gives finite scales in every format. */
-static void bench_matmul_type(ez_pool *pools[2], uint32_t type, int64_t M, int64_t N, int64_t K) {
-    size_t bytes = (size_t)ez_row_bytes(type, (uint64_t)K) * (size_t)N;
-    matmul_ctx m = {NULL, type, NULL, N, K, M, NULL, NULL};
-    double flops = 2.0 * (double)M * (double)N * (double)K, t1, t2;
-    uint8_t *W = (uint8_t *)ez_aligned_alloc(bytes);
-    memset(W, 0x11, bytes);
-    m.W = W;
-    m.X = filled((size_t)(M * K));
-    m.Y = filled((size_t)(M * N));
-    m.pool = pools[0];
-    t1 = seconds_per_call(run_matmul, &m);
-    m.pool = pools[1];
-    t2 = seconds_per_call(run_matmul, &m);
-    printf("%-6s %5lld %5lld %5lld | %9.2f %9.2f | %8.1f\n", ez_type_traits_of(type)->name, (long long)M,
-           (long long)N, (long long)K, flops / t1 * 1e-9, flops / t2 * 1e-9, t2 * 1e6);
-    ez_aligned_free(W);
-    ez_aligned_free((void *)m.X);
-    ez_aligned_free(m.Y);
-}
-
 /* Dispatch: loops of one BUSY_NS item per thread. The overhead of a loop
  * is its wall time minus BUSY_NS when every thread took part. On a loaded
  * machine a worker is often not running when the loop starts; the caller
@@ -280,7 +242,6 @@ static int wanted(int argc, char **argv, const char *section) {
 }
 
 int main(int argc, char **argv) {
-    static const uint32_t types[] = {EZ_TYPE_F16, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
     ez_pool *pools[2];
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
@@ -301,17 +262,6 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "llm")) bench_gemm_table(pools, "LLM", k_llm_shapes, COUNT(k_llm_shapes), 1);
     if (wanted(argc, argv, "diar")) bench_gemm_table(pools, "diarization", k_diar_shapes, COUNT(k_diar_shapes), 0);
     if (wanted(argc, argv, "tts")) bench_gemm_table(pools, "TTS", k_tts_shapes, COUNT(k_tts_shapes), 0);
-
-    if (wanted(argc, argv, "matmul")) {
-        printf("\nez_matmul, GFLOP/s\n");
-        printf("%-6s %5s %5s %5s | %9s %9s | %8s\n", "type", "M", "N", "K", "1t", "2t", "us (2t)");
-        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-            /* K-quant rows are whole 256-element super-blocks: 768 stands in for 640. */
-            int64_t K = 640 % ez_type_traits_of(types[i])->block_size == 0 ? 640 : 768;
-            bench_matmul_type(pools, types[i], 1, 2048, K);
-            bench_matmul_type(pools, types[i], 64, 2048, K);
-        }
-    }
 
     if (wanted(argc, argv, "pool")) {
         printf("\npool dispatch\n");

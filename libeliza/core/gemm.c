@@ -3,14 +3,11 @@
  * kernels/gemm_kernels.h for the packed layouts. */
 #include "gemm.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 #include "cpu.h"
-#include "error.h"
 #include "kernels/gemm_kernels_ext.h"
 #include "platform.h"
-#include "quant.h"
 
 /* ---- reference ------------------------------------------------------------------ */
 
@@ -331,121 +328,4 @@ void ez_gemm_f32(ez_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
     } else {
         gemm_packed(pool, kern, ext, &p);
     }
-}
-
-/* ---- quantized matmul ------------------------------------------------------------------ */
-
-/* Weight rows per inner block: their bytes stay in L1 while every activation
- * row passes over them. */
-#define W_ROW_BLOCK 8
-/* Elements per chunk of the activation quantization: a chunk is worth a
- * thread only when it is this big. */
-#define QUANT_GRAIN_ELEMENTS 16384
-
-typedef struct {
-    const float *X;
-    int64_t K;
-    uint8_t *xq;
-    size_t xq_row_bytes;
-    ez_quant_fn quant;
-} quant_job;
-
-static void quantize_rows(void *ctx, int64_t m0, int64_t m1, int thread_index) {
-    const quant_job *job = (const quant_job *)ctx;
-    (void)thread_index;
-    for (int64_t m = m0; m < m1; m++) job->quant(job->X + m * job->K, job->xq + (size_t)m * job->xq_row_bytes, job->K);
-}
-
-typedef struct {
-    ez_dot_fn dot;
-    const uint8_t *W;
-    size_t w_row_bytes;
-    const uint8_t *x;     /* activation rows in the weight type's vec_dot_type */
-    size_t x_row_bytes;
-    int64_t M, N, K;
-    float *Y;
-} dot_job;
-
-static void dot_rows(void *ctx, int64_t n0, int64_t n1, int thread_index) {
-    const dot_job *job = (const dot_job *)ctx;
-    (void)thread_index;
-    for (int64_t nb = n0; nb < n1; nb += W_ROW_BLOCK) {
-        int64_t ne = EZ_MIN(nb + W_ROW_BLOCK, n1);
-        for (int64_t m = 0; m < job->M; m++) {
-            const uint8_t *x = job->x + (size_t)m * job->x_row_bytes;
-            float *y = job->Y + m * job->N;
-            for (int64_t n = nb; n < ne; n++) y[n] = job->dot(job->K, job->W + (size_t)n * job->w_row_bytes, x);
-        }
-    }
-}
-
-/* X rows in the dot's activation format: X itself for F32 activations,
- * otherwise quantized once into *owned or the calling thread's scratch slot
- * (slot 0 unless ez_matmul is called from inside a loop body of the pool). */
-static int32_t activations_for_dot(ez_pool *pool, ez_type vdt, const float *X, int64_t M, int64_t K,
-                                   dot_job *job, void **owned) {
-    const ez_type_kernels *kq = ez_kernels(vdt);
-    quant_job q;
-    uint64_t total;
-    if (vdt == EZ_TYPE_F32) {
-        job->x = (const uint8_t *)X;
-        job->x_row_bytes = sizeof(float) * (size_t)K;
-        return ELIZA_OK;
-    }
-    job->x_row_bytes = (size_t)ez_row_bytes(vdt, (uint64_t)K);
-    if (!kq->quant || job->x_row_bytes == 0)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: no quantizer to %s for rows of %" PRId64,
-                       ez_type_traits_of(vdt)->name, K);
-    if (!ez_mul_u64(job->x_row_bytes, (uint64_t)M, &total) || total > SIZE_MAX)
-        return ez_fail(ELIZA_E_NOMEM, "matmul: %" PRId64 " activation rows of %" PRId64 " do not fit in memory", M, K);
-    if (pool)
-        q.xq = (uint8_t *)ez_pool_scratch(pool, ez_pool_thread_index(pool), (size_t)total);
-    else
-        q.xq = (uint8_t *)(*owned = ez_aligned_alloc((size_t)total));
-    if (!q.xq)
-        return ez_fail(ELIZA_E_NOMEM, "matmul: cannot allocate %" PRIu64 " bytes for quantized activations", total);
-    q.X = X;
-    q.K = K;
-    q.xq_row_bytes = job->x_row_bytes;
-    q.quant = kq->quant;
-    ez_pool_for(pool, M, EZ_MAX((int64_t)1, QUANT_GRAIN_ELEMENTS / K), quantize_rows, &q);
-    job->x = q.xq;
-    return ELIZA_OK;
-}
-
-int32_t ez_matmul(ez_pool *pool, uint32_t w_type, const void *W, int64_t N, int64_t K, const float *X, int64_t M,
-                  float *Y) {
-    const ez_type_traits *traits = ez_type_traits_of(w_type);
-    const ez_type_kernels *kw = ez_kernels(w_type);
-    dot_job job;
-    void *owned = NULL;
-    int32_t rc;
-    if (M < 0 || N < 0 || K < 0)
-        return ez_fail(ELIZA_E_INVALID_ARG, "matmul: negative shape M=%" PRId64 " N=%" PRId64 " K=%" PRId64, M, N, K);
-    if (w_type == EZ_TYPE_F32) {
-        ez_gemm_f32(pool, M, N, K, X, K, (const float *)W, K, 1, Y, N, 0);
-        return ELIZA_OK;
-    }
-    if (!traits || !traits->has_kernels || !kw->dot)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: no kernels for weight type %u (%s)", w_type,
-                       traits ? traits->name : "unknown");
-    if (K % traits->block_size != 0)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "matmul: rows of %" PRId64 " are not whole %s blocks of %u", K,
-                       traits->name, traits->block_size);
-    if (M == 0 || N == 0) return ELIZA_OK;
-    if (K == 0) {
-        memset(Y, 0, sizeof(float) * (size_t)M * (size_t)N);
-        return ELIZA_OK;
-    }
-    job.dot = kw->dot;
-    job.W = (const uint8_t *)W;
-    job.w_row_bytes = (size_t)ez_row_bytes(w_type, (uint64_t)K);
-    job.M = M;
-    job.N = N;
-    job.K = K;
-    job.Y = Y;
-    rc = activations_for_dot(pool, traits->vec_dot_type, X, M, K, &job, &owned);
-    if (rc == ELIZA_OK) ez_pool_for(pool, N, W_ROW_BLOCK, dot_rows, &job);
-    ez_aligned_free(owned);
-    return rc;
 }

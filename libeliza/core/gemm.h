@@ -6,12 +6,8 @@
  *   panels of B (A is read in place where the ISA allows, packed otherwise)
  *   and runs a register-blocked micro-kernel; the reference is the triple loop.
  *
- * ez_matmul: Y[M,N] = X[M,K] . W^T for a weight W of N rows of K elements in
- *   any type with kernels: F32 goes through ez_gemm_f32, quantized types
- *   quantize each X row to the type's vec_dot_type and use the fused dots.
- *
- * Both give bit-identical results for any pool size (each output is
- * computed by the same operations whichever thread computes it). Both use
+ * It gives bit-identical results for any pool size (each output is
+ * computed by the same operations whichever thread computes it). It uses
  * the pool's scratch slots (ez_pool_scratch): a scratch pointer taken before
  * the call is stale after it. ez_gemm_f32_ref accumulates in double (it is
  * the accuracy yardstick); ELIZA_FORCE_SCALAR=1 makes ez_gemm_f32 run it,
@@ -31,11 +27,5 @@ EZ_INTERNAL void ez_gemm_f32_ref(int64_t M, int64_t N, int64_t K,
                                  const float *A, int64_t lda,
                                  const float *B, int64_t ldb, int trans_b,
                                  float *C, int64_t ldc, int accumulate);
-
-/* Returns ELIZA_OK, ELIZA_E_UNSUPPORTED (type without kernels, K not a
- * multiple of the block size), ELIZA_E_NOMEM (scratch) or
- * ELIZA_E_INVALID_ARG (a negative dimension). */
-EZ_INTERNAL int32_t ez_matmul(ez_pool *pool, uint32_t w_type, const void *W, int64_t N, int64_t K,
-                              const float *X, int64_t M, float *Y);
 
 #endif /* EZ_GEMM_H */
