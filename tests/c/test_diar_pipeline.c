@@ -282,6 +282,48 @@ static void test_cluster_finds_separated_speakers(void) {
           "too many items accepted");
 }
 
+/* Two tight groups whose centroids are at cosine distance `dist`: how many
+ * clusters the threshold leaves. */
+static int clusters_at_distance(double dist, float threshold) {
+    float a[DIM], r[DIM], b[DIM], x[20 * DIM], *cent = NULL;
+    int32_t group[20], labels[20];
+    double ra = 0, rn = 0, c = 1.0 - dist, sn = sqrt(1.0 - c * c);
+    int k = -1;
+    ez_cluster_config cfg = cfg_default();
+    cfg.threshold = threshold;
+    random_unit(a);
+    random_unit(r);
+    for (int j = 0; j < DIM; j++) ra += (double)r[j] * a[j];
+    for (int j = 0; j < DIM; j++) {
+        r[j] = (float)(r[j] - ra * a[j]);
+        rn += (double)r[j] * r[j];
+    }
+    for (int j = 0; j < DIM; j++) b[j] = (float)(c * a[j] + sn * r[j] / sqrt(rn));
+    for (int i = 0; i < 20; i++) {
+        memcpy(x + i * DIM, i < 10 ? a : b, sizeof a);
+        group[i] = i;
+    }
+    CHECK_MSG(ez_cluster_ahc(x, 20, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK, "clustering failed");
+    free(cent);
+    return k;
+}
+
+/* Merging stops exactly at the threshold, and the pipeline's default is the
+ * tuned 0.5 of docs/diarization.md: groups 5% nearer merge, 5% farther stay
+ * apart, so a threshold shifted by 10% either way fails here. */
+static void test_cluster_threshold_is_the_cut(void) {
+    eliza_diarize_options o;
+    float t;
+    eliza_diarize_default_options(&o);
+    t = o.threshold;
+    CHECK_MSG(clusters_at_distance(0.95 * 0.5, t) == 1, "groups 5%% inside the default threshold %g stayed apart",
+              (double)t);
+    CHECK_MSG(clusters_at_distance(1.05 * 0.5, t) == 2, "groups 5%% outside the default threshold %g merged",
+              (double)t);
+    CHECK_MSG(clusters_at_distance(0.95 * 0.3, 0.3f) == 1 && clusters_at_distance(1.05 * 0.3, 0.3f) == 2,
+              "threshold 0.3 is not the cut");
+}
+
 static void test_cluster_cannot_link_keeps_window_speakers_apart(void) {
     /* Two close voices (cosine distance ~0.03, far under the threshold) that
      * always speak in the same windows: unconstrained they merge; with one
@@ -775,6 +817,7 @@ int main(void) {
     test_resampler_passband_and_alias_rejection();
     test_resampler_polyphase_matches_general_and_random_access();
     test_cluster_finds_separated_speakers();
+    test_cluster_threshold_is_the_cut();
     test_cluster_cannot_link_keeps_window_speakers_apart();
     test_cluster_small_clusters_are_not_speakers();
     test_cluster_assign_distinct_within_group();
