@@ -47,7 +47,7 @@
 #include "core/common.h"
 
 /* The two models as the pipeline sees them: the real ones
- * (api/diarize_api.c) or stand-ins (tests/c/test_diar_pipeline.c). */
+ * (api/diarizer_api.c) or stand-ins (tests/c/test_diar_pipeline.c). */
 typedef struct {
     int sample_rate;          /* Hz, of both models (16000) */
     int chunk_samples;        /* segmentation window (160000) */
