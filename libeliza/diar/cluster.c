@@ -149,15 +149,121 @@ static int choose_cut(const merge_step *steps, int n_steps, const int *large, co
     return best;
 }
 
+/* The merges the config keeps, as a forest: root[i] is the lowest item of
+ * i's cluster (merges keep the lower index) and size[root] its item count.
+ * Owns the distance matrix and the merge sequence. */
+static int32_t cut_merges(const float *x, int n, int dim, const int32_t *group, int min_size,
+                          const ez_cluster_config *cfg, int *root, int *size) {
+    float *d = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n);
+    float *nnd = (float *)malloc(sizeof(float) * (size_t)n);
+    double *sums = (double *)malloc(sizeof(double) * (size_t)n * (size_t)dim);
+    double *norms = (double *)malloc(sizeof(double) * (size_t)n);
+    uint8_t *active = (uint8_t *)malloc((size_t)n);
+    int *nn = (int *)malloc(sizeof(int) * (size_t)n);
+    int *large = (int *)malloc(sizeof(int) * (size_t)(n + 1));
+    merge_step *steps = (merge_step *)malloc(sizeof(merge_step) * (size_t)n);
+    int32_t rc = ELIZA_OK;
+    if (!d || !nnd || !sums || !norms || !active || !nn || !large || !steps) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory clustering %d embeddings", n);
+    } else {
+        int n_steps = agglomerate(x, n, dim, group, d, sums, norms, active, nn, nnd, steps), cut;
+        count_large(steps, n_steps, n, min_size, size, large);
+        cut = choose_cut(steps, n_steps, large, cfg);
+        for (int i = 0; i < n; i++) {
+            root[i] = i;
+            size[i] = 1;
+        }
+        for (int m = 0; m < cut; m++) {
+            root[steps[m].b] = steps[m].a;
+            size[steps[m].a] += size[steps[m].b];
+        }
+        /* A root precedes its members. */
+        for (int i = 0; i < n; i++) root[i] = root[root[i]];
+    }
+    free(d);
+    free(nnd);
+    free(sums);
+    free(norms);
+    free(active);
+    free(nn);
+    free(large);
+    free(steps);
+    return rc;
+}
+
+/* cluster_of[r] for each root r: its index among the clusters kept (the
+ * large ones, largest first; with a target number, at most that many), or
+ * -1. When no cluster is large the largest stands for all. Returns how
+ * many were kept. */
+static int keep_large(const int *root, const int *size, int n, int min_size, const ez_cluster_config *cfg,
+                      int *cluster_of) {
+    int keep = cfg->num_clusters > 0 ? cfg->num_clusters : cfg->max_clusters > 0 ? cfg->max_clusters : n, k = 0;
+    for (int i = 0; i < n; i++) cluster_of[i] = -1;
+    for (;;) {
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (root[i] == i && cluster_of[i] < 0 && size[i] >= min_size && (best < 0 || size[i] > size[best]))
+                best = i;
+        if (best < 0 || k == keep) break;
+        cluster_of[best] = k++;
+    }
+    if (k == 0) {
+        int best = 0;
+        for (int i = 0; i < n; i++)
+            if (root[i] == i && size[i] > size[best]) best = i;
+        cluster_of[best] = k++;
+    }
+    return k;
+}
+
+/* labels[i]: the kept cluster of item i renumbered by first member, or -1. */
+static int32_t label_by_first_member(const int *root, const int *cluster_of, int n, int k, int32_t *labels) {
+    int *renumber = (int *)malloc(sizeof(int) * (size_t)k), next = 0;
+    if (!renumber) return ez_fail(ELIZA_E_NOMEM, "out of memory labelling %d clusters", k);
+    for (int c = 0; c < k; c++) renumber[c] = -1;
+    for (int i = 0; i < n; i++) {
+        int c = cluster_of[root[i]];
+        if (c >= 0 && renumber[c] < 0) renumber[c] = next++;
+    }
+    for (int i = 0; i < n; i++) {
+        int c = cluster_of[root[i]];
+        labels[i] = c >= 0 ? renumber[c] : -1;
+    }
+    free(renumber);
+    return ELIZA_OK;
+}
+
+int32_t ez_cluster_centroids(const float *x, int n, int dim, const int32_t *labels, int k, float **out) {
+    double *sums = (double *)malloc(sizeof(double) * (size_t)dim);
+    float *centroids = (float *)calloc((size_t)EZ_MAX(k, 1) * (size_t)dim, sizeof(float));
+    *out = NULL;
+    if (!sums || !centroids) {
+        free(sums);
+        free(centroids);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for %d centroids", k);
+    }
+    for (int c = 0; c < k; c++) {
+        double norm;
+        for (int j = 0; j < dim; j++) sums[j] = 0.0;
+        for (int i = 0; i < n; i++) {
+            double inv;
+            if (labels[i] != c) continue;
+            inv = 1.0 / sqrt(dot_f(x + (size_t)i * dim, x + (size_t)i * dim, dim));
+            for (int j = 0; j < dim; j++) sums[j] += x[(size_t)i * dim + j] * inv;
+        }
+        norm = sqrt(dot_d(sums, sums, dim));
+        for (int j = 0; j < dim; j++) centroids[(size_t)c * dim + j] = (float)(norm > 0 ? sums[j] / norm : 0.0);
+    }
+    free(sums);
+    *out = centroids;
+    return ELIZA_OK;
+}
+
 int32_t ez_cluster_ahc(const float *x, int n, int dim, const int32_t *group, const ez_cluster_config *cfg,
                        int32_t *labels, float **out_centroids, int *out_k) {
-    float *d = NULL, *nnd = NULL, *centroids = NULL;
-    double *sums = NULL, *norms = NULL;
-    uint8_t *active = NULL;
-    int *nn = NULL, *size = NULL, *large = NULL, *root = NULL, *cluster_of = NULL;
-    merge_step *steps = NULL;
-    int n_steps = 0, cut, k = 0, min_size, keep;
-    int32_t rc = ELIZA_OK;
+    int *root = NULL, *size = NULL, *cluster_of = NULL;
+    int min_size, k = 0;
+    int32_t rc;
 
     *out_centroids = NULL;
     *out_k = 0;
@@ -169,106 +275,29 @@ int32_t ez_cluster_ahc(const float *x, int n, int dim, const int32_t *group, con
     min_size = EZ_MIN(cfg->min_cluster_size, EZ_MAX(1, min_size));
     min_size = EZ_MAX(1, min_size);
 
-    d = (float *)malloc(sizeof(float) * (size_t)n * (size_t)n);
-    nnd = (float *)malloc(sizeof(float) * (size_t)n);
-    sums = (double *)malloc(sizeof(double) * (size_t)n * (size_t)dim);
-    norms = (double *)malloc(sizeof(double) * (size_t)n);
-    active = (uint8_t *)malloc((size_t)n);
-    nn = (int *)malloc(sizeof(int) * (size_t)n);
-    size = (int *)malloc(sizeof(int) * (size_t)n);
-    large = (int *)malloc(sizeof(int) * (size_t)(n + 1));
     root = (int *)malloc(sizeof(int) * (size_t)n);
+    size = (int *)malloc(sizeof(int) * (size_t)n);
     cluster_of = (int *)malloc(sizeof(int) * (size_t)n);
-    steps = (merge_step *)malloc(sizeof(merge_step) * (size_t)n);
-    if (!d || !nnd || !sums || !norms || !active || !nn || !size || !large || !root || !cluster_of || !steps) {
+    if (!root || !size || !cluster_of) {
         rc = ez_fail(ELIZA_E_NOMEM, "out of memory clustering %d embeddings", n);
         goto done;
     }
-
     if (cfg->num_clusters == 1 || cfg->max_clusters == 1) {
         for (int i = 0; i < n; i++) root[i] = 0;
         cluster_of[0] = 0;
         k = 1;
     } else {
-        n_steps = agglomerate(x, n, dim, group, d, sums, norms, active, nn, nnd, steps);
-        count_large(steps, n_steps, n, min_size, size, large);
-        cut = choose_cut(steps, n_steps, large, cfg);
-        for (int i = 0; i < n; i++) {
-            root[i] = i;
-            size[i] = 1;
-        }
-        for (int m = 0; m < cut; m++) {
-            root[steps[m].b] = steps[m].a;
-            size[steps[m].a] += size[steps[m].b];
-        }
-        /* Merges keep the lower index, so a root precedes its members. */
-        for (int i = 0; i < n; i++) root[i] = root[root[i]];
-        /* Large clusters in order of first member; with a target number, at
-         * most that many (the largest). */
-        keep = cfg->num_clusters > 0 ? cfg->num_clusters : cfg->max_clusters > 0 ? cfg->max_clusters : n;
-        for (int i = 0; i < n; i++) cluster_of[i] = -1;
-        for (;;) {
-            int best = -1;
-            for (int i = 0; i < n; i++)
-                if (root[i] == i && cluster_of[i] < 0 && size[i] >= min_size && (best < 0 || size[i] > size[best]))
-                    best = i;
-            if (best < 0 || k == keep) break;
-            cluster_of[best] = k++;
-        }
-        if (k == 0) {
-            /* No cluster is large: the largest one stands for all. */
-            int best = 0;
-            for (int i = 0; i < n; i++)
-                if (root[i] == i && size[i] > size[best]) best = i;
-            cluster_of[best] = k++;
-        }
+        if ((rc = cut_merges(x, n, dim, group, min_size, cfg, root, size))) goto done;
+        k = keep_large(root, size, n, min_size, cfg, cluster_of);
     }
-
-    /* Renumber by first member (large[] is free again), then sum the members. */
-    {
-        int next = 0;
-        for (int c = 0; c < k; c++) large[c] = -1;
-        for (int i = 0; i < n; i++) {
-            int c = cluster_of[root[i]];
-            if (c >= 0 && large[c] < 0) large[c] = next++;
-        }
-        for (int i = 0; i < n; i++) {
-            int c = cluster_of[root[i]];
-            labels[i] = c >= 0 ? large[c] : -1;
-        }
-    }
-    centroids = (float *)calloc((size_t)k * (size_t)dim, sizeof(float));
-    if (!centroids) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d centroids", k);
+    if ((rc = label_by_first_member(root, cluster_of, n, k, labels)) ||
+        (rc = ez_cluster_centroids(x, n, dim, labels, k, out_centroids)))
         goto done;
-    }
-    for (int c = 0; c < k; c++) {
-        double norm = 0.0;
-        for (int j = 0; j < dim; j++) sums[j] = 0.0;
-        for (int i = 0; i < n; i++) {
-            double inv;
-            if (labels[i] != c) continue;
-            inv = 1.0 / sqrt(dot_f(x + (size_t)i * dim, x + (size_t)i * dim, dim));
-            for (int j = 0; j < dim; j++) sums[j] += x[(size_t)i * dim + j] * inv;
-        }
-        norm = sqrt(dot_d(sums, sums, dim));
-        for (int j = 0; j < dim; j++) centroids[(size_t)c * dim + j] = (float)(norm > 0 ? sums[j] / norm : 0.0);
-    }
-    *out_centroids = centroids;
     *out_k = k;
-
 done:
-    free(d);
-    free(nnd);
-    free(sums);
-    free(norms);
-    free(active);
-    free(nn);
-    free(size);
-    free(large);
     free(root);
+    free(size);
     free(cluster_of);
-    free(steps);
     return rc;
 }
 

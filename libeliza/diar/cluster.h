@@ -36,6 +36,11 @@ EZ_INTERNAL int32_t ez_cluster_ahc(const float *x, int n, int dim, const int32_t
                                    const ez_cluster_config *cfg, int32_t *labels, float **out_centroids,
                                    int *out_k);
 
+/* *out (malloc'ed, [k, dim]): the unit-norm sum of the unit-norm x[i] with
+ * labels[i] == c, for c in [0, k) (zeros for an empty cluster). NOMEM. */
+EZ_INTERNAL int32_t ez_cluster_centroids(const float *x, int n, int dim, const int32_t *labels, int k,
+                                         float **out);
+
 /* labels[i] = the centroid ([k, dim], unit norm) most similar to x[i], where
  * the items of one group, which must be consecutive, take distinct
  * centroids (the assignment with the largest total similarity) when k is at

@@ -366,6 +366,24 @@ static void test_cluster_small_clusters_are_not_speakers(void) {
     free(cent);
 }
 
+/* Each centroid is the unit-norm sum of its members' unit vectors: the
+ * members' own norms do not weigh in, unlabelled items do not count, and an
+ * empty cluster is zeros. */
+static void test_cluster_centroids_are_unit_mean_directions(void) {
+    const float x[4 * 2] = {3, 0, 0, 0.5f, 100, 100, 7, -7};
+    const int32_t labels[4] = {0, 0, -1, 1};
+    const float want0 = (float)(1.0 / sqrt(2.0));
+    float *c = NULL;
+    CHECK_MSG(ez_cluster_centroids(x, 4, 2, labels, 3, &c) == ELIZA_OK && c, "centroids failed");
+    if (!c) return;
+    CHECK_MSG(fabsf(c[0] - want0) < 1e-6f && fabsf(c[1] - want0) < 1e-6f, "cluster 0: %g %g", (double)c[0],
+              (double)c[1]);
+    CHECK_MSG(fabsf(c[2] - want0) < 1e-6f && fabsf(c[3] + want0) < 1e-6f, "cluster 1: %g %g", (double)c[2],
+              (double)c[3]);
+    CHECK_MSG(c[4] == 0.0f && c[5] == 0.0f, "the empty cluster is not zeros");
+    free(c);
+}
+
 static void test_cluster_assign_distinct_within_group(void) {
     float cent[2 * DIM], x[3 * DIM];
     int32_t group[3] = {0, 0, 1}, labels[3];
@@ -820,6 +838,7 @@ int main(void) {
     test_cluster_threshold_is_the_cut();
     test_cluster_cannot_link_keeps_window_speakers_apart();
     test_cluster_small_clusters_are_not_speakers();
+    test_cluster_centroids_are_unit_mean_directions();
     test_cluster_assign_distinct_within_group();
     test_decode_powerset();
     test_window_geometry();
