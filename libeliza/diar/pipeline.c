@@ -288,6 +288,7 @@ static void emb_free(emb_list *e) {
     free(e->window);
     free(e->local);
     free(e->train);
+    memset(e, 0, sizeof *e);
 }
 
 static int cancelled(const ez_diar_control *ctl) {
@@ -614,209 +615,277 @@ done:
     return rc;
 }
 
+/* What the window pass leaves for clustering and reconstruction. */
+typedef struct {
+    int64_t n_windows;
+    uint8_t *cls;          /* [n_windows, F]: powerset class of each frame */
+    uint8_t *soft;         /* [n_windows, F, L]: each local speaker's soft activity */
+    int64_t *start_frame;  /* [n_windows]: first frame on the global grid */
+    emb_list embs;         /* one embedding per (window, local speaker) that speaks */
+} window_pass;
+
+static void window_pass_free(window_pass *wp) {
+    free(wp->cls);
+    free(wp->soft);
+    free(wp->start_frame);
+    emb_free(&wp->embs);
+    memset(wp, 0, sizeof *wp);
+}
+
+/* The audio and the batch buffers of the window pass. */
+typedef struct {
+    const ez_diar_models *m;
+    const float *pcm;
+    size_t n;
+    int sample_rate;
+    const ez_resampler *rs; /* NULL at the models' rate */
+    uint64_t n16;           /* audio length at the models' rate */
+    int64_t step;           /* window step, samples */
+    int B;                  /* windows per batch */
+    float *span;            /* [span_len]: the stretch a batch of overlapping windows covers, or NULL */
+    int span_len;
+    float *buf;             /* [B, W]: the batch's live windows */
+    float *lp;              /* [B, F, C]: their log-probabilities */
+    float *zero_lp;         /* [F, C]: digital silence's, once computed */
+    int have_zero;
+    int *slot;              /* [B]: window i's row in buf, or -1 for silence */
+    int64_t *offset;        /* [B]: live window i's start in span */
+} batch_state;
+
+static void batch_free(batch_state *b) {
+    free(b->span);
+    free(b->buf);
+    free(b->lp);
+    free(b->zero_lp);
+    free(b->slot);
+    free(b->offset);
+}
+
+static int32_t batch_init(batch_state *b) {
+    const ez_diar_models *m = b->m;
+    const int W = m->chunk_samples;
+    /* Overlapping windows are cut from the stretch their batch covers,
+     * resampled once. */
+    if (b->step < W) {
+        b->span_len = (int)EZ_MIN((int64_t)(b->B - 1) * b->step + W, (int64_t)INT32_MAX);
+        if (!(b->span = (float *)malloc(sizeof(float) * (size_t)b->span_len)))
+            return ez_fail(ELIZA_E_NOMEM, "out of memory for %d samples of audio", b->span_len);
+    }
+    b->buf = (float *)malloc(sizeof(float) * (size_t)b->B * (size_t)W);
+    b->lp = (float *)malloc(sizeof(float) * (size_t)b->B * (size_t)m->n_frames * (size_t)m->n_classes);
+    b->zero_lp = (float *)malloc(sizeof(float) * (size_t)m->n_frames * (size_t)m->n_classes);
+    b->slot = (int *)malloc(sizeof(int) * (size_t)b->B);
+    b->offset = (int64_t *)malloc(sizeof(int64_t) * (size_t)b->B);
+    if (!b->buf || !b->lp || !b->zero_lp || !b->slot || !b->offset)
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for a batch of %d windows", b->B);
+    return ELIZA_OK;
+}
+
+/* Windows [w0, w0 + nb): cut into buf (windows of digital silence get slot
+ * -1 and share one cached model output, computed on first need), then the
+ * live ones segmented into lp. */
+static int32_t segment_batch(batch_state *b, int64_t w0, int nb) {
+    const ez_diar_models *m = b->m;
+    const int W = m->chunk_samples;
+    const uint64_t from = (uint64_t)w0 * (uint64_t)b->step;
+    int n_live = 0;
+    int32_t rc;
+    if (b->span) fill_window(b->pcm, b->n, b->rs, b->n16, from, b->span_len, b->sample_rate, m->sample_rate, b->span);
+    for (int i = 0; i < nb; i++) {
+        uint64_t at = (uint64_t)(w0 + i) * (uint64_t)b->step;
+        float *dst = b->buf + (size_t)n_live * (size_t)W;
+        int zero = b->span ? window_from_span(b->span, b->n16, from, at, W, dst)
+                           : fill_window(b->pcm, b->n, b->rs, b->n16, at, W, b->sample_rate, m->sample_rate, dst);
+        b->slot[i] = zero ? -1 : n_live++;
+    }
+    if (n_live > 0) {
+        if (b->span && m->segment_span && b->step % m->span_quantum == 0) {
+            for (int i = 0; i < nb; i++)
+                if (b->slot[i] >= 0) b->offset[b->slot[i]] = (int64_t)i * b->step;
+            rc = m->segment_span(m->ctx, b->span, b->span_len, b->offset, n_live, b->lp);
+        } else {
+            rc = m->segment(m->ctx, b->buf, n_live, b->lp);
+        }
+        if (rc) return rc;
+    }
+    if (n_live < nb && !b->have_zero) {
+        float *z = b->buf + (size_t)n_live * (size_t)W;
+        memset(z, 0, sizeof(float) * (size_t)W);
+        if ((rc = m->segment(m->ctx, z, 1, b->zero_lp))) return rc;
+        b->have_zero = 1;
+    }
+    return ELIZA_OK;
+}
+
+static int32_t cancelled_at(const ez_diar_control *ctl, int64_t w, int64_t n_windows) {
+    if (!cancelled(ctl)) return ELIZA_OK;
+    return ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w,
+                   (long long)n_windows);
+}
+
+/* The embeddings of the batch's live windows (their partial embeddings
+ * first, batched, where the model takes clips). */
+static int32_t embed_batch(embed_state *est, const batch_state *b, int64_t w0, int nb, window_pass *wp,
+                           const ez_diar_control *ctl) {
+    const int W = b->m->chunk_samples, F = b->m->n_frames;
+    int32_t rc = ELIZA_OK;
+    if (b->m->embed_clips) {
+        int n_want = 0;
+        for (int i = 0; i < nb && rc == ELIZA_OK; i++)
+            if (b->slot[i] >= 0)
+                rc = want_partials(est, w0 + i, b->buf + (size_t)b->slot[i] * (size_t)W, wp->cls + (size_t)(w0 + i) * F,
+                                   &n_want);
+        if (rc || (rc = flush_partials(est, &n_want))) return rc;
+    }
+    for (int i = 0; i < nb; i++) {
+        int64_t w = w0 + i;
+        if (b->slot[i] < 0) continue;
+        if ((rc = cancelled_at(ctl, w, wp->n_windows)) ||
+            (rc = embed_window(est, w, b->buf + (size_t)b->slot[i] * (size_t)W, wp->cls + (size_t)w * F, &wp->embs)))
+            return rc;
+    }
+    return ELIZA_OK;
+}
+
+/* Every window: segmentation, powerset decoding, embeddings of its local
+ * speakers. Owns the batch buffers and the embedding scratch. */
+static int32_t run_windows(batch_state *b, const ez_diar_control *ctl, window_pass *wp) {
+    const ez_diar_models *m = b->m;
+    const int F = m->n_frames, C = m->n_classes, L = m->n_local;
+    const double fss = m->frame_step * m->sample_rate;
+    uint8_t n_active[256];
+    embed_state est;
+    int32_t rc;
+
+    for (int c = 0; c < C; c++) {
+        n_active[c] = 0;
+        for (int s = 0; s < L; s++) n_active[c] += m->powerset[c * L + s] != 0;
+    }
+    memset(&est, 0, sizeof est);
+    est.m = m;
+    est.step = b->step;
+    est.n16 = b->n16;
+    est.n_active = n_active;
+    est.mask = (uint8_t *)malloc((size_t)F);
+    est.gather = (float *)malloc(sizeof(float) * (size_t)m->chunk_samples);
+    est.sum = (double *)malloc(sizeof(double) * (size_t)m->emb_dim);
+    if (!est.mask || !est.gather || !est.sum || !partial_cache_init(&est.cache, m, b->B, b->step)) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)wp->n_windows);
+        goto done;
+    }
+    if ((rc = batch_init(b))) goto done;
+    for (int64_t w0 = 0; w0 < wp->n_windows; w0 += b->B) {
+        int nb = (int)EZ_MIN((int64_t)b->B, wp->n_windows - w0);
+        if ((rc = cancelled_at(ctl, w0, wp->n_windows)) || (rc = segment_batch(b, w0, nb))) goto done;
+        /* Between the batch's segmentation and its embeddings: the two halves
+         * of a batch take about as long, so a cancel waits half as much. */
+        if ((rc = cancelled_at(ctl, w0, wp->n_windows))) goto done;
+        for (int i = 0; i < nb; i++) {
+            int64_t w = w0 + i;
+            const float *wlp = b->slot[i] < 0 ? b->zero_lp : b->lp + (size_t)b->slot[i] * (size_t)F * (size_t)C;
+            wp->start_frame[w] = ez_diar_window_frame(w, b->step, fss);
+            ez_diar_decode_powerset(wlp, F, C, L, m->powerset, wp->cls + (size_t)w * F, wp->soft + (size_t)w * F * L);
+        }
+        if ((rc = embed_batch(&est, b, w0, nb, wp, ctl))) goto done;
+        set_progress(ctl, PROGRESS_WINDOWS * (double)(w0 + nb) / (double)wp->n_windows);
+    }
+done:
+    batch_free(b);
+    partial_cache_free(&est.cache);
+    free(est.mask);
+    free(est.gather);
+    free(est.sum);
+    return rc;
+}
+
+/* The turns from the windows' decoded frames and their speakers' clusters. */
+static int32_t reconstruct(const ez_diar_models *m, const eliza_diarize_options *opt, const window_pass *wp,
+                           const int32_t *cluster, int k, double duration, eliza_diarize_turn **out, size_t *n_out) {
+    ez_diar_recon recon;
+    memset(&recon, 0, sizeof recon);
+    recon.n_windows = wp->n_windows;
+    recon.start_frame = wp->start_frame;
+    recon.n_frames = m->n_frames;
+    recon.n_classes = m->n_classes;
+    recon.n_local = m->n_local;
+    recon.powerset = m->powerset;
+    recon.cls = wp->cls;
+    recon.soft = wp->soft;
+    recon.cluster = cluster;
+    recon.n_clusters = k;
+    recon.max_per_frame = opt->num_speakers > 0 ? opt->num_speakers : opt->max_speakers;
+    recon.frame_step = m->frame_step;
+    recon.frame_duration = m->frame_duration;
+    recon.duration = duration;
+    recon.min_duration_on = opt->min_duration_on;
+    recon.min_duration_off = opt->min_duration_off;
+    return ez_diar_reconstruct(&recon, out, n_out);
+}
+
 int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
                     const eliza_diarize_options *opt, const ez_diar_control *ctl, eliza_diarize_turn **out,
                     size_t *n_out) {
-    const int W = m->chunk_samples, F = m->n_frames, C = m->n_classes, L = m->n_local;
-    const int B = opt->batch_size;
-    const double fss = m->frame_step * m->sample_rate;
+    const int F = m->n_frames, L = m->n_local;
     ez_resampler *rs = NULL;
-    uint64_t n16;
-    int64_t step, n_windows;
-    float *buf = NULL, *lp = NULL, *zero_lp = NULL, *gather = NULL, *span = NULL;
-    int span_len = 0;
-    uint8_t *cls = NULL, *soft = NULL, *mask = NULL, n_active[256];
-    int64_t *start_frame = NULL, *offset = NULL;
+    batch_state b;
+    window_pass wp;
     int32_t *cluster = NULL;
-    int *slot = NULL, have_zero = 0, k = 0;
-    emb_list embs = {0};
-    embed_state est;
-    ez_diar_recon recon;
+    int k = 0;
     int32_t rc = ELIZA_OK;
 
     *out = NULL;
     *n_out = 0;
-    memset(&est, 0, sizeof est);
+    memset(&b, 0, sizeof b);
+    memset(&wp, 0, sizeof wp);
     set_progress(ctl, 0.0);
-    if (C > 256 || L > 255 || m->emb_dim < 1 || F < 1 || W < 1)
-        return ez_fail(ELIZA_E_INTERNAL, "diarization models with %d classes, %d local speakers, %d frames", C, L, F);
+    if (m->n_classes > 256 || L > 255 || m->emb_dim < 1 || F < 1 || m->chunk_samples < 1)
+        return ez_fail(ELIZA_E_INTERNAL, "diarization models with %d classes, %d local speakers, %d frames",
+                       m->n_classes, L, F);
+    b.m = m;
+    b.pcm = pcm;
+    b.n = n;
+    b.sample_rate = sample_rate;
+    b.B = opt->batch_size;
+    b.n16 = n;
     if (sample_rate != m->sample_rate) {
-        rc = ez_resampler_create(sample_rate, m->sample_rate, 0, &rs);
-        if (rc) return rc;
-        n16 = ez_resampler_out_len(rs, n);
-    } else {
-        n16 = n;
+        if ((rc = ez_resampler_create(sample_rate, m->sample_rate, 0, &rs))) return rc;
+        b.rs = rs;
+        b.n16 = ez_resampler_out_len(rs, n);
     }
-    if (n16 == 0) {
+    if (b.n16 == 0) {
         ez_resampler_free(rs);
         *out = (eliza_diarize_turn *)malloc(sizeof **out);
         if (!*out) return ez_fail(ELIZA_E_NOMEM, "out of memory for the turns");
         set_progress(ctl, 1.0);
         return ELIZA_OK;
     }
-    step = EZ_MAX((int64_t)1, (int64_t)llround((double)opt->step * m->sample_rate));
-    n_windows = ez_diar_n_windows(n16, W, step);
-    for (int c = 0; c < C; c++) {
-        n_active[c] = 0;
-        for (int s = 0; s < L; s++) n_active[c] += m->powerset[c * L + s] != 0;
-    }
-    embs.dim = m->emb_dim;
-
-    /* Overlapping windows are cut from the stretch their batch covers,
-     * resampled once. */
-    if (step < W) {
-        span_len = (int)EZ_MIN((int64_t)(B - 1) * step + W, (int64_t)INT32_MAX);
-        span = (float *)malloc(sizeof(float) * (size_t)span_len);
-        if (!span) {
-            rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d samples of audio", span_len);
-            goto done;
-        }
-    }
-    buf = (float *)malloc(sizeof(float) * (size_t)B * (size_t)W);
-    lp = (float *)malloc(sizeof(float) * (size_t)B * (size_t)F * (size_t)C);
-    zero_lp = (float *)malloc(sizeof(float) * (size_t)F * (size_t)C);
-    gather = (float *)malloc(sizeof(float) * (size_t)W);
-    mask = (uint8_t *)malloc((size_t)F);
-    slot = (int *)malloc(sizeof(int) * (size_t)B);
-    offset = (int64_t *)malloc(sizeof(int64_t) * (size_t)B);
-    cls = (uint8_t *)malloc((size_t)n_windows * (size_t)F);
-    soft = (uint8_t *)malloc((size_t)n_windows * (size_t)F * (size_t)L);
-    start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)n_windows);
-    cluster = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_windows * (size_t)L);
-    est.m = m;
-    est.step = step;
-    est.n16 = n16;
-    est.n_active = n_active;
-    est.mask = mask;
-    est.gather = gather;
-    est.sum = (double *)malloc(sizeof(double) * (size_t)m->emb_dim);
-    if (!buf || !lp || !zero_lp || !gather || !mask || !slot || !offset || !cls || !soft || !start_frame || !cluster ||
-        !est.sum || !partial_cache_init(&est.cache, m, B, step)) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)n_windows);
+    b.step = EZ_MAX((int64_t)1, (int64_t)llround((double)opt->step * m->sample_rate));
+    wp.n_windows = ez_diar_n_windows(b.n16, m->chunk_samples, b.step);
+    wp.embs.dim = m->emb_dim;
+    wp.cls = (uint8_t *)malloc((size_t)wp.n_windows * (size_t)F);
+    wp.soft = (uint8_t *)malloc((size_t)wp.n_windows * (size_t)F * (size_t)L);
+    wp.start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)wp.n_windows);
+    cluster = (int32_t *)malloc(sizeof(int32_t) * (size_t)wp.n_windows * (size_t)L);
+    if (!wp.cls || !wp.soft || !wp.start_frame || !cluster) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)wp.n_windows);
         goto done;
     }
-
-    for (int64_t w0 = 0; w0 < n_windows; w0 += B) {
-        int nb = (int)EZ_MIN((int64_t)B, n_windows - w0), n_live = 0;
-        if (cancelled(ctl)) {
-            rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w0,
-                         (long long)n_windows);
-            goto done;
-        }
-        /* Windows of digital silence share one cached model output. */
-        if (span) fill_window(pcm, n, rs, n16, (uint64_t)w0 * (uint64_t)step, span_len, sample_rate, m->sample_rate, span);
-        for (int i = 0; i < nb; i++) {
-            uint64_t at = (uint64_t)(w0 + i) * (uint64_t)step;
-            int zero = span ? window_from_span(span, n16, (uint64_t)w0 * (uint64_t)step, at, W,
-                                               buf + (size_t)n_live * (size_t)W)
-                            : fill_window(pcm, n, rs, n16, at, W, sample_rate, m->sample_rate,
-                                          buf + (size_t)n_live * (size_t)W);
-            slot[i] = zero ? -1 : n_live++;
-        }
-        if (n_live > 0) {
-            if (span && m->segment_span && step % m->span_quantum == 0) {
-                for (int i = 0; i < nb; i++)
-                    if (slot[i] >= 0) offset[slot[i]] = (int64_t)i * step;
-                rc = m->segment_span(m->ctx, span, span_len, offset, n_live, lp);
-            } else {
-                rc = m->segment(m->ctx, buf, n_live, lp);
-            }
-            if (rc) goto done;
-        }
-        /* Between the batch's segmentation and its embeddings: the two halves
-         * of a batch take about as long, so a cancel waits half as much. */
-        if (cancelled(ctl)) {
-            rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w0,
-                         (long long)n_windows);
-            goto done;
-        }
-        if (n_live < nb && !have_zero) {
-            float *z = buf + (size_t)n_live * (size_t)W;
-            memset(z, 0, sizeof(float) * (size_t)W);
-            if ((rc = m->segment(m->ctx, z, 1, zero_lp))) goto done;
-            have_zero = 1;
-        }
-        for (int i = 0; i < nb; i++) {
-            int64_t w = w0 + i;
-            const float *wlp = slot[i] < 0 ? zero_lp : lp + (size_t)slot[i] * (size_t)F * (size_t)C;
-            start_frame[w] = ez_diar_window_frame(w, step, fss);
-            ez_diar_decode_powerset(wlp, F, C, L, m->powerset, cls + (size_t)w * F, soft + (size_t)w * F * L);
-        }
-        if (m->embed_clips) {
-            int n_want = 0;
-            for (int i = 0; i < nb && rc == ELIZA_OK; i++)
-                if (slot[i] >= 0)
-                    rc = want_partials(&est, w0 + i, buf + (size_t)slot[i] * (size_t)W, cls + (size_t)(w0 + i) * F,
-                                       &n_want);
-            if (rc || (rc = flush_partials(&est, &n_want))) goto done;
-        }
-        for (int i = 0; i < nb; i++) {
-            int64_t w = w0 + i;
-            uint8_t *wcls = cls + (size_t)w * F;
-            if (slot[i] < 0) continue;
-            if (cancelled(ctl)) {
-                rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled at window %lld of %lld", (long long)w,
-                             (long long)n_windows);
-                goto done;
-            }
-            rc = embed_window(&est, w, buf + (size_t)slot[i] * (size_t)W, wcls, &embs);
-            if (rc) goto done;
-        }
-        set_progress(ctl, PROGRESS_WINDOWS * (double)(w0 + nb) / (double)n_windows);
-    }
-    free(buf);
-    buf = NULL;
-    free(lp);
-    lp = NULL;
-
+    if ((rc = run_windows(&b, ctl, &wp))) goto done;
     if (cancelled(ctl)) {
         rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled before clustering");
         goto done;
     }
-    if (embs.n > 0) {
-        rc = cluster_speakers(m, opt, n_windows, &embs, cluster, &k);
-        if (rc) goto done;
+    if (wp.embs.n > 0) {
+        if ((rc = cluster_speakers(m, opt, wp.n_windows, &wp.embs, cluster, &k))) goto done;
     } else {
-        for (int64_t i = 0; i < n_windows * L; i++) cluster[i] = -1;
+        for (int64_t i = 0; i < wp.n_windows * L; i++) cluster[i] = -1;
     }
-    emb_free(&embs);
-    memset(&embs, 0, sizeof embs);
-
-    memset(&recon, 0, sizeof recon);
-    recon.n_windows = n_windows;
-    recon.start_frame = start_frame;
-    recon.n_frames = F;
-    recon.n_classes = C;
-    recon.n_local = L;
-    recon.powerset = m->powerset;
-    recon.cls = cls;
-    recon.soft = soft;
-    recon.cluster = cluster;
-    recon.n_clusters = k;
-    recon.max_per_frame = opt->num_speakers > 0 ? opt->num_speakers : opt->max_speakers;
-    recon.frame_step = m->frame_step;
-    recon.frame_duration = m->frame_duration;
-    recon.duration = (double)n / sample_rate;
-    recon.min_duration_on = opt->min_duration_on;
-    recon.min_duration_off = opt->min_duration_off;
-    rc = ez_diar_reconstruct(&recon, out, n_out);
+    emb_free(&wp.embs);
+    rc = reconstruct(m, opt, &wp, cluster, k, (double)n / sample_rate, out, n_out);
     if (rc == ELIZA_OK) set_progress(ctl, 1.0);
 done:
     ez_resampler_free(rs);
-    free(span);
-    emb_free(&embs);
-    partial_cache_free(&est.cache);
-    free(est.sum);
-    free(buf);
-    free(lp);
-    free(zero_lp);
-    free(gather);
-    free(mask);
-    free(slot);
-    free(offset);
-    free(cls);
-    free(soft);
-    free(start_frame);
+    window_pass_free(&wp);
     free(cluster);
     return rc;
 }
