@@ -124,12 +124,10 @@ static int str_is(ez_str s, const char *lit) {
     return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
-static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
+/* A Kokoro file whose LSTMs store their gates in the order the engine reads. */
+static int32_t check_kind(const ez_gguf *g) {
     ez_str s;
     int32_t rc;
-    int n, dil[3 * EZ_KOKORO_MAX_KERNELS];
-
-    memset(hp, 0, sizeof *hp);
     if ((rc = ez_gguf_need_str(g, "general.architecture", &s))) return rc;
     if (!str_is(s, "kokoro"))
         return ez_fail(ELIZA_E_FORMAT, "architecture '%.*s' is not a Kokoro model ('kokoro')",
@@ -138,7 +136,12 @@ static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
     if (!str_is(s, "ifgo"))
         return ez_fail(ELIZA_E_FORMAT, "Kokoro LSTM gate order '%.*s' is not supported (the engine reads 'ifgo')",
                        (int)EZ_MIN(s.len, 16u), s.ptr);
+    return ELIZA_OK;
+}
 
+/* The scalar sizes of every module and what they must satisfy together. */
+static int32_t load_sizes(const ez_gguf *g, ez_kokoro_hparams *hp) {
+    int32_t rc;
     if ((rc = need_u32(g, "kokoro.sample_rate", 1000, 384000, &hp->sample_rate)) ||
         (rc = need_u32(g, "kokoro.n_token", 1, MAX_TOKENS, &hp->n_token)) ||
         (rc = need_u32(g, "kokoro.hidden_dim", 2, MAX_WIDTH, &hp->hidden)) ||
@@ -173,6 +176,13 @@ static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
     if (hp->n_fft % 2 || hp->hop > hp->n_fft)
         return ez_fail(ELIZA_E_FORMAT, "iSTFT n_fft %d / hop %d: n_fft must be even and at least the hop",
                        hp->n_fft, hp->hop);
+    return ELIZA_OK;
+}
+
+/* The iSTFTNet generator's upsampling stages and resblock kernels. */
+static int32_t load_generator(const ez_gguf *g, ez_kokoro_hparams *hp) {
+    int32_t rc;
+    int n, dil[3 * EZ_KOKORO_MAX_KERNELS];
 
     if ((rc = need_ints(g, "kokoro.istftnet.upsample_rates", EZ_KOKORO_MAX_UPS, 1, 64, hp->ups_rate, &hp->n_ups)) ||
         (rc = need_ints(g, "kokoro.istftnet.upsample_kernel_sizes", EZ_KOKORO_MAX_UPS, 1, 4 * 64, hp->ups_kernel, &n)))
@@ -209,6 +219,13 @@ static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
     for (int j = 0; j < hp->n_kernels; j++)
         for (int d = 0; d < 3; d++) hp->rb_dilation[j][d] = dil[3 * j + d];
     return ELIZA_OK;
+}
+
+static int32_t load_hparams(const ez_gguf *g, ez_kokoro_hparams *hp) {
+    int32_t rc;
+    memset(hp, 0, sizeof *hp);
+    if ((rc = check_kind(g)) || (rc = load_sizes(g, hp))) return rc;
+    return load_generator(g, hp);
 }
 
 /* ---- tensors ------------------------------------------------------------------------------ */

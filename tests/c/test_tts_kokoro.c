@@ -308,6 +308,14 @@ static void test_malformed(void) {
     if (at >= 0) img[at + 13] = 'x';
     expect_load_error(img, n, ELIZA_E_FORMAT, "missing key", "'kokoro.max_dur' is missing");
 
+    /* a generator key missing (an array) */
+    memcpy(img, orig, n);
+    at = find_bytes(img, n, "kokoro.istftnet.resblock_kernel_sizes", 37);
+    CHECK(at >= 0);
+    if (at >= 0) img[at + 36] = 'x';
+    expect_load_error(img, n, ELIZA_E_FORMAT, "missing generator key",
+                      "'kokoro.istftnet.resblock_kernel_sizes' is missing");
+
     /* a hyperparameter that disagrees with the tensors */
     memcpy(img, orig, n);
     at = find_bytes(img, n, "kokoro.max_dur", 14);
