@@ -56,12 +56,13 @@ void ez_emb_free(ez_emb_model *m) {
     free(m);
 }
 
-static int32_t load(ez_emb_model *m, const ez_gguf *g) {
+/* The metadata: sizes, the front end this build runs, the partials'
+ * geometry; the LSTMs' gate order into order[16]. */
+static int32_t load_hparams(ez_emb_model *m, const ez_gguf *g, char *order) {
     uint32_t sr, n_fft, hop, n_mels, pf, n_layers, H, n_embd;
     float power, rate;
     int center, bidir;
-    char pad[16], order[16];
-    float *window = NULL;
+    char pad[16];
     int32_t rc;
 
     if ((rc = ez_nn_check_arch(g, ARCH, "not a resemblyzer speaker-embedding model")) ||
@@ -78,7 +79,7 @@ static int32_t load(ez_emb_model *m, const ez_gguf *g) {
         (rc = ez_gguf_need_u32(g, ARCH ".lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
         (rc = ez_gguf_need_u32(g, ARCH ".lstm.hidden_size", 1, 4096, &H)) ||
         (rc = ez_gguf_need_bool(g, ARCH ".lstm.bidirectional", &bidir)) ||
-        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, sizeof order)) ||
+        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, 16)) ||
         (rc = ez_gguf_need_u32(g, ARCH ".embedding_length", 1, 65536, &n_embd)))
         return rc;
     if (power != 2.0f || !center || strcmp(pad, "constant") != 0 || bidir)
@@ -104,6 +105,13 @@ static int32_t load(ez_emb_model *m, const ez_gguf *g) {
                            (double)rate, fs, pf);
         m->frame_step = (int)fs;
     }
+    return ELIZA_OK;
+}
+
+/* The mel front end: the windowed DFT matrix and the mel filters. */
+static int32_t load_front_end(ez_emb_model *m, const ez_gguf *g) {
+    float *window = NULL;
+    int32_t rc;
     {
         int64_t dw[1] = {m->n_fft}, dm[2] = {m->n_mels, m->n_bins};
         if ((rc = ez_nn_tensor(g, "mel.window", 1, dw, &window))) return rc;
@@ -125,6 +133,12 @@ static int32_t load(ez_emb_model *m, const ez_gguf *g) {
             m->dft[(int64_t)(m->n_bins + k) * m->n_fft + n] = (float)(window[n] * sin(a));
         }
     free(window);
+    return ELIZA_OK;
+}
+
+/* The LSTM stack and the projection to the embedding. */
+static int32_t load_layers(ez_emb_model *m, const ez_gguf *g, const char *order) {
+    int32_t rc;
     for (int l = 0; l < m->n_layers; l++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "lstm.%d", l);
@@ -141,6 +155,13 @@ static int32_t load(ez_emb_model *m, const ez_gguf *g) {
             return rc;
     }
     return ELIZA_OK;
+}
+
+static int32_t load(ez_emb_model *m, const ez_gguf *g) {
+    char order[16];
+    int32_t rc;
+    if ((rc = load_hparams(m, g, order)) || (rc = load_front_end(m, g))) return rc;
+    return load_layers(m, g, order);
 }
 
 int32_t ez_emb_load(const char *path, ez_emb_model **out) {

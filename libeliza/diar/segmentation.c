@@ -246,14 +246,12 @@ static int32_t load_powerset(ez_seg_model *m, const ez_gguf *g) {
     return ELIZA_OK;
 }
 
-static int32_t load(ez_seg_model *m, const ez_gguf *g) {
+/* The metadata; the LSTMs' gate order into order[16]. */
+static int32_t load_hparams(ez_seg_model *m, const ez_gguf *g, char *order) {
     uint32_t sr, step, field, stride, pool, n_layers, H;
     float chunk_s;
     int bidir;
-    char order[16];
     int32_t rc;
-    int64_t t[6];
-    float *wv = NULL;
 
     if ((rc = ez_nn_check_arch(g, ARCH, "not a pyannote segmentation model")) ||
         (rc = ez_gguf_need_u32(g, ARCH ".sample_rate", 1000, 192000, &sr)) ||
@@ -267,7 +265,7 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
         (rc = ez_gguf_need_u32(g, ARCH ".lstm.layer_count", 1, MAX_LSTM_LAYERS, &n_layers)) ||
         (rc = ez_gguf_need_u32(g, ARCH ".lstm.hidden_size", 1, 4096, &H)) ||
         (rc = ez_gguf_need_bool(g, ARCH ".lstm.bidirectional", &bidir)) ||
-        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, sizeof order)))
+        (rc = ez_nn_key_str(g, ARCH ".lstm.gate_order", order, 16)))
         return rc;
     if (!bidir) return ez_fail(ELIZA_E_FORMAT, ARCH ".lstm.bidirectional is false; PyanNet's LSTMs are bidirectional");
     m->sample_rate = (int)sr;
@@ -278,7 +276,15 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
     m->H = (int)H;
     m->frame_step = (int)step;
     m->receptive_field = (int)field;
+    return ELIZA_OK;
+}
 
+/* SincNet: the waveform norm, the three convolutions (folded filters for the
+ * first) and the frame geometry they imply, which must be the file's. */
+static int32_t load_sincnet(ez_seg_model *m, const ez_gguf *g) {
+    float *wv = NULL;
+    int64_t t[6];
+    int32_t rc;
     {
         int64_t dims[1] = {1};
         if ((rc = ez_nn_tensor(g, "sincnet.wav_norm.weight", 1, dims, &wv))) return rc;
@@ -305,15 +311,21 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
             rf += (int64_t)(m->pool - 1) * jump;
             jump *= m->pool;
         }
-        if (jump != (int64_t)step || rf != (int64_t)field)
+        if (jump != (int64_t)m->frame_step || rf != (int64_t)m->receptive_field)
             return ez_fail(ELIZA_E_FORMAT,
                            "the layers give a frame step of %" PRId64 " and a receptive field of %" PRId64
-                           " samples, the file says %u and %u",
-                           jump, rf, step, field);
+                           " samples, the file says %d and %d",
+                           jump, rf, m->frame_step, m->receptive_field);
         if (stage_frames(m, m->chunk_samples, t) == 0)
-            return ez_fail(ELIZA_E_FORMAT, "a %g s chunk is shorter than the receptive field", (double)chunk_s);
+            return ez_fail(ELIZA_E_FORMAT, "a %g s chunk is shorter than the receptive field",
+                           (double)m->chunk_samples / m->sample_rate);
     }
+    return ELIZA_OK;
+}
 
+/* The LSTM stack, the linear layers, the classifier and its powerset. */
+static int32_t load_head(ez_seg_model *m, const ez_gguf *g, const char *order) {
+    int32_t rc;
     for (int l = 0; l < m->n_layers; l++) {
         char prefix[32];
         snprintf(prefix, sizeof prefix, "lstm.%d", l);
@@ -331,6 +343,13 @@ static int32_t load(ez_seg_model *m, const ez_gguf *g) {
         (rc = load_linear(g, "classifier", m->n_lin1, &m->n_classes, &m->cls_w, &m->cls_b)))
         return rc;
     return load_powerset(m, g);
+}
+
+static int32_t load(ez_seg_model *m, const ez_gguf *g) {
+    char order[16];
+    int32_t rc;
+    if ((rc = load_hparams(m, g, order)) || (rc = load_sincnet(m, g))) return rc;
+    return load_head(m, g, order);
 }
 
 int32_t ez_seg_load(const char *path, ez_seg_model **out) {
