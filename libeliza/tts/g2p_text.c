@@ -288,112 +288,144 @@ static const char *const k_misaki_map[][2] = {
     {"\xc2\xbb", ")"},                /* » */
 };
 
-int32_t ez_g2p_misaki(const char *text, size_t len, int sentences, ez_g2p_espeak_fn espeak, void *ctx,
-                      ez_strbuf *out) {
-    ez_strbuf t = {0}, cur = {0}, ph = {0}, seg = {0}, raw = {0}, a = {0}, b = {0};
-    span *runs = NULL, *pieces = NULL, *cuts = NULL;
-    size_t *cut_at = NULL; /* per run: where it ends a sentence in t, or 0 */
-    size_t nruns = 0, npieces = 0, ncuts = 0, i, k, prev, sent;
-    int32_t rc = ELIZA_OK;
-    span st;
-
-    if (len == 0) return ELIZA_OK; /* phonemizer returns no line at all: misaki gives '' */
-    /* « » -> “ ”, then ( ) -> « » */
+/* misaki's bracket rewrite into *t: « » -> “ ”, then ( ) -> « ». 0 when out of memory. */
+static int quote_brackets(const char *text, size_t len, ez_strbuf *t) {
+    ez_strbuf a = {0}, b = {0};
     replace_all(&a, text, len, "\xc2\xab", "\xe2\x80\x9c");
     replace_in(&a, &b, "\xc2\xbb", "\xe2\x80\x9d");
     replace_in(&a, &b, "(", "\xc2\xab");
     replace_in(&a, &b, ")", "\xc2\xbb");
-    t = a;
-    a = (ez_strbuf){0};
-    if (t.failed) goto nomem;
+    ez_sb_free(&b);
+    *t = a;
+    return !t->failed;
+}
 
-    if (!find_runs(t.data, 0, t.len, &runs, &nruns)) goto nomem;
-    if (nruns == 1 && runs[0].start == 0 && runs[0].end == t.len) {
+/* phonemizer's Punctuation.restore with every mark on line 0: the text
+ * between marks phonemized piece by piece, the marks put back around them,
+ * into *cur; with `sentences`, the sentence ends as spans of *cur in *cuts
+ * (malloc'ed, *ncuts of them), to become line breaks. */
+static int32_t phonemize_marks(const ez_strbuf *t, int sentences, ez_g2p_espeak_fn espeak, void *ctx,
+                               ez_strbuf *cur, span **cuts_out, size_t *ncuts_out) {
+    ez_strbuf ph = {0}, seg = {0}, raw = {0}, a = {0}, b = {0};
+    span *runs = NULL, *pieces = NULL, *cuts = NULL;
+    size_t *cut_at = NULL; /* per run: where it ends a sentence in t, or 0 */
+    size_t nruns = 0, npieces = 0, ncuts = 0, i, k, prev, sent;
+    int32_t rc = ELIZA_OK;
+
+    if (!find_runs(t->data, 0, t->len, &runs, &nruns)) goto nomem;
+    if (nruns == 1 && runs[0].start == 0 && runs[0].end == t->len) {
         /* only punctuation: phonemizer gives the marks back as they are */
-        ez_sb_append(&cur, t.data, t.len);
-        goto post;
+        ez_sb_append(cur, t->data, t->len);
+        goto done;
     }
     pieces = (span *)malloc((nruns + 1) * sizeof *pieces);
     cut_at = (size_t *)calloc(nruns + 1, sizeof *cut_at);
     cuts = (span *)malloc((nruns + 1) * sizeof *cuts);
     if (!pieces || !cut_at || !cuts) goto nomem;
     for (i = 0, prev = 0; i <= nruns; i++) {
-        size_t end = i < nruns ? runs[i].start : t.len;
+        size_t end = i < nruns ? runs[i].start : t->len;
         if (end > prev) pieces[npieces++] = (span){prev, end};
         if (i < nruns) prev = runs[i].end;
     }
-    for (i = 0, sent = py_strip(t.data, 0, t.len).start; sentences && i < nruns; i++) {
-        cut_at[i] = sentence_cut(t.data, sent, i ? runs[i - 1].end : 0, t.len, runs[i]);
-        if (cut_at[i]) sent = py_strip(t.data, cut_at[i], t.len).start;
+    for (i = 0, sent = py_strip(t->data, 0, t->len).start; sentences && i < nruns; i++) {
+        cut_at[i] = sentence_cut(t->data, sent, i ? runs[i - 1].end : 0, t->len, runs[i]);
+        if (cut_at[i]) sent = py_strip(t->data, cut_at[i], t->len).start;
     }
 
-    /* Punctuation.restore with every mark on line 0 */
-    rc = phonemize_piece(t.data, pieces[0], espeak, ctx, &seg, &raw, &a, &b, &cur);
+    rc = phonemize_piece(t->data, pieces[0], espeak, ctx, &seg, &raw, &a, &b, cur);
     if (rc < 0) goto done;
     for (i = 0, k = 1; i < nruns; i++) {
-        const char *mark = t.data + runs[i].start;
+        const char *mark = t->data + runs[i].start;
         size_t mlen = runs[i].end - runs[i].start;
-        drop_trailing_space(&cur, cuts, &ncuts);
+        drop_trailing_space(cur, cuts, &ncuts);
         if (i == 0 && runs[i].start == 0) { /* 'B': the mark opens the line */
             sb_clear(&ph);
             ez_sb_append(&ph, mark, mlen);
-            ez_sb_append(&ph, cur.data, cur.len);
-            sb_clear(&cur);
-            ez_sb_append(&cur, ph.data, ph.len);
-        } else if (i == nruns - 1 && runs[i].end == t.len) { /* 'E': it closes it */
-            ez_sb_append(&cur, mark, mlen);
+            ez_sb_append(&ph, cur->data, cur->len);
+            sb_clear(cur);
+            ez_sb_append(cur, ph.data, ph.len);
+        } else if (i == nruns - 1 && runs[i].end == t->len) { /* 'E': it closes it */
+            ez_sb_append(cur, mark, mlen);
             break;
         } else { /* 'I': between two pieces */
             if (cut_at[i]) {
                 size_t at = cut_at[i], w = at;
-                ez_utf8_next(t.data, &w);
-                cuts[ncuts++] = (span){cur.len + (at - runs[i].start), cur.len + (w - runs[i].start)};
+                ez_utf8_next(t->data, &w);
+                cuts[ncuts++] = (span){cur->len + (at - runs[i].start), cur->len + (w - runs[i].start)};
             }
-            ez_sb_append(&cur, mark, mlen);
+            ez_sb_append(cur, mark, mlen);
             if (k < npieces) {
-                rc = phonemize_piece(t.data, pieces[k++], espeak, ctx, &seg, &raw, &a, &b, &ph);
+                rc = phonemize_piece(t->data, pieces[k++], espeak, ctx, &seg, &raw, &a, &b, &ph);
                 if (rc < 0) goto done;
-                ez_sb_append(&cur, ph.data, ph.len);
+                ez_sb_append(cur, ph.data, ph.len);
             }
         }
     }
-
-post:
-    if (cur.failed) goto nomem;
-    if (cur.len == 0) goto done;
-    /* the cuts that survived become line breaks */
-    sb_clear(&a);
-    for (i = 0, prev = 0; i < ncuts; i++) {
-        ez_sb_append(&a, cur.data + prev, cuts[i].start - prev);
-        ez_sb_append(&a, "\n", 1);
-        prev = cuts[i].end;
-    }
-    ez_sb_append(&a, cur.data + prev, cur.len - prev);
-    if (a.failed) goto nomem;
-    st = py_strip(a.data, 0, a.len);
-    sb_clear(&b);
-    ez_sb_append(&b, a.data + st.start, st.end - st.start);
-    for (i = 0; i < sizeof k_misaki_map / sizeof k_misaki_map[0]; i++)
-        replace_in(&b, &a, k_misaki_map[i][0], k_misaki_map[i][1]);
-    if (a.failed || b.failed) goto nomem;
-    ez_sb_append(out, b.data, b.len);
-    if (out->failed) goto nomem;
     goto done;
-
 nomem:
-    rc = ez_fail(ELIZA_E_NOMEM, "out of memory phonemizing %zu bytes of text", len);
+    rc = ez_fail(ELIZA_E_NOMEM, "out of memory phonemizing %zu bytes of text", t->len);
 done:
     free(runs);
     free(pieces);
-    free(cuts);
     free(cut_at);
-    ez_sb_free(&t);
-    ez_sb_free(&cur);
     ez_sb_free(&ph);
     ez_sb_free(&seg);
     ez_sb_free(&raw);
     ez_sb_free(&a);
     ez_sb_free(&b);
+    if (rc < 0) {
+        free(cuts);
+        cuts = NULL;
+        ncuts = 0;
+    }
+    *cuts_out = cuts;
+    *ncuts_out = ncuts;
+    return rc;
+}
+
+/* cur with its cuts as line breaks, stripped, through misaki's symbol map,
+ * appended to out. 0 when out of memory. */
+static int finish_line(const ez_strbuf *cur, const span *cuts, size_t ncuts, ez_strbuf *out) {
+    ez_strbuf a = {0}, b = {0};
+    size_t i, prev;
+    span st;
+    int ok;
+    for (i = 0, prev = 0; i < ncuts; i++) {
+        ez_sb_append(&a, cur->data + prev, cuts[i].start - prev);
+        ez_sb_append(&a, "\n", 1);
+        prev = cuts[i].end;
+    }
+    ez_sb_append(&a, cur->data + prev, cur->len - prev);
+    if (!a.failed) {
+        st = py_strip(a.data, 0, a.len);
+        ez_sb_append(&b, a.data + st.start, st.end - st.start);
+        for (i = 0; i < sizeof k_misaki_map / sizeof k_misaki_map[0]; i++)
+            replace_in(&b, &a, k_misaki_map[i][0], k_misaki_map[i][1]);
+        if (!a.failed && !b.failed) ez_sb_append(out, b.data, b.len);
+    }
+    ok = !a.failed && !b.failed && !out->failed;
+    ez_sb_free(&a);
+    ez_sb_free(&b);
+    return ok;
+}
+
+int32_t ez_g2p_misaki(const char *text, size_t len, int sentences, ez_g2p_espeak_fn espeak, void *ctx,
+                      ez_strbuf *out) {
+    ez_strbuf t = {0}, cur = {0};
+    span *cuts = NULL;
+    size_t ncuts = 0;
+    int32_t rc = ELIZA_OK;
+
+    if (len == 0) return ELIZA_OK; /* phonemizer returns no line at all: misaki gives '' */
+    if (!quote_brackets(text, len, &t)) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory phonemizing %zu bytes of text", len);
+    } else if ((rc = phonemize_marks(&t, sentences, espeak, ctx, &cur, &cuts, &ncuts)) >= 0) {
+        if (cur.failed || (cur.len > 0 && !finish_line(&cur, cuts, ncuts, out)))
+            rc = ez_fail(ELIZA_E_NOMEM, "out of memory phonemizing %zu bytes of text", len);
+    }
+    free(cuts);
+    ez_sb_free(&t);
+    ez_sb_free(&cur);
     return rc;
 }
 
