@@ -1,8 +1,8 @@
 /* The eliza_tts_* entry points: argument and struct_size checks, handle
- * lifetimes, voice specs and blending, text -> phoneme lines (G2P, opened
- * lazily), chunking to the model's 510 phonemes (fewer for a model with a
- * shorter ALBERT), and the pull stream. The model itself is tts/kokoro.c,
- * the G2P tts/g2p.c.
+ * lifetimes, text -> phoneme lines (G2P, opened lazily), and the pull
+ * stream. The model itself is tts/kokoro.c, the G2P tts/g2p.c, voice specs
+ * and blending tts/voices.c, chunking to the model's 510 phonemes (fewer
+ * for a model with a shorter ALBERT) tts/chunk.c.
  *
  * Chunks follow kokoro 0.9.4's KPipeline: the text is cut at line breaks
  * (its split_pattern r'\n+'), G2P splits a line into sentences, a chunk's
@@ -10,7 +10,7 @@
  * vocabulary are dropped (KModel.forward), and a whole synthesis is the
  * chunks' audio back to back with nothing between them (kokoro's CLI).
  * Two departures, for a stream's latency and its seams: the first chunk of
- * a long line ends at its first clause boundary (FIRST_CUT_*), and every
+ * a long line ends at its first clause boundary (tts/chunk.c), and every
  * seam fades out and in over a few milliseconds (SEAM_FADE_MS). */
 #include <inttypes.h>
 #include <math.h>
@@ -27,21 +27,11 @@
 #include "core/utf8.h"
 #include "tts/g2p.h"
 #include "tts/kokoro.h"
+#include "tts/chunk.h"
+#include "tts/voices.h"
 
-/* Text handed to the G2P at a time: a line, or a sentence-aligned part of a
- * longer one, so the first chunk's audio does not wait for the whole text. */
-#define TEXT_PIECE_MAX 2000
 #define MIN_SPEED 0.25f
 #define MAX_SPEED 4.0f
-#define MAX_BLEND 64
-/* The stream's first chunk, when its phoneme line is longer than
- * FIRST_CUT_MIN_LINE code points, ends at the line's first clause boundary
- * (a comma, colon, semicolon or dash followed by a space) that leaves at
- * least FIRST_CUT_MIN code points before it and FIRST_CUT_MIN_REST after:
- * first audio after a clause, not a sentence. Later chunks stay whole lines. */
-#define FIRST_CUT_MIN_LINE 40
-#define FIRST_CUT_MIN 8
-#define FIRST_CUT_MIN_REST 12
 /* Each chunk fades in (all but the first) and out over SEAM_FADE_MS with a
  * raised cosine, so chunks join at silence, without a click. */
 #define SEAM_FADE_MS 4
@@ -79,16 +69,6 @@ static int32_t check_utf8(const char *s, size_t n) {
     size_t i = ez_utf8_invalid_at(s, n);
     if (i < n) return ez_fail(ELIZA_E_INVALID_ARG, "the text is not valid UTF-8 (byte %" PRIu64 ")", (uint64_t)i);
     return ELIZA_OK;
-}
-
-/* Kokoro's punctuation and space: symbols with nothing to say on their own. */
-static int is_punctuation(uint32_t cp) {
-    static const uint32_t marks[] = {' ',    '\t',   ';',    ':',    ',',    '.',    '!',    '?',    '"',
-                                     '(',    ')',    '\'',   '-',    0x00A1, 0x00BF, 0x00AB, 0x00BB, 0x2014,
-                                     0x2013, 0x2026, 0x201C, 0x201D, 0x2018, 0x2019, '\r'};
-    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
-        if (marks[i] == cp) return 1;
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -327,108 +307,6 @@ static int32_t need_g2p(eliza_tts *tts, const char *language, ez_g2p **out) {
     return ELIZA_OK;
 }
 
-/* The next piece of text at text[*pos..n) for the G2P: up to the next line
- * break, cut at a sentence end (or a space) when longer than TEXT_PIECE_MAX
- * bytes. Sets [*begin, *end) and moves *pos past it; 0 when no text is left. */
-static int next_text_piece(const char *text, size_t n, size_t *pos, size_t *begin, size_t *end) {
-    size_t i = *pos, stop, cut = 0, space = 0;
-    while (i < n && (text[i] == '\n' || text[i] == '\r')) i++;
-    if (i == n) {
-        *pos = n;
-        return 0;
-    }
-    stop = i;
-    while (stop < n && text[stop] != '\n' && stop - i < TEXT_PIECE_MAX) stop++;
-    if (stop < n && text[stop] != '\n') {
-        for (size_t j = i + 1; j < stop; j++) {
-            if (text[j] != ' ') continue;
-            space = j;
-            if (text[j - 1] == '.' || text[j - 1] == '!' || text[j - 1] == '?') cut = j;
-        }
-        if (!cut) cut = space;
-        if (cut) {
-            stop = cut;
-        } else {
-            while (stop > i && ((unsigned char)text[stop] & 0xC0) == 0x80) stop--; /* keep characters whole */
-        }
-    }
-    *pos = stop;
-    while (stop > i && text[stop - 1] == '\r') stop--;
-    *begin = i;
-    *end = stop;
-    return 1;
-}
-
-/* Is text[b..e) nothing but spaces? */
-static int is_blank(const char *text, size_t b, size_t e) {
-    for (size_t i = b; i < e; i++)
-        if (text[i] != ' ' && text[i] != '\t' && text[i] != '\r') return 0;
-    return 1;
-}
-
-/* The next chunk of phoneme lines at lines[*pos..n): one line, or its first
- * max_cp code points (the model's ez_kokoro_max_phonemes) cut back to a
- * space. [*begin, *end) has no spaces at its ends; *n_cp is its length in
- * code points. 0 when nothing is left. */
-static int next_phoneme_chunk(const char *lines, size_t n, int max_cp, size_t *pos, size_t *begin, size_t *end,
-                              int *n_cp) {
-    size_t i = *pos, j, last_space = 0;
-    int cp = 0, cp_at_space = 0;
-    while (i < n && (lines[i] == ' ' || lines[i] == '\n' || lines[i] == '\r' || lines[i] == '\t')) i++;
-    if (i == n) {
-        *pos = n;
-        return 0;
-    }
-    j = i;
-    while (j < n && lines[j] != '\n' && lines[j] != '\r') {
-        if (cp == max_cp) {
-            if (last_space) {
-                j = last_space;
-                cp = cp_at_space;
-            }
-            break;
-        }
-        if (lines[j] == ' ' || lines[j] == '\t') {
-            last_space = j;
-            cp_at_space = cp;
-        }
-        ez_utf8_next(lines, &j);
-        cp++;
-    }
-    *pos = j;
-    while (j > i && (lines[j - 1] == ' ' || lines[j - 1] == '\t')) {
-        j--;
-        cp--;
-    }
-    *begin = i;
-    *end = j;
-    *n_cp = cp;
-    return 1;
-}
-
-/* The vocabulary ids of phonemes[0..n); symbols outside it are dropped as
- * KModel.forward drops them. Returns how many ids, and through *speaks
- * whether any is more than punctuation. */
-static int phoneme_ids(const ez_kokoro *m, const char *ph, size_t n, int32_t *ids, int *speaks) {
-    const int max_ids = ez_kokoro_max_phonemes(m);
-    int n_ids = 0;
-    *speaks = 0;
-    for (size_t i = 0; i < n;) {
-        size_t next = i;
-        uint32_t cp = ez_utf8_next(ph, &next);
-        int len = (int)(next - i), id = ez_kokoro_symbol_id(m, ph + i, len);
-        if (id < 0) {
-            ez_log(ELIZA_LOG_DEBUG, "tts: dropped phoneme U+%04" PRIX32 " ('%.*s'): not in the model's vocabulary",
-                   cp, len, ph + i);
-        } else if (n_ids < max_ids) {
-            ids[n_ids++] = id;
-            if (!is_punctuation(cp)) *speaks = 1;
-        }
-        i = next;
-    }
-    return n_ids;
-}
-
 int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text, const char *language, char **out_phonemes) {
     ez_strbuf raw = {0}, sb = {0};
     size_t n, pos = 0, b, e;
@@ -444,8 +322,8 @@ int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text, const cha
     if (!language) language = default_language(tts, 0);
     n = strlen(text);
     if ((rc = check_utf8(text, n))) return rc;
-    while (rc == ELIZA_OK && next_text_piece(text, n, &pos, &b, &e)) {
-        if (is_blank(text, b, e)) continue;
+    while (rc == ELIZA_OK && ez_tts_next_text_piece(text, n, &pos, &b, &e)) {
+        if (ez_tts_is_blank(text, b, e)) continue;
         rc = need_g2p(tts, language, &g2p);
         if (rc == ELIZA_OK)
             rc = ez_g2p_phonemize(g2p, text + b, e - b, ez_kokoro_max_phonemes(tts->model), &raw);
@@ -455,9 +333,9 @@ int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text, const cha
      * ones that are only punctuation. */
     pos = 0;
     while (rc == ELIZA_OK && raw.len &&
-           next_phoneme_chunk(raw.data, raw.len, ez_kokoro_max_phonemes(tts->model), &pos, &b, &e, &n_cp)) {
+           ez_tts_next_phoneme_chunk(raw.data, raw.len, ez_kokoro_max_phonemes(tts->model), &pos, &b, &e, &n_cp)) {
         int speaks;
-        phoneme_ids(tts->model, raw.data + b, e - b, ids, &speaks);
+        ez_tts_phoneme_ids(tts->model, raw.data + b, e - b, ids, &speaks);
         if (!speaks) continue;
         if (sb.len) ez_sb_puts(&sb, "\n");
         ez_sb_append(&sb, raw.data + b, e - b);
@@ -478,114 +356,6 @@ int32_t eliza_tts_phonemize(eliza_tts *tts, const char *text, char **out_phoneme
 }
 
 /* ------------------------------------------------------------------------ */
-/* Voices                                                                    */
-/* ------------------------------------------------------------------------ */
-
-typedef struct {
-    int n;
-    int index[MAX_BLEND];
-    float weight[MAX_BLEND]; /* > 0, sum 1 */
-} blend;
-
-static int find_voice(const ez_kokoro *m, const char *name, size_t len) {
-    int n = ez_kokoro_voice_count(m);
-    for (int i = 0; i < n; i++) {
-        const char *v = ez_kokoro_voice_name(m, i);
-        if (v && strlen(v) == len && memcmp(v, name, len) == 0) return i;
-    }
-    return -1;
-}
-
-static int32_t voice_not_found(const ez_kokoro *m, const char *name, size_t len) {
-    ez_strbuf sb = {0};
-    char *known;
-    int32_t rc;
-    int n = ez_kokoro_voice_count(m);
-    for (int i = 0; i < n && i < 16; i++) ez_sb_printf(&sb, "%s%s", i ? ", " : "", ez_kokoro_voice_name(m, i));
-    if (n > 16) ez_sb_printf(&sb, ", ... (%d in all)", n);
-    known = ez_sb_take(&sb);
-    rc = ez_fail(ELIZA_E_NOT_FOUND, "voice '%.*s' is not in the model (voices: %s)", (int)EZ_MIN(len, 200), name,
-                 known ? known : "?");
-    free(known);
-    return rc;
-}
-
-static int is_space(char c) { return c == ' ' || c == '\t'; }
-
-/* "name" or "name:w,name:w,..." (weights finite, > 0; normalised). */
-static int32_t parse_voice(const ez_kokoro *m, const char *spec, blend *out) {
-    const char *p = spec;
-    double sum = 0.0;
-    out->n = 0;
-    if (ez_kokoro_voice_count(m) <= 0) return ez_fail(ELIZA_E_NOT_FOUND, "the model has no voices");
-    if (!spec) {
-        out->n = 1;
-        out->index[0] = 0;
-        out->weight[0] = 1.0f;
-        return ELIZA_OK;
-    }
-    for (;;) {
-        const char *item = p, *item_end, *colon, *name_end;
-        double w = 1.0;
-        int idx;
-        while (*p && *p != ',') p++;
-        item_end = p;
-        while (item < item_end && is_space(*item)) item++;
-        while (item_end > item && is_space(item_end[-1])) item_end--;
-        for (colon = item; colon < item_end && *colon != ':'; colon++) {}
-        if (colon == item_end) colon = NULL;
-        name_end = colon ? colon : item_end;
-        while (name_end > item && is_space(name_end[-1])) name_end--;
-        if (name_end == item) return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.200s': an entry has no name", spec);
-        if (colon) {
-            char num[64], *num_end;
-            size_t len = (size_t)(item_end - colon - 1);
-            if (len == 0 || len >= sizeof num)
-                return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.200s': bad weight for '%.*s'", spec,
-                               (int)EZ_MIN(name_end - item, 200), item);
-            memcpy(num, colon + 1, len);
-            num[len] = '\0';
-            w = strtod(num, &num_end);
-            while (is_space(*num_end)) num_end++;
-            if (num_end == num || *num_end != '\0' || !isfinite(w) || !(w > 0.0) || w > 1e30)
-                return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.200s': the weight of '%.*s' must be a finite number > 0",
-                               spec, (int)EZ_MIN(name_end - item, 200), item);
-        }
-        idx = find_voice(m, item, (size_t)(name_end - item));
-        if (idx < 0) return voice_not_found(m, item, (size_t)(name_end - item));
-        if (out->n == MAX_BLEND)
-            return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.40s...': more than %d voices", spec, MAX_BLEND);
-        out->index[out->n] = idx;
-        out->weight[out->n++] = (float)w;
-        sum += w;
-        if (!*p) break;
-        p++;
-    }
-    for (int i = 0; i < out->n; i++) out->weight[i] = (float)(out->weight[i] / sum);
-    /* Styles of two languages make no voice of either (kokoro's voices are
-     * trained per language): refused. A voice of unknown language mixes. */
-    for (int i = 1; i < out->n; i++) {
-        const char *a = ez_kokoro_voice_language(m, out->index[0]), *b = ez_kokoro_voice_language(m, out->index[i]);
-        if (a && b && *a && *b && strcmp(a, b) != 0)
-            return ez_fail(ELIZA_E_INVALID_ARG, "voice '%.200s' blends %s (%s) with %s (%s): blend voices of one "
-                           "language", spec, ez_kokoro_voice_name(m, out->index[0]), a,
-                           ez_kokoro_voice_name(m, out->index[i]), b);
-    }
-    return ELIZA_OK;
-}
-
-/* style [256] for an utterance of n_phonemes: row n - 1 of each pack, blended. */
-static void blend_style(const ez_kokoro *m, const blend *b, int n_phonemes, float *style) {
-    int row = EZ_MIN(EZ_MAX(n_phonemes, 1), EZ_KOKORO_MAX_PHONEMES) - 1;
-    float r[EZ_KOKORO_STYLE_DIM];
-    memset(style, 0, sizeof(float) * EZ_KOKORO_STYLE_DIM);
-    for (int k = 0; k < b->n; k++) {
-        ez_kokoro_voice_style(m, b->index[k], row, r);
-        for (int d = 0; d < EZ_KOKORO_STYLE_DIM; d++) style[d] += b->weight[k] * r[d];
-    }
-}
-
-/* ------------------------------------------------------------------------ */
 /* Streams                                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -601,7 +371,7 @@ struct eliza_tts_stream {
     size_t text_len, text_pos; /* text input: what the G2P has not seen yet */
     int phoneme_input;
     char *language;            /* G2P language (text input) */
-    blend voice;
+    ez_tts_blend voice;
     float speed;
     int no_noise;
     uint64_t seed;
@@ -673,11 +443,11 @@ int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config, el
     s->seed = c.seed;
     s->text_len = strlen(c.text);
     rc = check_utf8(c.text, s->text_len);
-    if (rc == ELIZA_OK) rc = parse_voice(tts->model, c.voice, &s->voice);
+    if (rc == ELIZA_OK) rc = ez_tts_blend_parse(tts->model, c.voice, &s->voice);
     if (rc == ELIZA_OK) rc = copy_string(c.text, &s->text);
     if (rc == ELIZA_OK) rc = copy_string(c.language ? c.language : default_language(tts, s->voice.index[0]), &s->language);
     /* Text in a language with no G2P fails here, before any audio. */
-    if (rc == ELIZA_OK && !s->phoneme_input && !is_blank(s->text, 0, s->text_len) && no_g2p_name(s->language)) {
+    if (rc == ELIZA_OK && !s->phoneme_input && !ez_tts_is_blank(s->text, 0, s->text_len) && no_g2p_name(s->language)) {
         ez_g2p *g2p;
         rc = need_g2p(tts, s->language, &g2p);
     }
@@ -710,34 +480,15 @@ static int32_t fail_stream(eliza_tts_stream *s, int32_t rc) {
     return rc;
 }
 
-static int is_clause_mark(uint32_t cp) { return cp == ',' || cp == ':' || cp == ';' || cp == 0x2014 || cp == 0x2013; }
-
-/* The first clause boundary of ph[b, e) (n_cp code points) as described at
- * FIRST_CUT_MIN_LINE: the byte offset just past its mark, or 0 for none.
- * *cut_cp is the code points before it. */
-static size_t first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int *cut_cp) {
-    int cp = 0;
-    if (n_cp < FIRST_CUT_MIN_LINE) return 0;
-    for (size_t i = b; i < e;) {
-        uint32_t c = ez_utf8_next(ph, &i);
-        cp++;
-        if (i < e && ph[i] == ' ' && cp >= FIRST_CUT_MIN && n_cp - cp >= FIRST_CUT_MIN_REST && is_clause_mark(c)) {
-            *cut_cp = cp;
-            return i;
-        }
-    }
-    return 0;
-}
-
-/* The next chunk of ph[0, len) from *pos (next_phoneme_chunk), the first of
- * the stream cut early (first_clause_cut): the rest of its line is the
+/* The next chunk of ph[0, len) from *pos (ez_tts_next_phoneme_chunk), the first of
+ * the stream cut early (ez_tts_first_clause_cut): the rest of its line is the
  * next chunk. */
 static int stream_chunk(eliza_tts_stream *s, const char *ph, size_t len, size_t *pos, const char **out, size_t *n,
                         int *n_cp) {
     size_t b, e, cut;
     int cut_cp = 0;
-    if (!next_phoneme_chunk(ph, len, ez_kokoro_max_phonemes(s->tts->model), pos, &b, &e, n_cp)) return 0;
-    if (s->index == 0 && (cut = first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
+    if (!ez_tts_next_phoneme_chunk(ph, len, ez_kokoro_max_phonemes(s->tts->model), pos, &b, &e, n_cp)) return 0;
+    if (s->index == 0 && (cut = ez_tts_first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
         e = cut;
         *n_cp = cut_cp;
         *pos = cut;
@@ -770,8 +521,8 @@ static int32_t next_chunk_phonemes(eliza_tts_stream *s, const char **ph, size_t 
             ez_g2p *g2p;
             uint64_t t0;
             int32_t rc;
-            if (!next_text_piece(s->text, s->text_len, &s->text_pos, &b, &e)) return ELIZA_OK;
-            if (is_blank(s->text, b, e)) continue;
+            if (!ez_tts_next_text_piece(s->text, s->text_len, &s->text_pos, &b, &e)) return ELIZA_OK;
+            if (ez_tts_is_blank(s->text, b, e)) continue;
             if ((rc = need_g2p(tts, s->language, &g2p))) return rc;
             t0 = ez_time_ns();
             rc = ez_g2p_phonemize(g2p, s->text + b, e - b, max_cp, &s->lines);
@@ -849,11 +600,11 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
             s->state = STREAM_DONE;
             return ELIZA_DONE;
         }
-        n_ids = phoneme_ids(tts->model, ph, n_ph, ids, &speaks);
+        n_ids = ez_tts_phoneme_ids(tts->model, ph, n_ph, ids, &speaks);
         if (!speaks) continue; /* only punctuation: nothing to say */
         if ((rc = set_phonemes(s, ph, n_ph))) return fail_stream(s, rc);
         /* KPipeline: pack[len(ps) - 1], the phoneme string's length. */
-        blend_style(tts->model, &s->voice, n_cp, style);
+        ez_tts_blend_style(tts->model, &s->voice, n_cp, style);
         /* The forward polls the flag between its stages and blocks. */
         rc = ez_kokoro_forward(tts->model, tts->pool, ids, n_ids, style, s->speed, s->no_noise,
                                chunk_seed(s->seed, s->index), &s->cancel, &s->pcm, &n_pcm);
