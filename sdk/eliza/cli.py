@@ -651,10 +651,10 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "first, af_heart)",
     )
     say.add_argument("--lang", help="G2P language, e.g. en-gb (default: the voice's)")
-    say.add_argument("--speed", type=_speed, default=1.0, help="speaking rate 0.25..4 (default 1)")
+    say.add_argument("--speed", type=_speed, help="speaking rate 0.25..4 (default: the library's, 1)")
     say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
-    say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
+    say.add_argument("--seed", type=int, help="seed of the source noise (default: the library's, 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise: repeatable output")
     say.add_argument("--plot", metavar="OUT.png",
                      help="also draw the waveform over its mel spectrogram (needs matplotlib)")

@@ -139,9 +139,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                      help="a voice or a blend a:0.7,b:0.3 of one language (default: the model's first, "
                      "af_heart)")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the default model, per node)")
-    say.add_argument("--speed", type=float, default=1.0, help="speaking rate 0.25..4 (default 1)")
+    say.add_argument("--speed", type=float, help="speaking rate 0.25..4 (default: the library's, 1)")
     say.add_argument("--phonemes", action="store_true", help="the items are Kokoro phonemes, not text")
-    say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
+    say.add_argument("--seed", type=int, help="seed of the source noise (default: the library's, 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise")
     say.add_argument("--text-column", default="text", metavar="NAME",
                      help="in .jsonl/.parquet (default text)")
