@@ -26,6 +26,7 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
+from ._progress import Bar
 from .batch import cli as batch_cli
 from .errors import ElizaError, ElizaIOError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
@@ -555,7 +556,6 @@ def _cmd_say(args: argparse.Namespace) -> int:
         raise ElizaError(-1, "there is no text to say (empty input)")
     if args.output is not None:
         _check_say_output(args.output)
-    show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
         lines = text if args.phonemes else tts.phonemize(text, voice=args.voice, lang=args.lang)
@@ -573,12 +573,12 @@ def _cmd_say(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             if player is not None:
                 stack.enter_context(player)
+            bar = stack.enter_context(Bar("speaking", total=total, unit="chunk"))
             for chunk in chunks:
                 if player is not None:
                     player.write(chunk.audio)
                 pieces.append(chunk.audio)
-                if show:
-                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+                bar.advance(1)
             elapsed = time.perf_counter() - t0
     audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
     if output is not None:
@@ -587,8 +587,6 @@ def _cmd_say(args: argparse.Namespace) -> int:
         from . import plot
 
         plot.spectrogram(args.plot, audio, rate, title=text[:60].strip())
-    if show:
-        print(file=sys.stderr)
     seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
     parts = ["played"] if player is not None else []
@@ -670,17 +668,10 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     from .diarize import Diarizer, to_rttm
 
     audio, rate = read_audio(args.audio, sample_rate=16000)
-    show = sys.stderr.isatty()
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
-
-        def progress(fraction: float) -> None:
-            if show:
-                filled = round(30 * fraction)
-                bar = "#" * filled + "." * (30 - filled)
-                print(f"\rdiarizing [{bar}] {100 * fraction:3.0f}%", end="", file=sys.stderr, flush=True)
-
         t0 = time.perf_counter()
-        try:
+        # Percent done; the line is cleared when the run ends.
+        with Bar("diarizing", total=100, unit="%", leave=False, bar_format="{desc} {bar} {n:.0f}%") as bar:
             turns = d.diarize(
                 audio,
                 rate,
@@ -691,11 +682,8 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 step=args.step,
                 min_duration_on=args.min_duration_on,
                 min_duration_off=args.min_duration_off,
-                progress=progress,
+                progress=lambda fraction: bar.to(round(100 * fraction)),
             )
-        finally:
-            if show:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
     for t in turns:
         print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
