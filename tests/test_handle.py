@@ -51,9 +51,9 @@ def test_one_lifetime_for_every_model(
 ) -> None:
     with open_model() as model:
         assert isinstance(model, NativeModel)
-        assert not model.closed
+        was_open = not model.closed
         use(model)
-    assert model.closed
+    assert was_open and model.closed
     assert "closed" in repr(model) and kind in repr(model)
     model.close()  # idempotent
     with pytest.raises(eliza.StateError, match=f"the {kind} .* is closed"):
