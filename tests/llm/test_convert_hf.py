@@ -512,7 +512,7 @@ def test_a_corrupt_sentencepiece_model_is_a_format_error(tmp_path: Path) -> None
 
 def test_sentencepiece_needs_the_convert_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentencepiece", None)  # import sentencepiece raises ImportError
-    with pytest.raises(eliza.UnsupportedError, match=r"eliza\[convert\]"):
+    with pytest.raises(eliza.UnsupportedError, match=r"libeliza\[convert\]"):
         convert_hf(tm.checkpoint("llama"), tmp_path / "out.gguf")
 
 

@@ -384,7 +384,7 @@ def test_onnx_without_the_onnx_package_says_which_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
-    with pytest.raises(eliza.UnsupportedError, match=r"eliza\[convert\]"):
+    with pytest.raises(eliza.UnsupportedError, match=r"libeliza\[convert\]"):
         _convert(b"\x08\x07", tmp_path / "out.gguf")
     assert not list(tmp_path.iterdir())
 

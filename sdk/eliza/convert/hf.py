@@ -571,7 +571,7 @@ def _read_sentencepiece(path: Path) -> _SpModel:
     except ImportError as e:
         raise _unsupported(
             f"{path}: reading a SentencePiece tokenizer.model needs the sentencepiece package: "
-            "pip install 'eliza[convert]'"
+            "pip install 'libeliza[convert]'"
         ) from e
     model = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
     try:
