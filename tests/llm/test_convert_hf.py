@@ -511,9 +511,10 @@ def test_a_corrupt_sentencepiece_model_is_a_format_error(tmp_path: Path) -> None
 
 
 def test_sentencepiece_needs_the_convert_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpoint = tm.checkpoint("llama")  # built (with sentencepiece) first
     monkeypatch.setitem(sys.modules, "sentencepiece", None)  # import sentencepiece raises ImportError
     with pytest.raises(eliza.UnsupportedError, match=r"libeliza\[convert\]"):
-        convert_hf(tm.checkpoint("llama"), tmp_path / "out.gguf")
+        convert_hf(checkpoint, tmp_path / "out.gguf")
 
 
 def test_refuses_a_tensor_it_cannot_place(tmp_path: Path) -> None:
