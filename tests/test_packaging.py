@@ -23,6 +23,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.metadata import Metadata
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -135,9 +138,16 @@ def test_pack_wheel_writes_a_valid_py3_none_wheel(tmp_path: Path) -> None:
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         wheel_meta = zf.read(f"{info}/WHEEL").decode()
         assert "Tag: py3-none-linux_aarch64" in wheel_meta and "Root-Is-Purelib: false" in wheel_meta
-        metadata = zf.read(f"{info}/METADATA").decode()
-        assert f"Version: {version}" in metadata
-        assert 'Provides-Extra: ray\nRequires-Dist: ray[data]==2.60.0; extra == "ray"' in metadata
+        metadata = Metadata.from_email(zf.read(f"{info}/METADATA"))  # validates every field
+        assert (metadata.name, str(metadata.version)) == (project["name"], version)
+        assert metadata.requires_python == SpecifierSet(project["requires-python"])
+        extras = project["optional-dependencies"]
+        assert extras and metadata.provides_extra == list(extras)
+        requires = {str(r) for r in metadata.requires_dist or []}
+        assert {str(Requirement(d)) for d in project["dependencies"]} <= requires
+        for extra, deps in extras.items():
+            for dep in deps:
+                assert str(Requirement(f'{dep}; extra == "{extra}"')) in requires, (extra, dep)
         assert "eliza = eliza.cli:main" in zf.read(f"{info}/entry_points.txt").decode()
         record = zf.read(f"{info}/RECORD").decode().splitlines()
         for line in record:

@@ -5,7 +5,8 @@ For cross builds (aarch64 Linux, Windows, macOS from a Linux host) where the
 library is built once by CMake with a toolchain file and then packaged: the
 wheel holds exactly what scikit-build-core puts in the native one (every
 file under sdk/eliza/ plus the library beside it) and the metadata of
-pyproject.toml's [project] table.
+pyproject.toml's [project] table, written and checked by ``packaging``
+(core metadata, the wheel tag, the filename).
 
     python wheels/pack_wheel.py build-pkg/arm64/libeliza.so linux_aarch64 -o dist/
 
@@ -24,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import tomllib  # Python 3.11+ on the machine that packs
+from packaging.metadata import Metadata, RawMetadata
+from packaging.tags import Tag
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,23 +51,36 @@ def project_metadata(repo: Path = REPO) -> dict[str, Any]:
     return project
 
 
-def _metadata_text(project: dict[str, Any]) -> str:
-    lines = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {project['version']}"]
+def wheel_metadata(project: dict[str, Any]) -> Metadata:
+    """The core metadata of a [project] table, checked by ``packaging``
+    (names, versions, requirement strings, extras): every extra is a
+    Provides-Extra and its requirements Requires-Dist with ``extra == "..."``."""
+    raw: RawMetadata = {"metadata_version": "2.1", "name": project["name"], "version": project["version"]}
     if project.get("description"):
-        lines.append(f"Summary: {project['description']}")
+        raw["summary"] = project["description"]
     licence = project.get("license")
     if isinstance(licence, dict) and licence.get("text"):
-        lines.append(f"License: {licence['text']}")
+        raw["license"] = licence["text"]
     elif isinstance(licence, str):
-        lines.append(f"License-Expression: {licence}")
+        raw["metadata_version"] = "2.4"  # License-Expression came with 2.4
+        raw["license_expression"] = licence
     if project.get("requires-python"):
-        lines.append(f"Requires-Python: {project['requires-python']}")
-    lines += [f"Classifier: {c}" for c in project.get("classifiers", [])]
-    lines += [f"Requires-Dist: {d}" for d in project.get("dependencies", [])]
-    for extra, requirements in project.get("optional-dependencies", {}).items():
-        lines.append(f"Provides-Extra: {extra}")
-        lines += [f'Requires-Dist: {d}; extra == "{extra}"' for d in requirements]
-    return "\n".join(lines) + "\n"
+        raw["requires_python"] = project["requires-python"]
+    raw["classifiers"] = list(project.get("classifiers", []))
+    requires = list(project.get("dependencies", []))
+    extras = project.get("optional-dependencies", {})
+    for extra, requirements in extras.items():
+        requires += [f'{d}; extra == "{extra}"' for d in requirements]
+    raw["requires_dist"] = requires
+    raw["provides_extra"] = list(extras)
+    return Metadata.from_raw(raw)
+
+
+def _wheel_text(tag: Tag) -> str:
+    return (
+        "Wheel-Version: 1.0\nGenerator: libeliza wheels/pack_wheel.py\n"
+        f"Root-Is-Purelib: false\nTag: {tag}\n"
+    )
 
 
 def _record_line(arcname: str, data: bytes) -> str:
@@ -85,16 +102,16 @@ def pack(library: Path, platform_tag: str, out_dir: Path, repo: Path = REPO) -> 
     """Writes ``<name>-<version>-py3-none-<platform_tag>.whl`` into
     ``out_dir`` and returns its path."""
     project = project_metadata(repo)
-    dist = re.sub(r"[-_.]+", "_", project["name"]).lower()
-    version = project["version"]
+    metadata = wheel_metadata(project)
+    tag = Tag("py3", "none", platform_tag)
+    # The wheel filename's escaping of the distribution name (PEP 427 / 503).
+    dist = canonicalize_name(metadata.name).replace("-", "_")
+    version = str(metadata.version)
     info = f"{dist}-{version}.dist-info"
     files = package_files(repo)
     files[f"eliza/{library.name}"] = library.read_bytes()
-    files[f"{info}/METADATA"] = _metadata_text(project).encode()
-    files[f"{info}/WHEEL"] = (
-        "Wheel-Version: 1.0\nGenerator: libeliza wheels/pack_wheel.py\n"
-        f"Root-Is-Purelib: false\nTag: py3-none-{platform_tag}\n"
-    ).encode()
+    files[f"{info}/METADATA"] = metadata.as_rfc822().as_bytes()
+    files[f"{info}/WHEEL"] = _wheel_text(tag).encode()
     scripts = project.get("scripts", {})
     if scripts:
         body = "".join(f"{k} = {v}\n" for k, v in scripts.items())
@@ -107,7 +124,8 @@ def pack(library: Path, platform_tag: str, out_dir: Path, repo: Path = REPO) -> 
     files[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    wheel = out_dir / f"{dist}-{version}-py3-none-{platform_tag}.whl"
+    wheel = out_dir / f"{dist}-{version}-{tag}.whl"
+    parse_wheel_filename(wheel.name)  # InvalidWheelFilename for a tag or name a wheel cannot have
     with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             entry = zipfile.ZipInfo(name, date_time=_DATE_TIME)

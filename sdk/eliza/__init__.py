@@ -43,7 +43,7 @@ from .errors import (
     UnsupportedError,
 )
 from .gguf import GGUFFile, TensorInfo
-from .llm import LLM, LLMStats, Perplexity, StopReason
+from .llm import LLM, GenerateOptions, LLMStats, Perplexity, StopReason
 from .model_check import ModelCheck, check_model
 from .tts import TTS, write_wav
 
@@ -73,6 +73,7 @@ __all__ = [
     "GGUFFile",
     "TensorInfo",
     "LLM",
+    "GenerateOptions",
     "LLMStats",
     "Perplexity",
     "ModelCheck",

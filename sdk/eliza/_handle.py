@@ -1,7 +1,7 @@
-"""The lifetime the SDK's model objects share (eliza.LLM, eliza.TTS): one
-native handle, at most one open stream on it, closed stream first, and
-never freed under a running call (``_calling`` counts them, ``close``
-cancels and waits)."""
+"""The lifetime the SDK's model objects share (eliza.LLM, eliza.TTS,
+eliza.Diarizer): one native handle, at most one open stream on it, closed
+stream first, and never freed under a running call (``_calling`` counts
+them, ``close`` cancels and waits). Use after close is a StateError."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class NativeModel(Generic[S]):
         # die (and close) on its own.
         self._stream: weakref.ref[S] | None = None
         self._stream_lock = threading.Lock()
-        self._guard = InFlight(self._kind)
+        self._guard = InFlight(f"{self._kind} {path!r}")  # its StateError names the model as _live's
         self.path = path
 
     def _close_handle(self, handle: ctypes.c_void_p) -> None:

@@ -26,9 +26,11 @@ from typing import Any
 
 from . import LogLevel, __version__, capabilities, forward_to_logging, set_log_handler
 from ._native import lib
+from ._progress import Bar
 from .batch import cli as batch_cli
 from .errors import ElizaError, ElizaIOError
 from .gguf import ALL_ITEMS, GGUFFile, TensorInfo
+from .llm import GenerateOptions
 
 __all__ = ["build_parser", "main"]
 
@@ -291,6 +293,13 @@ def _sampling(name: str, kind: type) -> Any:
     return parse
 
 
+def _generate_options(args: argparse.Namespace) -> GenerateOptions:
+    """The sampling options given on the command line (None: the library's default)."""
+    return GenerateOptions(max_tokens=args.max_tokens, temperature=args.temp, top_k=args.top_k,
+                           top_p=args.top_p, min_p=args.min_p, repeat_penalty=args.repeat_penalty,
+                           seed=args.seed)
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from .llm import LLM
 
@@ -302,17 +311,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         kv_type=args.kv_type,
         kv_type_v=args.kv_type_v,
     ) as llm:
-        pieces = llm.stream(
-            _read_prompt(args),
-            max_tokens=args.max_tokens,
-            temperature=args.temp,
-            top_k=args.top_k,
-            top_p=args.top_p,
-            min_p=args.min_p,
-            repeat_penalty=args.repeat_penalty,
-            seed=args.seed,
-            stop=args.stop or (),
-        )
+        pieces = llm.stream(_read_prompt(args), _generate_options(args), stop=args.stop or ())
         for piece in pieces:
             out.write(piece.encode("utf-8"))
             out.flush()
@@ -339,19 +338,17 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
     gen.add_argument("prompt", nargs="?", metavar="PROMPT", help="the text to continue; '-' reads stdin")
     gen.add_argument("-f", "--file", metavar="FILE", help="read the prompt from FILE (UTF-8)")
-    gen.add_argument("--max-tokens", type=int, default=256, metavar="N",
-                     help="tokens to generate; <= 0: until EOS or a full context (default 256)")
-    gen.add_argument("--temp", type=_sampling("temperature", float), default=0.8, metavar="T",
-                     help="temperature 0..100; 0 = greedy (default 0.8)")
-    gen.add_argument("--top-k", type=_sampling("top_k", int), default=40, metavar="K",
-                     help="0 = off (default 40)")
-    gen.add_argument("--top-p", type=_sampling("top_p", float), default=0.95, metavar="P",
-                     help="0..1; 1 = off (default 0.95)")
-    gen.add_argument("--min-p", type=_sampling("min_p", float), default=0.05, metavar="P",
-                     help="0..1; 0 = off (default 0.05)")
-    gen.add_argument("--repeat-penalty", type=_sampling("repeat_penalty", float), default=1.0, metavar="R",
-                     help="(0, 100]; 1 = off (default 1.0)")
-    gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    # Sampling options left out take the library's defaults (eliza.GenerateOptions.defaults()).
+    gen.add_argument("--max-tokens", type=int, metavar="N",
+                     help="tokens to generate; <= 0: until EOS or a full context")
+    gen.add_argument("--temp", type=_sampling("temperature", float), metavar="T",
+                     help="temperature 0..100; 0 = greedy")
+    gen.add_argument("--top-k", type=_sampling("top_k", int), metavar="K", help="0 = off")
+    gen.add_argument("--top-p", type=_sampling("top_p", float), metavar="P", help="0..1; 1 = off")
+    gen.add_argument("--min-p", type=_sampling("min_p", float), metavar="P", help="0..1; 0 = off")
+    gen.add_argument("--repeat-penalty", type=_sampling("repeat_penalty", float), metavar="R",
+                     help="(0, 100]; 1 = off")
+    gen.add_argument("--seed", type=int, help="sampling seed")
     gen.add_argument("--stop", action="append", metavar="S",
                      help="stop before this string (not printed); repeatable")
     gen.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
@@ -420,9 +417,7 @@ def _chat_reply(llm: Any, history: list[dict[str, str]], args: argparse.Namespac
     kept as the reply)."""
     out = sys.stdout
     shown: list[str] = []
-    pieces = llm.chat_stream(history, template=args.template, max_tokens=args.max_tokens,
-                             temperature=args.temp, top_k=args.top_k, top_p=args.top_p,
-                             min_p=args.min_p, repeat_penalty=args.repeat_penalty, seed=args.seed)
+    pieces = llm.chat_stream(history, template=args.template, options=_generate_options(args))
     try:
         for piece in pieces:
             shown.append(piece)
@@ -484,12 +479,13 @@ def _add_chat_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     chat.add_argument("--system", metavar="TEXT", help="a system message to start with")
     chat.add_argument("--max-tokens", type=int, default=512, metavar="N",
                       help="tokens per reply at most; <= 0: until an end token (default 512)")
-    chat.add_argument("--temp", type=float, default=0.8, metavar="T", help="temperature; 0 = greedy")
-    chat.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
-    chat.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
-    chat.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
-    chat.add_argument("--repeat-penalty", type=float, default=1.0, metavar="R", help="1 = off")
-    chat.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    # Sampling options left out take the library's defaults (eliza.GenerateOptions.defaults()).
+    chat.add_argument("--temp", type=float, metavar="T", help="temperature; 0 = greedy")
+    chat.add_argument("--top-k", type=int, metavar="K", help="0 = off")
+    chat.add_argument("--top-p", type=float, metavar="P", help="1 = off")
+    chat.add_argument("--min-p", type=float, metavar="P", help="0 = off")
+    chat.add_argument("--repeat-penalty", type=float, metavar="R", help="1 = off")
+    chat.add_argument("--seed", type=int, help="sampling seed")
     chat.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     chat.add_argument("--ctx", type=int, default=0, metavar="N",
                       help="context size in tokens; 0 = the model's, at most 4096 (default)")
@@ -560,7 +556,6 @@ def _cmd_say(args: argparse.Namespace) -> int:
         raise ElizaError(-1, "there is no text to say (empty input)")
     if args.output is not None:
         _check_say_output(args.output)
-    show = sys.stderr.isatty()
     with TTS(args.model, n_threads=args.threads) as tts:
         # The phoneme lines are the chunks: phonemize first for the progress total.
         lines = text if args.phonemes else tts.phonemize(text, voice=args.voice, lang=args.lang)
@@ -578,12 +573,12 @@ def _cmd_say(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             if player is not None:
                 stack.enter_context(player)
+            bar = stack.enter_context(Bar("speaking", total=total, unit="chunk"))
             for chunk in chunks:
                 if player is not None:
                     player.write(chunk.audio)
                 pieces.append(chunk.audio)
-                if show:
-                    print(f"\rspeaking {chunk.index + 1}/{total}", end="", file=sys.stderr, flush=True)
+                bar.advance(1)
             elapsed = time.perf_counter() - t0
     audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
     if output is not None:
@@ -592,8 +587,6 @@ def _cmd_say(args: argparse.Namespace) -> int:
         from . import plot
 
         plot.spectrogram(args.plot, audio, rate, title=text[:60].strip())
-    if show:
-        print(file=sys.stderr)
     seconds = len(audio) / rate
     rtf = f"{elapsed / seconds:.3f}" if seconds else "-"
     parts = ["played"] if player is not None else []
@@ -656,10 +649,10 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "first, af_heart)",
     )
     say.add_argument("--lang", help="G2P language, e.g. en-gb (default: the voice's)")
-    say.add_argument("--speed", type=_speed, default=1.0, help="speaking rate 0.25..4 (default 1)")
+    say.add_argument("--speed", type=_speed, help="speaking rate 0.25..4 (default: the library's, 1)")
     say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")
-    say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
+    say.add_argument("--seed", type=int, help="seed of the source noise (default: the library's, 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise: repeatable output")
     say.add_argument("--plot", metavar="OUT.png",
                      help="also draw the waveform over its mel spectrogram (needs matplotlib)")
@@ -675,17 +668,10 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     from .diarize import Diarizer, to_rttm
 
     audio, rate = read_audio(args.audio, sample_rate=16000)
-    show = sys.stderr.isatty()
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
-
-        def progress(fraction: float) -> None:
-            if show:
-                filled = round(30 * fraction)
-                bar = "#" * filled + "." * (30 - filled)
-                print(f"\rdiarizing [{bar}] {100 * fraction:3.0f}%", end="", file=sys.stderr, flush=True)
-
         t0 = time.perf_counter()
-        try:
+        # Percent done; the line is cleared when the run ends.
+        with Bar("diarizing", total=100, unit="%", leave=False, bar_format="{desc} {bar} {n:.0f}%") as bar:
             turns = d.diarize(
                 audio,
                 rate,
@@ -696,11 +682,8 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 step=args.step,
                 min_duration_on=args.min_duration_on,
                 min_duration_off=args.min_duration_off,
-                progress=progress,
+                progress=lambda fraction: bar.to(round(100 * fraction)),
             )
-        finally:
-            if show:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)
         elapsed = time.perf_counter() - t0
     for t in turns:
         print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")

@@ -12,14 +12,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import io
 import os
 import struct
 import threading
 import wave
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -27,7 +26,8 @@ from typing import Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from ._interrupt import InFlight, run
+from ._handle import NativeModel
+from ._interrupt import run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
 from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
@@ -257,7 +257,7 @@ class Diarization(list[Turn]):
         return cls(sorted(turns, key=lambda t: (t.start, t.end)))
 
 
-class Diarizer:
+class Diarizer(NativeModel[Any]):
     """The segmentation and embedding models, opened once; ``diarize`` runs the
     whole pipeline on a recording. ``segmentation``/``embedding`` are GGUF
     paths; both None means the default models (fetched from their PyPI
@@ -269,14 +269,14 @@ class Diarizer:
             turns = d.diarize(audio, sample_rate=44100, num_speakers=2)
     """
 
+    _kind = "Diarizer"
+
     def __init__(
         self,
         segmentation: str | os.PathLike[str] | None = None,
         embedding: str | os.PathLike[str] | None = None,
         n_threads: int = 0,
     ) -> None:
-        self._handle: ctypes.c_void_p | None = None
-        self._guard = InFlight("diarizer")
         self._segment_stop = threading.Event()  # set by cancel(): segment() stops between batches
         if (segmentation is None) != (embedding is None):
             raise _invalid("give both model paths (segmentation and embedding) or neither")
@@ -284,6 +284,7 @@ class Diarizer:
             from .models import diarization_model_paths
 
             segmentation, embedding = diarization_model_paths()
+        super().__init__(os.fspath(segmentation))
         if n_threads < 0:
             raise _invalid(f"n_threads {n_threads} is negative")
         params = DiarizerParams()
@@ -299,41 +300,12 @@ class Diarizer:
         self.segmentation_path = Path(segmentation)
         self.embedding_path = Path(embedding)
 
-    # -- lifetime -------------------------------------------------------------
+    def _close_handle(self, handle: ctypes.c_void_p) -> None:
+        lib().eliza_diarizer_close(handle)
 
-    def close(self) -> None:
-        """Releases the models; later calls raise StateError. A call running
-        on another thread is cancelled and waited for first. Idempotent."""
-        handle = self._handle
-        if handle is None:
-            return
-
-        def free() -> None:
-            self._handle = None
-            lib().eliza_diarizer_close(handle)
-
-        self._guard.close(cancel=lambda: self._cancel_native(handle), free=free)
-
-    def __enter__(self) -> Diarizer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            self.close()
-
-    def _live(self) -> ctypes.c_void_p:
-        if self._handle is None:
-            raise StateError(Status.E_STATE, "the diarizer is closed")
-        return self._handle
-
-    @contextlib.contextmanager
-    def _calling(self) -> Iterator[ctypes.c_void_p]:
-        """The handle, counted as in use until the block ends (close waits)."""
-        with self._guard.call():
-            yield self._live()
+    def _cancel_calls(self, handle: ctypes.c_void_p) -> None:
+        self._segment_stop.set()
+        lib().eliza_diarizer_cancel(handle)
 
     # -- the pipeline ---------------------------------------------------------
 
@@ -437,13 +409,9 @@ class Diarizer:
         stop; it raises ``eliza.CancelledError``. Safe from any thread."""
         try:
             with self._calling() as handle:  # close cannot free it meanwhile
-                self._cancel_native(handle)
+                self._cancel_calls(handle)
         except StateError:
             pass
-
-    def _cancel_native(self, handle: ctypes.c_void_p) -> None:
-        self._segment_stop.set()
-        lib().eliza_diarizer_cancel(handle)
 
     @property
     def progress(self) -> float:
@@ -490,7 +458,7 @@ class Diarizer:
                     parts.append(one(x[i : i + _SEGMENT_BATCH]))
                 return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
-            return run(call, cancel=lambda: self._cancel_native(handle))
+            return run(call, cancel=lambda: self._cancel_calls(handle))
 
     def embed(self, audio: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
         """The speaker embedding (L2-normalised) of 16 kHz samples. Ctrl-C

@@ -17,7 +17,7 @@ import enum
 import json
 import os
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,9 @@ from ._interrupt import InFlight, run
 from ._native import LlmParams, LlmPiece, LlmStats, LlmStreamConfig, lib
 from .errors import InternalError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["LLM", "LLMStats", "Perplexity", "StopReason", "SAMPLING_RANGES", "check_sampling"]
+__all__ = [
+    "GenerateOptions", "LLM", "LLMStats", "Perplexity", "StopReason", "SAMPLING_RANGES", "check_sampling",
+]
 
 # The sampling values eliza_llm_stream_open accepts (eliza.h), as
 # (low, high, low excluded); the CLI and the server check the same.
@@ -235,6 +237,107 @@ class _Stream:
         # one stream slot; give it back.
         with contextlib.suppress(Exception):
             self.close()
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """How :meth:`LLM.stream` and :meth:`LLM.generate` generate. A field
+    left None takes the library's default (``eliza_llm_stream_default_config``;
+    :meth:`defaults` lists them).
+
+    ``max_tokens`` <= 0 runs to EOS or a full context; ``temperature`` 0 is
+    greedy; ``top_k`` 0, ``top_p`` 1, ``min_p`` 0 and ``repeat_penalty`` 1
+    switch those filters off; ``repeat_last_n`` is how many tokens the
+    penalty looks back on. The same ``seed`` and input give the same text.
+    Generation ends before the first ``stop`` string, which is not returned.
+    ``add_bos`` and ``special`` apply to the prompt as in
+    :meth:`LLM.tokenize`; ``context_size`` (0: the model's) limits one
+    stream's context.
+
+    Example::
+
+        greedy = eliza.GenerateOptions(max_tokens=32, temperature=0)
+        text = llm.generate("Once upon a time", greedy, stop=".")
+    """
+
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
+    repeat_last_n: int | None = None
+    seed: int | None = None
+    stop: str | Sequence[str] = ()
+    add_bos: bool | None = None
+    special: bool | None = None
+    context_size: int | None = None
+
+    def __post_init__(self) -> None:
+        # One stop string or any sequence of them; kept as a tuple (frozen, hashable).
+        object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
+
+    @classmethod
+    def defaults(cls) -> GenerateOptions:
+        """Every field as the library fills it by default."""
+        cfg = LlmStreamConfig()
+        lib().eliza_llm_stream_default_config(ctypes.byref(cfg))
+        return cls(
+            max_tokens=int(cfg.max_tokens),
+            temperature=float(cfg.temperature),
+            top_k=int(cfg.top_k),
+            top_p=float(cfg.top_p),
+            min_p=float(cfg.min_p),
+            repeat_penalty=float(cfg.repeat_penalty),
+            repeat_last_n=int(cfg.repeat_last_n),
+            seed=int(cfg.seed),
+            add_bos=bool(cfg.flags & _TOKENIZE_ADD_BOS),
+            special=bool(cfg.flags & _TOKENIZE_PARSE_SPECIAL),
+            context_size=int(cfg.context_size),
+        )
+
+    def resolved(self) -> GenerateOptions:
+        """These options with every None replaced by the library's default."""
+        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        return replace(self.defaults(), **given)
+
+    def _config(self, prompt: bytes) -> tuple[LlmStreamConfig, tuple[Any, ...]]:
+        """The checked ``eliza_llm_stream_config`` for ``prompt`` and what
+        it points to (kept alive by the stream)."""
+        o = self.resolved()
+        for name in SAMPLING_RANGES:
+            check_sampling(name, getattr(o, name))
+        seed, max_tokens, context_size = int(o.seed or 0), int(o.max_tokens or 0), int(o.context_size or 0)
+        if not 0 <= seed <= _U64_MAX:
+            raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
+        if not -(1 << 31) <= max_tokens < 1 << 31:
+            raise InvalidArgumentError(Status.E_INVALID_ARG, f"max_tokens {max_tokens} is out of range")
+        stop_bytes = [_c_string(s, "a stop string") for s in o.stop]
+        stop_array = (ctypes.c_char_p * max(len(stop_bytes), 1))(*stop_bytes)
+        cfg = LlmStreamConfig()
+        lib().eliza_llm_stream_default_config(ctypes.byref(cfg))
+        cfg.flags = (_TOKENIZE_ADD_BOS if o.add_bos else 0) | (_TOKENIZE_PARSE_SPECIAL if o.special else 0)
+        cfg.prompt = prompt
+        cfg.max_tokens = max_tokens
+        cfg.temperature = o.temperature
+        cfg.top_k = o.top_k
+        cfg.top_p = o.top_p
+        cfg.min_p = o.min_p
+        cfg.repeat_penalty = o.repeat_penalty
+        cfg.repeat_last_n = o.repeat_last_n
+        cfg.seed = seed
+        cfg.stop = ctypes.cast(stop_array, ctypes.POINTER(ctypes.c_char_p))
+        cfg.n_stop = len(stop_bytes)
+        cfg.context_size = _unsigned(context_size, "context_size")
+        return cfg, (prompt, stop_bytes, stop_array)
+
+
+def _options(options: GenerateOptions | None, overrides: Mapping[str, Any]) -> GenerateOptions:
+    """``options`` (None: all defaults) with the fields named in ``overrides`` replaced."""
+    if options is not None and not isinstance(options, GenerateOptions):
+        raise TypeError(f"options must be an eliza.GenerateOptions, not {type(options).__name__}")
+    base = options if options is not None else GenerateOptions()
+    return replace(base, **overrides) if overrides else base
 
 
 # eliza_llm_kv_type
@@ -454,88 +557,28 @@ class LLM(NativeModel["_Stream"]):
     # -- generation -------------------------------------------------------------
 
     def stream(
-        self,
-        prompt: str | bytes,
-        max_tokens: int = 256,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.95,
-        min_p: float = 0.05,
-        repeat_penalty: float = 1.0,
-        seed: int = 0,
-        stop: str | Sequence[str] = (),
-        repeat_last_n: int = 64,
-        add_bos: bool = True,
-        special: bool = True,
-        context_size: int = 0,
+        self, prompt: str | bytes, options: GenerateOptions | None = None, **overrides: Any
     ) -> Generator[str, None, None]:
         """Generates text after ``prompt``, piece by piece, as it is made.
 
-        ``max_tokens`` <= 0 runs to EOS or a full context; ``temperature`` 0
-        is greedy; ``top_k`` 0, ``top_p`` 1, ``min_p`` 0 and
-        ``repeat_penalty`` 1 switch those filters off. The same ``seed`` and
-        input give the same text. Generation ends before the first ``stop``
-        string, which is not returned. ``add_bos`` and ``special`` apply to
-        the prompt as in :meth:`tokenize`; ``context_size`` (0: the model's)
-        limits this stream's context.
+        ``options`` (a :class:`GenerateOptions`; None: the library's
+        defaults) says how; keyword arguments named after its fields
+        (``max_tokens=16, temperature=0``) replace single fields of it.
 
-        The prompt is checked and tokenized here, so a bad one raises at
-        once; the model runs as the iterator is consumed. Leaving the loop
-        early (break, an exception, ``close()`` on the iterator) closes the
-        stream; :meth:`cancel` from another thread ends it at the next token.
-        :attr:`last_stats` then tells why it stopped.
+        The prompt and the options are checked and the prompt tokenized
+        here, so a bad one raises at once; the model runs as the iterator is
+        consumed. Leaving the loop early (break, an exception, ``close()`` on
+        the iterator) closes the stream; :meth:`cancel` from another thread
+        ends it at the next token. :attr:`last_stats` then tells why it
+        stopped.
         """
-        stream = self._open_stream(
-            prompt,
-            max_tokens,
-            temperature,
-            top_k,
-            top_p,
-            min_p,
-            repeat_penalty,
-            seed,
-            stop,
-            repeat_last_n,
-            add_bos,
-            special,
-            context_size,
-        )
-        return self._pieces(stream)
+        return self._pieces(self._open_stream(prompt, _options(options, overrides)))
 
-    def generate(
-        self,
-        prompt: str | bytes,
-        max_tokens: int = 256,
-        temperature: float = 0.8,
-        top_k: int = 40,
-        top_p: float = 0.95,
-        min_p: float = 0.05,
-        repeat_penalty: float = 1.0,
-        seed: int = 0,
-        stop: str | Sequence[str] = (),
-        repeat_last_n: int = 64,
-        add_bos: bool = True,
-        special: bool = True,
-        context_size: int = 0,
-    ) -> str:
+    def generate(self, prompt: str | bytes, options: GenerateOptions | None = None, **overrides: Any) -> str:
         """The whole text :meth:`stream` produces with the same arguments.
         The generation runs as one call on a worker thread (no hand-over per
         token); Ctrl-C cancels it as it does a stream."""
-        stream = self._open_stream(
-            prompt,
-            max_tokens,
-            temperature,
-            top_k,
-            top_p,
-            min_p,
-            repeat_penalty,
-            seed,
-            stop,
-            repeat_last_n,
-            add_bos,
-            special,
-            context_size,
-        )
+        stream = self._open_stream(prompt, _options(options, overrides))
         pieces = self._pieces(stream)
         try:
             return run(lambda: "".join(pieces), cancel=stream.cancel)
@@ -558,52 +601,13 @@ class LLM(NativeModel["_Stream"]):
         live = stream.stats() if stream is not None else None
         return live if live is not None else self._last_stats
 
-    def _open_stream(
-        self,
-        prompt: str | bytes,
-        max_tokens: int,
-        temperature: float,
-        top_k: int,
-        top_p: float,
-        min_p: float,
-        repeat_penalty: float,
-        seed: int,
-        stop: str | Sequence[str],
-        repeat_last_n: int,
-        add_bos: bool,
-        special: bool,
-        context_size: int,
-    ) -> _Stream:
+    def _open_stream(self, prompt: str | bytes, options: GenerateOptions) -> _Stream:
         self._live()  # closed: StateError before any other check
-        sampling = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
-                    "repeat_penalty": repeat_penalty, "repeat_last_n": repeat_last_n}
-        for name, value in sampling.items():
-            check_sampling(name, value)
-        stops = [stop] if isinstance(stop, str) else list(stop)
-        if not 0 <= seed <= _U64_MAX:
-            raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
-        prompt_bytes = _c_string(prompt, "the prompt")
-        stop_bytes = [_c_string(s, "a stop string") for s in stops]
-        stop_array = (ctypes.c_char_p * max(len(stop_bytes), 1))(*stop_bytes)
-        cfg = LlmStreamConfig()
-        lib().eliza_llm_stream_default_config(ctypes.byref(cfg))
-        cfg.flags = (_TOKENIZE_ADD_BOS if add_bos else 0) | (_TOKENIZE_PARSE_SPECIAL if special else 0)
-        cfg.prompt = prompt_bytes
-        cfg.max_tokens = max_tokens
-        cfg.temperature = temperature
-        cfg.top_k = top_k
-        cfg.top_p = top_p
-        cfg.min_p = min_p
-        cfg.repeat_penalty = repeat_penalty
-        cfg.repeat_last_n = repeat_last_n
-        cfg.seed = seed
-        cfg.stop = ctypes.cast(stop_array, ctypes.POINTER(ctypes.c_char_p))
-        cfg.n_stop = len(stop_bytes)
-        cfg.context_size = _unsigned(context_size, "context_size")
+        cfg, keepalive = options._config(_c_string(prompt, "the prompt"))
         out = ctypes.c_void_p()
         with self._calling() as live:
             check(lib().eliza_llm_stream_open(live, ctypes.byref(cfg), ctypes.byref(out)))
-        return self._adopt(_Stream(self, out, (prompt_bytes, stop_bytes, stop_array)))
+        return self._adopt(_Stream(self, out, keepalive))
 
     @staticmethod
     def _pieces(stream: _Stream) -> Generator[str, None, None]:
@@ -669,7 +673,7 @@ class LLM(NativeModel["_Stream"]):
         :meth:`chat_prompt` then :meth:`stream` (special tokens parsed, BOS
         added unless the prompt starts with it; generation ends at any
         end-of-generation token). ``generate`` takes :meth:`stream`'s
-        sampling arguments.
+        ``options`` and its fields.
 
         Example::
 
@@ -677,10 +681,13 @@ class LLM(NativeModel["_Stream"]):
             reply = "".join(llm.chat_stream(history, max_tokens=32, temperature=0))
         """
         prompt = self.chat_prompt(messages, template=template, renderer=renderer)
-        bos = self._special_text("bos")
-        generate.setdefault("add_bos", not (bos and prompt.startswith(bos)))
-        generate.setdefault("special", True)
-        return self.stream(prompt, **generate)
+        options = _options(generate.pop("options", None), generate)
+        if options.add_bos is None:
+            bos = self._special_text("bos")
+            options = replace(options, add_bos=not (bos and prompt.startswith(bos)))
+        if options.special is None:
+            options = replace(options, special=True)
+        return self.stream(prompt, options)
 
     def chat(self, messages: Sequence[Mapping[str, Any]], template: str | None = None,
              renderer: str = "auto", **generate: Any) -> str:

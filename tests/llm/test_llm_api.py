@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -524,3 +525,52 @@ def test_gemma_270m_logits_match_transformers_on_the_same_gguf(gemma_path: Path,
     assert float(np.linalg.norm(got - want) / np.linalg.norm(want)) <= 0.08
     assert (got.argmax(-1) == want.argmax(-1)).mean() >= 0.9
     assert set(got[-1].argsort()[-5:]) == set(want[-1].argsort()[-5:])
+
+
+def test_generate_options_defaults_are_the_librarys() -> None:
+    import ctypes
+
+    from eliza._native import LlmStreamConfig, lib
+
+    cfg = LlmStreamConfig()
+    lib().eliza_llm_stream_default_config(ctypes.byref(cfg))
+    d = eliza.GenerateOptions.defaults()
+    assert (d.max_tokens, d.top_k, d.repeat_last_n, d.seed, d.context_size) == (
+        cfg.max_tokens, cfg.top_k, cfg.repeat_last_n, cfg.seed, cfg.context_size
+    )
+    for name in ("temperature", "top_p", "min_p", "repeat_penalty"):
+        assert getattr(d, name) == pytest.approx(getattr(cfg, name), rel=1e-7)
+    assert (d.add_bos, d.special, d.stop) == (True, True, ())
+    assert eliza.GenerateOptions().resolved() == d
+    assert eliza.GenerateOptions(top_k=3).resolved() == replace(d, top_k=3)
+
+
+def test_no_sampling_default_is_copied_in_python() -> None:
+    import inspect
+
+    import eliza.batch
+
+    for fn in (eliza.LLM.stream, eliza.LLM.generate, eliza.batch.generate):
+        params = inspect.signature(fn).parameters
+        assert not {"temperature", "top_k", "top_p", "min_p", "max_tokens", "seed"} & set(params)
+
+
+def test_options_and_their_fields_as_keywords_agree(llm: eliza.LLM) -> None:
+    greedy = eliza.GenerateOptions(max_tokens=12, temperature=0)
+    by_options = llm.generate(PROMPT, greedy)
+    assert by_options == llm.generate(PROMPT, max_tokens=12, temperature=0)
+    assert "".join(llm.stream(PROMPT, greedy)) == by_options
+    # A keyword replaces that one field of the options.
+    assert llm.generate(PROMPT, greedy, max_tokens=4) == llm.generate(PROMPT, max_tokens=4, temperature=0)
+    assert greedy.stop == () and eliza.GenerateOptions(stop="x").stop == ("x",)
+
+
+def test_bad_options_are_refused(llm: eliza.LLM) -> None:
+    with pytest.raises(TypeError, match="GenerateOptions"):
+        llm.generate(PROMPT, 16)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="temprature"):
+        llm.generate(PROMPT, temprature=0)
+    with pytest.raises(eliza.InvalidArgumentError, match="top_p"):
+        llm.stream(PROMPT, eliza.GenerateOptions(top_p=2.0))
+    with pytest.raises(eliza.InvalidArgumentError, match="max_tokens"):
+        llm.stream(PROMPT, max_tokens=1 << 40)

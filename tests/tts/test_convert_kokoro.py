@@ -380,6 +380,15 @@ def test_truncated_onnx_is_a_format_error(tmp_path: Path, cut: int) -> None:
     assert not list(tmp_path.iterdir())
 
 
+def test_onnx_without_the_onnx_package_says_which_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    with pytest.raises(eliza.UnsupportedError, match=r"libeliza\[convert\]"):
+        _convert(b"\x08\x07", tmp_path / "out.gguf")
+    assert not list(tmp_path.iterdir())
+
+
 def test_corrupt_or_foreign_onnx_is_a_format_error(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(eliza.FormatError):

@@ -5,6 +5,7 @@ model are marked ``slow`` and skip when its packages are not installed."""
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ for _module in ("torch", "kokoro", "gguf"):
 import tts_api_model as tm  # noqa: E402
 
 import eliza  # noqa: E402
+from eliza._native import TtsConfig, lib  # noqa: E402
 from eliza.tts import Chunk  # noqa: E402
 
 RunCli = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -119,6 +121,13 @@ def test_speed_shortens_the_audio(tts: eliza.TTS) -> None:
     slow = say(tts, LINES[1], speed=0.5)
     fast = say(tts, LINES[1], speed=2.0)
     assert len(fast) < len(slow)
+
+
+def test_speed_and_seed_left_out_are_the_librarys_defaults(tts: eliza.TTS) -> None:
+    cfg = TtsConfig()
+    lib().eliza_tts_default_config(ctypes.byref(cfg))
+    given = tts.synthesize(LINES[0], phonemes=True, speed=cfg.speed, seed=cfg.seed)
+    np.testing.assert_array_equal(tts.synthesize(LINES[0], phonemes=True), given)
 
 
 def test_voices_differ(tts: eliza.TTS) -> None:

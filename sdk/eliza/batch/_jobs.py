@@ -15,13 +15,14 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..errors import InvalidArgumentError, Status, UnsupportedError
+from ..llm import GenerateOptions
 from . import _inputs
 from ._manifest import Manifest, settings_digest, write_atomic
 from ._workers import DiarizeWorker, GenerateWorker, SpeakWorker, item_id_for_path
@@ -312,10 +313,10 @@ def speak(
     *,
     voice: str | None = None,
     model: str | os.PathLike[str] | None = None,
-    speed: float = 1.0,
+    speed: float | None = None,
     phonemes: bool = False,
     no_noise: bool = False,
-    seed: int = 0,
+    seed: int | None = None,
     language: str = "en-us",
     text_column: str = "text",
     id_column: str = "id",
@@ -454,49 +455,39 @@ def generate(
     model: str | os.PathLike[str],
     prompt_column: str = "prompt",
     id_column: str = "id",
-    max_tokens: int = 256,
-    temperature: float = 0.8,
-    top_k: int = 40,
-    top_p: float = 0.95,
-    min_p: float = 0.05,
-    repeat_penalty: float = 1.0,
-    seed: int = 0,
-    stop: str | Sequence[str] = (),
+    options: GenerateOptions | None = None,
     context_size: int = 0,
     address: str | None = None,
     actors: int | None = None,
     threads_per_actor: int = 1,
     retries: int = 1,
+    **overrides: Any,
 ) -> BatchReport:
     """Runs ``eliza.LLM.generate`` on the ``prompt_column`` of every row of
     ``dataset`` (a ``.jsonl`` / ``.parquet`` file, a text file of one prompt
     per line, a list of strings or dicts, or a Ray Dataset) and writes
     ``out_dir/generations.jsonl`` and ``generations.parquet`` (id, prompt,
     text, token counts, stop reason), sorted by id. Each actor holds one
-    model and its KV cache.
+    model and its KV cache. ``options`` (an :class:`eliza.GenerateOptions`)
+    and keyword arguments named after its fields say how to generate, as in
+    :meth:`eliza.LLM.generate`; ``context_size`` is the model's context.
 
     Example::
 
         report = eliza.batch.generate("prompts.jsonl", "gen/", model="gemma.gguf", temperature=0)
     """
     items = _inputs.rows(dataset, prompt_column, id_column, "prompt")
-    stops = [stop] if isinstance(stop, str) else list(stop)
-    sampling = {
-        "max_tokens": max_tokens,
-        "temperature": temperature,
-        "top_k": top_k,
-        "top_p": top_p,
-        "min_p": min_p,
-        "repeat_penalty": repeat_penalty,
-        "seed": seed,
-        "stop": stops,
-    }
+    # Resolved here, so the settings (and the manifest's digest of them) say
+    # what each item was generated with, the library's defaults included.
+    resolved = replace(options or GenerateOptions(), **overrides).resolved()
+    sampling = {f.name: getattr(resolved, f.name) for f in fields(resolved)}
+    sampling["stop"] = list(resolved.stop)
     path = os.path.abspath(model)
     job = _Job(
         kind="generate",
         worker=GenerateWorker,
         worker_args={"model": path, "context_size": context_size, "sampling": sampling},
-        settings={"model": path, "context_size": context_size, **sampling},
+        settings={"model": path, "context_size": context_size, "options": sampling},
         write=lambda out, row: None,
         fields=("prompt", "text", "prompt_tokens", "generated_tokens", "stop_reason"),
         weight=lambda item: len(item["prompt"]),

@@ -140,10 +140,10 @@ class SpeakWorker(_Worker):
         model: str | None,
         n_threads: int,
         voice: str | None,
-        speed: float,
+        speed: float | None,
         phonemes: bool,
         no_noise: bool,
-        seed: int,
+        seed: int | None,
         language: str,
     ) -> None:
         self._say = {"voice": voice, "speed": speed, "phonemes": phonemes, "no_noise": no_noise, "seed": seed}

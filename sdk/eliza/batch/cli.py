@@ -100,6 +100,7 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    from ..llm import GenerateOptions
     from . import generate
 
     if args.model is None:
@@ -112,13 +113,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
             args.output,
             model=args.model,
             prompt_column=args.prompt_column,
-            max_tokens=args.max_tokens,
-            temperature=args.temp,
-            top_k=args.top_k,
-            top_p=args.top_p,
-            min_p=args.min_p,
-            seed=args.seed,
-            stop=args.stop or (),
+            options=GenerateOptions(max_tokens=args.max_tokens, temperature=args.temp, top_k=args.top_k,
+                                    top_p=args.top_p, min_p=args.min_p, seed=args.seed, stop=args.stop or ()),
             context_size=args.ctx,
             **_run_args(args),
         )
@@ -143,9 +139,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                      help="a voice or a blend a:0.7,b:0.3 of one language (default: the model's first, "
                      "af_heart)")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the default model, per node)")
-    say.add_argument("--speed", type=float, default=1.0, help="speaking rate 0.25..4 (default 1)")
+    say.add_argument("--speed", type=float, help="speaking rate 0.25..4 (default: the library's, 1)")
     say.add_argument("--phonemes", action="store_true", help="the items are Kokoro phonemes, not text")
-    say.add_argument("--seed", type=int, default=0, help="seed of the source noise (default 0)")
+    say.add_argument("--seed", type=int, help="seed of the source noise (default: the library's, 0)")
     say.add_argument("--no-noise", action="store_true", help="no source noise")
     say.add_argument("--text-column", default="text", metavar="NAME",
                      help="in .jsonl/.parquet (default text)")
@@ -166,12 +162,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "output folder")
     gen.add_argument("--model", metavar="PATH", help="a GGUF language model (default: Gemma 3 270M)")
     gen.add_argument("--prompt-column", default="prompt", metavar="NAME", help="(default prompt)")
-    gen.add_argument("--max-tokens", type=int, default=256, metavar="N", help="(default 256)")
-    gen.add_argument("--temp", type=float, default=0.8, metavar="T", help="0 = greedy (default 0.8)")
-    gen.add_argument("--top-k", type=int, default=40, metavar="K", help="0 = off (default 40)")
-    gen.add_argument("--top-p", type=float, default=0.95, metavar="P", help="1 = off (default 0.95)")
-    gen.add_argument("--min-p", type=float, default=0.05, metavar="P", help="0 = off (default 0.05)")
-    gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    # Sampling options left out take the library's defaults (eliza.GenerateOptions.defaults()).
+    gen.add_argument("--max-tokens", type=int, metavar="N", help="tokens per prompt at most")
+    gen.add_argument("--temp", type=float, metavar="T", help="0 = greedy")
+    gen.add_argument("--top-k", type=int, metavar="K", help="0 = off")
+    gen.add_argument("--top-p", type=float, metavar="P", help="1 = off")
+    gen.add_argument("--min-p", type=float, metavar="P", help="0 = off")
+    gen.add_argument("--seed", type=int, help="sampling seed")
     gen.add_argument("--stop", action="append", metavar="S", help="stop before this string; repeatable")
     gen.add_argument("--ctx", type=int, default=0, metavar="N", help="context size; 0 = the model's")
     gen.set_defaults(func=_cmd_generate)

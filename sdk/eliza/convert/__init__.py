@@ -21,6 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .._progress import Steps
 from ..errors import ElizaError
 from . import kokoro, pyannote, resemblyzer
 from .hf import ARCHITECTURES, OUTTYPES, ConversionReport, convert_hf
@@ -63,20 +64,20 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m eliza.convert
 
 
 def _run(args: argparse.Namespace) -> int:
-    show = not args.quiet and sys.stderr.isatty()
+    with Steps("converting", show=False if args.quiet else None) as progress:
+        return _convert(args, progress)
 
-    def progress(i: int, n: int, name: str) -> None:
-        if show:
-            print(f"\rconverting {i + 1}/{n} {name:<40.40}", end="", file=sys.stderr, flush=True)
 
+def _convert(args: argparse.Namespace, progress: Steps) -> int:
     if args.format in ("pyannote", "resemblyzer"):
         module = pyannote if args.format == "pyannote" else resemblyzer
         try:
             summary = module.run_cli(args, progress)
         except (ElizaError, OSError) as e:
-            print(f"{chr(10) if show else ''}eliza.convert: error: {e}", file=sys.stderr)
+            progress.close()
+            print(f"eliza.convert: error: {e}", file=sys.stderr)
             return 1
-        print(f"{chr(10) if show else ''}{summary}")
+        print(summary)
         return 0
     try:
         if args.format == "kokoro":
@@ -84,10 +85,9 @@ def _run(args: argparse.Namespace) -> int:
         else:
             report: ConversionReport = convert_hf(args.model_dir, args.out, args.outtype, args.name, progress)
     except (ElizaError, OSError) as e:
-        print(f"{chr(10) if show else ''}eliza.convert: error: {e}", file=sys.stderr)
+        progress.close()
+        print(f"eliza.convert: error: {e}", file=sys.stderr)
         return 1
-    if show:
-        print(file=sys.stderr)
     if args.format == "kokoro":
         ktypes = ", ".join(f"{n} {t}" for t, n in sorted(kreport.tensor_types.items()))
         print(

@@ -561,66 +561,27 @@ class _SpModel:
     add_dummy_prefix: bool
 
 
-def _varint(buf: bytes, pos: int, where: Path) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise _format(f"{where}: truncated or malformed protobuf")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _proto_fields(buf: bytes, where: Path) -> Iterator[tuple[int, int | bytes]]:
-    """(field number, value) of a protobuf message: varints as int, every
-    other wire type as its raw bytes."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos, where)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, pos = _varint(buf, pos, where)
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            value, pos = buf[pos : pos + size], pos + size
-        elif wire == 2:
-            size, pos = _varint(buf, pos, where)
-            value, pos = buf[pos : pos + size], pos + size
-        else:
-            raise _format(f"{where}: protobuf wire type {wire} not expected in a SentencePiece model")
-        if pos > len(buf):
-            raise _format(f"{where}: truncated protobuf")
-        yield number, value
-
-
 def _read_sentencepiece(path: Path) -> _SpModel:
-    """The pieces of a SentencePiece ``ModelProto`` (field 1: piece, score,
-    type) and its normalizer's add_dummy_prefix (field 3.3, default true)."""
-    buf = path.read_bytes()
-    pieces: list[_SpPiece] = []
-    add_dummy_prefix = True
-    for number, value in _proto_fields(buf, path):
-        if number == 1 and isinstance(value, bytes):
-            text, score, kind = "", 0.0, TOKEN_NORMAL
-            for n, v in _proto_fields(value, path):
-                if n == 1 and isinstance(v, bytes):
-                    text = v.decode("utf-8", "replace")
-                elif n == 2 and isinstance(v, bytes) and len(v) == 4:
-                    (score,) = struct.unpack("<f", v)
-                elif n == 3 and isinstance(v, int):
-                    kind = v
-            pieces.append(_SpPiece(text, score, kind))
-        elif number == 3 and isinstance(value, bytes):
-            for n, v in _proto_fields(value, path):
-                if n == 3 and isinstance(v, int):
-                    add_dummy_prefix = bool(v)
+    """The pieces of a SentencePiece ``ModelProto`` (text, score, type) and
+    its normalizer's add_dummy_prefix, read with the sentencepiece package's
+    own protobuf schema."""
+    try:
+        from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+        from sentencepiece import sentencepiece_model_pb2
+    except ImportError as e:
+        raise _unsupported(
+            f"{path}: reading a SentencePiece tokenizer.model needs the sentencepiece package: "
+            "pip install 'libeliza[convert]'"
+        ) from e
+    model = sentencepiece_model_pb2.ModelProto()  # type: ignore[attr-defined]
+    try:
+        model.ParseFromString(path.read_bytes())
+    except DecodeError as e:
+        raise _format(f"{path}: truncated or malformed protobuf ({e})") from e
+    pieces = [_SpPiece(p.piece, p.score, p.type) for p in model.pieces]
     if not pieces:
         raise _format(f"{path}: no pieces (not a SentencePiece model?)")
-    return _SpModel(pieces, add_dummy_prefix)
+    return _SpModel(pieces, model.normalizer_spec.add_dummy_prefix)
 
 
 def _looks_special(text: str) -> bool:

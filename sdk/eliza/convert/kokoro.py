@@ -25,9 +25,8 @@ import importlib.resources
 import json
 import os
 import re
-import struct
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -36,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ElizaIOError, FormatError, Status, UnsupportedError
+from ._onnx import OnnxGraph, OnnxNode, read_onnx
 from ._output import gguf_file
 
 __all__ = [
@@ -676,199 +676,10 @@ def _torch_load(path: Path, what: str) -> Any:
         raise _format(f"{what} {path}: not a readable torch file: {e}") from e
 
 
-# ---------------------------------------------------------------------------
-# ONNX (protobuf wire format, just the fields we need)
-# ---------------------------------------------------------------------------
-
-_ONNX_DTYPES: dict[int, Any] = {
-    1: np.float32,
-    2: np.uint8,
-    3: np.int8,
-    6: np.int32,
-    7: np.int64,
-    10: np.float16,
-    11: np.float64,
-}
-
-
-class _Reader:
-    """Protobuf wire-format fields of one message (bounds checked)."""
-
-    def __init__(self, buf: memoryview, what: str) -> None:
-        self.buf = buf
-        self.what = what
-
-    def varint(self, pos: int, end: int) -> tuple[int, int]:
-        value = shift = 0
-        while True:
-            if pos >= end or shift > 63:
-                raise _format(f"{self.what}: truncated or corrupt protobuf varint at byte {pos}")
-            b = self.buf[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return value, pos
-
-    def fields(self, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-        """(field number, wire type, value or start, end) per field; for
-        length-delimited fields the payload is buf[start:end]."""
-        pos = start
-        while pos < end:
-            tag, pos = self.varint(pos, end)
-            num, wt = tag >> 3, tag & 7
-            if wt == 0:
-                value, pos = self.varint(pos, end)
-                yield num, wt, value, pos
-            elif wt == 2:
-                n, pos = self.varint(pos, end)
-                if pos + n > end:
-                    raise _format(
-                        f"{self.what}: field {num} at byte {pos} is {n} bytes long but its message "
-                        f"ends at byte {end} (truncated or corrupt file)"
-                    )
-                yield num, wt, pos, pos + n
-                pos += n
-            elif wt in (1, 5):
-                size = 8 if wt == 1 else 4
-                if pos + size > end:
-                    raise _format(f"{self.what}: truncated fixed-size field {num} at byte {pos}")
-                yield num, wt, pos, pos + size
-                pos += size
-            else:
-                raise _format(f"{self.what}: protobuf wire type {wt} at byte {pos} (not an ONNX model)")
-
-    def string(self, start: int, end: int) -> str:
-        try:
-            return bytes(self.buf[start:end]).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise _format(f"{self.what}: a name at byte {start} is not UTF-8") from e
-
-
-@dataclass
-class _Node:
-    op: str
-    name: str
-    inputs: list[str]
-    outputs: list[str]
-
-
-@dataclass
-class _Tensor:
-    name: str
-    dims: tuple[int, ...]
-    dtype: Any
-    data: Any  # memoryview of raw_data, or a list of values
-
-    def array(self) -> npt.NDArray[Any]:
-        count = int(np.prod(self.dims)) if self.dims else 1
-        if isinstance(self.data, memoryview):
-            arr = np.frombuffer(self.data, dtype=np.dtype(self.dtype).newbyteorder("<"))
-        else:
-            arr = np.asarray(self.data).astype(self.dtype)
-        if arr.size != count:
-            raise _format(f"ONNX initializer {self.name}: {arr.size} values for dims {list(self.dims)}")
-        return arr.reshape(self.dims).astype(np.dtype(self.dtype).newbyteorder("="))
-
-
-def _packed(r: _Reader, wt: int, a: int, b: int, fmt: str) -> list[Any]:
-    if wt == 2:
-        if fmt in ("f", "d"):
-            size = struct.calcsize("<" + fmt)
-            return list(struct.unpack(f"<{(b - a) // size}{fmt}", bytes(r.buf[a:b])))
-        out, pos = [], a
-        while pos < b:
-            v, pos = r.varint(pos, b)
-            out.append(v)
-        return out
-    if wt == 0:
-        return [a]
-    return list(struct.unpack("<" + fmt, bytes(r.buf[a:b])))
-
-
-def _signed(values: list[int]) -> list[int]:
-    return [v - (1 << 64) if v >= 1 << 63 else v for v in values]
-
-
-def _parse_tensor(r: _Reader, start: int, end: int) -> _Tensor:
-    name, dims, dtype_id, data = "", [], 0, None
-    values: list[Any] = []
-    for num, wt, a, b in r.fields(start, end):
-        if num == 1:
-            dims.extend(_signed(_packed(r, wt, a, b, "q")))
-        elif num == 2:
-            dtype_id = a
-        elif num == 8:
-            name = r.string(a, b)
-        elif num == 9:
-            data = r.buf[a:b]
-        elif num == 4:
-            values.extend(_packed(r, wt, a, b, "f"))
-        elif num in (5, 7):
-            values.extend(_signed(_packed(r, wt, a, b, "q")))
-        elif num == 10:
-            values.extend(_packed(r, wt, a, b, "d"))
-        elif num == 14 and a == 1:
-            raise _unsupported(f"{r.what}: initializer {name or '?'} keeps its data in an external file")
-    if dtype_id not in _ONNX_DTYPES:
-        raise _unsupported(f"{r.what}: initializer {name!r} has ONNX data type {dtype_id}")
-    if any(d < 0 for d in dims):
-        raise _format(f"{r.what}: initializer {name!r} has dims {dims}")
-    return _Tensor(name, tuple(dims), _ONNX_DTYPES[dtype_id], data if data is not None else values)
-
-
-def _parse_node(r: _Reader, start: int, end: int) -> _Node:
-    node = _Node("", "", [], [])
-    for num, _wt, a, b in r.fields(start, end):
-        if num == 1:
-            node.inputs.append(r.string(a, b))
-        elif num == 2:
-            node.outputs.append(r.string(a, b))
-        elif num == 3:
-            node.name = r.string(a, b)
-        elif num == 4:
-            node.op = r.string(a, b)
-    return node
-
-
-class _Graph:
-    """The nodes and initializers of an ONNX model, with producer and
-    consumer indexes."""
-
-    def __init__(self, data: bytes | memoryview, what: str) -> None:
-        buf = memoryview(data)
-        r = _Reader(buf, what)
-        graph: tuple[int, int] | None = None
-        ir_version = 0
-        for num, _wt, a, b in r.fields(0, len(buf)):
-            if num == 1:
-                ir_version = a
-            elif num == 7:
-                graph = (a, b)
-        if graph is None or ir_version <= 0:
-            raise _format(f"{what}: no ONNX graph in the file (not an ONNX model, or truncated)")
-        self.nodes: list[_Node] = []
-        self.inits: dict[str, _Tensor] = {}
-        for num, _wt, a, b in r.fields(*graph):
-            if num == 1:
-                self.nodes.append(_parse_node(r, a, b))
-            elif num == 5:
-                t = _parse_tensor(r, a, b)
-                self.inits[t.name] = t
-        if not self.nodes or not self.inits:
-            raise _format(
-                f"{what}: the ONNX graph has {len(self.nodes)} nodes, {len(self.inits)} initializers"
-            )
-        self.producer: dict[str, _Node] = {o: n for n in self.nodes for o in n.outputs}
-        self.consumers: dict[str, list[_Node]] = {}
-        for n in self.nodes:
-            for i in n.inputs:
-                self.consumers.setdefault(i, []).append(n)
-
-    def init(self, name: str, node: _Node) -> npt.NDArray[Any]:
-        if name not in self.inits:
-            raise _format(f"ONNX node {node.name} ({node.op}): input {name!r} is not an initializer")
-        return self.inits[name].array()
+def _init(g: OnnxGraph, name: str, node: OnnxNode) -> npt.NDArray[Any]:
+    if name not in g.inits:
+        raise _format(f"ONNX node {node.name} ({node.op}): input {name!r} is not an initializer")
+    return g.array(name)
 
 
 # ---------------------------------------------------------------------------
@@ -911,7 +722,7 @@ def _initializer_key(name: str) -> str | None:
     return None
 
 
-def _weight_scale(g: _Graph, node: _Node) -> npt.NDArray[np.float32]:
+def _weight_scale(g: OnnxGraph, node: OnnxNode) -> npt.NDArray[np.float32]:
     """The weight scale of a MatMulInteger / ConvInteger: the integer result
     (after an optional integer bias add and a Cast) is multiplied by
     activation scale x weight scale; that product's Mul holds the weight
@@ -930,7 +741,7 @@ def _weight_scale(g: _Graph, node: _Node) -> npt.NDArray[np.float32]:
                             continue
                         consts = [i for i in p.inputs if i in g.inits]
                         if len(consts) == 1:
-                            return g.init(consts[0], p).astype(np.float32)
+                            return _init(g, consts[0], p).astype(np.float32)
         frontier = nxt
     raise _format(f"ONNX node {node.name} ({node.op}): no weight scale found after it")
 
@@ -939,7 +750,7 @@ def _dequant(q: npt.NDArray[Any], zp: npt.NDArray[Any], scale: npt.NDArray[Any])
     return ((q.astype(np.float32) - zp.astype(np.float32)) * scale.astype(np.float32)).astype(np.float32)
 
 
-def _lstm_from_onnx(g: _Graph, node: _Node, module: str, out: dict[str, F32]) -> None:
+def _lstm_from_onnx(g: OnnxGraph, node: OnnxNode, module: str, out: dict[str, F32]) -> None:
     """DynamicQuantizeLSTM: W int8 [2, in, 4H], R int8 [2, H, 4H], B float
     [2, 8H] (input then recurrent biases), one scale and zero point per
     direction; gate blocks in ONNX order i, o, f, c."""
@@ -947,8 +758,8 @@ def _lstm_from_onnx(g: _Graph, node: _Node, module: str, out: dict[str, F32]) ->
         raise _format(
             f"ONNX node {node.name}: DynamicQuantizeLSTM with {len(node.inputs)} inputs, expected 12"
         )
-    w, r, b = (g.init(node.inputs[i], node) for i in (1, 2, 3))
-    w_s, w_zp, r_s, r_zp = (g.init(node.inputs[i], node) for i in (8, 9, 10, 11))
+    w, r, b = (_init(g, node.inputs[i], node) for i in (1, 2, 3))
+    w_s, w_zp, r_s, r_zp = (_init(g, node.inputs[i], node) for i in (8, 9, 10, 11))
     if (
         w.ndim != 3
         or r.ndim != 3
@@ -989,19 +800,19 @@ class _OnnxResult:
     n_initializers_used: int
 
 
-def _onnx_weights(g: _Graph, expect: Mapping[str, tuple[int, ...]]) -> _OnnxResult:
+def _onnx_weights(g: OnnxGraph, expect: Mapping[str, tuple[int, ...]]) -> _OnnxResult:
     out: dict[str, F32] = {}
     used: set[str] = set()
     for node in g.nodes:
         module = _module_path(node.name)
         op = node.op
         if op == "MatMulInteger" and module and node.inputs[1] in g.inits:
-            q, zp = g.init(node.inputs[1], node), g.init(node.inputs[3], node)
+            q, zp = _init(g, node.inputs[1], node), _init(g, node.inputs[3], node)
             w = _dequant(q, zp.reshape(1, -1), _weight_scale(g, node).reshape(1, -1)).T
             _put(out, f"{module}.weight", np.ascontiguousarray(w), node.name)
             used.add(node.inputs[1])
         elif op == "ConvInteger" and module and node.inputs[1] in g.inits:
-            q, zp = g.init(node.inputs[1], node), g.init(node.inputs[3], node)
+            q, zp = _init(g, node.inputs[1], node), _init(g, node.inputs[3], node)
             bcast = (-1,) + (1,) * (q.ndim - 1)
             w = _dequant(q, zp.reshape(bcast), _weight_scale(g, node).reshape(bcast))
             _put(out, f"{module}.weight", w, node.name)
@@ -1010,32 +821,32 @@ def _onnx_weights(g: _Graph, expect: Mapping[str, tuple[int, ...]]) -> _OnnxResu
             _lstm_from_onnx(g, node, module, out)
             used.update(node.inputs[1:4])
         elif op == "Gather" and module and node.inputs[0] in g.inits:
-            table = g.inits[node.inputs[0]]
-            if table.dtype not in (np.int8, np.uint8):
+            if g.dtype(node.inputs[0]) not in (np.int8, np.uint8):
                 continue
             deq = [c for c in g.consumers.get(node.outputs[0], []) if c.op == "DequantizeLinear"]
             if len(deq) != 1:
                 raise _format(
                     f"ONNX node {node.name}: quantized Gather without one DequantizeLinear after it"
                 )
-            scale, zp = g.init(deq[0].inputs[1], deq[0]), g.init(deq[0].inputs[2], deq[0])
-            _put(out, f"{module}.weight", _dequant(table.array(), zp, scale), node.name)
+            scale, zp = _init(g, deq[0].inputs[1], deq[0]), _init(g, deq[0].inputs[2], deq[0])
+            _put(out, f"{module}.weight", _dequant(g.array(node.inputs[0]), zp, scale), node.name)
             used.add(node.inputs[0])
         elif op in ("ConvTranspose", "Conv") and module and node.inputs[1] in g.inits:
             key = f"{module}.weight"
             if key in expect or f"{key}_v" in expect:
-                _put(out, key, g.init(node.inputs[1], node).astype(np.float32), node.name)
+                _put(out, key, _init(g, node.inputs[1], node).astype(np.float32), node.name)
                 used.add(node.inputs[1])
         elif op == "MatMul" and module:
             consts = [i for i in node.inputs if i in g.inits]
             if len(consts) == 1 and f"{module}.weight" in expect:
-                w = g.init(consts[0], node).astype(np.float32).T  # MatMul keeps x @ W^T as [in, out]
+                w = _init(g, consts[0], node).astype(np.float32).T  # MatMul keeps x @ W^T as [in, out]
                 _put(out, f"{module}.weight", np.ascontiguousarray(w), node.name)
                 used.add(consts[0])
-    for name, t in g.inits.items():
+    for name in g.inits:
         init_key = _initializer_key(name)
-        if init_key is not None and init_key in expect and np.issubdtype(np.dtype(t.dtype), np.floating):
-            _put(out, init_key, t.array().astype(np.float32), name)
+        floating = np.issubdtype(np.dtype(g.dtype(name)), np.floating)
+        if init_key is not None and init_key in expect and floating:
+            _put(out, init_key, g.array(name).astype(np.float32), name)
             used.add(name)
     return _OnnxResult(out, len(used))
 
@@ -1052,17 +863,12 @@ def onnx_state_dict(
     ``initializers`` used)."""
     conf = cfg or KokoroConfig.from_dict(KOKORO_V1_HPARAMS, "built-in Kokoro-82M v1.0 config")
     if isinstance(model, (bytes, bytearray, memoryview)):
-        data, what = model, "ONNX model"
+        g = read_onnx(bytes(model), "ONNX model")
     else:
-        p = Path(model)
-        what = f"ONNX model {p}"
-        try:
-            data = p.read_bytes()
-        except FileNotFoundError as e:
-            raise _io(f"{what}: no such file") from e
-        except OSError as e:
-            raise _io(f"{what}: {e}") from e
-    g = _Graph(data, what)
+        g = read_onnx(Path(model), f"ONNX model {Path(model)}")
+    what = g.what
+    if not g.nodes or not g.inits:
+        raise _format(f"{what}: the ONNX graph has {len(g.nodes)} nodes, {len(g.inits)} initializers")
     kshapes = kmodel_shapes(conf)
     gshapes = gguf_shapes(conf)
     lookup = {**kshapes, **gshapes}

@@ -20,15 +20,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ElizaIOError, FormatError, Status
+from ..errors import FormatError, Status
+from ._onnx import OnnxGraph, OnnxNode, read_onnx
 from ._output import gguf_file
 
 __all__ = [
@@ -72,199 +72,6 @@ def powerset_mapping(n_speakers: int, max_per_frame: int) -> npt.NDArray[np.uint
 
 
 # ---------------------------------------------------------------------------
-# A minimal ONNX (protobuf) reader: the fields of ModelProto, GraphProto,
-# NodeProto, AttributeProto and TensorProto this converter needs.
-# ---------------------------------------------------------------------------
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """(field number, wire type, value): varints as int, the rest as bytes."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            value, pos = buf[pos : pos + size], pos + size
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value, pos = buf[pos : pos + size], pos + size
-        else:
-            raise ValueError(f"protobuf wire type {wire}")
-        if pos > len(buf):
-            raise ValueError("truncated field")
-        yield number, wire, value
-
-
-def _packed_ints(wire: int, value: int | bytes) -> list[int]:
-    if wire == 0:
-        assert isinstance(value, int)
-        return [value]
-    assert isinstance(value, bytes)
-    out, pos = [], 0
-    while pos < len(value):
-        v, pos = _varint(value, pos)
-        out.append(v - (1 << 64) if v >= 1 << 63 else v)
-    return out
-
-
-@dataclass
-class _Tensor:
-    name: str = ""
-    dims: list[int] = field(default_factory=list)
-    data_type: int = 0
-    raw: bytes = b""
-    floats: list[float] = field(default_factory=list)
-    int64s: list[int] = field(default_factory=list)
-
-    def array(self) -> npt.NDArray[np.float32] | npt.NDArray[np.int64]:
-        shape = tuple(self.dims)
-        if self.data_type == 1:  # FLOAT
-            if self.raw:
-                return np.frombuffer(self.raw, dtype="<f4").astype(np.float32).reshape(shape)
-            return np.asarray(self.floats, dtype=np.float32).reshape(shape)
-        if self.data_type == 7:  # INT64
-            if self.raw:
-                return np.frombuffer(self.raw, dtype="<i8").astype(np.int64).reshape(shape)
-            return np.asarray(self.int64s, dtype=np.int64).reshape(shape)
-        raise ValueError(f"tensor {self.name}: ONNX data type {self.data_type} not expected")
-
-
-@dataclass
-class _Node:
-    op: str = ""
-    name: str = ""
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-    attrs: dict[str, object] = field(default_factory=dict)
-
-
-@dataclass
-class _Graph:
-    nodes: list[_Node] = field(default_factory=list)
-    inits: dict[str, _Tensor] = field(default_factory=dict)
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-
-
-def _tensor(buf: bytes) -> _Tensor:
-    t = _Tensor()
-    for number, wire, value in _fields(buf):
-        if number == 1:
-            t.dims.extend(_packed_ints(wire, value))
-        elif number == 2:
-            assert isinstance(value, int)
-            t.data_type = value
-        elif number == 4 and isinstance(value, bytes):
-            t.floats.extend(struct.unpack(f"<{len(value) // 4}f", value))
-        elif number == 7:
-            t.int64s.extend(_packed_ints(wire, value))
-        elif number == 8 and isinstance(value, bytes):
-            t.name = value.decode()
-        elif number == 9 and isinstance(value, bytes):
-            t.raw = value
-    return t
-
-
-def _attribute(buf: bytes) -> tuple[str, object]:
-    name, ints, floats = "", list[int](), list[float]()
-    value: object = None
-    for number, wire, v in _fields(buf):
-        if number == 1 and isinstance(v, bytes):
-            name = v.decode()
-        elif number == 2 and isinstance(v, bytes):
-            value = struct.unpack("<f", v)[0]
-        elif number == 3:
-            value = _packed_ints(wire, v)[0]
-        elif number == 4 and isinstance(v, bytes):
-            value = v.decode(errors="replace")
-        elif number == 6 and isinstance(v, bytes):
-            value = _graph(v)
-        elif number == 7 and isinstance(v, bytes):
-            floats.extend(struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else [])
-        elif number == 8:
-            ints.extend(_packed_ints(wire, v))
-    if value is None and ints:
-        value = ints
-    if value is None and floats:
-        value = floats
-    return name, value
-
-
-def _node(buf: bytes) -> _Node:
-    n = _Node()
-    for number, _wire, v in _fields(buf):
-        if not isinstance(v, bytes):
-            continue
-        if number == 1:
-            n.inputs.append(v.decode())
-        elif number == 2:
-            n.outputs.append(v.decode())
-        elif number == 3:
-            n.name = v.decode()
-        elif number == 4:
-            n.op = v.decode()
-        elif number == 5:
-            key, value = _attribute(v)
-            n.attrs[key] = value
-    return n
-
-
-def _value_info_name(buf: bytes) -> str:
-    for number, _wire, v in _fields(buf):
-        if number == 1 and isinstance(v, bytes):
-            return v.decode()
-    return ""
-
-
-def _graph(buf: bytes) -> _Graph:
-    g = _Graph()
-    for number, _wire, v in _fields(buf):
-        if not isinstance(v, bytes):
-            continue
-        if number == 1:
-            g.nodes.append(_node(v))
-        elif number == 5:
-            t = _tensor(v)
-            g.inits[t.name] = t
-        elif number == 11:
-            g.inputs.append(_value_info_name(v))
-        elif number == 12:
-            g.outputs.append(_value_info_name(v))
-    return g
-
-
-def _read_onnx(path: Path) -> _Graph:
-    try:
-        buf = path.read_bytes()
-    except OSError as e:
-        raise ElizaIOError(Status.E_IO, f"{path}: {e.strerror or e}") from e
-    try:
-        for number, _wire, v in _fields(buf):
-            if number == 7 and isinstance(v, bytes):
-                return _graph(v)
-    except (ValueError, UnicodeDecodeError, struct.error) as e:
-        raise _format(path, f"not a readable ONNX model ({e})") from e
-    raise _format(path, "no graph in the ONNX model")
-
-
-# ---------------------------------------------------------------------------
 # The graph walk
 # ---------------------------------------------------------------------------
 
@@ -281,20 +88,19 @@ class _Weights:
 
 
 class _Walk:
-    def __init__(self, g: _Graph, where: Path) -> None:
+    def __init__(self, g: OnnxGraph, where: Path) -> None:
         self.g = g
         self.where = where
 
     def init(self, name: str, what: str) -> F32:
-        t = self.g.inits.get(name)
-        if t is None:
+        if name not in self.g.inits:
             raise _format(self.where, f"{what}: input {name!r} is not an initializer")
-        a = t.array()
+        a = self.g.array(name)
         if a.dtype != np.float32:
             raise _format(self.where, f"{what}: {name!r} is not float32")
         return np.ascontiguousarray(a, dtype=np.float32)
 
-    def nodes(self, op: str, count: int) -> list[_Node]:
+    def nodes(self, op: str, count: int) -> list[OnnxNode]:
         found = [n for n in self.g.nodes if n.op == op]
         if len(found) != count:
             raise _format(self.where, f"{len(found)} {op} nodes, expected {count} (not segmentation-3.0?)")
@@ -311,7 +117,7 @@ class _Walk:
         return values[0]
 
 
-def _walk(g: _Graph, where: Path) -> _Weights:
+def _walk(g: OnnxGraph, where: Path) -> _Weights:
     w = _Walk(g, where)
     out = _Weights()
     add = out.tensors.append
@@ -327,7 +133,7 @@ def _walk(g: _Graph, where: Path) -> _Weights:
     # channel count; the branches share the precomputed filters.
     ifs = w.nodes("If", 1)
     branch = ifs[0].attrs.get("then_branch")
-    if not isinstance(branch, _Graph):
+    if not isinstance(branch, OnnxGraph):
         raise _format(where, "the If node has no then_branch graph")
     sinc = [n for n in branch.nodes if n.op == "Conv"]
     if len(sinc) != 1:
@@ -396,7 +202,7 @@ def _walk(g: _Graph, where: Path) -> _Weights:
         R = w.shape(w.init(node.inputs[2], f"LSTM {i} R"), (2, 4 * H, H), f"LSTM {i} R")
         B = w.shape(w.init(node.inputs[3], f"LSTM {i} B"), (2, 8 * H), f"LSTM {i} B")
         for name in node.inputs[5:7]:
-            if name in g.inits and np.any(g.inits[name].array() != 0):
+            if name in g.inits and np.any(g.array(name) != 0):
                 raise _format(where, f"LSTM {i}: nonzero initial state {name!r}")
         add((f"lstm.{i}.weight_ih", W))
         add((f"lstm.{i}.weight_hh", R))
@@ -480,7 +286,7 @@ def convert_pyannote(
     import gguf
 
     src = Path(onnx_path)
-    wts = _walk(_read_onnx(src), src)
+    wts = _walk(read_onnx(src, str(src)), src)
     tensors = dict(wts.tensors)
     kernels = [
         tensors["sincnet.filterbank.weight"].shape[2],
