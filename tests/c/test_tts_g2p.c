@@ -399,6 +399,19 @@ static int tool(int whole, int max_chunk, const char *in_path, const char *out_p
         fclose(out);
         return 3;
     }
+    /* $ELIZA_TEST_G2P_LEXICON: misaki's English G2P with that lexicon
+     * file, British when the language is en-gb */
+    if (getenv("ELIZA_TEST_G2P_LEXICON")) {
+        const char *lang = getenv("ELIZA_TEST_G2P_LANGUAGE");
+        rc = ez_g2p_use_lexicon(g, getenv("ELIZA_TEST_G2P_LEXICON"), lang && strcmp(lang, "en-gb") == 0);
+        if (rc != ELIZA_OK) {
+            fprintf(stderr, "ez_g2p_use_lexicon: %s\n", ez_error_message());
+            ez_g2p_close(g);
+            fclose(in);
+            fclose(out);
+            return 3;
+        }
+    }
     fprintf(out, "version %s\n", ez_g2p_espeak_version(g));
     for (;;) {
         unsigned char hdr[4];
