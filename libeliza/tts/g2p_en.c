@@ -220,7 +220,22 @@ struct ez_g2p_en {
     int british;
 };
 
+/* Which code points below 0x2000 a phoneme value may hold: the vocabulary,
+ * plus the syntax of a "{TAG=ps;...}" value. */
+#define VOCAB_LIMIT 0x2000
+static void vocab_map(const char *vocab, unsigned char *ok) {
+    size_t i = 0, n = strlen(vocab);
+    uint32_t c;
+    memset(ok, 0, VOCAB_LIMIT);
+    while (i < n) {
+        utf8_decode(vocab, n, &i, &c);
+        if (c < VOCAB_LIMIT) ok[c] = 1;
+    }
+}
+
 static int32_t load_table(ez_gguf *f, const char *name, const char *vocab, table *t) {
+    static const char syntax[] = "{}=;ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    unsigned char ok[VOCAB_LIMIT], ok_dict[VOCAB_LIMIT];
     char tn[64], in[64];
     const ez_gguf_tensor *text, *index;
     snprintf(tn, sizeof tn, "lexicon.%s.text", name);
@@ -235,6 +250,9 @@ static int32_t load_table(ez_gguf *f, const char *name, const char *vocab, table
     t->size = text->n_elements;
     t->index = (const int32_t *)(const void *)index->data;
     t->n = index->n_elements;
+    vocab_map(vocab, ok);
+    memcpy(ok_dict, ok, sizeof ok);
+    for (const char *c = syntax; *c; c++) ok_dict[(unsigned char)*c] = 1;
     if (t->size == 0 || t->text[t->size - 1] != '\0')
         return ez_fail(ELIZA_E_FORMAT, "English lexicon %s: the text does not end with a NUL byte", name);
     for (uint64_t i = 0; i < t->n; i++) {
@@ -254,9 +272,7 @@ static int32_t load_table(ez_gguf *f, const char *name, const char *vocab, table
         if (i && strcmp(t->text + t->index[i - 1], key) >= 0)
             return ez_fail(ELIZA_E_FORMAT, "English lexicon %s: key '%.64s' is out of order", name, key);
         while (j < vn) {
-            if (!utf8_decode(val, vn, &j, &c) ||
-                (!in_set(c, vocab) && !(val[0] == '{' && (c == '{' || c == '}' || c == '=' || c == ';' ||
-                                                           (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')))))
+            if (!utf8_decode(val, vn, &j, &c) || c >= VOCAB_LIMIT || !(val[0] == '{' ? ok_dict : ok)[c])
                 return ez_fail(ELIZA_E_FORMAT, "English lexicon %s: '%.64s' -> '%.128s' holds a symbol outside "
                                "misaki's %s phonemes (U+%04X)", name, key, val, vocab == VOCAB_GB ? "British"
                                : "American", (unsigned)c);
@@ -1225,7 +1241,7 @@ static size_t suffix_len(const ez_g2p_en *en, const char *s, size_t n, int *squo
         size_t m = strlen(k[i]);
         if (m < n && memcmp(s + n - m, k[i], m) == 0) return m;
     }
-    if (*squote && n > 1 && s[n - 1] == '\'' && (is_lower_ascii(s[n - 2]) || is_upper_ascii(s[n - 2]))) return 1;
+    if (*squote && n > 1 && s[n - 1] == '\'') return 1;
     if (*squote && n > 3 && memcmp(s + n - 3, "’", 3) == 0) return 3;
     if (n > 1 && s[n - 1] == '.') {
         char w[WORD_MAX];
@@ -1335,7 +1351,8 @@ static const char *tag_word(const char *w, const char *prev, const char *next, i
     if (strcmp(w, "am") == 0) return "VBP";
     if (strcmp(low, "used") == 0) return "VBD";
     /* "that" as a pronoun or determiner (stressed) vs a conjunction */
-    if (strcmp(low, "that") == 0 || strcmp(low, "that's") == 0)
+    if (strcmp(low, "that's") == 0) return "DT";
+    if (strcmp(low, "that") == 0)
         return sentence_start || !next || in_list(next, be, sizeof be / sizeof be[0]) ? "DT" : "IN";
     if (strcmp(w, "Read") == 0 && sentence_start) return "VB"; /* an imperative */
     /* "read": past tense unless an infinitive */
@@ -1878,4 +1895,40 @@ done:
     free(units);
     if (g.rc == ELIZA_OK && out->failed) g.rc = ez_fail(ELIZA_E_NOMEM, "out of memory in the English G2P");
     return g.rc;
+}
+
+/* ---- attaching the lexicons to a G2P ----------------------------------------------------------- */
+
+int32_t ez_g2p_en_attach(ez_g2p *g, const char *language, const char *model_path) {
+    const char *env = getenv("ELIZA_EN_LEXICON");
+    char *path = NULL;
+    FILE *f;
+    int british, rc;
+    if (strcmp(language, "en-us") == 0 || strcmp(language, "en") == 0) british = 0;
+    else if (strcmp(language, "en-gb") == 0) british = 1;
+    else return ELIZA_OK;
+    if (env && *env) {
+        rc = ez_g2p_use_lexicon(g, env, british);
+        return rc < 0 ? ez_fail(rc, "$ELIZA_EN_LEXICON: %s", ez_error_message()) : rc;
+    }
+    if (model_path) {
+        size_t d = strlen(model_path);
+        while (d > 0 && model_path[d - 1] != '/' && model_path[d - 1] != '\\') d--;
+        path = (char *)malloc(d + sizeof EZ_G2P_EN_LEXICON_FILE);
+        if (!path) return ez_fail(ELIZA_E_NOMEM, "out of memory opening the English G2P");
+        memcpy(path, model_path, d);
+        memcpy(path + d, EZ_G2P_EN_LEXICON_FILE, sizeof EZ_G2P_EN_LEXICON_FILE);
+    }
+    f = path ? fopen(path, "rb") : NULL;
+    if (!f) {
+        ez_log(ELIZA_LOG_WARN, "no English lexicon beside the model (%s): %s through espeak-ng only; write it "
+               "with `python -m eliza.convert lexicon %s` (make models does)", path ? path : "no model path",
+               language, path ? path : EZ_G2P_EN_LEXICON_FILE);
+        free(path);
+        return ELIZA_OK;
+    }
+    fclose(f);
+    rc = ez_g2p_use_lexicon(g, path, british);
+    free(path);
+    return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "core/common.h"
 #include "core/strbuf.h"
+#include "tts/g2p.h"
 #include "tts/g2p_impl.h"
 
 typedef struct ez_g2p_en ez_g2p_en;
@@ -26,6 +27,17 @@ EZ_INTERNAL void ez_g2p_en_close(ez_g2p_en *en);
  * words the lexicons lack (in the G2P's own accent). */
 EZ_INTERNAL int32_t ez_g2p_en_line(const ez_g2p_en *en, const char *text, size_t len, int sentences,
                                    ez_g2p_espeak_fn espeak, void *ctx, ez_strbuf *out);
+
+/* The file name of the lexicons beside a Kokoro model (`make models` and
+ * eliza.models write it there). */
+#define EZ_G2P_EN_LEXICON_FILE "misaki-en.gguf"
+
+/* Gives g (an espeak-ng G2P of `language`) misaki's English G2P when the
+ * language is American or British English ("en-us", "en-gb", "en"): with
+ * the lexicons of $ELIZA_EN_LEXICON, else of EZ_G2P_EN_LEXICON_FILE in the
+ * directory of `model_path`. Without either file, g stays espeak-only and
+ * a warning is logged. Errors: a lexicon file that does not load. */
+EZ_INTERNAL int32_t ez_g2p_en_attach(ez_g2p *g, const char *language, const char *model_path);
 
 /* The words num2words 0.5 spells for a number, separated by single spaces,
  * without the "and"s and punctuation misaki drops: `kind` 'c' cardinal,

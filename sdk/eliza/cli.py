@@ -201,6 +201,8 @@ def _model_file(name: str) -> tuple[Any, bool]:
 def _fetch_model(name: str, voices: str | None = None) -> Any:
     from . import models
 
+    if name == models.KOKORO:
+        return models.kokoro_model_path(voices=voices)  # with the English lexicons beside it
     if name in models.MODELS:
         return models.path(name, voices=voices)
     return models._converted(models.DIARIZATION_MODELS[name], install=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FormatError
+from ..errors import FormatError, Status
 from ._output import gguf_file
 
 ARCH = "misaki-en"
@@ -35,8 +35,8 @@ NAMES = ("us_gold", "us_silver", "gb_gold", "gb_silver")
 MISAKI_VERSION = "0.9.4"
 # misaki's US_VOCAB and GB_VOCAB: what a phoneme string may hold
 VOCAB = {
-    "us": frozenset("AIOWYbdfhijklmnpstuvwzæðŋɑɔəɛɜɡɪɹɾʃʊʌʒʤʧˈˌθᵊᵻʔ"),
-    "gb": frozenset("AIQWYabdfhijklmnpstuvwzðŋɑɒɔəɛɜɡɪɹʃʊʌʒʤʧˈˌːθᵊ"),
+    "us": frozenset("AIOWYbdfhijklmnpstuvwzæðŋɑɔəɛɜɡɪɹɾʃʊʌʒʤʧˈˌθᵊᵻʔ"),  # noqa: RUF001
+    "gb": frozenset("AIQWYabdfhijklmnpstuvwzðŋɑɒɔəɛɜɡɪɹʃʊʌʒʤʧˈˌːθᵊ"),  # noqa: RUF001
 }
 
 
@@ -53,14 +53,17 @@ def _value(name: str, key: str, v: Any) -> str:
     def check(ps: str) -> str:
         bad = sorted({c for c in ps if c not in vocab})
         if bad or not ps:
-            raise FormatError(f"{name}.json: '{key}' -> '{ps}' has symbols outside misaki's vocabulary: {bad}")
+            raise FormatError(
+                Status.E_FORMAT,
+                f"{name}.json: '{key}' -> '{ps}' has symbols outside misaki's vocabulary: {bad}",
+            )
         return ps
 
     if isinstance(v, str):
         return check(v)
     if isinstance(v, dict) and "DEFAULT" in v:
         return "{" + ";".join(f"{t}={'' if p is None else check(p)}" for t, p in v.items()) + "}"
-    raise FormatError(f"{name}.json: '{key}' has a value of type {type(v).__name__}")
+    raise FormatError(Status.E_FORMAT, f"{name}.json: '{key}' has a value of type {type(v).__name__}")
 
 
 def table(name: str, d: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -68,19 +71,18 @@ def table(name: str, d: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     blob, index = bytearray(), []
     for key in sorted(d, key=lambda k: k.encode("utf-8")):
         if not key or "\0" in key:
-            raise FormatError(f"{name}.json: bad key {key!r}")
+            raise FormatError(Status.E_FORMAT, f"{name}.json: bad key {key!r}")
         index.append(len(blob))
         blob += key.encode("utf-8") + b"\0" + _value(name, key, d[key]).encode("utf-8") + b"\0"
     if len(blob) >= 2**31:
-        raise FormatError(f"{name}.json: {len(blob)} bytes do not fit I32 offsets")
+        raise FormatError(Status.E_FORMAT, f"{name}.json: {len(blob)} bytes do not fit I32 offsets")
     return np.frombuffer(bytes(blob), dtype=np.int8).copy(), np.asarray(index, dtype=np.int32)
 
 
 def load_misaki(name: str) -> dict[str, Any]:
-    from misaki import data  # type: ignore[import-untyped]
+    from misaki import data
 
-    with importlib.resources.open_text(data, f"{name}.json", encoding="utf-8") as f:
-        loaded: dict[str, Any] = json.load(f)
+    loaded: dict[str, Any] = json.loads((importlib.resources.files(data) / f"{name}.json").read_text("utf-8"))
     return loaded
 
 
