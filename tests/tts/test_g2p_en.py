@@ -41,7 +41,7 @@ _spec2.loader.exec_module(espeak_gen)
 
 # What this port reaches against the goldens (tagger rules instead of spaCy):
 # the sentence rate measured when the goldens were made, less a margin.
-MIN_SENTENCES = 0.95
+MIN_SENTENCES = 0.97
 MIN_WORDS = 0.99
 
 
