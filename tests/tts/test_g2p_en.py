@@ -204,8 +204,10 @@ def test_english_g2p_matches_misaki_live(tool: Path, lexicon: Path, accent: str,
 
 def test_english_g2p_survives_odd_text(tool: Path, lexicon: Path, tmp_path: Path) -> None:
     rng = np.random.default_rng(14)
-    alphabet = list("aeiouxyzAEIOUXYZ0123456789 .,;:!?'\"-–—…$£€%&+@#/()[]{}_’‘“”«»„") + ["é", "ß", "😀", "中"]
+    odd = "\u2013\u2014\u2026$\u00a3\u20ac%&+@#/()[]{}_\u2019\u2018\u201c\u201d\u00ab\u00bb\u201e"
+    alphabet = [*"aeiouxyzAEIOUXYZ0123456789 .,;:!?'\"-", *odd, "\u00e9", "\u00df", "\U0001f600", "\u4e2d"]
     texts = ["".join(rng.choice(alphabet, size=int(rng.integers(1, 80)))) for _ in range(300)]
-    texts += ["9" * 40, "-" * 300, "a" * 600, "1.2.3.4.5.6", "$.5", "£0.00", "'''", "2" * 19 + "th", "Y2K2Y2K"]
+    texts += ["9" * 40, "-" * 300, "a" * 600, "1.2.3.4.5.6", "$.5", "\u00a30.00", "'''"]
+    texts += ["2" * 19 + "th", "Y2K2Y2K"]
     got = run_tool(tool, tmp_path, lexicon, "us", texts)
     assert not [g for g in got if g.startswith("ERROR")]
