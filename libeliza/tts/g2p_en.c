@@ -1448,7 +1448,7 @@ static int subtokenize(const char *s, size_t n, size_t *starts, size_t *ends_, i
     size_t i = 0;
     int m = 0;
     while (i < n && m < cap) {
-        uint32_t c, d, e;
+        uint32_t c = 0, d = 0, e = 0;
         int k = cp_at(s, n, i, &c), kd, ke;
         size_t j = i;
         if (i == 0 && is_apos(c)) { /* ^['‘’]+ */
