@@ -412,7 +412,9 @@ typedef struct eliza_tts_params {
     const char *espeak_data;     /* its espeak-ng-data directory; NULL =
                                   * $ELIZA_ESPEAK_DATA, then the library's default */
     const char *language;        /* G2P language for every synthesis (an espeak-ng
-                                  * language, e.g. "en-us"); NULL = each voice's
+                                  * language, e.g. "en-us"; English goes through
+                                  * misaki's English G2P, docs/kokoro.md, and
+                                  * "espeak:en-us" through espeak-ng alone); NULL = each voice's
                                   * own (eliza_tts_voice_language), "en-us" for a
                                   * voice whose model does not say */
 } eliza_tts_params;

@@ -26,6 +26,7 @@
 #include "core/strbuf.h"
 #include "core/utf8.h"
 #include "tts/g2p.h"
+#include "tts/g2p_en.h"
 #include "tts/kokoro.h"
 #include "tts/chunk.h"
 #include "tts/voices.h"
@@ -57,6 +58,7 @@ struct eliza_tts {
     char *espeak_library;        /* copies of the params (NULL = default) */
     char *espeak_data;
     char *language;
+    char *path;                  /* the model file (the English lexicon lies beside it) */
     eliza_tts_stream *stream;    /* the open stream, if any */
     profile prof;                /* of the last synthesis */
 };
@@ -148,6 +150,7 @@ void eliza_tts_close(eliza_tts *tts) {
     free(tts->espeak_library);
     free(tts->espeak_data);
     free(tts->language);
+    free(tts->path);
     free(tts);
 }
 
@@ -191,6 +194,7 @@ int32_t eliza_tts_open(const char *path, const eliza_tts_params *params, eliza_t
     rc = copy_string(p.espeak_library, &tts->espeak_library);
     if (rc == ELIZA_OK) rc = copy_string(p.espeak_data, &tts->espeak_data);
     if (rc == ELIZA_OK) rc = copy_string(p.language, &tts->language);
+    if (rc == ELIZA_OK) rc = copy_string(path, &tts->path);
     if (rc == ELIZA_OK) rc = ez_kokoro_load(path, &tts->model);
     if (rc == ELIZA_OK) {
         tts->pool = ez_pool_create(p.n_threads);
@@ -299,7 +303,16 @@ static int32_t need_g2p(eliza_tts *tts, const char *language, ez_g2p **out) {
         return ez_fail(ELIZA_E_INVALID_ARG, "G2P language '%.64s': this model already has %d languages open", language,
                        MAX_G2P);
     if ((rc = copy_string(language, &tts->g2p[tts->n_g2p].language))) return rc;
-    if ((rc = ez_g2p_open(tts->espeak_library, tts->espeak_data, language, &tts->g2p[tts->n_g2p].g2p))) {
+    /* "espeak:en-us": espeak-ng alone, as misaki's EspeakG2P; else English
+     * through misaki's en.G2P (tts/g2p_en.c) */
+    if (strncmp(language, "espeak:", 7) == 0) {
+        rc = ez_g2p_open(tts->espeak_library, tts->espeak_data, language + 7, &tts->g2p[tts->n_g2p].g2p);
+    } else {
+        rc = ez_g2p_open(tts->espeak_library, tts->espeak_data, language, &tts->g2p[tts->n_g2p].g2p);
+        if (rc == ELIZA_OK && (rc = ez_g2p_en_attach(tts->g2p[tts->n_g2p].g2p, language, tts->path)) < 0)
+            ez_g2p_close(tts->g2p[tts->n_g2p].g2p);
+    }
+    if (rc) {
         free(tts->g2p[tts->n_g2p].language);
         return rc;
     }

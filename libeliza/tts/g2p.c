@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/platform.h"
 #include "tts/g2p.h"
+#include "tts/g2p_en.h"
 #include "tts/g2p_impl.h"
 
 /* From espeak-ng's speak_lib.h / espeak_ng.h (stable since 1.49). */
@@ -59,7 +60,8 @@ typedef struct espeak_lib {
 
 struct ez_g2p {
     espeak_lib *lib;
-    char *voice; /* espeak voice identifier, e.g. "gmw/en-US" */
+    char *voice;   /* espeak voice identifier, e.g. "gmw/en-US" */
+    ez_g2p_en *en; /* misaki's English G2P (ez_g2p_use_lexicon); NULL = espeak only */
 };
 
 static espeak_lib *g_libs; /* every library loaded so far; under ez_global_lock */
@@ -284,6 +286,7 @@ int32_t ez_g2p_open(const char *library, const char *data, const char *language,
 
 void ez_g2p_close(ez_g2p *g) {
     if (!g) return;
+    ez_g2p_en_close(g->en);
     free(g->voice);
     free(g);
 }
@@ -311,12 +314,32 @@ static int32_t espeak_text(void *ctx, const char *text, ez_strbuf *out) {
     return ELIZA_OK;
 }
 
+int32_t ez_g2p_use_lexicon(ez_g2p *g, const char *path, int british) {
+    ez_g2p_en *en = NULL;
+    int32_t rc;
+    if (!g || !path) return ez_fail(ELIZA_E_INVALID_ARG, "g2p: NULL handle or lexicon path");
+    rc = ez_g2p_en_open(path, british, &en);
+    if (rc < 0) return rc;
+    ez_g2p_en_close(g->en);
+    g->en = en;
+    return ELIZA_OK;
+}
+
+/* misaki's English G2P on one line, espeak-ng (under the lock) for the
+ * words its lexicons lack. */
+static int32_t english_sentences(void *ctx, const char *text, size_t len, ez_strbuf *out) {
+    const ez_g2p *g = (const ez_g2p *)ctx;
+    return ez_g2p_en_line(g->en, text, len, 1, espeak_text, g->lib, out);
+}
+
 int32_t ez_g2p_phonemize(ez_g2p *g, const char *text, size_t len, int max_chunk, ez_strbuf *out) {
     int32_t rc;
     if (!g || (!text && len) || !out) return ez_fail(ELIZA_E_INVALID_ARG, "g2p: NULL handle, text or output");
     ez_mutex_lock(g->lib->lock);
     rc = set_voice(g->lib, g->voice);
-    if (rc >= 0) rc = ez_g2p_run(text, len, max_chunk, espeak_text, g->lib, out);
+    if (rc >= 0)
+        rc = g->en ? ez_g2p_run_lines(text, len, max_chunk, english_sentences, g, out)
+                   : ez_g2p_run(text, len, max_chunk, espeak_text, g->lib, out);
     ez_mutex_unlock(g->lib->lock);
     return rc;
 }
@@ -327,7 +350,9 @@ int32_t ez_g2p_phonemize_whole(ez_g2p *g, const char *text, size_t len, ez_strbu
     ez_mutex_lock(g->lib->lock);
     rc = set_voice(g->lib, g->voice);
     if (rc >= 0) rc = ez_g2p_check_text(text, len);
-    if (rc >= 0) rc = ez_g2p_misaki(text, len, 0, espeak_text, g->lib, out);
+    if (rc >= 0)
+        rc = g->en ? ez_g2p_en_line(g->en, text, len, 0, espeak_text, g->lib, out)
+                   : ez_g2p_misaki(text, len, 0, espeak_text, g->lib, out);
     ez_mutex_unlock(g->lib->lock);
     return rc;
 }

@@ -19,6 +19,11 @@ EZ_INTERNAL int32_t ez_g2p_open(const char *library, const char *data, const cha
                                 ez_g2p **out);
 EZ_INTERNAL void ez_g2p_close(ez_g2p *g);
 
+/* Makes g an English G2P: misaki's en.G2P with the lexicons of GGUF file
+ * `path` (eliza.convert lexicon), British (british = 1) or American, espeak-ng
+ * only for the words they lack. Errors of ez_g2p_en_open. */
+EZ_INTERNAL int32_t ez_g2p_use_lexicon(ez_g2p *g, const char *path, int british);
+
 /* Appends the Kokoro phonemes of UTF-8 `text` (len bytes) to `out`, one
  * line per chunk: text is split into sentences, and a sentence whose
  * phonemes exceed max_chunk code points is split further at word

@@ -31,6 +31,15 @@ EZ_INTERNAL int32_t ez_g2p_check_text(const char *text, size_t len);
 EZ_INTERNAL int32_t ez_g2p_run(const char *text, size_t len, int max_chunk, ez_g2p_espeak_fn espeak,
                                void *ctx, ez_strbuf *out);
 
+/* One line of text (no '\n') -> its phonemes, the space after each
+ * sentence end a '\n' (ez_g2p_misaki's contract with `sentences`). */
+typedef int32_t (*ez_g2p_line_fn)(void *ctx, const char *text, size_t len, ez_strbuf *out);
+
+/* ez_g2p_run with any G2P for the lines: sentences merged and cut to
+ * max_chunk the same way. */
+EZ_INTERNAL int32_t ez_g2p_run_lines(const char *text, size_t len, int max_chunk, ez_g2p_line_fn g2p,
+                                     void *ctx, ez_strbuf *out);
+
 /* ez_g2p_misaki through g's espeak-ng: the whole text as one misaki call,
  * no lines, sentences or chunks (invalid UTF-8 or a NUL byte:
  * ELIZA_E_INVALID_ARG). */

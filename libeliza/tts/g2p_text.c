@@ -538,26 +538,43 @@ static void merge_sentences(const ez_strbuf *ps, ez_strbuf *merged, ez_strbuf *l
     }
 }
 
+typedef struct {
+    ez_g2p_espeak_fn espeak;
+    void *ctx;
+} misaki_line;
+
+static int32_t misaki_sentences(void *ctx, const char *text, size_t len, ez_strbuf *out) {
+    const misaki_line *m = (const misaki_line *)ctx;
+    return ez_g2p_misaki(text, len, 1, m->espeak, m->ctx, out);
+}
+
 int32_t ez_g2p_run(const char *text, size_t len, int max_chunk, ez_g2p_espeak_fn espeak, void *ctx,
                    ez_strbuf *out) {
+    misaki_line m = {espeak, ctx};
+    if (!espeak) return ez_fail(ELIZA_E_INVALID_ARG, "g2p: NULL espeak");
+    return ez_g2p_run_lines(text, len, max_chunk, misaki_sentences, &m, out);
+}
+
+int32_t ez_g2p_run_lines(const char *text, size_t len, int max_chunk, ez_g2p_line_fn g2p, void *ctx,
+                         ez_strbuf *out) {
     ez_strbuf ps = {0}, merged = {0}, lead = {0};
     size_t line = 0;
     int32_t rc;
 
-    if ((!text && len) || !espeak || !out)
-        return ez_fail(ELIZA_E_INVALID_ARG, "g2p: NULL text, espeak or output");
+    if ((!text && len) || !g2p || !out)
+        return ez_fail(ELIZA_E_INVALID_ARG, "g2p: NULL text, G2P or output");
     if (max_chunk < 1) return ez_fail(ELIZA_E_INVALID_ARG, "g2p: max_chunk %d must be at least 1", max_chunk);
     rc = ez_g2p_check_text(text, len);
     if (rc < 0 || len == 0) return rc;
 
-    /* Lines, as Kokoro's pipeline splits on '\n'; misaki on each, its
+    /* Lines, as Kokoro's pipeline splits on '\n'; the G2P (misaki) on each, its
      * sentences on lines of their own, each cut to max_chunk. A line with
      * nothing but punctuation gives nothing (misaki would give the marks). */
     while (line <= len && rc >= 0) {
         const char *nl = (const char *)memchr(text + line, '\n', len - line);
         size_t line_end = nl ? (size_t)(nl - text) : len, s = 0;
         sb_clear(&ps);
-        rc = ez_g2p_misaki(text + line, line_end - line, 1, espeak, ctx, &ps);
+        rc = g2p(ctx, text + line, line_end - line, &ps);
         if (rc >= 0) merge_sentences(&ps, &merged, &lead);
         while (rc >= 0 && s < merged.len) {
             const char *brk = (const char *)memchr(merged.data + s, '\n', merged.len - s);

@@ -203,6 +203,8 @@ def _model_file(name: str) -> tuple[Any, bool]:
 def _fetch_model(name: str, voices: str | None = None) -> Any:
     from . import models
 
+    if name == models.KOKORO:
+        return models.kokoro_model_path(voices=voices)  # with the English lexicons beside it
     if name in models.MODELS:
         return models.path(name, voices=voices)
     return models._converted(models.DIARIZATION_MODELS[name], install=True)
@@ -648,7 +650,9 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="a voice name or a blend 'a:0.7,b:0.3' of voices of one language (default: the model's "
         "first, af_heart)",
     )
-    say.add_argument("--lang", help="G2P language, e.g. en-gb (default: the voice's)")
+    say.add_argument(
+        "--lang", help="G2P language, e.g. en-gb, or espeak:en-us for espeak-ng alone (default: the voice's)"
+    )
     say.add_argument("--speed", type=_speed, help="speaking rate 0.25..4 (default: the library's, 1)")
     say.add_argument("--phonemes", action="store_true", help="TEXT is Kokoro phonemes, not text")
     say.add_argument("--model", metavar="PATH", help="a Kokoro GGUF (default: the converted default model)")

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ __all__ = [
     "is_cached",
     "path",
     "kokoro_model_path",
+    "english_lexicon_path",
     "fetch_kokoro_voices",
     "voices_digest",
 ]
@@ -478,5 +481,53 @@ def kokoro_model_path(install: bool = True, voices: str | os.PathLike[str] | Non
 
         from eliza import models
         path = models.kokoro_model_path()   # ~/.cache/eliza/models/kokoro-82m-v1.0-f16.gguf
+
+    The English lexicons (:func:`english_lexicon_path`) are written beside
+    it, where libeliza's English G2P looks for them.
     """
-    return path(KOKORO, install, voices)
+    model = path(KOKORO, install, voices)
+    english_lexicon_path(install)
+    return model
+
+
+# misaki's English lexicons for libeliza's English G2P (eliza.convert.lexicon);
+# the C side looks for this file beside the Kokoro model.
+ENGLISH_LEXICON = "misaki-en.gguf"
+MISAKI = "misaki==0.9.4"
+
+
+def english_lexicon_path(install: bool = True) -> Path | None:
+    """misaki's English lexicons packed for libeliza's English G2P, in the
+    cache beside the Kokoro model. On first use they are read from the
+    installed ``misaki`` package, else from its wheel (``pip download
+    --no-deps``, nothing installed) unless ``install`` is false; None when
+    neither is possible (English then goes through espeak-ng alone)."""
+    from .convert import lexicon
+
+    target = cache_dir() / ENGLISH_LEXICON
+    stamp = target.with_name(target.name + ".stamp")
+    recipe = f"eliza.convert.lexicon {MISAKI}\n"
+    if target.exists() and stamp.exists() and stamp.read_text() == recipe:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import misaki
+
+        if getattr(misaki, "__version__", None) != MISAKI.split("==")[1]:
+            raise ImportError(f"misaki {getattr(misaki, '__version__', '?')} is not {MISAKI}")
+        lexicon.convert_lexicon(target)
+    except ImportError:
+        if not install:
+            return None
+        with tempfile.TemporaryDirectory() as tmp:
+            _pip(["download", "--no-deps", "--only-binary", ":all:", "-d", tmp, MISAKI])
+            wheel = next(Path(tmp).glob("misaki-*.whl"))
+            with zipfile.ZipFile(wheel) as z:
+
+                def load(name: str) -> dict[str, object]:
+                    data: dict[str, object] = json.loads(z.read(f"misaki/data/{name}.json").decode("utf-8"))
+                    return data
+
+                lexicon.convert_lexicon(target, load)
+    stamp.write_text(recipe)
+    return target

@@ -24,6 +24,7 @@
 #include "core/platform.h"
 #include "eliza.h"
 #include "tts/g2p.h"
+#include "tts/g2p_en.h"
 #include "tts/g2p_impl.h"
 #include "check.h"
 
@@ -399,6 +400,19 @@ static int tool(int whole, int max_chunk, const char *in_path, const char *out_p
         fclose(out);
         return 3;
     }
+    /* $ELIZA_TEST_G2P_LEXICON: misaki's English G2P with that lexicon
+     * file, British when the language is en-gb */
+    if (getenv("ELIZA_TEST_G2P_LEXICON")) {
+        const char *lang = getenv("ELIZA_TEST_G2P_LANGUAGE");
+        rc = ez_g2p_use_lexicon(g, getenv("ELIZA_TEST_G2P_LEXICON"), lang && strcmp(lang, "en-gb") == 0);
+        if (rc != ELIZA_OK) {
+            fprintf(stderr, "ez_g2p_use_lexicon: %s\n", ez_error_message());
+            ez_g2p_close(g);
+            fclose(in);
+            fclose(out);
+            return 3;
+        }
+    }
     fprintf(out, "version %s\n", ez_g2p_espeak_version(g));
     for (;;) {
         unsigned char hdr[4];
@@ -433,6 +447,30 @@ static int tool(int whole, int max_chunk, const char *in_path, const char *out_p
     return status;
 }
 
+/* num2words 0.5's words (its "and"s and punctuation dropped, as misaki does). */
+static void test_g2p_en_number_words(void) {
+    static const struct {
+        int kind;
+        const char *digits, *words;
+    } k[] = {
+        {'c', "0", "zero"}, {'c', "15", "fifteen"}, {'c', "100", "one hundred"},
+        {'c', "1100", "one thousand one hundred"}, {'c', "1000050", "one million fifty"},
+        {'c', "123456789", "one hundred twenty three million four hundred fifty six thousand seven hundred eighty nine"},
+        {'o', "21", "twenty first"}, {'o', "20", "twentieth"}, {'o', "12", "twelfth"}, {'o', "100", "one hundredth"},
+        {'y', "1905", "nineteen oh five"}, {'y', "2005", "two thousand five"}, {'y', "2010", "twenty ten"},
+        {'y', "1900", "nineteen hundred"}, {'f', "3.10", "three point one"}, {'f', "2.0", "two"},
+        {'f', ".5", "zero point five"},
+    };
+    char out[512];
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        CHECK(ez_g2p_en_number_words(k[i].kind, k[i].digits, out, sizeof out));
+        CHECK_MSG(strcmp(out, k[i].words) == 0, "%c %s: '%s', want '%s'", k[i].kind, k[i].digits, out, k[i].words);
+    }
+    CHECK(!ez_g2p_en_number_words('c', "1234567890123456789", out, sizeof out)); /* 19 digits */
+    CHECK(!ez_g2p_en_number_words('c', "1234", out, 8));                         /* too small */
+    CHECK(!ez_g2p_en_number_words('c', "12a", out, sizeof out));
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "phonemize") == 0) return tool(0, atoi(argv[2]), argv[3], argv[4]);
     if (argc == 4 && strcmp(argv[1], "whole") == 0) return tool(1, 0, argv[2], argv[3]);
@@ -449,6 +487,7 @@ int main(int argc, char **argv) {
     test_g2p_long_text_in_bounded_time();
     test_g2p_random_text();
     test_g2p_espeak();
+    test_g2p_en_number_words();
     if (g_failed) {
         fprintf(stderr, "test_tts_g2p: FAILED\n");
         return 1;

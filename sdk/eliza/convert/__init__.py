@@ -8,6 +8,7 @@ From the command line::
     python -m eliza.convert kokoro kokoro.gguf          # the shipped Kokoro-82M int8 ONNX
     python -m eliza.convert pyannote segmentation-3.0.onnx seg.gguf
     python -m eliza.convert resemblyzer pretrained.pt emb.gguf
+    python -m eliza.convert lexicon misaki-en.gguf       # misaki's English lexicons
 
 From Python::
 
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 
 from .._progress import Steps
 from ..errors import ElizaError
-from . import kokoro, pyannote, resemblyzer
+from . import kokoro, lexicon, pyannote, resemblyzer
 from .hf import ARCHITECTURES, OUTTYPES, ConversionReport, convert_hf
 
 __all__ = ["ARCHITECTURES", "OUTTYPES", "ConversionReport", "build_parser", "convert_hf", "main"]
@@ -49,6 +50,7 @@ def build_parser(prog: str = "python -m eliza.convert") -> argparse.ArgumentPars
     kokoro.add_parser(formats)
     pyannote.add_parser(formats)
     resemblyzer.add_parser(formats)
+    lexicon.add_parser(formats)
     return parser
 
 
@@ -69,8 +71,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _convert(args: argparse.Namespace, progress: Steps) -> int:
-    if args.format in ("pyannote", "resemblyzer"):
-        module = pyannote if args.format == "pyannote" else resemblyzer
+    if args.format in ("pyannote", "resemblyzer", "lexicon"):
+        module = {"pyannote": pyannote, "resemblyzer": resemblyzer, "lexicon": lexicon}[args.format]
         try:
             summary = module.run_cli(args, progress)
         except (ElizaError, OSError) as e:
