@@ -43,4 +43,10 @@ EZ_INTERNAL int32_t ez_llm_load_std_layer(ez_llm_model *m, int il, const ez_llm_
 /* Every layer with ez_llm_load_std_layer. */
 EZ_INTERNAL int32_t ez_llm_load_std_layers(ez_llm_model *m, const ez_llm_layer_tensors *want);
 
+/* llama's block, which qwen2 and qwen3 share (arch_llama.c):
+ *   h = rms_norm(x); q, k, v = h W (+ b); q, k = rms_norm per head (where
+ *   the layer has q/k norms); rope; x += attention Wo (+ b)
+ *   h = rms_norm(x); x += (silu(h Wgate) * h Wup) Wdown (+ b) */
+EZ_INTERNAL int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
+
 #endif /* EZ_LLM_ARCH_H */

@@ -16,13 +16,13 @@ static int32_t llama_weights(ez_llm_model *m) {
     return ez_llm_load_std_layers(m, &want);
 }
 
-/* x: [n, n_embd], updated in place. */
-static int32_t llama_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
+int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     const ez_llm_layer *L = &f->m->layers[il];
     int32_t rc;
 
     ez_fwd_norm(f, f->h, f->x, L->attn_norm, n);
-    if ((rc = ez_fwd_qkv(f, L, n))) return rc;
+    if ((rc = ez_fwd_qkv(f, L, n))) return rc; /* with the biases the file has */
+    ez_fwd_qk_norm(f, L->q_norm, L->k_norm, n); /* none in llama's files */
     ez_fwd_rope(f, L, n);
     ez_fwd_attention(f, il, n, pos0);
     if ((rc = ez_fwd_attn_out(f, L, n))) return rc;
@@ -34,4 +34,4 @@ static int32_t llama_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     return ELIZA_OK;
 }
 
-const ez_llm_arch_def ez_llm_arch_llama = {"llama", llama_hparams, llama_weights, llama_block};
+const ez_llm_arch_def ez_llm_arch_llama = {"llama", llama_hparams, llama_weights, ez_llm_block_prenorm};
