@@ -28,6 +28,7 @@ EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_llama;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen2;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_falcon_h1;
 
 /* ---- shared pieces of the architectures ---------------------------------------------- */
 

@@ -8,13 +8,15 @@
 #include <string.h>
 
 #include "arch.h"
+#include "ssm.h"
 #include "core/error.h"
 #include "core/platform.h"
 #include "core/quant.h"
 
 const char *ez_llm_phase_name(int phase) {
     static const char *const names[EZ_LLM_PHASE_COUNT] = {"embed",    "norm",    "qkv",      "attention", "attn_out",
-                                                         "ffn_up",   "ffn_act", "ffn_down", "output"};
+                                                         "ffn_up",   "ffn_act", "ffn_down", "output",
+                                                         "ssm_in",   "ssm_conv", "ssm_scan", "ssm_out"};
     return phase >= 0 && phase < EZ_LLM_PHASE_COUNT ? names[phase] : "?";
 }
 
@@ -76,6 +78,15 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv,
     f->up = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     f->rope_cs = alloc_floats(2 * nb * (size_t)hp->n_rot, &rc);
     f->attn.scratch = alloc_floats((size_t)f->attn.n_threads * f->attn.per_thread, &rc);
+    if (hp->ssm_d_inner > 0) {
+        const ez_ssm_shape sh = {hp->ssm_n_head, hp->ssm_d_inner / hp->ssm_n_head, hp->ssm_n_group, hp->ssm_d_state};
+        const size_t n_conv = (size_t)hp->ssm_d_inner + 2 * (size_t)hp->ssm_n_group * (size_t)hp->ssm_d_state;
+        f->ssm_zxbcdt = alloc_floats(nb * ((size_t)hp->ssm_d_inner + n_conv + (size_t)hp->ssm_n_head), &rc);
+        f->ssm_xbc = alloc_floats(nb * n_conv, &rc);
+        f->ssm_y = alloc_floats(nb * (size_t)hp->ssm_d_inner, &rc);
+        f->ssm_o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
+        f->ssm_work = alloc_floats((size_t)f->attn.n_threads * (size_t)ez_ssm_scan_work_floats(&sh), &rc);
+    }
     if (rc) {
         ez_llm_fwd_free(f);
         return rc;
@@ -97,6 +108,11 @@ void ez_llm_fwd_free(ez_llm_fwd *f) {
     ez_aligned_free(f->up);
     ez_aligned_free(f->rope_cs);
     ez_aligned_free(f->attn.scratch);
+    ez_aligned_free(f->ssm_zxbcdt);
+    ez_aligned_free(f->ssm_xbc);
+    ez_aligned_free(f->ssm_y);
+    ez_aligned_free(f->ssm_o);
+    ez_aligned_free(f->ssm_work);
     ez_llm_acts_free(&f->acts);
     free(f);
 }

@@ -35,6 +35,10 @@ typedef enum {
     EZ_LLM_PHASE_FFN_ACT,    /* GELU / SiLU gate */
     EZ_LLM_PHASE_FFN_DOWN,
     EZ_LLM_PHASE_OUTPUT,     /* final norm, vocabulary projection, softcap */
+    EZ_LLM_PHASE_SSM_IN,     /* Mamba2 in_proj (falcon-h1) */
+    EZ_LLM_PHASE_SSM_CONV,   /* its depthwise conv1d + SiLU */
+    EZ_LLM_PHASE_SSM_SCAN,   /* the SSM scan (prompt) or step (decode), gate, grouped norm */
+    EZ_LLM_PHASE_SSM_OUT,    /* out_proj */
     EZ_LLM_PHASE_COUNT
 } ez_llm_phase;
 
@@ -65,6 +69,12 @@ typedef struct ez_llm_fwd {
     float *gate;            /* [n_batch, n_ff] */
     float *up;              /* [n_batch, n_ff] */
     float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers */
+    /* Mamba2 mixers (NULL without): C = d_inner + 2 G N */
+    float *ssm_zxbcdt;      /* [n_batch, d_inner + C + H] in_proj output */
+    float *ssm_xbc;         /* [n_batch, C] conv output */
+    float *ssm_y;           /* [n_batch, d_inner] scan output */
+    float *ssm_o;           /* [n_batch, n_embd] mixer output */
+    float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] */
     ez_llm_acts acts;
 
     ez_llm_profile prof;

@@ -29,6 +29,7 @@ static const ez_llm_arch_def *const ARCHS[] = {
     &ez_llm_arch_qwen2,
     &ez_llm_arch_qwen3,
     &ez_llm_arch_gemma3,
+    &ez_llm_arch_falcon_h1,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
@@ -117,7 +118,7 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
         if (str_is(arch, ARCHS[i]->name)) break;
     if (i == sizeof ARCHS / sizeof ARCHS[0])
         return ez_fail(ELIZA_E_UNSUPPORTED,
-                       "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3)",
+                       "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3, falcon-h1)",
                        (int)EZ_MIN(arch.len, 64u), arch.ptr);
     *out_arch = ARCHS[i];
     hp->arch_name = ARCHS[i]->name;
@@ -231,13 +232,19 @@ int32_t ez_llm_get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int
 }
 
 int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out) {
+    return ez_llm_get_array(m, name, n, 1, required, out);
+}
+
+int32_t ez_llm_get_array(ez_llm_model *m, const char *name, int64_t ne0, int64_t ne1, int required,
+                         const float **out) {
     const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, name);
     const ez_type_traits *tr;
+    const int64_t n = ne0 * ne1;
     float *v;
     int32_t rc;
     *out = NULL;
     if (!t) return required ? ez_fail(ELIZA_E_FORMAT, "tensor '%s' is missing", name) : ELIZA_OK;
-    if (t->n_elements != (uint64_t)n || t->ne[0] != (uint64_t)n) return shape_error(t, n, 1);
+    if (t->n_elements != (uint64_t)n || t->ne[0] != (uint64_t)ne0) return shape_error(t, ne0, ne1);
     tr = ez_type_traits_of(t->type);
     if (!tr || !tr->has_kernels || !ez_kernels(t->type)->dequant)
         return ez_fail(ELIZA_E_UNSUPPORTED, "tensor '%s': type %s has no kernels in this build", name,

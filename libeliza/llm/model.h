@@ -63,6 +63,12 @@ typedef struct {
     float embd_scale;          /* multiplies the token embedding */
     float final_softcap;       /* logits = c * tanh(logits / c); 0 = off */
     int ffn_gelu;              /* gate activation: 1 GELU-tanh, 0 SiLU */
+    /* Mamba2 mixer (falcon-h1; all 0 elsewhere): llm/ssm.h */
+    int32_t ssm_d_conv;        /* K: conv window (ssm.conv_kernel) */
+    int32_t ssm_d_inner;       /* d_inner = n_head * head_dim (ssm.inner_size) */
+    int32_t ssm_d_state;       /* N (ssm.state_size) */
+    int32_t ssm_n_head;        /* H (ssm.time_step_rank) */
+    int32_t ssm_n_group;       /* G (ssm.group_count), divides H */
 } ez_llm_hparams;
 
 typedef struct {
@@ -89,6 +95,16 @@ typedef struct {
     ez_llm_matrix ffn_down;     /* [n_embd, n_ff] */
     const float *b_gate, *b_up, *b_down; /* or NULL */
     const float *post_ffw_norm; /* [n_embd] (gemma3) or NULL */
+
+    /* Mamba2 mixer (falcon-h1), C = d_inner + 2 G N conv channels */
+    ez_llm_matrix ssm_in;       /* [d_inner + C + H, n_embd]: z | xBC | dt */
+    const float *ssm_conv1d;    /* [C][K], window[0] meets the oldest frame */
+    const float *ssm_conv1d_b;  /* [C] or NULL */
+    const float *ssm_dt_b;      /* [H] */
+    const float *ssm_a;         /* [H], A = -exp(A_log) */
+    const float *ssm_d;         /* [H] */
+    const float *ssm_norm;      /* [G][d_inner / G] grouped RMSNorm after the gate, or NULL */
+    ez_llm_matrix ssm_out;      /* [n_embd, d_inner] */
 } ez_llm_layer;
 
 typedef struct {
@@ -141,6 +157,11 @@ EZ_INTERNAL int32_t ez_llm_get_matrix(ez_llm_model *m, const char *name, int64_t
 /* A vector of n elements, dequantized to F32 and owned by the model; NULL
  * when absent and optional. */
 EZ_INTERNAL int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out);
+/* A small tensor of ne = {ne0, ne1} (ne1 = 1 also accepts a vector),
+ * dequantized to F32 [ne1][ne0] and owned by the model, checked finite;
+ * NULL when absent and optional. */
+EZ_INTERNAL int32_t ez_llm_get_array(ez_llm_model *m, const char *name, int64_t ne0, int64_t ne1, int required,
+                                     const float **out);
 /* "blk.<il>.<what>" in buf. */
 EZ_INTERNAL const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what);
 
