@@ -1,4 +1,4 @@
-"""Text generation with a GGUF language model (gemma3, llama, qwen2, qwen3)
+"""Text generation with a GGUF language model (gemma3, llama, qwen2, qwen3, falcon-h1)
 through libeliza's ``eliza_llm_*`` calls.
 
 Example::

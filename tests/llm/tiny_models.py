@@ -18,6 +18,10 @@ call builds the same bytes.
     gemma3   Gemma3ForCausalLM, SentencePiece (Gemma's ids and token types), 7
              layers (sliding, x5, global, sliding), window 12, head_dim 32
 
+and the FalconH1ForCausalLM variants (parallel Mamba2 + attention blocks,
+byte-level BPE "llama-bpe"), kept apart in FALCON_H1_VARIANTS because the
+C engine does not run them yet (see FALCON_H1 for what each one covers).
+
 The builds, their GGUF conversions and the reference models are cached for
 the process (in one temporary directory removed at exit), so every test
 module shares them. Example::
@@ -49,8 +53,37 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 VARIANTS = ("llama", "llama3", "qwen2", "qwen3", "gemma3")
 
+# FalconH1 configs: d_state 16 / 64 / 128, one and several groups, the gated
+# RMSNorm on and off, head_dim set and unset, tied and untied outputs, muP
+# multipliers at 1 and at Falcon-H1-like values, SSM chunks of 16 / 32 / 64
+# (transformers' chunked scan crosses several chunk edges over 300 tokens).
+FALCON_H1: dict[str, dict[str, Any]] = {
+    "falcon_h1": {
+        "num_hidden_layers": 2, "mamba_d_ssm": 64, "mamba_n_heads": 4, "mamba_n_groups": 1,
+        "mamba_d_state": 16, "mamba_rms_norm": False, "mamba_chunk_size": 16,
+    },
+    "falcon_h1_g2": {
+        "num_hidden_layers": 2, "head_dim": 24, "mamba_d_ssm": 96, "mamba_n_heads": 6, "mamba_n_groups": 2,
+        "mamba_d_state": 64, "mamba_rms_norm": True, "mamba_norm_before_gate": False, "mamba_chunk_size": 32,
+        "embedding_multiplier": 5.65, "lm_head_multiplier": 0.039, "key_multiplier": 0.39,
+        "attention_in_multiplier": 1.2, "attention_out_multiplier": 0.94, "ssm_in_multiplier": 1.25,
+        "ssm_out_multiplier": 0.23, "mlp_multipliers": [0.88, 0.56],
+        "ssm_multipliers": [0.35, 0.25, 0.5, 0.7, 0.35],
+    },
+    "falcon_h1_s128": {
+        "num_hidden_layers": 3, "mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_n_groups": 4,
+        "mamba_d_state": 128, "mamba_rms_norm": True, "mamba_norm_before_gate": False, "mamba_chunk_size": 64,
+        "tie_word_embeddings": True, "embedding_multiplier": 2.0, "lm_head_multiplier": 0.5,
+        "key_multiplier": 0.7, "ssm_in_multiplier": 0.8, "ssm_out_multiplier": 1.5,
+        "mlp_multipliers": [1.1, 0.9], "ssm_multipliers": [1.0, 0.6, 1.3, 0.8, 1.2],
+    },
+}
+FALCON_H1_VARIANTS = tuple(FALCON_H1)
+FALCON_H1_CONTEXT_LENGTH = 4096
+
 # GGUF architecture of each variant.
 GGUF_ARCH = {"llama": "llama", "llama3": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gemma3": "gemma3"}
+GGUF_ARCH.update({v: "falcon-h1" for v in FALCON_H1_VARIANTS})
 
 # User-defined pieces of the Gemma 3 SentencePiece model, as in Gemma's own.
 GEMMA3_USER_DEFINED = ("[multimodal]", "<start_of_turn>", "<end_of_turn>")
@@ -222,7 +255,7 @@ def _tokenizer(variant: str, out: Path) -> Any:
             tok.add_tokens(["<start_of_turn>", "<end_of_turn>"], special_tokens=True)
             return tok
         return hf.LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True)
-    if variant == "llama3":
+    if variant == "llama3" or variant in FALCON_H1:
         bpe = train_byte_bpe(509, LLAMA3_SPLIT)
         bos, eos, eot = "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"
         bpe.add_special_tokens([bos, eos, eot])
@@ -244,7 +277,7 @@ def _tokenizer(variant: str, out: Path) -> Any:
 def config(variant: str, n_vocab: int, special: dict[str, int | None]) -> Any:
     """The transformers config of a variant for a tokenizer of ``n_vocab``
     tokens with the given special token ids."""
-    from transformers import Gemma3TextConfig, LlamaConfig, Qwen2Config, Qwen3Config
+    from transformers import FalconH1Config, Gemma3TextConfig, LlamaConfig, Qwen2Config, Qwen3Config
 
     common: dict[str, Any] = {
         "hidden_size": 64,
@@ -295,6 +328,14 @@ def config(variant: str, n_vocab: int, special: dict[str, int | None]) -> Any:
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
             **common,
         )
+    if variant in FALCON_H1:
+        falcon = {**common, "max_position_embeddings": FALCON_H1_CONTEXT_LENGTH, **FALCON_H1[variant]}
+        return FalconH1Config(
+            vocab_size=n_vocab,
+            mamba_d_conv=4,
+            rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+            **falcon,
+        )
     if variant == "gemma3":
         return Gemma3TextConfig(
             num_hidden_layers=7,
@@ -310,14 +351,27 @@ def config(variant: str, n_vocab: int, special: dict[str, int | None]) -> Any:
 def randomize(model: Any, seed: int, gemma: bool) -> None:
     """Re-draws every parameter: matrices N(0, 1/fan_in) (embeddings too),
     biases N(0, 0.1^2), norm weights around 1 (Gemma: around 0, as it
-    stores w for a scale of 1 + w)."""
+    stores w for a scale of 1 + w). Mamba2 mixers get Mamba's own scales:
+    A = -U(1, 16), dt = softplus(dt_bias) log-uniform in [0.001, 0.1] (a
+    memory of tens to thousands of tokens), D around 1, the depthwise conv
+    N(0, 1/d_conv)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
             noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
-            if p.ndim >= 2:
+            if name.endswith("mamba.A_log"):
+                p.copy_(torch.log(1.0 + 15.0 * torch.rand(p.shape, generator=gen)))
+            elif name.endswith("mamba.dt_bias"):
+                u = torch.rand(p.shape, generator=gen)
+                dt = torch.exp(math.log(1e-3) + u * (math.log(0.1) - math.log(1e-3)))
+                p.copy_(dt + torch.log(-torch.expm1(-dt)))
+            elif name.endswith("mamba.D"):
+                p.copy_(1.0 + 0.1 * noise)
+            elif name.endswith("conv1d.weight"):
+                p.copy_(noise / math.sqrt(p.shape[-1]))
+            elif p.ndim >= 2:
                 p.copy_(noise / math.sqrt(p.shape[1]))
             elif name.endswith("norm.weight"):
                 p.copy_((0.0 if gemma else 1.0) + 0.2 * noise)

@@ -40,6 +40,7 @@ ARCHITECTURES: dict[str, str] = {
     "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3",
     "Gemma3ForCausalLM": "gemma3",
+    "FalconH1ForCausalLM": "falcon-h1",
 }
 
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
@@ -114,6 +115,40 @@ class _HParams:
     tied: bool
     attention_bias: bool  # q/k/v (+ o for llama) biases
     mlp_bias: bool
+    falcon_h1: _FalconH1 | None = None
+
+
+@dataclass(frozen=True)
+class _FalconH1:
+    """The Mamba2 mixer and the muP multipliers of a FalconH1 checkpoint.
+    llama.cpp's converter bakes every multiplier into the weights it scales,
+    so its GGUF has no multiplier keys; so does this one."""
+
+    d_ssm: int  # mamba_d_ssm (or mamba_expand * hidden_size): the SSM inner size
+    n_heads: int  # mamba_n_heads; GGUF ssm.time_step_rank
+    d_head: int  # mamba_d_head = d_ssm / n_heads
+    n_groups: int  # mamba_n_groups: B and C are shared by n_heads / n_groups heads
+    d_state: int  # mamba_d_state
+    d_conv: int  # mamba_d_conv
+    conv_bias: bool
+    rms_norm: bool  # mamba_rms_norm: grouped RMSNorm of y * silu(z) (ssm_norm.weight)
+    embedding: float
+    lm_head: float
+    key: float
+    attention_in: float
+    attention_out: float
+    ssm_in: float
+    ssm_out: float
+    mlp: tuple[float, float]  # gate, down
+    ssm: tuple[float, float, float, float, float]  # z, x, B, C, dt rows of in_proj
+
+    @property
+    def conv_dim(self) -> int:
+        return self.d_ssm + 2 * self.n_groups * self.d_state
+
+    @property
+    def in_proj_rows(self) -> int:
+        return self.d_ssm + self.conv_dim + self.n_heads
 
 
 def _unsupported(msg: str) -> UnsupportedError:
@@ -244,7 +279,7 @@ def _hparams(cfg: Json) -> _HParams:
 
     attention_bias = bool(cfg.get("attention_bias", arch == "qwen2"))
     mlp_bias = bool(cfg.get("mlp_bias", False))
-    if arch in ("qwen3", "gemma3") and attention_bias:
+    if arch in ("qwen3", "gemma3", "falcon-h1") and attention_bias:
         raise _unsupported(f"config.json: attention_bias on {arch}")
     if arch != "llama" and mlp_bias:
         raise _unsupported(f"config.json: mlp_bias on {arch}")
@@ -268,6 +303,86 @@ def _hparams(cfg: Json) -> _HParams:
         tied=bool(cfg.get("tie_word_embeddings", arch == "gemma3")),
         attention_bias=attention_bias,
         mlp_bias=mlp_bias,
+        falcon_h1=_falcon_h1(cfg, n_embd) if arch == "falcon-h1" else None,
+    )
+
+
+def _floats(cfg: Json, key: str, n: int) -> tuple[float, ...]:
+    value = cfg.get(key)
+    if value is None:
+        return (1.0,) * n
+    if not isinstance(value, list | tuple) or len(value) != n:
+        raise _format(f"config.json: {key} = {value!r}, expected {n} numbers")
+    return tuple(float(v) for v in value)
+
+
+def _json_float(value: Any, key: str) -> float:
+    """A number of config.json; transformers writes infinities as
+    {"__float__": "Infinity"} (JSON has none)."""
+    if isinstance(value, dict) and "__float__" in value:
+        value = value["__float__"]
+    try:
+        return float(value)
+    except (TypeError, ValueError) as e:
+        raise _format(f"config.json: {key} holds {value!r}, expected a number") from e
+
+
+def _float(cfg: Json, key: str) -> float:
+    value = cfg.get(key)
+    return 1.0 if value is None else float(value)
+
+
+def _falcon_h1(cfg: Json, n_embd: int) -> _FalconH1:
+    """The mixer's sizes, checked against each other as both engines need
+    them, and the multipliers to bake in."""
+    d_ssm = cfg.get("mamba_d_ssm")
+    d_ssm = _int(cfg, "mamba_d_ssm") if d_ssm is not None else _int(cfg, "mamba_expand", 2) * n_embd
+    n_heads = _int(cfg, "mamba_n_heads")
+    n_groups = _int(cfg, "mamba_n_groups", 1)
+    if d_ssm % n_heads:
+        raise _format(f"config.json: SSM inner size {d_ssm} is not a multiple of mamba_n_heads {n_heads}")
+    d_head = cfg.get("mamba_d_head", "auto")
+    d_head = d_ssm // n_heads if d_head in (None, "auto") else _int(cfg, "mamba_d_head")
+    if d_head * n_heads != d_ssm:
+        raise _format(
+            f"config.json: mamba_d_head {d_head} x mamba_n_heads {n_heads} != SSM inner size {d_ssm}"
+        )
+    if n_heads % n_groups:
+        raise _format(f"config.json: mamba_n_groups {n_groups} does not divide mamba_n_heads {n_heads}")
+    rms_norm = bool(cfg.get("mamba_rms_norm", False))
+    if rms_norm and cfg.get("mamba_norm_before_gate", True):
+        raise _unsupported(
+            "config.json: mamba_rms_norm with mamba_norm_before_gate; GGUF readers "
+            "(llama.cpp's falcon-h1) gate first, then normalize"
+        )
+    limit = cfg.get("time_step_limit")
+    if limit is not None:
+        lo, hi = (_json_float(v, "time_step_limit") for v in limit)
+        if lo != 0.0 or hi != math.inf:
+            raise _unsupported(f"config.json: time_step_limit ({lo}, {hi}); GGUF readers do not clamp dt")
+    for key in ("mamba_proj_bias", "projectors_bias"):
+        if cfg.get(key):
+            raise _unsupported(f"config.json: {key} (falcon-h1 GGUF has no SSM projection biases)")
+    gate, down = _floats(cfg, "mlp_multipliers", 2)
+    z, x, b, c, dt = _floats(cfg, "ssm_multipliers", 5)
+    return _FalconH1(
+        d_ssm=d_ssm,
+        n_heads=n_heads,
+        d_head=d_head,
+        n_groups=n_groups,
+        d_state=_int(cfg, "mamba_d_state"),
+        d_conv=_int(cfg, "mamba_d_conv", 4),
+        conv_bias=bool(cfg.get("mamba_conv_bias", True)),
+        rms_norm=rms_norm,
+        embedding=_float(cfg, "embedding_multiplier"),
+        lm_head=_float(cfg, "lm_head_multiplier"),
+        key=_float(cfg, "key_multiplier"),
+        attention_in=_float(cfg, "attention_in_multiplier"),
+        attention_out=_float(cfg, "attention_out_multiplier"),
+        ssm_in=_float(cfg, "ssm_in_multiplier"),
+        ssm_out=_float(cfg, "ssm_out_multiplier"),
+        mlp=(gate, down),
+        ssm=(z, x, b, c, dt),
     )
 
 
@@ -447,7 +562,96 @@ def _plus_one(w: F32) -> F32:
     return w + np.float32(1.0)
 
 
+def _scaled(*factors: float) -> Callable[[F32], F32] | None:
+    """Multiplies a tensor by the product of ``factors`` (None when it is 1)."""
+    k = math.prod(factors)
+    if k == 1.0:
+        return None
+    return lambda w: w * np.float32(k)
+
+
+def _falcon_h1_in_proj(f: _FalconH1) -> Callable[[F32], F32]:
+    """in_proj rows z | x | B | C | dt times ssm_in_multiplier and their
+    ssm_multipliers segment (HF's mup_vector), as llama.cpp bakes them."""
+    gn = f.n_groups * f.d_state
+    ends = np.cumsum([f.d_ssm, f.d_ssm, gn, gn, f.n_heads])
+    scale = np.repeat(np.asarray(f.ssm, dtype=np.float64) * f.ssm_in, np.diff(ends, prepend=0))
+
+    def bake(w: F32) -> F32:
+        return (w * scale.astype(np.float32)[:, None]).astype(np.float32)
+
+    return bake
+
+
+def _falcon_h1_plan(hp: _HParams) -> list[_TensorSpec]:
+    """FalconH1 (parallel Mamba2 + attention in every block) as llama.cpp's
+    converter writes it: multipliers baked in, A stored as -exp(A_log),
+    A and D as [n_heads, 1], the conv kernel squeezed to [conv_dim, d_conv],
+    the gated norm's weight as [n_groups, d_ssm / n_groups], and the FFN norm
+    named ``blk.N.ffn_norm``."""
+    f = hp.falcon_h1
+    assert f is not None
+    e, hd, h = hp.n_embd, hp.head_dim, f.n_heads
+    q_rows, kv_rows = hp.n_head * hd, hp.n_head_kv * hd
+    plan = [
+        _TensorSpec("model.embed_tokens.weight", "token_embd.weight", (hp.n_vocab, e), _scaled(f.embedding))
+    ]
+    for i in range(hp.n_layer):
+        hf, gg = f"model.layers.{i}.", f"blk.{i}."
+        attn, mamba, mlp = hf + "self_attn.", hf + "mamba.", hf + "feed_forward."
+        plan += [
+            _TensorSpec(hf + "input_layernorm.weight", gg + "attn_norm.weight", (e,)),
+            _TensorSpec(
+                mamba + "in_proj.weight", gg + "ssm_in.weight", (f.in_proj_rows, e), _falcon_h1_in_proj(f)
+            ),
+            _TensorSpec(
+                mamba + "conv1d.weight", gg + "ssm_conv1d.weight", (f.conv_dim, 1, f.d_conv),
+                lambda w: w.reshape(w.shape[0], w.shape[2]),
+            ),
+        ]
+        if f.conv_bias:
+            plan.append(_TensorSpec(mamba + "conv1d.bias", gg + "ssm_conv1d.bias", (f.conv_dim,)))
+        plan += [
+            _TensorSpec(mamba + "dt_bias", gg + "ssm_dt.bias", (h,)),
+            _TensorSpec(mamba + "A_log", gg + "ssm_a", (h,), lambda w: -np.exp(w).reshape(-1, 1)),
+            _TensorSpec(mamba + "D", gg + "ssm_d", (h,), lambda w: w.reshape(-1, 1)),
+        ]
+        if f.rms_norm:
+            plan.append(
+                _TensorSpec(
+                    mamba + "norm.weight", gg + "ssm_norm.weight", (f.d_ssm,),
+                    lambda w: w.reshape(f.n_groups, f.d_ssm // f.n_groups),
+                )
+            )
+        plan += [
+            _TensorSpec(mamba + "out_proj.weight", gg + "ssm_out.weight", (e, f.d_ssm), _scaled(f.ssm_out)),
+            _TensorSpec(attn + "q_proj.weight", gg + "attn_q.weight", (q_rows, e), _scaled(f.attention_in)),
+            _TensorSpec(
+                attn + "k_proj.weight", gg + "attn_k.weight", (kv_rows, e), _scaled(f.key, f.attention_in)
+            ),
+            _TensorSpec(attn + "v_proj.weight", gg + "attn_v.weight", (kv_rows, e), _scaled(f.attention_in)),
+            _TensorSpec(
+                attn + "o_proj.weight", gg + "attn_output.weight", (e, q_rows), _scaled(f.attention_out)
+            ),
+            # Without ".weight": llama.cpp's tensor map matches this full HF
+            # name to FFN_PRE_NORM ("blk.N.ffn_norm"), and its falcon-h1 loader
+            # asks for exactly that name.
+            _TensorSpec(hf + "pre_ff_layernorm.weight", gg + "ffn_norm", (e,)),
+            _TensorSpec(mlp + "gate_proj.weight", gg + "ffn_gate.weight", (hp.n_ff, e), _scaled(f.mlp[0])),
+            _TensorSpec(mlp + "up_proj.weight", gg + "ffn_up.weight", (hp.n_ff, e)),
+            _TensorSpec(mlp + "down_proj.weight", gg + "ffn_down.weight", (e, hp.n_ff), _scaled(f.mlp[1])),
+        ]
+    plan.append(_TensorSpec("model.final_layernorm.weight", "output_norm.weight", (e,)))
+    # A tied checkpoint still gets output.weight: the embedding carries the
+    # embedding multiplier, the output projection the lm_head one.
+    head = "model.embed_tokens.weight" if hp.tied else "lm_head.weight"
+    plan.append(_TensorSpec(head, "output.weight", (hp.n_vocab, e), _scaled(f.lm_head)))
+    return plan
+
+
 def _tensor_plan(hp: _HParams) -> list[_TensorSpec]:
+    if hp.falcon_h1 is not None:
+        return _falcon_h1_plan(hp)
     e, hd = hp.n_embd, hp.head_dim
     q_rows, kv_rows = hp.n_head * hd, hp.n_head_kv * hd
     gemma = hp.arch == "gemma3"
@@ -808,9 +1012,17 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
     w.add_head_count_kv(hp.n_head_kv)
     w.add_rope_freq_base(hp.rope_base)
     w.add_layer_norm_rms_eps(hp.norm_eps)
-    if hp.head_dim_in_config or a == "gemma3":
+    if hp.head_dim_in_config or a in ("gemma3", "falcon-h1"):
         w.add_key_length(hp.head_dim)
         w.add_value_length(hp.head_dim)
+    if hp.falcon_h1 is not None:
+        f = hp.falcon_h1
+        w.add_vocab_size(hp.n_vocab)
+        w.add_ssm_conv_kernel(f.d_conv)
+        w.add_ssm_inner_size(f.d_ssm)
+        w.add_ssm_state_size(f.d_state)
+        w.add_ssm_time_step_rank(f.n_heads)
+        w.add_ssm_group_count(f.n_groups)
     if a == "llama":
         w.add_rope_dimension_count(hp.head_dim)
     if hp.rope_linear_factor is not None:
@@ -840,13 +1052,17 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
         w.add_chat_template(vocab.chat_template)
 
 
-def _stored_type(data: F32, outtype: str) -> Any:
-    """The GGML type a tensor is written in: vectors always F32 (as llama.cpp
-    does), matrices in ``outtype``; Q8_0 needs rows of whole 32-blocks, else
-    F16 (llama.cpp's fallback)."""
+def _stored_type(data: F32, gguf_name: str, outtype: str) -> Any:
+    """The GGML type a tensor is written in: as llama.cpp does, F32 for
+    vectors, norms, the SSM conv kernel and every tensor whose name does not
+    end in ``.weight`` (ssm_a, ssm_d, biases); other matrices in ``outtype``;
+    Q8_0 needs rows of whole 32-blocks, else F16 (llama.cpp's fallback)."""
     from gguf import GGMLQuantizationType as T
 
-    if data.ndim <= 1 or outtype == "f32":
+    always_f32 = (
+        gguf_name.endswith("_norm.weight") or ".ssm_conv1d." in gguf_name or not gguf_name.endswith(".weight")
+    )
+    if data.ndim <= 1 or always_f32 or outtype == "f32":
         return T.F32
     if outtype == "q8_0" and data.shape[-1] % 32 == 0:
         return T.Q8_0
@@ -907,7 +1123,7 @@ def convert_hf(
         for i, (gguf_name, data) in enumerate(_tensors(ckpt, plan, extra)):
             if progress is not None:
                 progress(i, total, gguf_name)
-            qtype = _stored_type(data, outtype)
+            qtype = _stored_type(data, gguf_name, outtype)
             stored = gguf.quants.quantize(data, qtype)
             raw = (
                 qtype if qtype not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) else None

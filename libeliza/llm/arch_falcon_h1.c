@@ -1,0 +1,172 @@
+/* falcon-h1: every block is a parallel hybrid of a Mamba2 mixer and
+ * attention on the same normed input, then a SwiGLU FFN:
+ *   h = rms_norm(x) attn_norm
+ *   x += mamba2(h) + attention(h)        (muP multipliers baked into the weights)
+ *   x += ffn(rms_norm(x) ffn_norm)
+ * Mamba2 (llm/ssm.h): zxbcdt = h in_proj; xBC = silu(conv1d(xBC) + b);
+ * y = scan(x, dt, A, B, C) + D x; y = y silu(z), grouped RMSNorm when the
+ * file has ssm_norm; out_proj. Attention: NEOX rope, GQA, 1/sqrt(head_dim).
+ * The conv window and the SSM state of every layer live in the cache
+ * object's recurrent-state slot of that layer ([K-1][C] then [H][P][N]
+ * floats), so a STATES snapshot rolls the model back. A prompt runs the
+ * chunked SSD scan, a single token the recurrent step: the same numbers.
+ * llama.cpp src/models/falcon-h1.cpp + mamba-base.cpp (build_mamba2_layer),
+ * transformers modeling_falcon_h1.py; the GGUF is llama.cpp's converter's
+ * (eliza.convert hf writes the same; docs/convert.md). */
+#include "arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ssm.h"
+
+static int32_t falcon_h1_hparams(ez_llm_keys *k, ez_llm_hparams *hp) {
+    int32_t rc;
+    hp->rope_neox = 1;
+    hp->ffn_gelu = 0;
+    if ((rc = ez_llm_key_u32(k, "ssm.conv_kernel", 1, EZ_SSM_MAX_CONV, &hp->ssm_d_conv)) ||
+        (rc = ez_llm_key_u32(k, "ssm.inner_size", 1, 1 << 20, &hp->ssm_d_inner)) ||
+        (rc = ez_llm_key_u32(k, "ssm.state_size", 1, 4096, &hp->ssm_d_state)) ||
+        (rc = ez_llm_key_u32(k, "ssm.time_step_rank", 1, 1 << 16, &hp->ssm_n_head)) ||
+        (rc = ez_llm_key_u32(k, "ssm.group_count", 1, 1 << 16, &hp->ssm_n_group)))
+        return rc;
+    if (hp->ssm_d_inner % hp->ssm_n_head)
+        return ez_fail(ELIZA_E_FORMAT, "falcon-h1: ssm.inner_size %d is not a multiple of ssm.time_step_rank %d",
+                       hp->ssm_d_inner, hp->ssm_n_head);
+    if (hp->ssm_n_head % hp->ssm_n_group)
+        return ez_fail(ELIZA_E_FORMAT, "falcon-h1: ssm.group_count %d does not divide ssm.time_step_rank %d",
+                       hp->ssm_n_group, hp->ssm_n_head);
+    return ELIZA_OK;
+}
+
+static int32_t falcon_h1_layer(ez_llm_model *m, int il) {
+    const ez_llm_hparams *hp = &m->hp;
+    ez_llm_layer *L = &m->layers[il];
+    const int64_t e = hp->n_embd, n_q = (int64_t)hp->n_head * hp->head_dim, n_kv = (int64_t)hp->n_head_kv * hp->head_dim,
+                  d_in = hp->ssm_d_inner, H = hp->ssm_n_head, G = hp->ssm_n_group, N = hp->ssm_d_state,
+                  K = hp->ssm_d_conv, C = d_in + 2 * G * N;
+    char b[96];
+    int32_t rc;
+    if ((rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_norm.weight"), e, 1, &L->attn_norm)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ssm_in.weight"), d_in + C + H, e, 1, &L->ssm_in)) ||
+        (rc = ez_llm_get_array(m, ez_llm_blk(b, sizeof b, il, "ssm_conv1d.weight"), K, C, 1, &L->ssm_conv1d)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ssm_conv1d.bias"), C, 0, &L->ssm_conv1d_b)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ssm_dt.bias"), H, 1, &L->ssm_dt_b)) ||
+        (rc = ez_llm_get_array(m, ez_llm_blk(b, sizeof b, il, "ssm_a"), 1, H, 1, &L->ssm_a)) ||
+        (rc = ez_llm_get_array(m, ez_llm_blk(b, sizeof b, il, "ssm_d"), 1, H, 1, &L->ssm_d)) ||
+        (rc = ez_llm_get_array(m, ez_llm_blk(b, sizeof b, il, "ssm_norm.weight"), d_in / G, G, 0, &L->ssm_norm)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ssm_out.weight"), e, d_in, 1, &L->ssm_out)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_q.weight"), n_q, e, 1, &L->wq)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_k.weight"), n_kv, e, 1, &L->wk)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_v.weight"), n_kv, e, 1, &L->wv)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_q.bias"), n_q, 0, &L->bq)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_k.bias"), n_kv, 0, &L->bk)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_v.bias"), n_kv, 0, &L->bv)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_output.weight"), e, n_q, 1, &L->wo)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_output.bias"), e, 0, &L->bo)) ||
+        /* llama.cpp's falcon-h1 names it without ".weight" (its converter maps
+         * pre_ff_layernorm.weight to FFN_PRE_NORM, "blk.N.ffn_norm") */
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ffn_norm"), e, 1, &L->ffn_norm)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_gate.weight"), hp->n_ff, e, 1, &L->ffn_gate)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_up.weight"), hp->n_ff, e, 1, &L->ffn_up)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_down.weight"), e, hp->n_ff, 1, &L->ffn_down)))
+        return rc;
+    L->rope_base = hp->rope_base;
+    L->rope_freq_scale = hp->rope_freq_scale;
+    L->state_bytes = sizeof(float) * (size_t)((K - 1) * C + d_in * N);
+    return ELIZA_OK;
+}
+
+static int32_t falcon_h1_weights(ez_llm_model *m) {
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        int32_t rc = falcon_h1_layer(m, il);
+        if (rc) return rc;
+    }
+    return ELIZA_OK;
+}
+
+/* ---- the mixer ------------------------------------------------------------------------- */
+
+typedef struct {
+    ez_llm_fwd *f;
+    const ez_llm_layer *L;
+    const ez_ssm_ops *ops;
+    ez_ssm_shape sh;
+    float *state; /* [H][P][N] */
+    int32_t n;
+} ssm_job;
+
+/* Heads [h0, h1) of the batch: the recurrent step for one token, else the
+ * chunked scan. */
+static void ssm_heads(void *ctx, int64_t h0, int64_t h1, int thread_index) {
+    const ssm_job *j = (const ssm_job *)ctx;
+    const ez_llm_hparams *hp = &j->f->m->hp;
+    const int64_t d_in = hp->ssm_d_inner, GN = (int64_t)hp->ssm_n_group * hp->ssm_d_state, C = d_in + 2 * GN,
+                  ld_z = d_in + C + hp->ssm_n_head;
+    const float *xbc = j->f->ssm_xbc, *dt = j->f->ssm_zxbcdt + d_in + C;
+    if (j->n == 1) {
+        j->ops->step(&j->sh, j->state, xbc, xbc + d_in, xbc + d_in + GN, dt, j->L->ssm_dt_b, j->L->ssm_a, j->L->ssm_d,
+                     j->f->ssm_y, (int)h0, (int)h1);
+        return;
+    }
+    ez_ssm_scan(j->f->ops, &j->sh, j->state, xbc, C, xbc + d_in, xbc + d_in + GN, C, dt, ld_z, j->L->ssm_dt_b,
+                j->L->ssm_a, j->L->ssm_d, j->f->ssm_y, d_in, j->n, (int)h0, (int)h1,
+                j->f->ssm_work + (size_t)thread_index * (size_t)ez_ssm_scan_work_floats(&j->sh));
+}
+
+/* f->ssm_o = mamba2(f->h) for the n tokens, advancing layer il's states. */
+static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
+    const ez_llm_hparams *hp = &f->m->hp;
+    const ez_llm_layer *L = &f->m->layers[il];
+    const int64_t d_in = hp->ssm_d_inner, H = hp->ssm_n_head, G = hp->ssm_n_group, N = hp->ssm_d_state,
+                  K = hp->ssm_d_conv, C = d_in + 2 * G * N, ld_z = d_in + C + H;
+    float *conv_state = (float *)(void *)f->kv->layers[il].state, *ssm_state = conv_state + (K - 1) * C;
+    ez_llm_mm in = {&L->ssm_in, f->ssm_zxbcdt, ld_z}, out = {&L->ssm_out, f->ssm_o, hp->n_embd};
+    ssm_job job = {f, L, ez_ssm_ops_active(), {(int)H, (int)(d_in / H), (int)G, (int)N}, ssm_state, n};
+    int32_t rc;
+
+    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->h, n, &in, 1))) return rc;
+    ez_fwd_tick(f, EZ_LLM_PHASE_SSM_IN);
+    ez_ssm_conv(job.ops, conv_state, f->ssm_zxbcdt + d_in, ld_z, L->ssm_conv1d, L->ssm_conv1d_b, f->ssm_xbc, C, n,
+                (int)C, (int)K);
+    ez_fwd_tick(f, EZ_LLM_PHASE_SSM_CONV);
+    ez_pool_for(f->pool, H, 1, ssm_heads, &job);
+    /* y silu(z) (llama.cpp's swiglu_split(z, y)), then the grouped norm */
+    for (int32_t t = 0; t < n; t++) {
+        float *z = f->ssm_zxbcdt + t * ld_z, *y = f->ssm_y + t * d_in;
+        f->ops->silu_mul(z, y, d_in);
+        if (L->ssm_norm)
+            for (int64_t g = 0; g < G; g++)
+                f->ops->rms_norm(z + g * (d_in / G), z + g * (d_in / G), L->ssm_norm + g * (d_in / G), d_in / G,
+                                 hp->norm_eps);
+        memcpy(y, z, sizeof(float) * (size_t)d_in);
+    }
+    ez_fwd_tick(f, EZ_LLM_PHASE_SSM_SCAN);
+    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->ssm_y, n, &out, 1))) return rc;
+    ez_fwd_tick(f, EZ_LLM_PHASE_SSM_OUT);
+    return ELIZA_OK;
+}
+
+/* x: [n, n_embd], updated in place. */
+static int32_t falcon_h1_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
+    const ez_llm_layer *L = &f->m->layers[il];
+    const int64_t n_elems = (int64_t)n * f->m->hp.n_embd;
+    int32_t rc;
+
+    ez_fwd_norm(f, f->h, f->x, L->attn_norm, n);
+    if ((rc = ez_fwd_qkv(f, L, n))) return rc;
+    ez_fwd_rope(f, L, n);
+    ez_fwd_attention(f, il, n, pos0);
+    if ((rc = ez_fwd_attn_out(f, L, n))) return rc;
+    if ((rc = mamba2(f, il, n))) return rc;
+    for (int64_t i = 0; i < n_elems; i++) f->x[i] += f->o[i] + f->ssm_o[i];
+    ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
+
+    ez_fwd_norm(f, f->h, f->x, L->ffn_norm, n);
+    if ((rc = ez_fwd_ffn(f, L, n, 0))) return rc;
+    ez_fwd_residual(f, n);
+    return ELIZA_OK;
+}
+
+const ez_llm_arch_def ez_llm_arch_falcon_h1 = {"falcon-h1", falcon_h1_hparams, falcon_h1_weights, falcon_h1_block};

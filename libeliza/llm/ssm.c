@@ -1,0 +1,119 @@
+/* Scalar reference of the Mamba2 kernels, the conv state's update, the
+ * chunked SSD scan and the table dispatch. */
+#include "ssm.h"
+
+#include <string.h>
+
+#include "core/cpu.h"
+
+/* Frame s of a conv input: rows of the state for s < 0, of x after. */
+static inline const float *conv_frame(const float *state, const float *x, int64_t ld_x, int n_ch, int d_conv, int s) {
+    return s < 0 ? state + (int64_t)(d_conv - 1 + s) * n_ch : x + (int64_t)s * ld_x;
+}
+
+static inline float silu(float v) { return v / (1.0f + expf(-v)); }
+
+static void conv_ref(const float *state, const float *x, int64_t ld_x, const float *w, const float *b, float *y,
+                     int64_t ld_y, int n_tok, int n_ch, int d_conv) {
+    for (int t = 0; t < n_tok; t++) {
+        for (int c = 0; c < n_ch; c++) {
+            float acc = b ? b[c] : 0.0f;
+            for (int k = 0; k < d_conv; k++)
+                acc += w[(int64_t)c * d_conv + k] * conv_frame(state, x, ld_x, n_ch, d_conv, t - d_conv + 1 + k)[c];
+            y[(int64_t)t * ld_y + c] = silu(acc);
+        }
+    }
+}
+
+static void step_ref(const ez_ssm_shape *s, float *state, const float *x, const float *B, const float *C,
+                     const float *dt, const float *dt_bias, const float *A, const float *D, float *y, int h0, int h1) {
+    const int P = s->head_dim, N = s->d_state, heads_per_group = s->n_head / s->n_group;
+    for (int h = h0; h < h1; h++) {
+        const float dth = ez_softplus(dt[h] + dt_bias[h]), dA = expf(dth * A[h]);
+        const float *Bg = B + (int64_t)(h / heads_per_group) * N, *Cg = C + (int64_t)(h / heads_per_group) * N;
+        for (int p = 0; p < P; p++) {
+            float *sp = state + ((int64_t)h * P + p) * N;
+            const float xp = x[h * P + p], xdt = xp * dth;
+            float acc = 0.0f;
+            for (int n = 0; n < N; n++) {
+                sp[n] = sp[n] * dA + xdt * Bg[n];
+                acc += sp[n] * Cg[n];
+            }
+            y[h * P + p] = acc + D[h] * xp;
+        }
+    }
+}
+
+void ez_ssm_conv(const ez_ssm_ops *ops, float *state, const float *x, int64_t ld_x, const float *w, const float *b,
+                 float *y, int64_t ld_y, int n_tok, int n_ch, int d_conv) {
+    const int keep = d_conv - 1;
+    ops->conv(state, x, ld_x, w, b, y, ld_y, n_tok, n_ch, d_conv);
+    if (keep == 0 || n_tok <= 0) return;
+    if (n_tok < keep) /* the newest keep - n_tok rows stay, moved up to the front */
+        memmove(state, state + (int64_t)n_tok * n_ch, sizeof(float) * (size_t)(keep - n_tok) * (size_t)n_ch);
+    for (int j = keep - (n_tok < keep ? n_tok : keep); j < keep; j++)
+        memcpy(state + (int64_t)j * n_ch, x + (int64_t)(n_tok - keep + j) * ld_x, sizeof(float) * (size_t)n_ch);
+}
+
+/* ---- chunked scan -------------------------------------------------------------------- */
+
+int64_t ez_ssm_scan_work_floats(const ez_ssm_shape *s) {
+    (void)s;
+    /* dt_h and cumulative a per token, the decay row of one output */
+    return 3 * (int64_t)EZ_SSM_CHUNK;
+}
+
+void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, const float *x, int64_t ld_x,
+                 const float *B, const float *C, int64_t ld_bc, const float *dt, int64_t ld_dt, const float *dt_bias,
+                 const float *A, const float *D, float *y, int64_t ld_y, int n_tok, int h0, int h1, float *work) {
+    const int P = s->head_dim, N = s->d_state, heads_per_group = s->n_head / s->n_group;
+    float *dth = work, *cum = work + EZ_SSM_CHUNK, *m = work + 2 * EZ_SSM_CHUNK;
+    for (int h = h0; h < h1; h++) {
+        const int64_t go = (int64_t)(h / heads_per_group) * N, ho = (int64_t)h * P;
+        float *S = state + ho * N; /* [P][N] */
+        for (int c0 = 0; c0 < n_tok; c0 += EZ_SSM_CHUNK) {
+            const int L = n_tok - c0 < EZ_SSM_CHUNK ? n_tok - c0 : EZ_SSM_CHUNK;
+            float run = 0.0f;
+            for (int t = 0; t < L; t++) {
+                dth[t] = ez_softplus(dt[(int64_t)(c0 + t) * ld_dt + h] + dt_bias[h]);
+                run += dth[t] * A[h];
+                cum[t] = run;
+            }
+            for (int t = 0; t < L; t++) {
+                const float *Ct = C + (int64_t)(c0 + t) * ld_bc + go, *xt = x + (int64_t)(c0 + t) * ld_x + ho;
+                float *yt = y + (int64_t)(c0 + t) * ld_y + ho;
+                const float carry = expf(cum[t]);
+                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T */
+                for (int p = 0; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
+                /* within the chunk: sum_u<=t (C_t . B_u) exp(cum_t - cum_u) dt_u x_u */
+                for (int u = 0; u <= t; u++)
+                    m[u] = vo->dot(Ct, B + (int64_t)(c0 + u) * ld_bc + go, N) * expf(cum[t] - cum[u]) * dth[u];
+                for (int u = 0; u <= t; u++) vo->axpy(yt, m[u], x + (int64_t)(c0 + u) * ld_x + ho, P);
+            }
+            /* S <- exp(cum_end) S + X^T diag(dt_u exp(cum_end - cum_u)) B */
+            {
+                const float end = cum[L - 1], decay = expf(end);
+                for (int u = 0; u < L; u++) m[u] = dth[u] * expf(end - cum[u]);
+                for (int p = 0; p < P; p++) {
+                    float *Sp = S + (int64_t)p * N;
+                    for (int n = 0; n < N; n++) Sp[n] *= decay;
+                    for (int u = 0; u < L; u++)
+                        vo->axpy(Sp, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p], B + (int64_t)(c0 + u) * ld_bc + go,
+                                 N);
+                }
+            }
+        }
+    }
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+static const ez_ssm_ops SSM_REF = {conv_ref, step_ref};
+
+const ez_ssm_ops *ez_ssm_ops_ref(void) { return &SSM_REF; }
+
+const ez_ssm_ops *ez_ssm_ops_active(void) {
+    if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_ssm_ops_avx2()) return ez_ssm_ops_avx2();
+    if (ez_simd_at_least(EZ_SIMD_NEON) && ez_ssm_ops_neon()) return ez_ssm_ops_neon();
+    return &SSM_REF;
+}
