@@ -15,10 +15,12 @@
 #include "core/strbuf.h"
 #include "llm/chat.h"
 #include "llm/check.h"
+#include "llm/draft.h"
 #include "llm/forward.h"
 #include "llm/kv.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
+#include "llm/spec.h"
 #include "llm/tokenizer.h"
 
 #define DEFAULT_CONTEXT_CAP 4096
@@ -26,6 +28,7 @@
 #define MAX_CONTEXT (1 << 24)
 #define MAX_BATCH (1 << 16)
 #define MAX_STOP_STRINGS 64
+#define DEFAULT_DRAFT_MAX 8
 
 /* Does `field` lie inside the caller's struct (struct_size bytes)? A
  * struct_size too small for the first field after it is ELIZA_E_ABI; fields
@@ -42,6 +45,8 @@ struct eliza_llm {
     eliza_llm_stream *stream;   /* the open stream, if any */
     float *logits;              /* [n_vocab] of the stream's last position */
     ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
+    ez_drafter *drafter;        /* speculative decoding of the streams, or NULL */
+    int32_t draft_max;          /* the most tokens a round drafts */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -57,6 +62,9 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->n_batch = 0;
     params->kv_type = ELIZA_LLM_KV_F32;
     params->kv_type_v = ELIZA_LLM_KV_AS_K;
+    params->draft_kind = ELIZA_LLM_DRAFT_NONE;
+    params->draft_max_tokens = DEFAULT_DRAFT_MAX;
+    params->draft_path = NULL;
 }
 
 static void detach_stream(eliza_llm_stream *s);
@@ -66,6 +74,7 @@ void eliza_llm_close(eliza_llm *llm) {
     /* A stream left open must not reach a freed model: it fails with
      * ELIZA_E_STATE from here on, and closes as usual. */
     if (llm->stream) detach_stream(llm->stream);
+    ez_drafter_free(llm->drafter);
     ez_llm_ctx_free(llm->ctx);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
@@ -87,6 +96,9 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     if (FITS(in, eliza_llm_params, kv_type)) p->kv_type = in->kv_type;
     p->kv_type_v = p->kv_type;
     if (FITS(in, eliza_llm_params, kv_type_v) && in->kv_type_v != ELIZA_LLM_KV_AS_K) p->kv_type_v = in->kv_type_v;
+    if (FITS(in, eliza_llm_params, draft_kind)) p->draft_kind = in->draft_kind;
+    if (FITS(in, eliza_llm_params, draft_max_tokens)) p->draft_max_tokens = in->draft_max_tokens;
+    if (FITS(in, eliza_llm_params, draft_path)) p->draft_path = in->draft_path;
     if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", p->n_threads);
     if (p->context_size > MAX_CONTEXT)
         return ez_fail(ELIZA_E_INVALID_ARG, "context_size %" PRIu32 " is above %d", p->context_size, MAX_CONTEXT);
@@ -96,6 +108,13 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
         return ez_fail(ELIZA_E_INVALID_ARG, "kv_type %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type);
     if (p->kv_type_v > ELIZA_LLM_KV_TBQ3_0)
         return ez_fail(ELIZA_E_INVALID_ARG, "kv_type_v %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type_v);
+    if (p->draft_kind > ELIZA_LLM_DRAFT_MODEL)
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft_kind %" PRIu32 " is not an eliza_llm_draft_kind", p->draft_kind);
+    if (p->draft_kind != ELIZA_LLM_DRAFT_NONE && (p->draft_max_tokens < 1 || p->draft_max_tokens > ELIZA_LLM_DRAFT_MAX))
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d is outside 1..%d", p->draft_max_tokens,
+                       ELIZA_LLM_DRAFT_MAX);
+    if ((p->draft_kind == ELIZA_LLM_DRAFT_MODEL || p->draft_kind == ELIZA_LLM_DRAFT_MTP) && !p->draft_path)
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft kind '%s' needs draft_path", ez_draft_kind_name((int)p->draft_kind));
     return ELIZA_OK;
 }
 
@@ -140,6 +159,24 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
         llm->logits = (float *)malloc(sizeof(float) * (size_t)llm->model->hp.n_vocab);
         if (!llm->logits) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the logits");
     }
+    if (rc == ELIZA_OK && p.draft_kind != ELIZA_LLM_DRAFT_NONE) {
+        ez_draft_open_params dp;
+        dp.kind = (ez_draft_kind)p.draft_kind;
+        dp.path = p.draft_path;
+        dp.target = llm->model;
+        dp.pool = llm->pool;
+        dp.n_ctx = llm->n_ctx;
+        dp.k_max = p.draft_max_tokens;
+        /* A round evaluates k + 1 tokens in one batch; sliding-window rings
+         * keep n_batch positions beyond the window, which is what makes
+         * evaluating over rejected positions a rewind. */
+        if (p.draft_max_tokens >= llm->n_batch)
+            rc = ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d needs n_batch above it (n_batch is %d)",
+                         p.draft_max_tokens, llm->n_batch);
+        else
+            rc = ez_drafter_open(&dp, &llm->drafter);
+        llm->draft_max = p.draft_max_tokens;
+    }
     if (rc) {
         ez_gguf_close(g);
         eliza_llm_close(llm);
@@ -170,6 +207,8 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     ez_sb_printf(&sb, ", \"sliding_window\": %d, \"tied_output\": %s, \"kv_type\": \"%s\", \"kv_type_v\": \"%s\"",
                  hp->n_swa, llm->model->tied_output ? "true" : "false",
                  ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 0)), ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 1)));
+    ez_sb_printf(&sb, ", \"draft\": \"%s\", \"draft_max_tokens\": %d",
+                 llm->drafter ? ez_draft_kind_name(llm->drafter->kind) : "none", llm->drafter ? llm->draft_max : 0);
     ez_sb_printf(&sb, ", \"kv_bytes\": %" PRIu64 ", \"kv_bytes_per_token\": %" PRIu64,
                  (uint64_t)ez_llm_ctx_kv_bytes(llm->ctx), (uint64_t)ez_llm_ctx_kv_bytes_per_token(llm->ctx));
     ez_sb_printf(&sb, ", \"profile\": {\"tokens\": %" PRIu64 ", \"batches\": %" PRIu64, prof->tokens, prof->batches);
@@ -368,7 +407,11 @@ struct eliza_llm_stream {
     size_t out_cap;
 
     uint64_t prefill_ns, decode_ns;
-    uint32_t decode_evals;
+    uint32_t decode_evals;     /* tokens the decode passes produced */
+
+    ez_spec *spec;             /* speculative decoding, when the handle drafts */
+    int32_t queue[EZ_DRAFT_MAX + 1]; /* a round's tokens not handed out yet */
+    int32_t n_queue, i_queue;
 };
 
 void eliza_llm_stream_default_config(eliza_llm_stream_config *config) {
@@ -434,6 +477,7 @@ static void detach_stream(eliza_llm_stream *s) { s->llm = NULL; }
 
 static void stream_free(eliza_llm_stream *s) {
     if (!s) return;
+    ez_spec_free(s->spec);
     ez_sampler_free(s->sampler);
     free(s->tokens);
     for (uint32_t i = 0; i < s->n_stop; i++) free(s->stop[i]);
@@ -503,6 +547,10 @@ int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *con
     sp.seed = c.seed;
     rc = copy_stop_strings(s, &c);
     if (rc == ELIZA_OK) rc = ez_sampler_create(&sp, llm->model->hp.n_vocab, &s->sampler);
+    if (rc == ELIZA_OK && llm->drafter) {
+        rc = ez_spec_create(llm->model->hp.n_vocab, llm->draft_max, &s->spec);
+        llm->drafter->vt->reset(llm->drafter);
+    }
     if (rc == ELIZA_OK)
         rc = ez_tokenize(llm->tok, c.prompt, strlen(c.prompt), (c.flags & ELIZA_TOKENIZE_ADD_BOS) != 0,
                          (c.flags & ELIZA_TOKENIZE_PARSE_SPECIAL) != 0, &ids, &n_ids);
@@ -564,6 +612,16 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
     PUT(decode_ms, (double)s->decode_ns / 1e6);
     PUT(prefill_tokens_per_s, s->prefill_ns ? (double)s->n_prompt * 1e9 / (double)s->prefill_ns : 0.0);
     PUT(decode_tokens_per_s, s->decode_ns ? (double)s->decode_evals * 1e9 / (double)s->decode_ns : 0.0);
+    if (s->spec) {
+        const ez_spec_stats st = ez_spec_get_stats(s->spec);
+        PUT(draft_tokens, (uint32_t)st.drafted);
+        PUT(draft_accepted, (uint32_t)st.accepted);
+        PUT(draft_rounds, (uint32_t)st.rounds);
+    } else {
+        PUT(draft_tokens, 0);
+        PUT(draft_accepted, 0);
+        PUT(draft_rounds, 0);
+    }
 #undef PUT
     return ELIZA_OK;
 }
@@ -707,12 +765,47 @@ static void finish(eliza_llm_stream *s, int32_t reason) {
     s->state = STREAM_FLUSH;
 }
 
-/* Evaluates the prompt or the last sampled token into llm->logits. */
+/* The stream's model as the speculative loop's target: every batch row's
+ * logits. Positions past a rewind point are simply evaluated over again. */
+static int32_t spec_eval(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits,
+                         ez_atomic_int *cancel) {
+    return ez_llm_eval(((eliza_llm *)self)->ctx, tokens, n, pos0, logits, 1, cancel);
+}
+
+/* One speculative round after the last sampled token: its tokens go to the
+ * queue, handed out one at a time like sampled ones. */
+static int32_t advance_speculative(eliza_llm_stream *s) {
+    eliza_llm *llm = s->llm;
+    const ez_spec_target target = {llm, llm->model->hp.n_vocab, spec_eval, NULL};
+    ez_draft_target view;
+    int32_t room = s->n_ctx - s->n_past - 1, n_out = 0, rc;
+    /* Never draft past max_tokens: those tokens could not be handed out. */
+    if (s->max_tokens > 0) room = EZ_MIN(room, s->max_tokens - s->n_generated - 1);
+    view.tokens = s->tokens;
+    view.n_tokens = s->n_tokens;
+    view.n_past = s->n_past;
+    view.hidden = NULL;
+    view.session = NULL;
+    rc = ez_spec_round(s->spec, &target, llm->drafter, s->sampler, &view, room, s->queue, &n_out, &s->cancel);
+    if (rc) return rc;
+    s->n_past += n_out;
+    s->n_queue = n_out;
+    s->i_queue = 0;
+    return ELIZA_OK;
+}
+
+/* Evaluates the prompt or the last sampled token into llm->logits (or runs
+ * a speculative round into the queue). */
 static int32_t advance(eliza_llm_stream *s) {
     eliza_llm *llm = s->llm;
     uint64_t t0 = ez_time_ns();
     int32_t rc;
-    if (s->state == STREAM_PROMPT) {
+    if (s->state != STREAM_PROMPT && s->spec) {
+        rc = advance_speculative(s);
+        s->decode_ns += ez_time_ns() - t0;
+        if (rc) return rc;
+        s->decode_evals += (uint32_t)s->n_queue;
+    } else if (s->state == STREAM_PROMPT) {
         rc = ez_llm_eval(llm->ctx, s->tokens, (int32_t)s->n_prompt, 0, llm->logits, 0, &s->cancel);
         s->prefill_ns += ez_time_ns() - t0;
         if (rc) return rc;
@@ -747,7 +840,8 @@ static int32_t generate_one(eliza_llm_stream *s, eliza_llm_piece *piece) {
     size_t at;
     int32_t id, rc;
 
-    id = ez_sampler_sample(s->sampler, llm->logits, s->tokens, s->n_tokens);
+    id = s->i_queue < s->n_queue ? s->queue[s->i_queue++]
+                                 : ez_sampler_sample(s->sampler, llm->logits, s->tokens, s->n_tokens);
     if (ez_tokenizer_is_eog(llm->tok, id)) {
         finish(s, ELIZA_STOP_EOS);
         return ELIZA_DONE; /* nothing of this token to show; the caller flushes */
@@ -800,6 +894,9 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
     if (s->state != STREAM_DONE && s->state != STREAM_FLUSH && ez_llm_flag_get(&s->cancel))
         return fail_stream(s, ez_fail(ELIZA_E_CANCELLED, "cancelled"));
 
+    /* The rest of a speculative round's tokens are already evaluated
+     * (all but the last) and need no pass. */
+    if (s->state == STREAM_EVAL && s->i_queue < s->n_queue) s->state = STREAM_SAMPLE;
     if (s->state == STREAM_EVAL && s->n_past >= s->n_ctx) finish(s, ELIZA_STOP_CONTEXT_FULL);
     if (s->state == STREAM_PROMPT || s->state == STREAM_EVAL) {
         rc = advance(s);

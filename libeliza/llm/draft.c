@@ -13,7 +13,7 @@ const char *ez_draft_kind_name(int kind) {
     }
 }
 
-int ez_draft_kind_available(int kind) { return kind == EZ_DRAFT_NGRAM; }
+int ez_draft_kind_available(int kind) { return kind == EZ_DRAFT_NGRAM || kind == EZ_DRAFT_MODEL; }
 
 int32_t ez_drafter_open(const ez_draft_open_params *p, ez_drafter **out) {
     *out = NULL;
@@ -25,7 +25,8 @@ int32_t ez_drafter_open(const ez_draft_open_params *p, ez_drafter **out) {
     case EZ_DRAFT_MTP:
         return ez_fail(ELIZA_E_UNSUPPORTED, "draft kind 'mtp' (a Gemma 4 assistant) is not in this build");
     case EZ_DRAFT_MODEL:
-        return ez_fail(ELIZA_E_UNSUPPORTED, "draft kind 'model' is not in this build");
+        if (!p->path) return ez_fail(ELIZA_E_INVALID_ARG, "draft kind 'model' needs the draft model's path");
+        return ez_drafter_model_open(p, out);
     default: return ez_fail(ELIZA_E_INVALID_ARG, "draft kind %d is not an eliza_llm_draft_kind", (int)p->kind);
     }
 }

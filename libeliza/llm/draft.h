@@ -126,6 +126,7 @@ EZ_INTERNAL int ez_draft_kind_available(int kind);
 /* The constructors ez_drafter_open dispatches to, one per drafter file
  * (the same contract; p->kind is theirs). */
 EZ_INTERNAL int32_t ez_drafter_ngram_open(const ez_draft_open_params *p, ez_drafter **out);
+EZ_INTERNAL int32_t ez_drafter_model_open(const ez_draft_open_params *p, ez_drafter **out);
 
 /* ---- the n-gram drafter's rule, exposed for its unit test ---------------- */
 
