@@ -11,8 +11,10 @@ pinned without a model in tests/c/test_llm_spec.c."""
 from __future__ import annotations
 
 import functools
+import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -185,3 +187,18 @@ def test_capabilities_and_info_name_the_drafter() -> None:
         assert (llm.info["draft"], llm.info["draft_max_tokens"]) == ("ngram", 5)
     with eliza.LLM(tm.gguf_file("gemma3", "f32")) as llm:
         assert llm.info["draft"] == "none"
+
+
+def test_eliza_generate_draft_gives_the_same_text_and_counts_drafts(
+    run_cli: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    path = str(tm.gguf_file("gemma3", "f32"))
+    common = ("generate", path, PROMPT, "--max-tokens", "60", "--temp", "0", "--threads", "2")
+    plain = run_cli(*common)
+    spec = run_cli(*common, "--draft", "ngram", "--draft-max", "4")
+    assert plain.returncode == spec.returncode == 0, spec.stderr
+    assert spec.stdout == plain.stdout
+    assert "drafts: " in spec.stderr and "accepted" in spec.stderr
+    assert "drafts: " not in plain.stderr
+    bad = run_cli(*common, "--draft", "lookup")
+    assert bad.returncode == 1 and bad.stderr.startswith("eliza: error: ") and "draft" in bad.stderr
