@@ -194,7 +194,7 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
  * elements of 8 rows: a weight's 4 codes broadcast against it give 8
  * partial dots at once, and each block's scale product and FMA serve 8 rows
  * instead of 1. */
-#define EZ_LLM_X8_MIN_ROWS 8
+#define EZ_LLM_X8_MIN_ROWS 4
 
 /* Signed codes c (Q8_0, IQ4_NL, MXFP4) become the unsigned codes c + 128
  * (c ^ 0x80) with zero point 128: sum (c + 128) x - 128 sum x = sum c x.
