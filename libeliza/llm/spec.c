@@ -7,11 +7,16 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/platform.h"
 
-/* One more verified token's cost relative to a one-token decode pass. On
- * the 2-core machines this was built on, Gemma 3 270M Q4_K_M decodes at
- * ~88 tokens/s and prefills at ~1,000: a batch row costs ~0.09 of a pass. */
-#define SPEC_COST_PER_TOKEN 0.1
+/* One more row's cost relative to a one-row pass, where no row count near
+ * it was measured yet: Gemma 3 270M Q4_K_M at 2 threads on the 2-core Zen 5
+ * machines costs ~4x a decode pass for 8 rows, ~6x for 16. */
+#define SPEC_COST_PER_TOKEN 0.35
+/* Weight of a new measurement in the cost averages. */
+#define SPEC_COST_WEIGHT 0.25
+/* Plain rounds after which one round drafts again. */
+#define SPEC_PROBE 8
 /* Weight of the past in the acceptance counts (per round). */
 #define SPEC_DECAY 0.8
 /* The acceptance rate assumed before any round. */
@@ -20,6 +25,10 @@
 struct ez_spec {
     int32_t n_vocab, k_max, k;
     double acc_w, rej_w;          /* decayed counts of accepted and rejected drafts */
+    double pass_ns[EZ_DRAFT_MAX + 2]; /* [rows] average target pass, 0 = not measured */
+    double draft_ns;              /* average drafter time per drafted token */
+    int32_t k_probe;              /* the k of the last drafting round */
+    int32_t plain_rounds;         /* rounds without drafts in a row */
     ez_spec_stats stats;
     float *logits;                /* [k_max + 1, n_vocab] */
     int32_t *batch;               /* [k_max + 1] the pending token then the drafts */
@@ -62,11 +71,18 @@ void ez_spec_free(ez_spec *sp) {
     free(sp);
 }
 
+static void choose_k(ez_spec *sp);
+
 void ez_spec_reset(ez_spec *sp) {
     memset(&sp->stats, 0, sizeof sp->stats);
+    memset(sp->pass_ns, 0, sizeof sp->pass_ns);
+    sp->draft_ns = 0.0;
+    sp->plain_rounds = 0;
     sp->acc_w = SPEC_PRIOR_RATE;
     sp->rej_w = 1.0 - SPEC_PRIOR_RATE;
-    sp->k = ez_spec_best_k(SPEC_PRIOR_RATE, sp->k_max);
+    choose_k(sp);
+    if (sp->k == 0) sp->k = sp->k_max;
+    sp->k_probe = sp->k;
     sp->stats.k = sp->k;
 }
 
@@ -130,14 +146,14 @@ int32_t ez_spec_draw(const int32_t *ids, const float *probs, int32_t n, double u
     return ids[i];
 }
 
-int32_t ez_spec_best_k(double a, int32_t k_max) {
-    int32_t best = 1;
+int32_t ez_spec_best_k(double a, const double *cost, int32_t k_max) {
+    int32_t best = 0;
     double best_rate = 0.0;
     if (a > 0.999) a = 0.999;
     if (a < 0.0) a = 0.0;
-    for (int32_t k = 1; k <= k_max; k++) {
+    for (int32_t k = 0; k <= k_max; k++) {
         const double tokens = (1.0 - pow(a, (double)(k + 1))) / (1.0 - a);
-        const double rate = tokens / (1.0 + SPEC_COST_PER_TOKEN * (double)k);
+        const double rate = tokens / cost[k];
         if (rate > best_rate) {
             best_rate = rate;
             best = k;
@@ -146,12 +162,34 @@ int32_t ez_spec_best_k(double a, int32_t k_max) {
     return best;
 }
 
+/* The cost of a pass over n rows: measured, else scaled from the nearest
+ * measured row count, else the prior alone (in units of a one-row pass). */
+static double pass_cost(const ez_spec *sp, int32_t n) {
+    int32_t near = 0;
+    if (sp->pass_ns[n] > 0.0) return sp->pass_ns[n];
+    for (int32_t d = 1; d <= sp->k_max + 1 && !near; d++) {
+        if (n + d <= sp->k_max + 1 && sp->pass_ns[n + d] > 0.0) near = n + d;
+        else if (n - d >= 1 && sp->pass_ns[n - d] > 0.0) near = n - d;
+    }
+    if (!near) return 1.0 + SPEC_COST_PER_TOKEN * (double)(n - 1);
+    return sp->pass_ns[near] * (1.0 + SPEC_COST_PER_TOKEN * (double)(n - 1)) /
+           (1.0 + SPEC_COST_PER_TOKEN * (double)(near - 1));
+}
+
+static void choose_k(ez_spec *sp) {
+    double cost[EZ_DRAFT_MAX + 1];
+    for (int32_t k = 0; k <= sp->k_max; k++) cost[k] = pass_cost(sp, k + 1) + (double)k * sp->draft_ns;
+    sp->k = ez_spec_best_k(sp->acc_w / (sp->acc_w + sp->rej_w), cost, sp->k_max);
+    if (sp->k > 0) sp->k_probe = sp->k;
+}
+
+static void measure(double *avg, double ns) { *avg = *avg > 0.0 ? *avg + SPEC_COST_WEIGHT * (ns - *avg) : ns; }
+
 /* ---- the round --------------------------------------------------------------------- */
 
 static void adapt(ez_spec *sp, int32_t proposed, int32_t accepted) {
     sp->acc_w = SPEC_DECAY * sp->acc_w + (double)accepted;
     sp->rej_w = SPEC_DECAY * sp->rej_w + (accepted < proposed ? 1.0 : 0.0);
-    sp->k = ez_spec_best_k(sp->acc_w / (sp->acc_w + sp->rej_w), sp->k_max);
 }
 
 /* The context followed by the drafts, so row i's penalties see drafts 0..i-1. */
@@ -172,13 +210,20 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
                       const ez_draft_target *view, int32_t k_room, int32_t *out, int32_t *n_out,
                       ez_atomic_int *cancel) {
     int32_t *drafts = sp->batch + 1;
-    int32_t m = 0, a, rc;
-    const int32_t k = EZ_MIN(sp->k, k_room);
+    int32_t m = 0, a, rc, k;
+    uint64_t t0, t1;
+
+    /* Plain rounds for a while, then one that drafts to see whether that
+     * pays again. */
+    k = sp->k;
+    if (k == 0 && sp->plain_rounds >= SPEC_PROBE) k = sp->k_probe;
+    k = EZ_MIN(k, k_room);
 
     *n_out = 0;
     if (view->n_tokens < 1 || view->n_past != (int32_t)view->n_tokens - 1)
         return ez_fail(ELIZA_E_INTERNAL, "speculative round: %d cached positions for %" PRIu64 " tokens",
                        view->n_past, (uint64_t)view->n_tokens);
+    t0 = ez_time_ns();
     if (k >= 1) {
         int has_q = 0;
         rc = d->vt->propose(d, view, k, drafts, &m, NULL, &has_q, cancel);
@@ -190,7 +235,10 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
                                d->vt->name, drafts[i], sp->n_vocab);
     }
     sp->batch[0] = view->tokens[view->n_tokens - 1];
+    t1 = ez_time_ns();
     if ((rc = t->eval(t->self, sp->batch, m + 1, view->n_past, sp->logits, cancel))) return rc;
+    measure(&sp->pass_ns[m + 1], (double)(ez_time_ns() - t1));
+    if (m > 0) measure(&sp->draft_ns, (double)(t1 - t0) / (double)m);
     if ((rc = fill_history(sp, view, drafts, m))) return rc;
 
     /* Row i predicts the token after batch[i]; drafts[i] is its guess. */
@@ -214,8 +262,10 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
         sp->stats.drafted += (uint64_t)m;
         sp->stats.accepted += (uint64_t)a;
         adapt(sp, m, a);
-        sp->stats.k = sp->k;
     }
+    sp->plain_rounds = k > 0 ? 0 : sp->plain_rounds + 1;
+    choose_k(sp);
+    sp->stats.k = sp->k;
     if (d->vt->observe && (rc = d->vt->observe(d, m, out, a + 1))) return rc;
     *n_out = a + 1;
     return ELIZA_OK;

@@ -17,12 +17,17 @@
  * longest prefix that agrees with the target's argmax": speculative greedy
  * output is plain greedy output, token for token.
  *
- * k adapts to the acceptance: with a per-token acceptance rate a (an
- * exponentially weighted count of accepted drafts against rejections), a
- * round of k drafts yields (1 - a^(k+1)) / (1 - a) tokens on average and
- * costs a pass over k + 1 tokens, about 1 + SPEC_COST_PER_TOKEN * k decode
- * passes on a CPU (the weights are read once per pass); k is the value in
- * 1..k_max that gives the most tokens per unit of cost. */
+ * k adapts to the acceptance and to what passes cost: with a per-token
+ * acceptance rate a (an exponentially weighted count of accepted drafts
+ * against rejections), a round of k drafts yields (1 - a^(k+1)) / (1 - a)
+ * tokens on average; it costs the drafter's time for k tokens and a target
+ * pass over k + 1 rows, both measured as the stream runs (the cost of a
+ * pass is far from linear in its rows: the weights are read once, and the
+ * kernels change with the row count). k is the value in 0..k_max that
+ * gives the most tokens per second; k = 0 decodes plainly, and after
+ * SPEC_PROBE plain rounds one round drafts again to keep the estimates
+ * current. Row counts not measured yet are estimated from the nearest
+ * measured one as 1 + SPEC_COST_PER_TOKEN per extra row. */
 #ifndef EZ_LLM_SPEC_H
 #define EZ_LLM_SPEC_H
 
@@ -89,7 +94,9 @@ EZ_INTERNAL int32_t ez_spec_draw_residual(const int32_t *ids, const float *probs
                                           int32_t x, double u);
 /* The token drawn by u from p. */
 EZ_INTERNAL int32_t ez_spec_draw(const int32_t *ids, const float *probs, int32_t n, double u);
-/* The draft length for an acceptance rate a in [0, 1] (see above). */
-EZ_INTERNAL int32_t ez_spec_best_k(double a, int32_t k_max);
+/* The draft length in 0..k_max with the most tokens per unit of cost for
+ * an acceptance rate a in [0, 1]; cost[k] is the cost of a round of k
+ * drafts (k + 1 rows), positive. */
+EZ_INTERNAL int32_t ez_spec_best_k(double a, const double *cost, int32_t k_max);
 
 #endif /* EZ_LLM_SPEC_H */
