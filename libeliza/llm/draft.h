@@ -137,9 +137,11 @@ typedef struct {
 
 /* Prompt lookup (llama.cpp's lookup decoding, transformers' prompt-lookup
  * candidate generator): for n = ngram_max down to ngram_min, the last n
- * tokens of ctx[0..n_ctx) are searched for earlier in ctx, latest match
- * first; the tokens after the first match found (at most k_max, never past
- * the end of ctx) are the draft. Returns their count, 0 without a match. */
+ * tokens of ctx[0..n_ctx) are searched for earlier in ctx; the tokens
+ * after a match (at most k_max, never past the end of ctx) are the draft:
+ * after the latest match followed by k_max tokens, else after the one
+ * followed by the most (the latest of those). The first n with a match
+ * decides. Returns the count, 0 without a match. */
 EZ_INTERNAL int32_t ez_ngram_lookup(const ez_ngram_params *p, const int32_t *ctx, size_t n_ctx, int32_t k_max,
                                     int32_t *out);
 

@@ -22,15 +22,24 @@ int32_t ez_ngram_lookup(const ez_ngram_params *p, const int32_t *ctx, size_t n_c
     for (int32_t n = p->ngram_max; n >= p->ngram_min; n--) {
         const int32_t *suffix;
         if ((size_t)n >= n_ctx) continue;
+        size_t best = 0, best_len = 0;
         suffix = ctx + n_ctx - (size_t)n;
-        /* Latest occurrence first; the match must leave a token after it. */
+        /* Latest occurrence first, unless the context ends before k_max
+         * tokens follow it (a loop of a few tokens matches just behind
+         * the end): then the one followed by the most. */
         for (size_t i = n_ctx - (size_t)n; i-- > 0;) {
-            size_t start, len;
+            size_t len;
             if (ctx[i] != suffix[0] || memcmp(ctx + i, suffix, sizeof(int32_t) * (size_t)n) != 0) continue;
-            start = i + (size_t)n;
-            len = EZ_MIN((size_t)k_max, n_ctx - start);
-            memcpy(out, ctx + start, sizeof(int32_t) * len);
-            return (int32_t)len;
+            len = EZ_MIN((size_t)k_max, n_ctx - i - (size_t)n);
+            if (len > best_len) {
+                best = i + (size_t)n;
+                best_len = len;
+            }
+            if (len == (size_t)k_max) break;
+        }
+        if (best_len) {
+            memcpy(out, ctx + best, sizeof(int32_t) * best_len);
+            return (int32_t)best_len;
         }
     }
     return 0;

@@ -52,6 +52,15 @@ static void test_ngram_clips_and_misses(void) {
     CHECK(ez_ngram_lookup(&p, none, 5, 8, out) == 0);
     CHECK(ez_ngram_lookup(&p, one, 1, 8, out) == 0);
     {
+        /* A loop: the latest match of "7 7" is just behind the end (one token
+         * follows it); an earlier one gives the whole draft. */
+        const int32_t loop[] = {7, 7, 7, 7, 7, 7};
+        n = ez_ngram_lookup(&p, loop, 6, 3, out);
+        CHECK_MSG(n == 3 && out[0] == 7 && out[2] == 7, "n=%d", n);
+        n = ez_ngram_lookup(&p, loop, 6, 8, out);
+        CHECK_MSG(n == 3, "n=%d: the longest continuation of '7 7 7' has 3 tokens", n);
+    }
+    {
         /* Bigram needed: a lone repeated token does not count with ngram_min 2. */
         const int32_t ctx3[] = {9, 5, 1, 2, 9};
         CHECK(ez_ngram_lookup(&p, ctx3, 5, 8, out) == 0);
@@ -260,7 +269,7 @@ static void test_spec_greedy_equals_plain_with_rejections_everywhere(void) {
             CHECK_MSG(memcmp(plain, spec, sizeof plain) == 0, "k=%d period=%d: speculative greedy differs", k, period);
             CHECK_MSG(f.max_batch <= k + 1, "a pass of %d tokens for k=%d", f.max_batch, k);
             if (period == 0)
-                CHECK_MSG(f.evals <= N / (k + 1) + 3, "k=%d, always right: %d passes for %d tokens", k, f.evals, N);
+                CHECK_MSG(f.evals <= N / 2, "k=%d, always right: %d passes for %d tokens", k, f.evals, N);
             CHECK_MSG(o.observed == N - 1, "observed %d tokens", o.observed);
         }
     }
