@@ -23,7 +23,7 @@
 #define SPEC_PRIOR_RATE 0.6
 
 struct ez_spec {
-    int32_t n_vocab, k_max, k;
+    int32_t n_vocab, n_embd, k_max, k;
     double acc_w, rej_w;          /* decayed counts of accepted and rejected drafts */
     double pass_ns[EZ_DRAFT_MAX + 2]; /* [rows] average target pass, 0 = not measured */
     double draft_ns;              /* average drafter time per drafted token */
@@ -34,11 +34,13 @@ struct ez_spec {
     int32_t *batch;               /* [k_max + 1] the pending token then the drafts */
     int32_t *ids;                 /* [n_vocab] the target distribution of one row */
     float *probs;                 /* [n_vocab] */
+    float *hidden;                /* [k_max + 1, n_embd] with want_hidden, else NULL */
+    const float *last_hidden;     /* the row of hidden that produced the last token */
     int32_t *hist;                /* the context and the drafts, for the penalties */
     size_t cap_hist;
 };
 
-int32_t ez_spec_create(int32_t n_vocab, int32_t k_max, ez_spec **out) {
+int32_t ez_spec_create(int32_t n_vocab, int32_t n_embd, int32_t k_max, int want_hidden, ez_spec **out) {
     ez_spec *sp;
     *out = NULL;
     if (k_max < 1 || k_max > EZ_DRAFT_MAX)
@@ -47,12 +49,14 @@ int32_t ez_spec_create(int32_t n_vocab, int32_t k_max, ez_spec **out) {
     sp = (ez_spec *)calloc(1, sizeof *sp);
     if (!sp) return ez_fail(ELIZA_E_NOMEM, "out of memory for speculative decoding");
     sp->n_vocab = n_vocab;
+    sp->n_embd = n_embd;
     sp->k_max = k_max;
     sp->logits = (float *)malloc(sizeof(float) * (size_t)(k_max + 1) * (size_t)n_vocab);
     sp->batch = (int32_t *)malloc(sizeof(int32_t) * (size_t)(k_max + 1));
     sp->ids = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_vocab);
     sp->probs = (float *)malloc(sizeof(float) * (size_t)n_vocab);
-    if (!sp->logits || !sp->batch || !sp->ids || !sp->probs) {
+    if (want_hidden) sp->hidden = (float *)malloc(sizeof(float) * (size_t)(k_max + 1) * (size_t)EZ_MAX(n_embd, 1));
+    if (!sp->logits || !sp->batch || !sp->ids || !sp->probs || (want_hidden && !sp->hidden)) {
         ez_spec_free(sp);
         return ez_fail(ELIZA_E_NOMEM, "out of memory for %d rows of draft logits", k_max + 1);
     }
@@ -68,6 +72,7 @@ void ez_spec_free(ez_spec *sp) {
     free(sp->ids);
     free(sp->probs);
     free(sp->hist);
+    free(sp->hidden);
     free(sp);
 }
 
@@ -76,6 +81,7 @@ static void choose_k(ez_spec *sp);
 void ez_spec_reset(ez_spec *sp) {
     memset(&sp->stats, 0, sizeof sp->stats);
     memset(sp->pass_ns, 0, sizeof sp->pass_ns);
+    sp->last_hidden = NULL;
     sp->draft_ns = 0.0;
     sp->plain_rounds = 0;
     sp->acc_w = SPEC_PRIOR_RATE;
@@ -87,6 +93,8 @@ void ez_spec_reset(ez_spec *sp) {
 }
 
 ez_spec_stats ez_spec_get_stats(const ez_spec *sp) { return sp->stats; }
+int ez_spec_wants_hidden(const ez_spec *sp) { return sp->hidden != NULL; }
+const float *ez_spec_last_hidden(const ez_spec *sp) { return sp->last_hidden; }
 
 /* ---- rules ------------------------------------------------------------------------- */
 
@@ -236,7 +244,7 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
     }
     sp->batch[0] = view->tokens[view->n_tokens - 1];
     t1 = ez_time_ns();
-    if ((rc = t->eval(t->self, sp->batch, m + 1, view->n_past, sp->logits, cancel))) return rc;
+    if ((rc = t->eval(t->self, sp->batch, m + 1, view->n_past, sp->logits, sp->hidden, cancel))) return rc;
     measure(&sp->pass_ns[m + 1], (double)(ez_time_ns() - t1));
     if (m > 0) measure(&sp->draft_ns, (double)(t1 - t0) / (double)m);
     if ((rc = fill_history(sp, view, drafts, m))) return rc;
@@ -257,6 +265,7 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
         break;
     }
     if (t->rewind && (rc = t->rewind(t->self, view->n_past + a + 1))) return rc;
+    if (sp->hidden) sp->last_hidden = sp->hidden + (size_t)a * (size_t)sp->n_embd;
     if (m > 0) {
         sp->stats.rounds++;
         sp->stats.drafted += (uint64_t)m;

@@ -42,8 +42,10 @@ typedef struct {
     int32_t n_vocab;
     /* Evaluates tokens[0..n) at positions pos0 .. pos0 + n - 1 after the
      * cached positions 0 .. pos0 - 1 and writes all n logits rows,
-     * [n, n_vocab]; polls cancel (ELIZA_E_CANCELLED). */
-    int32_t (*eval)(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, ez_atomic_int *cancel);
+     * [n, n_vocab], and (hidden not NULL) the n hidden states after the
+     * final norm, [n, n_embd]; polls cancel (ELIZA_E_CANCELLED). */
+    int32_t (*eval)(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, float *hidden,
+                    ez_atomic_int *cancel);
     /* Keeps the first n_keep positions of the cache; NULL when evaluating
      * over the stale positions later is all a rewind needs. */
     int32_t (*rewind)(void *self, int32_t n_keep);
@@ -59,8 +61,14 @@ typedef struct {
 typedef struct ez_spec ez_spec;
 
 /* k_max: 1 .. EZ_DRAFT_MAX drafts per round (ELIZA_E_INVALID_ARG
- * otherwise). */
-EZ_INTERNAL int32_t ez_spec_create(int32_t n_vocab, int32_t k_max, ez_spec **out);
+ * otherwise). want_hidden: keep the target's hidden states ([n_embd] per
+ * row) for a drafter that reads them (MTP). */
+EZ_INTERNAL int32_t ez_spec_create(int32_t n_vocab, int32_t n_embd, int32_t k_max, int want_hidden, ez_spec **out);
+EZ_INTERNAL int ez_spec_wants_hidden(const ez_spec *sp);
+/* With want_hidden, after a round: the hidden state of the row that
+ * produced the round's last token ([n_embd], valid until the next round);
+ * else NULL. */
+EZ_INTERNAL const float *ez_spec_last_hidden(const ez_spec *sp);
 EZ_INTERNAL void ez_spec_free(ez_spec *sp);
 EZ_INTERNAL void ez_spec_reset(ez_spec *sp);
 EZ_INTERNAL ez_spec_stats ez_spec_get_stats(const ez_spec *sp);

@@ -161,11 +161,13 @@ typedef struct {
 
 static int32_t fake_next(int32_t t, int32_t pos) { return (3 * t + pos) % TV; }
 
-static int32_t fake_eval(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits,
+static int32_t fake_eval(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, float *hidden,
                          ez_atomic_int *cancel) {
     fake_target *f = (fake_target *)self;
     const uint64_t until = ez_time_ns() + 8000u + 800u * (uint64_t)n;
     if (cancel && ez_atomic_int_load(cancel)) return ELIZA_E_CANCELLED;
+    /* The "hidden state" of a row: its position. */
+    for (int32_t i = 0; hidden && i < n; i++) hidden[i] = (float)(pos0 + i);
     /* A model's cost: mostly reading the weights once per pass (the loop
      * measures passes to choose its draft length). */
     while (ez_time_ns() < until) continue;
@@ -194,6 +196,10 @@ static int32_t oracle_propose(ez_drafter *d, const ez_draft_target *t, int32_t k
                               float *q, int *has_q, ez_atomic_int *cancel) {
     oracle_drafter *o = (oracle_drafter *)d;
     int32_t tok = t->tokens[t->n_tokens - 1];
+    /* After the first round: the hidden state of the row that produced the
+     * pending token, at position n_past - 1. */
+    if (t->hidden) CHECK_MSG(t->hidden[0] == (float)(t->n_past - 1), "hidden of position %g at n_past %d",
+                             (double)t->hidden[0], t->n_past);
     (void)q;
     (void)cancel;
     *has_q = 0;
@@ -235,17 +241,17 @@ static int32_t generate(ez_drafter *d, int32_t k_max, float temperature, uint64_
     float logits[TV];
     int32_t len = 1, rc = ELIZA_OK;
     toks[0] = 1;
-    if (d) CHECK_RC(ez_spec_create(TV, k_max, &sp), ELIZA_OK);
+    if (d) CHECK_RC(ez_spec_create(TV, 1, k_max, 1, &sp), ELIZA_OK);
     while (len < n && rc == ELIZA_OK) {
         if (!d) {
-            rc = fake_eval(f, &toks[len - 1], 1, len - 1, logits, NULL);
+            rc = fake_eval(f, &toks[len - 1], 1, len - 1, logits, NULL, NULL);
             toks[len] = ez_sampler_sample(smp, logits, toks, (size_t)len);
             len++;
             continue;
         }
         {
             int32_t out[EZ_DRAFT_MAX + 1], n_out = 0;
-            ez_draft_target view = {toks, (size_t)len, len - 1, NULL, NULL};
+            ez_draft_target view = {toks, (size_t)len, len - 1, ez_spec_last_hidden(sp), NULL};
             rc = ez_spec_round(sp, &t, d, smp, &view, n - len - 1, out, &n_out, NULL);
             for (int32_t i = 0; i < n_out && len < n; i++) toks[len++] = out[i];
         }
@@ -305,7 +311,7 @@ static void test_spec_cancel_during_verification_appends_nothing(void) {
     ez_sampler *smp = make_sampler(0.0f, 0);
     ez_spec *sp = NULL;
     ez_atomic_int_store(&cancel, 0);
-    CHECK_RC(ez_spec_create(TV, 4, &sp), ELIZA_OK);
+    CHECK_RC(ez_spec_create(TV, 1, 4, 0, &sp), ELIZA_OK);
     CHECK_RC(ez_spec_round(sp, &t, &o.base, smp, &view, 8, out, &n_out, &cancel), ELIZA_E_CANCELLED);
     CHECK(n_out == 0 && f.evals == 0 && o.observed == 0);
     ez_spec_free(sp);
@@ -314,10 +320,10 @@ static void test_spec_cancel_during_verification_appends_nothing(void) {
 
 static void test_spec_bad_k_refused(void) {
     ez_spec *sp = (ez_spec *)1;
-    CHECK_RC(ez_spec_create(TV, 0, &sp), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_spec_create(TV, 1, 0, 0, &sp), ELIZA_E_INVALID_ARG);
     CHECK(sp == NULL);
-    CHECK_RC(ez_spec_create(TV, EZ_DRAFT_MAX + 1, &sp), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_spec_create(TV, -3, &sp), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_spec_create(TV, 1, EZ_DRAFT_MAX + 1, 0, &sp), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_spec_create(TV, 1, -3, 0, &sp), ELIZA_E_INVALID_ARG);
 }
 
 int main(void) {
