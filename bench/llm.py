@@ -5,6 +5,7 @@ same thread count, in one run.
     python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2]
                         [--prefill 256] [--decode 128] [--rounds 3] [--kv-type f32]
                         [--kv-type-v T] [--decode-context N]
+    python bench/llm.py --draft ngram ...   speculative decoding: bench/llm_draft.py
 
 Measures, for each engine in its own process (so peak RSS is its own):
   prefill  tokens/s evaluating a PREFILL-token prompt (logits of the last
@@ -220,6 +221,11 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> int:
+    if any(a == "--draft" or a.startswith("--draft=") for a in sys.argv[1:]):
+        sys.path.insert(0, str(REPO / "bench"))
+        import llm_draft  # type: ignore[import-not-found]
+
+        return int(llm_draft.main(sys.argv[1:]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=2)

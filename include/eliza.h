@@ -185,7 +185,34 @@ typedef struct eliza_llm_params {
                               * values unless kv_type_v says otherwise); 0 = F32 */
     uint32_t kv_type_v;      /* eliza_llm_kv_type of the cached values, or
                               * ELIZA_LLM_KV_AS_K (the default): kv_type's */
+    uint32_t draft_kind;     /* eliza_llm_draft_kind: speculative decoding of
+                              * every stream of the handle; default NONE */
+    int32_t draft_max_tokens; /* the most tokens one round drafts (the loop
+                              * adapts below it); 1 .. ELIZA_LLM_DRAFT_MAX
+                              * and below n_batch; default 8 */
+    const char *draft_path;  /* the draft model's (MODEL) or the MTP
+                              * assistant's (MTP) GGUF; NULL otherwise */
 } eliza_llm_params;
+
+/* Who drafts the tokens a speculative stream verifies in one batched pass
+ * of the model. Greedy output is token for token the output without a
+ * drafter; with sampling the output has the same distribution (the
+ * speculative-sampling acceptance rule), not the same tokens for a seed.
+ * eliza_capabilities_json()'s "llm_drafters" lists the kinds this build
+ * has; another kind is ELIZA_E_UNSUPPORTED at open. */
+typedef enum eliza_llm_draft_kind {
+    ELIZA_LLM_DRAFT_NONE = 0,
+    ELIZA_LLM_DRAFT_NGRAM = 1,   /* prompt lookup: what followed the latest
+                                  * earlier occurrence of the last 3, 2 or 1
+                                  * tokens (prompt and text so far); any model */
+    ELIZA_LLM_DRAFT_MTP = 2,     /* a Gemma 4 assistant (multi-token
+                                  * prediction over the model's own state) */
+    ELIZA_LLM_DRAFT_MODEL = 3    /* a separate small model with the same
+                                  * vocabulary (ELIZA_E_INVALID_ARG naming
+                                  * both sizes otherwise) */
+} eliza_llm_draft_kind;
+
+#define ELIZA_LLM_DRAFT_MAX 64
 
 /* How the KV cache stores keys and values. The block types hold 32 values
  * per block and need a head size that is a multiple of 32 (else
@@ -326,7 +353,10 @@ typedef struct eliza_llm_stats {
     double prefill_ms;
     double decode_ms;
     double prefill_tokens_per_s;
-    double decode_tokens_per_s;
+    double decode_tokens_per_s;  /* generated tokens per second of decoding */
+    uint32_t draft_tokens;       /* drafted tokens the model verified */
+    uint32_t draft_accepted;     /* of them accepted */
+    uint32_t draft_rounds;       /* verification passes with drafts */
 } eliza_llm_stats;
 
 /* Tokenizes the prompt and prepares generation; the prompt itself is

@@ -9,6 +9,7 @@
 #include "core/quant.h"
 #include "core/strbuf.h"
 #include "gpu/gpu.h"
+#include "llm/draft.h"
 
 #ifndef ELIZA_VERSION_STRING
 #define ELIZA_VERSION_STRING "0.0.0"
@@ -120,6 +121,13 @@ static const char *build_capabilities(void) {
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
     ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": true, \"diarization\": true}");
+    ez_sb_puts(&sb, ", \"llm_drafters\": [");
+    for (int k = EZ_DRAFT_NONE + 1, first = 1; k < EZ_DRAFT_COUNT; k++) {
+        if (!ez_draft_kind_available(k)) continue;
+        ez_sb_printf(&sb, "%s\"%s\"", first ? "" : ", ", ez_draft_kind_name(k));
+        first = 0;
+    }
+    ez_sb_puts(&sb, "]");
     ez_sb_printf(&sb, ", \"espeak_ng\": %s, ", espeak_ng_loadable() ? "true" : "false");
     ez_gpu_append_capabilities(&sb);
     ez_sb_puts(&sb, "}");

@@ -16,13 +16,15 @@
  * (see the coverage check below). */
 #define ELIZA_PUBLIC_STRUCTS(S)                                                                  \
     S(eliza_gguf_info_params, F(struct_size) F(max_array_items) F(include_tensors) F(reserved))  \
-    S(eliza_llm_params, F(struct_size) F(n_threads) F(context_size) F(n_batch) F(kv_type) F(kv_type_v))                 \
+    S(eliza_llm_params, F(struct_size) F(n_threads) F(context_size) F(n_batch) F(kv_type) F(kv_type_v) \
+      F(draft_kind) F(draft_max_tokens) F(draft_path))                                            \
     S(eliza_llm_stream_config, F(struct_size) F(flags) F(prompt) F(max_tokens) F(temperature)     \
       F(top_k) F(top_p) F(min_p) F(repeat_penalty) F(repeat_last_n) F(seed) F(stop) F(n_stop)    \
       F(context_size))                                                                            \
     S(eliza_llm_piece, F(struct_size) F(token) F(text) F(text_len))                               \
     S(eliza_llm_stats, F(struct_size) F(prompt_tokens) F(generated_tokens) F(stop_reason)         \
-      F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s))                 \
+      F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s) F(draft_tokens)   \
+      F(draft_accepted) F(draft_rounds))                                                          \
     S(eliza_chat_message, F(role) F(content))                                                     \
     S(eliza_tts_params, F(struct_size) F(n_threads) F(espeak_library) F(espeak_data) F(language)) \
     S(eliza_tts_config, F(struct_size) F(text) F(voice) F(speed) F(flags) F(seed) F(language))    \

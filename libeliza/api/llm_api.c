@@ -15,6 +15,7 @@
 #include "core/strbuf.h"
 #include "llm/chat.h"
 #include "llm/check.h"
+#include "llm/draft.h"
 #include "llm/kv.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
@@ -26,6 +27,7 @@
 #define MAX_CONTEXT (1 << 24)
 #define MAX_BATCH (1 << 16)
 #define MAX_STOP_STRINGS 64
+#define DEFAULT_DRAFT_MAX 8
 
 /* Does `field` lie inside the caller's struct (struct_size bytes)? A
  * struct_size too small for the first field after it is ELIZA_E_ABI; fields
@@ -41,6 +43,8 @@ struct eliza_llm {
     int32_t n_ctx, n_batch, n_threads;
     eliza_llm_stream *stream;   /* the open stream, if any */
     ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
+    ez_drafter *drafter;        /* speculative decoding of the streams, or NULL */
+    int32_t draft_max;          /* the most tokens a round drafts */
 };
 
 struct eliza_llm_stream {
@@ -61,6 +65,9 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->n_batch = 0;
     params->kv_type = ELIZA_LLM_KV_F32;
     params->kv_type_v = ELIZA_LLM_KV_AS_K;
+    params->draft_kind = ELIZA_LLM_DRAFT_NONE;
+    params->draft_max_tokens = DEFAULT_DRAFT_MAX;
+    params->draft_path = NULL;
 }
 
 static void detach_stream(eliza_llm_stream *s);
@@ -70,6 +77,7 @@ void eliza_llm_close(eliza_llm *llm) {
     /* A stream left open must not reach a freed model: it fails with
      * ELIZA_E_STATE from here on, and closes as usual. */
     if (llm->stream) detach_stream(llm->stream);
+    ez_drafter_free(llm->drafter);
     ez_llm_session_free(llm->session);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
@@ -90,6 +98,9 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     if (FITS(in, eliza_llm_params, kv_type)) p->kv_type = in->kv_type;
     p->kv_type_v = p->kv_type;
     if (FITS(in, eliza_llm_params, kv_type_v) && in->kv_type_v != ELIZA_LLM_KV_AS_K) p->kv_type_v = in->kv_type_v;
+    if (FITS(in, eliza_llm_params, draft_kind)) p->draft_kind = in->draft_kind;
+    if (FITS(in, eliza_llm_params, draft_max_tokens)) p->draft_max_tokens = in->draft_max_tokens;
+    if (FITS(in, eliza_llm_params, draft_path)) p->draft_path = in->draft_path;
     if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", p->n_threads);
     if (p->context_size > MAX_CONTEXT)
         return ez_fail(ELIZA_E_INVALID_ARG, "context_size %" PRIu32 " is above %d", p->context_size, MAX_CONTEXT);
@@ -99,6 +110,13 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
         return ez_fail(ELIZA_E_INVALID_ARG, "kv_type %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type);
     if (p->kv_type_v > ELIZA_LLM_KV_TBQ3_0)
         return ez_fail(ELIZA_E_INVALID_ARG, "kv_type_v %" PRIu32 " is not an eliza_llm_kv_type", p->kv_type_v);
+    if (p->draft_kind > ELIZA_LLM_DRAFT_MODEL)
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft_kind %" PRIu32 " is not an eliza_llm_draft_kind", p->draft_kind);
+    if (p->draft_kind != ELIZA_LLM_DRAFT_NONE && (p->draft_max_tokens < 1 || p->draft_max_tokens > ELIZA_LLM_DRAFT_MAX))
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d is outside 1..%d", p->draft_max_tokens,
+                       ELIZA_LLM_DRAFT_MAX);
+    if ((p->draft_kind == ELIZA_LLM_DRAFT_MODEL || p->draft_kind == ELIZA_LLM_DRAFT_MTP) && !p->draft_path)
+        return ez_fail(ELIZA_E_INVALID_ARG, "draft kind '%s' needs draft_path", ez_draft_kind_name((int)p->draft_kind));
     return ELIZA_OK;
 }
 
@@ -139,6 +157,23 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
         rc = ez_llm_session_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p.kv_type, (int)p.kv_type_v,
                                    &llm->session);
     }
+    if (rc == ELIZA_OK && p.draft_kind != ELIZA_LLM_DRAFT_NONE) {
+        ez_draft_open_params dp;
+        dp.kind = (ez_draft_kind)p.draft_kind;
+        dp.path = p.draft_path;
+        dp.target = llm->model;
+        dp.pool = llm->pool;
+        dp.n_ctx = llm->n_ctx;
+        dp.k_max = p.draft_max_tokens;
+        /* A round evaluates k + 1 tokens in one batch and rewinds past the
+         * rejected ones: the cache allows rewinds of up to n_batch. */
+        if (p.draft_max_tokens >= llm->n_batch)
+            rc = ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d needs n_batch above it (n_batch is %d)",
+                         p.draft_max_tokens, llm->n_batch);
+        else
+            rc = ez_drafter_open(&dp, &llm->drafter);
+        llm->draft_max = p.draft_max_tokens;
+    }
     if (rc) {
         ez_gguf_close(g);
         eliza_llm_close(llm);
@@ -170,6 +205,8 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
                  hp->n_swa, llm->model->tied_output ? "true" : "false",
                  ez_kv_type_name(ez_llm_session_kv_type(llm->session, 0)),
                  ez_kv_type_name(ez_llm_session_kv_type(llm->session, 1)));
+    ez_sb_printf(&sb, ", \"draft\": \"%s\", \"draft_max_tokens\": %d",
+                 llm->drafter ? ez_draft_kind_name(llm->drafter->kind) : "none", llm->drafter ? llm->draft_max : 0);
     ez_sb_printf(&sb, ", \"kv_bytes\": %" PRIu64 ", \"kv_bytes_per_token\": %" PRIu64,
                  (uint64_t)ez_llm_session_kv_bytes(llm->session),
                  (uint64_t)ez_llm_session_kv_bytes_per_token(llm->session));
@@ -424,6 +461,8 @@ int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *con
     gp.parse_special = (c.flags & ELIZA_TOKENIZE_PARSE_SPECIAL) != 0;
     gp.stop = (const char *const *)c.stop;
     gp.n_stop = c.n_stop;
+    gp.drafter = llm->drafter;
+    gp.draft_max = llm->draft_max;
 
     s = (eliza_llm_stream *)calloc(1, sizeof *s);
     if (!s) return ez_fail(ELIZA_E_NOMEM, "out of memory for a stream");
@@ -465,6 +504,9 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
     PUT(decode_ms, (double)g.decode_ns / 1e6);
     PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt * 1e9 / (double)g.prefill_ns : 0.0);
     PUT(decode_tokens_per_s, g.decode_ns ? (double)g.decode_evals * 1e9 / (double)g.decode_ns : 0.0);
+    PUT(draft_tokens, g.draft_tokens);
+    PUT(draft_accepted, g.draft_accepted);
+    PUT(draft_rounds, g.draft_rounds);
 #undef PUT
     return ELIZA_OK;
 }

@@ -156,7 +156,8 @@ typedef enum {
 typedef struct {
     ez_llm_tile_family family;
     int zero_point;   /* Q32, unsigned codes: subtracted from each code (8 for Q4_0, 16 for Q5_0) */
-    int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); no x8 kernel */
+    int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); the x8 VNNI kernels
+                       * take them as unsigned codes with zero point EZ_LLM_SIGNED_ZP */
     int wide;         /* QK: codes above 31 (Q6_K), where four maddubs sums could leave int16 */
 } ez_llm_tile_traits;
 
@@ -185,14 +186,25 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 
 /* ---- x8 kernels: eight activation rows per vector lane ------------------------------
  *
- * For the tile types with unsigned codes (Q8_0 activations) and every K-tile
- * type (Q8_K activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
+ * For the tile types with unsigned codes (Q8_0 activations), the signed ones
+ * where vpdpbusd sums (AVX-VNNI, AVX-512: see below), and every K-tile type
+ * (Q8_K activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
  * The activations are repacked once per product into groups of 8 rows whose
  * blocks interleave the rows 4 bytes at a time, so one 32-byte load holds 4
  * elements of 8 rows: a weight's 4 codes broadcast against it give 8
  * partial dots at once, and each block's scale product and FMA serve 8 rows
  * instead of 1. */
-#define EZ_LLM_X8_MIN_ROWS 8
+#define EZ_LLM_X8_MIN_ROWS 4
+
+/* Signed codes c (Q8_0, IQ4_NL, MXFP4) become the unsigned codes c + 128
+ * (c ^ 0x80) with zero point 128: sum (c + 128) x - 128 sum x = sum c x.
+ * vpdpbusd multiplies unsigned by signed bytes and sums four products into
+ * 32 bits without saturating, so this is exact there (maddubs' 16-bit sums
+ * of 255 * -128 pairs would saturate: the plain AVX2 kernels keep signed
+ * types on the tile path). */
+#define EZ_LLM_SIGNED_ZP 128
+/* codes[0..n) ^= 0x80. */
+EZ_INTERNAL void ez_llm_tile_codes_unsigned(uint8_t *codes, size_t n);
 
 typedef struct ez_llm_x8_block_s {
     int8_t q[8][8][4];   /* [4-byte group][row][byte]: one Q8_0 block of 8 rows */

@@ -356,16 +356,22 @@ static void x8k_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *
     }
 }
 
+void ez_llm_tile_codes_unsigned(uint8_t *codes, size_t n) {
+    for (size_t i = 0; i < n; i++) codes[i] ^= 0x80;
+}
+
 static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
                    int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
+    const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
+    const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)scratch;
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
         ez_llm_tile_unpack_ref(w, g0, n_rows, codes, scales);
+        if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m++) {
             const ez_llm_x8_block *xg = x + (m / 8) * nb;
             const int a = (int)(m % 8);
@@ -386,8 +392,7 @@ static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x
 ez_llm_x8_fn ez_llm_x8_ref(uint32_t w_type) {
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
     if (!tt) return NULL;
-    if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_ref;
-    return x8k_ref;
+    return tt->family == EZ_LLM_TILE_Q32 ? x8_ref : x8k_ref;
 }
 
 ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type) {

@@ -304,17 +304,20 @@ X8_KERNEL(x8_rows_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), X8_ISU
 typedef void (*x8_rows_fn)(int64_t nb, const uint8_t *codes, const float *scales, const ez_llm_x8_block *xg, int zp,
                            float out[EZ_LLM_TILE_ROWS][8]);
 
+/* Signed codes only with the VNNI rows (EZ_LLM_SIGNED_ZP). */
 static void x8_with(x8_rows_fn rows, const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M,
                     float *y, int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
+    const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
+    const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     float out[EZ_LLM_TILE_ROWS][8];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
         ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
+        if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m += 8) {
             const int n_acts = (int)EZ_MIN((int64_t)8, M - m);
             rows(nb, codes, scales, x + (m / 8) * nb, zp, out);
@@ -430,12 +433,13 @@ ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type) {
     return x8k_avx2;
 }
 
-/* VNNI only pays for the Q*_0 family: K quants need their per-16 scales in
- * 16 bits, which maddubs + madd give for free. */
+/* VNNI only pays for the Q*_0 family (and only it sums signed codes
+ * exactly): K quants need their per-16 scales in 16 bits, which maddubs +
+ * madd give for free. */
 ez_llm_x8_fn ez_llm_x8_avx2_vnni(uint32_t w_type) {
 #if EZ_LLM_HAVE_AVXVNNI
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
-    if (tt && tt->family == EZ_LLM_TILE_Q32 && !tt->is_signed) return x8_vnni;
+    if (tt && tt->family == EZ_LLM_TILE_Q32) return x8_vnni;
     return ez_llm_x8_avx2(w_type);
 #else
     (void)w_type;

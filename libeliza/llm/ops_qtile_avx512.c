@@ -1,7 +1,8 @@
 /* AVX-512 x8 kernels (see ops.h and ops_qtile_avx2.c): the AVX2 kernels'
  * scheme with two packed groups of 8 activation rows in the two halves of
  * each register, so a weight's broadcast codes serve 16 rows per
- * instruction. Q4_0 / Q5_0 sum with VNNI's vpdpbusd; the K quants keep the
+ * instruction. The Q*_0 family (signed codes shifted to unsigned, see
+ * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd; the K quants keep the
  * maddubs + madd form whose 16-bit products carry the per-16 scales.
  * Compiled with the AVX-512 flags; used at the avx512 level only. */
 #include "ops.h"
@@ -121,13 +122,15 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
                       int64_t ldy, void *scratch) {
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
-    const int zp = ez_llm_tile_traits_of(w->type)->zero_point;
+    const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
+    const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
         ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
+        if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m += 16) {
             const ez_llm_x8_block *xa = x + (m / 8) * nb, *xb = m + 8 < M ? xa + nb : xa;
             x16_rows(nb, codes, scales, xa, xb, zp, out);
@@ -157,8 +160,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
 ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
     if (!tt) return NULL;
-    if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_avx512;
-    return x8k_avx512;
+    return tt->family == EZ_LLM_TILE_Q32 ? x8_avx512 : x8k_avx512;
 }
 
 #else

@@ -183,12 +183,16 @@ static int32_t top_p_prefix(const candidate *c, int32_t n, double mx, double tot
     return n;
 }
 
-int32_t ez_sampler_sample(ez_sampler *s, float *logits, const int32_t *history, size_t n_history) {
+/* Penalties, then top-k, top-p and min-p: the candidates the draw chooses
+ * from are c[0..*n_out), mx their largest logit. Returns the argmax token
+ * when sampling is greedy (temperature <= 0), else -1. */
+static int32_t filter(ez_sampler *s, float *logits, const int32_t *history, size_t n_history, int32_t *n_out,
+                      double *mx_out) {
     const ez_sampler_params *p = &s->p;
     candidate *c = s->cand;
     int32_t n = s->n_vocab, i;
     int sorted = 0;
-    double mx, sum, cum, r;
+    double mx;
 
     repetition_penalty(s, logits, history, n_history);
     if (!(p->temperature > 0.0f)) return argmax(logits, s->n_vocab);
@@ -230,12 +234,47 @@ int32_t ez_sampler_sample(ez_sampler *s, float *logits, const int32_t *history, 
             if ((double)c[i].logit >= floor_logit) c[kept++] = c[i];
         n = kept;
     }
+    *n_out = n;
+    *mx_out = mx;
+    return -1;
+}
 
-    for (sum = 0.0, i = 0; i < n; i++) sum += exp(((double)c[i].logit - mx) / p->temperature);
+int32_t ez_sampler_sample(ez_sampler *s, float *logits, const int32_t *history, size_t n_history) {
+    const candidate *c = s->cand;
+    const float t = s->p.temperature;
+    int32_t n = 0, i;
+    double mx = 0.0, sum, cum, r;
+    const int32_t greedy = filter(s, logits, history, n_history, &n, &mx);
+
+    if (greedy >= 0) return greedy;
+    for (sum = 0.0, i = 0; i < n; i++) sum += exp(((double)c[i].logit - mx) / t);
     r = uniform01(s->rng) * sum;
     for (cum = 0.0, i = 0; i < n - 1; i++) {
-        cum += exp(((double)c[i].logit - mx) / p->temperature);
+        cum += exp(((double)c[i].logit - mx) / t);
         if (r < cum) break;
     }
     return c[i].id;
 }
+
+int32_t ez_sampler_dist(ez_sampler *s, float *logits, const int32_t *history, size_t n_history, int32_t *ids,
+                        float *probs) {
+    const candidate *c = s->cand;
+    const float t = s->p.temperature;
+    int32_t n = 0, i;
+    double mx = 0.0, sum = 0.0;
+    const int32_t greedy = filter(s, logits, history, n_history, &n, &mx);
+
+    if (greedy >= 0) {
+        ids[0] = greedy;
+        probs[0] = 1.0f;
+        return 1;
+    }
+    for (i = 0; i < n; i++) sum += exp(((double)c[i].logit - mx) / t);
+    for (i = 0; i < n; i++) {
+        ids[i] = c[i].id;
+        probs[i] = (float)(exp(((double)c[i].logit - mx) / t) / sum);
+    }
+    return n;
+}
+
+double ez_sampler_uniform(ez_sampler *s) { return uniform01(s->rng); }

@@ -32,4 +32,14 @@ EZ_INTERNAL void ez_sampler_free(ez_sampler *s);
  * history[0..n_history) are the tokens so far (prompt and generated). */
 EZ_INTERNAL int32_t ez_sampler_sample(ez_sampler *s, float *logits, const int32_t *history, size_t n_history);
 
+/* The distribution ez_sampler_sample draws from, for the speculative
+ * acceptance rule: ids[0..n) and their probabilities probs[0..n) (summing
+ * to 1), n returned; ids and probs need room for n_vocab entries. Greedy
+ * sampling gives the one argmax token with probability 1. logits are
+ * modified as by ez_sampler_sample; no random number is drawn. */
+EZ_INTERNAL int32_t ez_sampler_dist(ez_sampler *s, float *logits, const int32_t *history, size_t n_history,
+                                    int32_t *ids, float *probs);
+/* The next number of the sampler's stream, uniform in [0, 1). */
+EZ_INTERNAL double ez_sampler_uniform(ez_sampler *s);
+
 #endif /* EZ_LLM_SAMPLER_H */

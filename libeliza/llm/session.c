@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/platform.h"
 #include "core/strbuf.h"
+#include "spec.h"
 
 struct ez_llm_session {
     const ez_llm_model *m;
@@ -152,9 +153,20 @@ struct ez_llm_stream {
 
     uint64_t prefill_ns, decode_ns;
     uint32_t decode_evals;
+
+    ez_drafter *drafter;       /* speculative decoding, or NULL */
+    ez_spec *spec;
+    int32_t queue[EZ_DRAFT_MAX + 1]; /* a round's tokens not handed out yet */
+    int32_t n_queue, i_queue;
+    float *hidden;             /* MTP drafters: [n_prompt, n_embd] after the prompt,
+                                * then the spec's rows; the row that predicted the
+                                * pending token is `last_hidden` */
+    const float *last_hidden;
 };
 
 static void stream_release(ez_llm_stream *st) {
+    ez_spec_free(st->spec);
+    free(st->hidden);
     ez_sampler_free(st->sampler);
     free(st->logits);
     free(st->tokens);
@@ -207,6 +219,11 @@ int32_t ez_llm_stream_open(ez_llm_session *s, const ez_tokenizer *tok, const cha
         st->logits = (float *)malloc(sizeof(float) * (size_t)n_vocab);
         if (!st->logits) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the logits");
     }
+    if (rc == ELIZA_OK && p->drafter) {
+        st->drafter = p->drafter;
+        st->drafter->vt->reset(st->drafter);
+        rc = ez_spec_create(n_vocab, s->m->hp.n_embd, p->draft_max, p->drafter->kind == EZ_DRAFT_MTP, &st->spec);
+    }
     if (rc == ELIZA_OK)
         rc = ez_tokenize(tok, prompt, strlen(prompt), p->add_bos, p->parse_special, &ids, &n_ids);
     if (rc == ELIZA_OK && n_ids == 0) rc = ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
@@ -235,6 +252,13 @@ void ez_llm_stream_stats(const ez_llm_stream *st, ez_llm_gen_stats *out) {
     out->prefill_ns = st->prefill_ns;
     out->decode_ns = st->decode_ns;
     out->decode_evals = st->decode_evals;
+    out->draft_tokens = out->draft_accepted = out->draft_rounds = 0;
+    if (st->spec) {
+        const ez_spec_stats sp = ez_spec_get_stats(st->spec);
+        out->draft_tokens = (uint32_t)sp.drafted;
+        out->draft_accepted = (uint32_t)sp.accepted;
+        out->draft_rounds = (uint32_t)sp.rounds;
+    }
 }
 
 /* ELIZA_PROFILE=1: one log line per stream (level INFO) with its rates and
@@ -396,14 +420,65 @@ static void finish(ez_llm_stream *st, int32_t reason) {
 }
 
 /* Evaluates the prompt or the last sampled token into st->logits. */
+/* The session as the speculative loop's target. */
+static int32_t spec_eval(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, float *hidden,
+                         ez_atomic_int *cancel) {
+    ez_llm_session *s = (ez_llm_session *)self;
+    if (pos0 != ez_llm_session_n_pos(s))
+        return ez_fail(ELIZA_E_INTERNAL, "speculative pass at %d, the session holds %d positions", pos0,
+                       ez_llm_session_n_pos(s));
+    return ez_llm_session_eval(s, tokens, n, logits, 1, hidden, cancel);
+}
+
+static int32_t spec_rewind(void *self, int32_t n_keep) {
+    ez_llm_session *s = (ez_llm_session *)self;
+    return ez_llm_session_rewind(s, ez_llm_session_n_pos(s) - n_keep);
+}
+
+/* One speculative round after the last sampled token: its tokens go to the
+ * queue and are handed out one at a time like sampled ones. */
+static int32_t advance_speculative(ez_llm_stream *st) {
+    const ez_spec_target target = {st->s, st->s->m->hp.n_vocab, spec_eval, spec_rewind};
+    const int32_t n_past = ez_llm_session_n_pos(st->s);
+    int32_t room = st->n_ctx - n_past - 1, n_out = 0, rc;
+    ez_draft_target view;
+    /* Never draft past max_tokens: those tokens could not be handed out. */
+    if (st->max_tokens > 0) room = EZ_MIN(room, st->max_tokens - st->n_generated - 1);
+    view.tokens = st->tokens;
+    view.n_tokens = st->n_tokens;
+    view.n_past = n_past;
+    view.hidden = st->last_hidden;
+    view.session = st->s;
+    rc = ez_spec_round(st->spec, &target, st->drafter, st->sampler, &view, room, st->queue, &n_out, &st->cancel);
+    if (rc) return rc;
+    st->last_hidden = ez_spec_last_hidden(st->spec);
+    st->n_queue = n_out;
+    st->i_queue = 0;
+    return ELIZA_OK;
+}
+
+/* Evaluates the prompt or the last sampled token into st->logits, or runs
+ * a speculative round into the queue. */
 static int32_t advance(ez_llm_stream *st) {
     const uint64_t t0 = ez_time_ns();
     int32_t rc;
     if (st->state == STREAM_PROMPT) {
+        const int64_t n_embd = st->s->m->hp.n_embd;
         ez_llm_session_clear(st->s);
-        rc = ez_llm_session_eval(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, 0, NULL, &st->cancel);
+        if (st->spec && ez_spec_wants_hidden(st->spec)) {
+            /* An MTP drafter starts from the prompt's last hidden state. */
+            st->hidden = (float *)malloc(sizeof(float) * st->n_prompt * (size_t)n_embd);
+            if (!st->hidden) return ez_fail(ELIZA_E_NOMEM, "out of memory for the prompt's hidden states");
+        }
+        rc = ez_llm_session_eval(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, 0, st->hidden, &st->cancel);
         st->prefill_ns += ez_time_ns() - t0;
         if (rc) return rc;
+        if (st->hidden) st->last_hidden = st->hidden + (st->n_prompt - 1) * (size_t)n_embd;
+    } else if (st->spec) {
+        rc = advance_speculative(st);
+        st->decode_ns += ez_time_ns() - t0;
+        if (rc) return rc;
+        st->decode_evals += (uint32_t)st->n_queue;
     } else {
         rc = ez_llm_session_eval(st->s, &st->tokens[st->n_tokens - 1], 1, st->logits, 0, NULL, &st->cancel);
         st->decode_ns += ez_time_ns() - t0;
@@ -453,7 +528,8 @@ static int32_t generate_one(ez_llm_stream *st, ez_llm_gen_piece *piece) {
     size_t at;
     int32_t id, rc;
 
-    id = ez_sampler_sample(st->sampler, st->logits, st->tokens, st->n_tokens);
+    id = st->i_queue < st->n_queue ? st->queue[st->i_queue++]
+                                   : ez_sampler_sample(st->sampler, st->logits, st->tokens, st->n_tokens);
     if (ez_tokenizer_is_eog(st->tok, id)) {
         finish(st, ELIZA_STOP_EOS);
         return ELIZA_DONE; /* nothing of this token to show; the caller flushes */
@@ -491,6 +567,9 @@ int32_t ez_llm_stream_next(ez_llm_stream *st, ez_llm_gen_piece *piece) {
     if (st->state != STREAM_DONE && st->state != STREAM_FLUSH && ez_llm_flag_get(&st->cancel))
         return fail_stream(st, ez_fail(ELIZA_E_CANCELLED, "cancelled"));
 
+    /* The rest of a speculative round's tokens are evaluated already (all
+     * but the last, the next pending one) and need no pass. */
+    if (st->state == STREAM_EVAL && st->i_queue < st->n_queue) st->state = STREAM_SAMPLE;
     if (st->state == STREAM_EVAL && ez_llm_session_n_pos(st->s) >= st->n_ctx) finish(st, ELIZA_STOP_CONTEXT_FULL);
     if (st->state == STREAM_PROMPT || st->state == STREAM_EVAL) {
         rc = advance(st);

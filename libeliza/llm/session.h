@@ -14,6 +14,7 @@
 
 #include "core/common.h"
 #include "core/pool.h"
+#include "draft.h"
 #include "forward.h"
 #include "kv.h"
 #include "model.h"
@@ -70,6 +71,9 @@ typedef struct {
     int add_bos, parse_special;  /* how the prompt is tokenized */
     const char *const *stop;     /* stop strings, non-empty */
     uint32_t n_stop;
+    ez_drafter *drafter;         /* speculative decoding (llm/spec.h), or NULL; reset
+                                  * at open, used by this stream only while it runs */
+    int32_t draft_max;           /* the most tokens a round drafts, 1 .. EZ_DRAFT_MAX */
 } ez_llm_gen_params;
 
 typedef struct {
@@ -82,7 +86,11 @@ typedef struct {
     uint32_t n_prompt, n_generated;
     int32_t stop_reason;         /* ELIZA_STOP_* */
     uint64_t prefill_ns, decode_ns;
-    uint32_t decode_evals;       /* single-token passes of decoding */
+    uint32_t decode_evals;       /* tokens the decoding passes produced (one per
+                                  * pass without a drafter) */
+    uint32_t draft_tokens;       /* drafted tokens verified */
+    uint32_t draft_accepted;     /* of them accepted */
+    uint32_t draft_rounds;       /* verification passes with drafts */
 } ez_llm_gen_stats;
 
 /* A stream over s (which must outlive it or be detached first) with tok

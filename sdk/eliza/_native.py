@@ -86,6 +86,9 @@ class LlmParams(ctypes.Structure):
         ("n_batch", _u32),
         ("kv_type", _u32),
         ("kv_type_v", _u32),
+        ("draft_kind", _u32),
+        ("draft_max_tokens", _i32),
+        ("draft_path", _str),
     ]
 
 
@@ -133,6 +136,9 @@ class LlmStats(ctypes.Structure):
         ("decode_ms", _f64),
         ("prefill_tokens_per_s", _f64),
         ("decode_tokens_per_s", _f64),
+        ("draft_tokens", _u32),
+        ("draft_accepted", _u32),
+        ("draft_rounds", _u32),
     ]
 
 

@@ -312,6 +312,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         context_size=args.ctx,
         kv_type=args.kv_type,
         kv_type_v=args.kv_type_v,
+        draft=args.draft,
+        draft_max_tokens=args.draft_max,
     ) as llm:
         pieces = llm.stream(_read_prompt(args), _generate_options(args), stop=args.stop or ())
         for piece in pieces:
@@ -321,10 +323,16 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         out.flush()
         stats = llm.last_stats
     if stats is not None:
+        drafts = ""
+        if stats.draft_rounds:
+            drafts = (
+                f", drafts: {stats.draft_accepted} of {stats.draft_tokens} accepted "
+                f"({100 * stats.draft_acceptance:.0f}%) in {stats.draft_rounds} passes"
+            )
         print(
             f"eliza: {stats.prompt_tokens} prompt tokens ({stats.prefill_tokens_per_s:.1f} tok/s), "
             f"{stats.generated_tokens} generated ({stats.decode_tokens_per_s:.1f} tok/s), "
-            f"stop: {stats.stop_reason.name.lower()}",
+            f"stop: {stats.stop_reason.name.lower()}{drafts}",
             file=sys.stderr,
         )
     return 0
@@ -357,6 +365,7 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
     gen.add_argument("--ctx", type=int, default=0, metavar="N",
                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
     _add_kv_type_arguments(gen)
+    _add_draft_arguments(gen)
     gen.set_defaults(func=_cmd_generate)
 
 
@@ -368,6 +377,15 @@ def _add_kv_type_arguments(cmd: argparse.ArgumentParser) -> None:
                      "memory), q8_0, q4_0 (ggml blocks, Hadamard-rotated), tbq4_0, tbq3_0 (TurboQuant)")
     cmd.add_argument("--kv-type-v", choices=list(KV_TYPES), default=None,
                      help="storage of the values when it differs from --kv-type")
+
+
+def _add_draft_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--draft", metavar="KIND", default=None,
+                     help="speculative decoding (same greedy output, fewer passes over the weights): "
+                     "ngram (prompt lookup, any model), model:DRAFT.gguf (a small model with the same "
+                     "vocabulary), mtp:ASSISTANT.gguf (a Gemma 4 assistant)")
+    cmd.add_argument("--draft-max", type=int, default=8, metavar="N",
+                     help="tokens drafted per pass at most, 1..64 (default 8; adapted below it)")
 
 
 def _cmd_perplexity(args: argparse.Namespace) -> int:
@@ -441,7 +459,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     interactive = sys.stdin.isatty()
     with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type,
-             kv_type_v=args.kv_type_v) as llm:
+             kv_type_v=args.kv_type_v, draft=args.draft, draft_max_tokens=args.draft_max) as llm:
         history: list[dict[str, str]] = []
         if args.system:
             history.append({"role": "system", "content": args.system})
@@ -492,6 +510,7 @@ def _add_chat_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     chat.add_argument("--ctx", type=int, default=0, metavar="N",
                       help="context size in tokens; 0 = the model's, at most 4096 (default)")
     _add_kv_type_arguments(chat)
+    _add_draft_arguments(chat)
     chat.set_defaults(func=_cmd_chat)
 
 

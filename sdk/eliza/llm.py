@@ -85,6 +85,14 @@ class LLMStats:
     decode_ms: float
     prefill_tokens_per_s: float
     decode_tokens_per_s: float
+    draft_tokens: int = 0  # drafted tokens the model verified (speculative decoding)
+    draft_accepted: int = 0  # of them accepted
+    draft_rounds: int = 0  # verification passes with drafts
+
+    @property
+    def draft_acceptance(self) -> float:
+        """The share of drafted tokens accepted (0 without drafts)."""
+        return self.draft_accepted / self.draft_tokens if self.draft_tokens else 0.0
 
     @classmethod
     def _from_c(cls, s: LlmStats) -> LLMStats:
@@ -100,6 +108,9 @@ class LLMStats:
             decode_ms=float(s.decode_ms),
             prefill_tokens_per_s=float(s.prefill_tokens_per_s),
             decode_tokens_per_s=float(s.decode_tokens_per_s),
+            draft_tokens=int(s.draft_tokens),
+            draft_accepted=int(s.draft_accepted),
+            draft_rounds=int(s.draft_rounds),
         )
 
 
@@ -351,6 +362,26 @@ def _kv_type(name: str, what: str) -> int:
     return KV_TYPES[name]
 
 
+# eliza_llm_draft_kind
+DRAFT_KINDS = {"none": 0, "ngram": 1, "mtp": 2, "model": 3}
+
+
+def parse_draft(spec: str | None) -> tuple[int, str | None]:
+    """``draft=`` as (eliza_llm_draft_kind, path): ``None`` or ``"none"``,
+    ``"ngram"``, ``"mtp:ASSISTANT.gguf"``, ``"model:DRAFT.gguf"``."""
+    if spec is None or spec == "none":
+        return 0, None
+    kind, sep, path = spec.partition(":")
+    if kind == "ngram" and not sep:
+        return DRAFT_KINDS["ngram"], None
+    if kind in ("mtp", "model") and path:
+        return DRAFT_KINDS[kind], path
+    raise InvalidArgumentError(
+        Status.E_INVALID_ARG,
+        f"draft {spec!r} is none of 'ngram', 'mtp:ASSISTANT.gguf', 'model:DRAFT.gguf'",
+    )
+
+
 class LLM(NativeModel["_Stream"]):
     """A language model opened from one GGUF file, with its KV cache.
 
@@ -361,7 +392,13 @@ class LLM(NativeModel["_Stream"]):
     the memory, llama.cpp's default), ``"q8_0"``, ``"q4_0"`` (ggml's blocks,
     Hadamard-rotated), ``"tbq4_0"`` or ``"tbq3_0"`` (TurboQuant, 4.5 and 3.5
     bits per value); ``kv_type_v`` (None: the same) gives the values another
-    type than the keys. Use it as a context manager (or call
+    type than the keys. ``draft`` turns on speculative decoding: ``"ngram"``
+    (prompt lookup, any model), ``"model:DRAFT.gguf"`` (a small model with
+    the same vocabulary) or ``"mtp:ASSISTANT.gguf"`` (a Gemma 4 assistant),
+    drafting up to ``draft_max_tokens`` tokens per verification pass; greedy
+    output stays token for token the same, sampled output keeps its
+    distribution, and :class:`LLMStats` counts drafted and accepted tokens.
+    Use it as a context manager (or call
     :meth:`close`) to free the weights' mapping and the cache at a known
     point. One thread at a time may use it; :meth:`cancel` is the exception.
 
@@ -389,6 +426,8 @@ class LLM(NativeModel["_Stream"]):
         n_batch: int = 0,
         kv_type: str = "f32",
         kv_type_v: str | None = None,
+        draft: str | None = None,
+        draft_max_tokens: int = 8,
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
@@ -400,6 +439,10 @@ class LLM(NativeModel["_Stream"]):
         params.kv_type = _kv_type(kv_type, "kv_type")
         if kv_type_v is not None:
             params.kv_type_v = _kv_type(kv_type_v, "kv_type_v")
+        draft_kind, draft_path = parse_draft(draft)
+        params.draft_kind = draft_kind
+        params.draft_max_tokens = draft_max_tokens
+        params.draft_path = os.fsencode(draft_path) if draft_path is not None else None
         handle = ctypes.c_void_p()
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle

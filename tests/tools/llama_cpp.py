@@ -30,7 +30,8 @@ import tempfile
 from pathlib import Path
 
 VERSION = "0.3.36"
-TARGETS = ("llama-quantize", "llama-perplexity", "llama-tokenize", "llama-bench", "llama-completion")
+TARGETS = ("llama-quantize", "llama-perplexity", "llama-tokenize", "llama-bench", "llama-completion",
+           "llama-lookup")
 
 
 def cache_dir() -> Path:
