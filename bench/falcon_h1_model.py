@@ -21,13 +21,14 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "llm"))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "sdk"))
 
-SHAPE = {
+SHAPE: dict[str, Any] = {
     "hidden_size": 1024, "intermediate_size": 2048, "num_attention_heads": 8, "num_key_value_heads": 2,
     "head_dim": 64, "mamba_d_ssm": 1536, "mamba_n_heads": 24, "mamba_d_head": 64, "mamba_n_groups": 1,
     "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_rms_norm": False, "vocab_size": 32784,
