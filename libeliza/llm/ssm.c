@@ -93,8 +93,15 @@ void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, cons
                 const float *Ct = C + (int64_t)(c0 + t) * ld_bc + go, *xt = x + (int64_t)(c0 + t) * ld_x + ho;
                 float *yt = y + (int64_t)(c0 + t) * ld_y + ho;
                 const float carry = expf(cum[t]);
-                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T */
-                for (int p = 0; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
+                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T
+                 * (four state rows per read of C_t) */
+                int p = 0;
+                for (; p + 4 <= P; p += 4) {
+                    float sc[4];
+                    vo->dot4(S + (int64_t)p * N, N, Ct, N, sc);
+                    for (int r = 0; r < 4; r++) yt[p + r] = carry * sc[r] + D[h] * xt[p + r];
+                }
+                for (; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
                 /* within the chunk: sum_u<=t (C_t . B_u) exp(cum_t - cum_u) dt_u x_u */
                 for (int u = 0; u <= t; u++) m[u] = cb[t * EZ_SSM_CHUNK + u] * expf(cum[t] - cum[u]) * dth[u];
                 for (int u = 0; u <= t; u++) vo->axpy(yt, m[u], x + (int64_t)(c0 + u) * ld_x + ho, P);
@@ -103,13 +110,18 @@ void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, cons
             {
                 const float end = cum[L - 1], decay = expf(end);
                 for (int u = 0; u < L; u++) m[u] = dth[u] * expf(end - cum[u]);
-                for (int p = 0; p < P; p++) {
-                    float *Sp = S + (int64_t)p * N;
-                    for (int n = 0; n < N; n++) Sp[n] *= decay;
+                int p = 0;
+                for (int64_t i = 0; i < (int64_t)P * N; i++) S[i] *= decay;
+                for (; p + 4 <= P; p += 4) /* four state rows per read of B_u */
+                    for (int u = 0; u < L; u++) {
+                        const float *xu = x + (int64_t)(c0 + u) * ld_x + ho + p;
+                        const float w[4] = {m[u] * xu[0], m[u] * xu[1], m[u] * xu[2], m[u] * xu[3]};
+                        vo->axpy4(S + (int64_t)p * N, N, w, B + (int64_t)(c0 + u) * ld_bc + go, N);
+                    }
+                for (; p < P; p++)
                     for (int u = 0; u < L; u++)
-                        vo->axpy(Sp, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p], B + (int64_t)(c0 + u) * ld_bc + go,
-                                 N);
-                }
+                        vo->axpy(S + (int64_t)p * N, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p],
+                                 B + (int64_t)(c0 + u) * ld_bc + go, N);
             }
         }
     }
