@@ -59,21 +59,31 @@ void ez_ssm_conv(const ez_ssm_ops *ops, float *state, const float *x, int64_t ld
 
 int64_t ez_ssm_scan_work_floats(const ez_ssm_shape *s) {
     (void)s;
-    /* dt_h and cumulative a per token, the decay row of one output */
-    return 3 * (int64_t)EZ_SSM_CHUNK;
+    /* dt_h and cumulative a per token, one output's weights, and the
+     * chunk's C B^T of one group (shared by its H / G heads) */
+    return 3 * (int64_t)EZ_SSM_CHUNK + (int64_t)EZ_SSM_CHUNK * EZ_SSM_CHUNK;
 }
 
 void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, const float *x, int64_t ld_x,
                  const float *B, const float *C, int64_t ld_bc, const float *dt, int64_t ld_dt, const float *dt_bias,
                  const float *A, const float *D, float *y, int64_t ld_y, int n_tok, int h0, int h1, float *work) {
     const int P = s->head_dim, N = s->d_state, heads_per_group = s->n_head / s->n_group;
-    float *dth = work, *cum = work + EZ_SSM_CHUNK, *m = work + 2 * EZ_SSM_CHUNK;
-    for (int h = h0; h < h1; h++) {
-        const int64_t go = (int64_t)(h / heads_per_group) * N, ho = (int64_t)h * P;
-        float *S = state + ho * N; /* [P][N] */
-        for (int c0 = 0; c0 < n_tok; c0 += EZ_SSM_CHUNK) {
-            const int L = n_tok - c0 < EZ_SSM_CHUNK ? n_tok - c0 : EZ_SSM_CHUNK;
+    float *dth = work, *cum = work + EZ_SSM_CHUNK, *m = work + 2 * EZ_SSM_CHUNK, *cb = work + 3 * EZ_SSM_CHUNK;
+    for (int c0 = 0; c0 < n_tok; c0 += EZ_SSM_CHUNK) {
+        const int L = n_tok - c0 < EZ_SSM_CHUNK ? n_tok - c0 : EZ_SSM_CHUNK;
+        int cb_group = -1;
+        for (int h = h0; h < h1; h++) {
+            const int g = h / heads_per_group;
+            const int64_t go = (int64_t)g * N, ho = (int64_t)h * P;
+            float *S = state + ho * N; /* [P][N], carried from the previous chunk */
             float run = 0.0f;
+            if (g != cb_group) { /* cb[t][u] = C_t . B_u, u <= t */
+                for (int t = 0; t < L; t++)
+                    for (int u = 0; u <= t; u++)
+                        cb[t * EZ_SSM_CHUNK + u] = vo->dot(C + (int64_t)(c0 + t) * ld_bc + go,
+                                                           B + (int64_t)(c0 + u) * ld_bc + go, N);
+                cb_group = g;
+            }
             for (int t = 0; t < L; t++) {
                 dth[t] = ez_softplus(dt[(int64_t)(c0 + t) * ld_dt + h] + dt_bias[h]);
                 run += dth[t] * A[h];
@@ -83,24 +93,35 @@ void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, cons
                 const float *Ct = C + (int64_t)(c0 + t) * ld_bc + go, *xt = x + (int64_t)(c0 + t) * ld_x + ho;
                 float *yt = y + (int64_t)(c0 + t) * ld_y + ho;
                 const float carry = expf(cum[t]);
-                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T */
-                for (int p = 0; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
+                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T
+                 * (four state rows per read of C_t) */
+                int p = 0;
+                for (; p + 4 <= P; p += 4) {
+                    float sc[4];
+                    vo->dot4(S + (int64_t)p * N, N, Ct, N, sc);
+                    for (int r = 0; r < 4; r++) yt[p + r] = carry * sc[r] + D[h] * xt[p + r];
+                }
+                for (; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
                 /* within the chunk: sum_u<=t (C_t . B_u) exp(cum_t - cum_u) dt_u x_u */
-                for (int u = 0; u <= t; u++)
-                    m[u] = vo->dot(Ct, B + (int64_t)(c0 + u) * ld_bc + go, N) * expf(cum[t] - cum[u]) * dth[u];
+                for (int u = 0; u <= t; u++) m[u] = cb[t * EZ_SSM_CHUNK + u] * expf(cum[t] - cum[u]) * dth[u];
                 for (int u = 0; u <= t; u++) vo->axpy(yt, m[u], x + (int64_t)(c0 + u) * ld_x + ho, P);
             }
             /* S <- exp(cum_end) S + X^T diag(dt_u exp(cum_end - cum_u)) B */
             {
                 const float end = cum[L - 1], decay = expf(end);
                 for (int u = 0; u < L; u++) m[u] = dth[u] * expf(end - cum[u]);
-                for (int p = 0; p < P; p++) {
-                    float *Sp = S + (int64_t)p * N;
-                    for (int n = 0; n < N; n++) Sp[n] *= decay;
+                int p = 0;
+                for (int64_t i = 0; i < (int64_t)P * N; i++) S[i] *= decay;
+                for (; p + 4 <= P; p += 4) /* four state rows per read of B_u */
+                    for (int u = 0; u < L; u++) {
+                        const float *xu = x + (int64_t)(c0 + u) * ld_x + ho + p;
+                        const float w[4] = {m[u] * xu[0], m[u] * xu[1], m[u] * xu[2], m[u] * xu[3]};
+                        vo->axpy4(S + (int64_t)p * N, N, w, B + (int64_t)(c0 + u) * ld_bc + go, N);
+                    }
+                for (; p < P; p++)
                     for (int u = 0; u < L; u++)
-                        vo->axpy(Sp, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p], B + (int64_t)(c0 + u) * ld_bc + go,
-                                 N);
-                }
+                        vo->axpy(S + (int64_t)p * N, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p],
+                                 B + (int64_t)(c0 + u) * ld_bc + go, N);
             }
         }
     }

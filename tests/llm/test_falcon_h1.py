@@ -73,13 +73,32 @@ def test_falcon_h1_logits_match_transformers(variant: str) -> None:
 @pytest.mark.parametrize("variant", _variants())
 def test_falcon_h1_decode_equals_prefill(variant: str) -> None:
     # n_batch 1: every token through the recurrent step; 37: batches whose
-    # edges fall inside the SSD chunks, each starting from the carried state.
+    # edges fall inside the SSD chunks, each starting from the carried state;
+    # 319: a 319-token scan, then one step from the state it left.
     tm = _tm()
     ids = [int(i) for i in np.random.default_rng(12).integers(0, 500, 320)]
     path = tm.gguf_file(variant, "f32")
     prefill = _logits(path, ids)
-    for n_batch in (1, 37):
+    for n_batch in (1, 37, 319):
         assert float(np.abs(_logits(path, ids, n_batch) - prefill).max()) <= DECODE, n_batch
+
+
+@pytest.mark.parametrize("variant", _variants())
+def test_falcon_h1_greedy_generation_matches_transformers(variant: str) -> None:
+    # The stream: a prompt prefill (scan), then one token at a time (step);
+    # transformers generates through its own conv / SSM cache. Compared as
+    # text through libeliza's detokenizer, as test_llm_tiny does.
+    tm = _tm()
+    n_new = 24
+    with eliza.LLM(tm.gguf_file(variant, "f32"), n_threads=2) as llm:
+        prompt = "The people know the water"
+        text = llm.generate(prompt, max_tokens=n_new, temperature=0.0)
+        eos = llm.tokenize("<|end_of_text|>", add_bos=False, special=True)
+        want_ids = tm.reference_greedy(variant, llm.tokenize(prompt), n_new)
+        if eos and eos[0] in want_ids:
+            want_ids = want_ids[: want_ids.index(eos[0])]
+        want = llm.detokenize(want_ids)
+    assert text.replace("\ufffd", "") == want.replace("\ufffd", "")
 
 
 @pytest.mark.parametrize("variant", _variants())
