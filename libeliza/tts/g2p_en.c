@@ -1206,7 +1206,11 @@ static const char *punct_tag(const char *s, size_t n, int opening) {
     if (n == 3 && memcmp(s, "”", 3) == 0) return "''";
     if (n == 2 && (memcmp(s, "£", 2) == 0)) return "$";
     if (n == 3 && (memcmp(s, "€", 3) == 0)) return "$";
-    if (n >= 2 && strspn(s, ".") >= n) return ":";
+    if (n >= 2) {
+        size_t d = 0;
+        while (d < n && s[d] == '.') d++;
+        if (d == n) return ":";
+    }
     return NULL;
 }
 
