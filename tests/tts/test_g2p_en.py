@@ -249,3 +249,16 @@ def test_tts_names_a_bad_english_lexicon(tmp_path: Path, monkeypatch: pytest.Mon
         with pytest.raises(eliza.ElizaError, match=r"\$ELIZA_EN_LEXICON"):
             tts.phonemize("Hello.", lang="en-us")
         assert tts.phonemize("Hello.", lang="es")  # other languages are not affected
+
+
+def test_models_write_the_lexicon_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lexicon: Path
+) -> None:
+    from eliza import models
+
+    monkeypatch.setenv("ELIZA_MODEL_CACHE", str(tmp_path))
+    path = models.english_lexicon_path(install=False)
+    assert path == tmp_path / models.ENGLISH_LEXICON
+    assert path.read_bytes() == lexicon.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    assert models.english_lexicon_path(install=False) == path and path.stat().st_mtime_ns == mtime
