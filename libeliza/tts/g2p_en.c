@@ -1206,7 +1206,11 @@ static const char *punct_tag(const char *s, size_t n, int opening) {
     if (n == 3 && memcmp(s, "”", 3) == 0) return "''";
     if (n == 2 && (memcmp(s, "£", 2) == 0)) return "$";
     if (n == 3 && (memcmp(s, "€", 3) == 0)) return "$";
-    if (n >= 2 && strspn(s, ".") >= n) return ":";
+    if (n >= 2) {
+        size_t d = 0;
+        while (d < n && s[d] == '.') d++;
+        if (d == n) return ":";
+    }
     return NULL;
 }
 
@@ -1340,6 +1344,9 @@ static const char *tag_word(const char *w, const char *prev, const char *next, i
     static const char *const modal[] = {"to", "will", "would", "can", "could", "shall", "should", "may",
                                         "might", "must", "do", "does", "did", "'ll", "not", "n't"};
     static const char *const be[] = {"is", "was", "'s", "has", "had", "seems", "means", "sounds", "looks"};
+    static const char *const be_forms[] = {"is", "was", "are", "were", "be", "been", "am", "'m", "'re"};
+    static const char *const subjects[] = {"I", "you", "he", "she", "we", "they", "You", "He", "She", "We",
+                                           "They", "who"};
     char low[WORD_MAX];
     if (has_digit(w)) return "CD";
     to_lower(w, low);
@@ -1357,14 +1364,25 @@ static const char *tag_word(const char *w, const char *prev, const char *next, i
     if (strcmp(w, "Read") == 0 && sentence_start) return "VB"; /* an imperative */
     /* "read": past tense unless an infinitive */
     if (strcmp(low, "read") == 0) return prev && in_list(prev, modal, sizeof modal / sizeof modal[0]) ? "VB" : "VBD";
-    /* live, lives, lived: the verb unless a determiner comes before */
-    if (strcmp(low, "live") == 0 || strcmp(low, "lives") == 0 || strcmp(low, "lived") == 0)
-        return prev && in_list(prev, det, sizeof det / sizeof det[0]) ? "NN" : "VBZ";
+    /* live, lives, lived, dove: the verb unless a determiner comes before
+     * (or, for "live", a verb in -ed: "played live") */
+    if (strcmp(low, "live") == 0 || strcmp(low, "lives") == 0 || strcmp(low, "lived") == 0 ||
+        strcmp(low, "dove") == 0) {
+        if (prev && in_list(prev, det, sizeof det / sizeof det[0])) return "NN";
+        return prev && strcmp(low, "live") == 0 && ends(prev, "ed") ? "RB" : "VBZ";
+    }
     if (prev && (strcmp(prev, "please") == 0 || strcmp(prev, "Please") == 0)) return "VB";
     if (strlen(w) > 1 && eq_upper(w) && is_alpha_word(w)) return "NNP";
     for (const char *c = w + 1; *c; c++)
         if (is_upper_ascii(*c) && is_alpha_word(w)) return "NNP"; /* camelCase: macOS, iPhone */
     if (is_upper_ascii(w[0]) && !sentence_start) return "NNP";
+    /* after a form of "be": a participle or an adjective */
+    if (prev && in_list(prev, be_forms, sizeof be_forms / sizeof be_forms[0]))
+        return strcmp(low, "wound") == 0 || ends(low, "ed") ? "VBN" : "JJ";
+    /* after a subject pronoun: a verb */
+    if (prev && in_list(prev, subjects, sizeof subjects / sizeof subjects[0])) return "VBP";
+    /* an imperative: a sentence's first word before a determiner */
+    if (sentence_start && next && in_list(next, det, sizeof det / sizeof det[0])) return "VB";
     if (prev && in_list(prev, modal, sizeof modal / sizeof modal[0])) return "VB";
     if (prev && in_list(prev, det, sizeof det / sizeof det[0])) return "NN";
     return "";

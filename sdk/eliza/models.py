@@ -520,8 +520,11 @@ def english_lexicon_path(install: bool = True) -> Path | None:
         if not install:
             return None
         with tempfile.TemporaryDirectory() as tmp:
-            _pip(["download", "--no-deps", "--only-binary", ":all:", "-d", tmp, MISAKI])
-            wheel = next(Path(tmp).glob("misaki-*.whl"))
+            try:
+                _pip(["download", "--no-deps", "--only-binary", ":all:", "-d", tmp, MISAKI])
+                wheel = next(Path(tmp).glob("misaki-*.whl"))
+            except (subprocess.CalledProcessError, StopIteration):
+                return None  # offline: English goes through espeak-ng alone (the library logs it)
             with zipfile.ZipFile(wheel) as z:
 
                 def load(name: str) -> dict[str, object]:

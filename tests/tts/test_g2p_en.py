@@ -211,3 +211,54 @@ def test_english_g2p_survives_odd_text(tool: Path, lexicon: Path, tmp_path: Path
     texts += ["2" * 19 + "th", "Y2K2Y2K"]
     got = run_tool(tool, tmp_path, lexicon, "us", texts)
     assert not [g for g in got if g.startswith("ERROR")]
+
+
+TINY = HERE.parent / "data" / "kokoro_tiny.gguf"
+
+
+def test_tts_speaks_english_through_the_english_g2p(
+    lexicon: Path, monkeypatch: pytest.MonkeyPatch, golden: dict[str, Any]
+) -> None:
+    pytest.importorskip("espeakng_loader")
+    import eliza
+
+    library, data = espeak_gen.espeak_paths()
+    monkeypatch.setenv("ELIZA_EN_LEXICON", str(lexicon))
+    text, misaki = golden["cases"]["us"][1]
+    espeak_golden = json.loads((HERE / "g2p_golden.json").read_text(encoding="utf-8"))["cases"]
+    with eliza.TTS(TINY, espeak_library=library, espeak_data=data) as tts:
+        assert tts.phonemize(text, lang="en-us").replace("\n", " ") == misaki
+        # the espeak-only path is misaki's EspeakG2P, as before
+        for case in espeak_golden[:5]:
+            assert tts.phonemize(case[0], lang="espeak:en-us").replace("\n", " ") == case[1]
+        assert (
+            tts.phonemize("I read 3 books.", lang="en-gb")
+            == "\u02ccI \u0279\u02c8\u025bd \u03b8\u0279\u02c8i\u02d0 b\u02c8\u028aks."
+        )
+
+
+def test_tts_names_a_bad_english_lexicon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("espeakng_loader")
+    import eliza
+
+    library, data = espeak_gen.espeak_paths()
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + bytes(60))
+    monkeypatch.setenv("ELIZA_EN_LEXICON", str(bad))
+    with eliza.TTS(TINY, espeak_library=library, espeak_data=data) as tts:
+        with pytest.raises(eliza.ElizaError, match=r"\$ELIZA_EN_LEXICON"):
+            tts.phonemize("Hello.", lang="en-us")
+        assert tts.phonemize("Hello.", lang="es")  # other languages are not affected
+
+
+def test_models_write_the_lexicon_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lexicon: Path
+) -> None:
+    from eliza import models
+
+    monkeypatch.setenv("ELIZA_MODEL_CACHE", str(tmp_path))
+    path = models.english_lexicon_path(install=False)
+    assert path == tmp_path / models.ENGLISH_LEXICON
+    assert path.read_bytes() == lexicon.read_bytes()
+    mtime = path.stat().st_mtime_ns
+    assert models.english_lexicon_path(install=False) == path and path.stat().st_mtime_ns == mtime
