@@ -463,8 +463,9 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
     PUT(stop_reason, g.stop_reason);
     PUT(prefill_ms, (double)g.prefill_ns / 1e6);
     PUT(decode_ms, (double)g.decode_ns / 1e6);
-    PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt * 1e9 / (double)g.prefill_ns : 0.0);
+    PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt_evaluated * 1e9 / (double)g.prefill_ns : 0.0);
     PUT(decode_tokens_per_s, g.decode_ns ? (double)g.decode_evals * 1e9 / (double)g.decode_ns : 0.0);
+    PUT(prompt_evaluated, g.n_prompt_evaluated);
 #undef PUT
     return ELIZA_OK;
 }

@@ -133,6 +133,7 @@ class LlmStats(ctypes.Structure):
         ("decode_ms", _f64),
         ("prefill_tokens_per_s", _f64),
         ("decode_tokens_per_s", _f64),
+        ("prompt_evaluated", _u32),
     ]
 
 
