@@ -79,8 +79,6 @@ void ez_llm_session_free(ez_llm_session *s) {
     free(s);
 }
 
-const ez_llm_model *ez_llm_session_model(const ez_llm_session *s) { return s->m; }
-int32_t ez_llm_session_n_ctx(const ez_llm_session *s) { return s->n_ctx; }
 ez_kv_cache *ez_llm_session_cache(ez_llm_session *s) { return s->kv; }
 int ez_llm_session_kv_type(const ez_llm_session *s, int values) { return values ? s->kv_type_v : s->kv_type_k; }
 size_t ez_llm_session_kv_bytes(const ez_llm_session *s) { return s->kv->bytes; }

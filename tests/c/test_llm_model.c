@@ -1538,6 +1538,21 @@ static void test_llm_session_rewind_matches_a_fresh_session(void) {
     CHECK_RC(ez_llm_session_rewind(a, 1), ELIZA_OK);
     CHECK_RC(ez_llm_session_eval(a, other + 3, 1, lb, 0, hidden, NULL), ELIZA_OK);
     CHECK(memcmp(lh, lb, sizeof(float) * N_VOCAB) == 0);
+    /* the speculative recipe: a STATES snapshot, k = 4 drafted tokens with
+     * all their logits, restore, the accepted 2 again: what the draft's
+     * first two rows said */
+    {
+        ez_kv_snapshot *snap = NULL;
+        float *l4 = (float *)xmalloc(sizeof(float) * 4 * N_VOCAB);
+        CHECK_RC(ez_kv_snapshot_take(ez_llm_session_cache(b), EZ_KV_SNAP_STATES, &snap), ELIZA_OK);
+        CHECK_RC(ez_llm_session_eval(b, tokens, 4, l4, 1, NULL, NULL), ELIZA_OK);
+        CHECK_RC(ez_kv_snapshot_restore(ez_llm_session_cache(b), snap), ELIZA_OK);
+        CHECK(ez_llm_session_n_pos(b) == 20);
+        CHECK_RC(ez_llm_session_eval(b, tokens, 4, la, 1, NULL, NULL), ELIZA_OK);
+        CHECK(memcmp(la, l4, sizeof(float) * 4 * N_VOCAB) == 0);
+        ez_kv_snapshot_free(snap);
+        free(l4);
+    }
     /* the whole context: full, nothing evaluated */
     CHECK_RC(ez_llm_session_eval(a, tokens, 21, NULL, 0, NULL, NULL), ELIZA_E_CONTEXT_FULL);
     CHECK(ez_llm_session_n_pos(a) == 20);
