@@ -16,12 +16,14 @@
 #include "core/quant.h"
 #include "eliza.h"
 #include "check.h"
-#if defined(ELIZA_VULKAN)
 #include "core/gguf.h"
-#include "gpu/gpu.h"
-#include "llm/gpu_step.h"
+#include "llm/backend.h"
+#include "llm/forward.h"
 #include "llm/model.h"
 #include "llm/session.h"
+#if defined(ELIZA_VULKAN)
+#include "gpu/gpu.h"
+#include "llm/gpu_step.h"
 #endif
 
 static void *xmalloc(size_t n) {
