@@ -352,11 +352,16 @@ typedef struct eliza_llm_stats {
     int32_t stop_reason;         /* eliza_llm_stop_reason */
     double prefill_ms;
     double decode_ms;
-    double prefill_tokens_per_s;
-    double decode_tokens_per_s;  /* generated tokens per second of decoding */
-    uint32_t draft_tokens;       /* drafted tokens the model verified */
-    uint32_t draft_accepted;     /* of them accepted */
-    uint32_t draft_rounds;       /* verification passes with drafts */
+    double prefill_tokens_per_s;  /* of the prompt tokens evaluated */
+    double decode_tokens_per_s;   /* generated tokens per second of decoding */
+    uint32_t draft_tokens;        /* drafted tokens the model verified */
+    uint32_t draft_accepted;      /* of them accepted */
+    uint32_t draft_rounds;        /* verification passes with drafts */
+    /* The prompt tokens this stream evaluated: a prompt that begins with
+     * what the handle's cache holds (the previous stream's prompt and
+     * output, e.g. the earlier turns of a chat) evaluates only the rest;
+     * prompt_tokens - prompt_evaluated came from the cache. */
+    uint32_t prompt_evaluated;
 } eliza_llm_stats;
 
 /* Tokenizes the prompt and prepares generation; the prompt itself is

@@ -24,7 +24,7 @@
     S(eliza_llm_piece, F(struct_size) F(token) F(text) F(text_len))                               \
     S(eliza_llm_stats, F(struct_size) F(prompt_tokens) F(generated_tokens) F(stop_reason)         \
       F(prefill_ms) F(decode_ms) F(prefill_tokens_per_s) F(decode_tokens_per_s) F(draft_tokens)   \
-      F(draft_accepted) F(draft_rounds))                                                          \
+      F(draft_accepted) F(draft_rounds) F(prompt_evaluated))                                      \
     S(eliza_chat_message, F(role) F(content))                                                     \
     S(eliza_tts_params, F(struct_size) F(n_threads) F(espeak_library) F(espeak_data) F(language)) \
     S(eliza_tts_config, F(struct_size) F(text) F(voice) F(speed) F(flags) F(seed) F(language))    \

@@ -10,7 +10,6 @@
 #include "core/common.h"
 #include "core/error.h"
 #include "core/gguf.h"
-#include "core/platform.h"
 #include "core/pool.h"
 #include "core/strbuf.h"
 #include "llm/chat.h"
@@ -18,7 +17,6 @@
 #include "llm/draft.h"
 #include "llm/kv.h"
 #include "llm/model.h"
-#include "llm/sampler.h"
 #include "llm/session.h"
 #include "llm/tokenizer.h"
 
@@ -502,11 +500,12 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
     PUT(stop_reason, g.stop_reason);
     PUT(prefill_ms, (double)g.prefill_ns / 1e6);
     PUT(decode_ms, (double)g.decode_ns / 1e6);
-    PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt * 1e9 / (double)g.prefill_ns : 0.0);
+    PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt_evaluated * 1e9 / (double)g.prefill_ns : 0.0);
     PUT(decode_tokens_per_s, g.decode_ns ? (double)g.decode_evals * 1e9 / (double)g.decode_ns : 0.0);
     PUT(draft_tokens, g.draft_tokens);
     PUT(draft_accepted, g.draft_accepted);
     PUT(draft_rounds, g.draft_rounds);
+    PUT(prompt_evaluated, g.n_prompt_evaluated);
 #undef PUT
     return ELIZA_OK;
 }

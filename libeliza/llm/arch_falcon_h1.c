@@ -126,7 +126,7 @@ static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
     ssm_job job = {f, L, ez_ssm_ops_active(), {(int)H, (int)(d_in / H), (int)G, (int)N}, ssm_state, n};
     int32_t rc;
 
-    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->h, n, &in, 1))) return rc;
+    if ((rc = f->be->ops->matmul(f->be, f->h, n, &in, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_IN);
     ez_ssm_conv(job.ops, conv_state, f->ssm_zxbcdt + d_in, ld_z, L->ssm_conv1d, L->ssm_conv1d_b, f->ssm_xbc, C, n,
                 (int)C, (int)K);
@@ -143,7 +143,7 @@ static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
         memcpy(y, z, sizeof(float) * (size_t)d_in);
     }
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_SCAN);
-    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->ssm_y, n, &out, 1))) return rc;
+    if ((rc = f->be->ops->matmul(f->be, f->ssm_y, n, &out, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_OUT);
     return ELIZA_OK;
 }

@@ -3,7 +3,6 @@
 #include "forward.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +10,6 @@
 #include "ssm.h"
 #include "core/error.h"
 #include "core/platform.h"
-#include "core/quant.h"
 
 const char *ez_llm_phase_name(int phase) {
     static const char *const names[EZ_LLM_PHASE_COUNT] = {"embed",    "norm",    "qkv",      "attention", "attn_out",
@@ -35,38 +33,22 @@ static float *alloc_floats(size_t n, int32_t *rc) {
     return p;
 }
 
-int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv, int32_t n_batch, ez_llm_fwd **out) {
+int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *pool, ez_kv_cache *kv,
+                          int32_t n_batch, ez_llm_fwd **out) {
     const ez_llm_hparams *hp = &m->hp;
     const size_t nb = (size_t)n_batch;
-    int32_t rc = ELIZA_OK, max_cap = 0;
-    int quantized = 0;
+    int32_t rc = ELIZA_OK;
     ez_llm_fwd *f;
 
     *out = NULL;
     f = (ez_llm_fwd *)calloc(1, sizeof *f);
     if (!f) return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
     f->m = m;
+    f->be = be;
     f->ops = ez_llm_ops_active();
     f->pool = pool;
     f->n_batch = n_batch;
     f->kv = kv;
-    ez_llm_acts_init(&f->acts);
-    for (int il = 0; il < kv->n_layer; il++) {
-        const ez_kv_layer *L = &kv->layers[il];
-        if (!L->k) continue;
-        max_cap = EZ_MAX(max_cap, L->cap);
-        quantized |= L->fk.type != EZ_KV_F32 || L->fv.type != EZ_KV_F32;
-    }
-    f->attn.pool = pool;
-    f->attn.ops = f->ops;
-    f->attn.n_threads = ez_pool_threads(pool);
-    f->attn.n_head = hp->n_head;
-    f->attn.n_head_kv = hp->n_head_kv;
-    f->attn.head_dim = hp->head_dim;
-    f->attn.head_dim_v = hp->head_dim_v;
-    f->attn.scale = hp->attn_scale;
-    ez_attn_plan(&f->attn, max_cap, quantized);
-
     f->x = alloc_floats(nb * (size_t)hp->n_embd, &rc);
     f->h = alloc_floats(nb * (size_t)hp->n_embd, &rc);
     f->o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
@@ -77,7 +59,6 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv,
     f->gate = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     f->up = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     f->rope_cs = alloc_floats(2 * nb * (size_t)hp->n_rot, &rc);
-    f->attn.scratch = alloc_floats((size_t)f->attn.n_threads * f->attn.per_thread, &rc);
     if (hp->ssm_d_inner > 0) {
         const ez_ssm_shape sh = {hp->ssm_n_head, hp->ssm_d_inner / hp->ssm_n_head, hp->ssm_n_group, hp->ssm_d_state};
         const size_t n_conv = (size_t)hp->ssm_d_inner + 2 * (size_t)hp->ssm_n_group * (size_t)hp->ssm_d_state;
@@ -85,7 +66,7 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv,
         f->ssm_xbc = alloc_floats(nb * n_conv, &rc);
         f->ssm_y = alloc_floats(nb * (size_t)hp->ssm_d_inner, &rc);
         f->ssm_o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
-        f->ssm_work = alloc_floats((size_t)f->attn.n_threads * (size_t)ez_ssm_scan_work_floats(&sh), &rc);
+        f->ssm_work = alloc_floats((size_t)ez_pool_threads(f->pool) * (size_t)ez_ssm_scan_work_floats(&sh), &rc);
     }
     if (rc) {
         ez_llm_fwd_free(f);
@@ -107,13 +88,11 @@ void ez_llm_fwd_free(ez_llm_fwd *f) {
     ez_aligned_free(f->gate);
     ez_aligned_free(f->up);
     ez_aligned_free(f->rope_cs);
-    ez_aligned_free(f->attn.scratch);
     ez_aligned_free(f->ssm_zxbcdt);
     ez_aligned_free(f->ssm_xbc);
     ez_aligned_free(f->ssm_y);
     ez_aligned_free(f->ssm_o);
     ez_aligned_free(f->ssm_work);
-    ez_llm_acts_free(&f->acts);
     free(f);
 }
 
@@ -125,15 +104,13 @@ void ez_fwd_tick(ez_llm_fwd *f, int phase) {
     f->t = t1;
 }
 
-static void add_bias(float *y, const float *b, int64_t n_rows, int64_t n) {
-    if (!b) return;
-    for (int64_t r = 0; r < n_rows; r++)
-        for (int64_t i = 0; i < n; i++) y[r * n + i] += b[i];
+/* y[r] += b for rows of n, where the layer has a bias. */
+static void add_bias(ez_llm_fwd *f, float *y, const float *b, int64_t n_rows, int64_t n) {
+    if (b) f->be->ops->add_bias(f->be, y, b, n_rows, n);
 }
 
-static void norm_rows(const ez_llm_fwd *f, float *y, const float *x, const float *w, int64_t n_rows) {
-    const int64_t d = f->m->hp.n_embd;
-    for (int64_t r = 0; r < n_rows; r++) f->ops->rms_norm(y + r * d, x + r * d, w, d, f->m->hp.norm_eps);
+static void norm_rows(ez_llm_fwd *f, float *y, const float *x, const float *w, int64_t n_rows) {
+    f->be->ops->rms_norm(f->be, y, x, w, n_rows, f->m->hp.n_embd, f->m->hp.norm_eps);
 }
 
 void ez_fwd_norm(ez_llm_fwd *f, float *y, const float *x, const float *w, int32_t n) {
@@ -146,125 +123,69 @@ int32_t ez_fwd_qkv(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_k = (int64_t)hp->n_head_kv * hp->head_dim,
                   n_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
     ez_llm_mm qkv[3] = {{&L->wq, f->q, n_q}, {&L->wk, f->k, n_k}, {&L->wv, f->v, n_v}};
-    int32_t rc = ez_llm_matmul(f->pool, &f->acts, f->h, n, qkv, 3);
+    int32_t rc = f->be->ops->matmul(f->be, f->h, n, qkv, 3);
     if (rc) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_QKV);
-    add_bias(f->q, L->bq, n, n_q);
-    add_bias(f->k, L->bk, n, n_k);
-    add_bias(f->v, L->bv, n, n_v);
+    add_bias(f, f->q, L->bq, n, n_q);
+    add_bias(f, f->k, L->bk, n, n_k);
+    add_bias(f, f->v, L->bv, n, n_v);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
     return ELIZA_OK;
 }
 
 void ez_fwd_qk_norm(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
-    const int64_t hd = hp->head_dim;
-    for (int64_t r = 0; w_q && r < (int64_t)n * hp->n_head; r++)
-        f->ops->rms_norm(f->q + r * hd, f->q + r * hd, w_q, hd, hp->norm_eps);
-    for (int64_t r = 0; w_k && r < (int64_t)n * hp->n_head_kv; r++)
-        f->ops->rms_norm(f->k + r * hd, f->k + r * hd, w_k, hd, hp->norm_eps);
+    if (w_q) f->be->ops->rms_norm(f->be, f->q, f->q, w_q, (int64_t)n * hp->n_head, hp->head_dim, hp->norm_eps);
+    if (w_k) f->be->ops->rms_norm(f->be, f->k, f->k, w_k, (int64_t)n * hp->n_head_kv, hp->head_dim, hp->norm_eps);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
 void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
-    const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_k = (int64_t)hp->n_head_kv * hp->head_dim;
     const float *cs = f->rope_cs + (L->is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
-    for (int32_t i = 0; i < n; i++) {
-        ez_rope(f->q + i * n_q, hp->n_head, hp->head_dim, hp->n_rot, cs + (size_t)i * hp->n_rot, hp->rope_neox);
-        ez_rope(f->k + i * n_k, hp->n_head_kv, hp->head_dim, hp->n_rot, cs + (size_t)i * hp->n_rot, hp->rope_neox);
-    }
+    f->be->ops->rope(f->be, f->q, n, hp->n_head, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
+    f->be->ops->rope(f->be, f->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
 void ez_fwd_attention(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
-    const ez_llm_hparams *hp = &f->m->hp;
-    const ez_kv_layer *kv = &f->kv->layers[il];
-    const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_k = (int64_t)hp->n_head_kv * hp->head_dim,
-                  n_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    /* The cache's transforms (kv.h): new keys and values are stored
-     * transformed, queries meet them in that domain, and the output of
-     * attention is transformed back. */
-    ez_kv_rotate(f->q, (int64_t)n * n_q, kv->fk.rot);
-    if (kv->src == il) {
-        ez_kv_rotate(f->k, (int64_t)n * n_k, kv->fk.rot);
-        ez_kv_rotate(f->v, (int64_t)n * n_v, kv->fv.rot);
-        for (int32_t i = 0; i < n; i++) {
-            kv->fk.kern->store(f->k + i * n_k, ez_kv_cache_k(f->kv, il, pos0 + i), n_k);
-            kv->fv.kern->store(f->v + i * n_v, ez_kv_cache_v(f->kv, il, pos0 + i), n_v);
-        }
-    }
-    ez_attention(&f->attn, kv, f->q, f->att, n, pos0);
-    ez_kv_unrotate(f->att, (int64_t)n * hp->n_head * hp->head_dim_v, kv->fv.rot);
+    f->be->ops->attention(f->be, f->kv, il, f->q, f->k, f->v, f->att, n, pos0);
     ez_fwd_tick(f, EZ_LLM_PHASE_ATTENTION);
 }
 
 int32_t ez_fwd_attn_out(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const int64_t d = f->m->hp.n_embd;
     ez_llm_mm out = {&L->wo, f->o, d};
-    int32_t rc = ez_llm_matmul(f->pool, &f->acts, f->att, n, &out, 1);
+    int32_t rc = f->be->ops->matmul(f->be, f->att, n, &out, 1);
     if (rc) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_ATTN_OUT);
-    add_bias(f->o, L->bo, n, d);
+    add_bias(f, f->o, L->bo, n, d);
     return ELIZA_OK;
-}
-
-typedef struct {
-    const ez_llm_fwd *f;
-    int64_t n_ff;
-    int gelu;
-} act_job;
-
-static void gate_rows(void *ctx, int64_t r0, int64_t r1, int thread_index) {
-    const act_job *job = (const act_job *)ctx;
-    const ez_llm_fwd *f = job->f;
-    (void)thread_index;
-    for (int64_t r = r0; r < r1; r++) {
-        float *g = f->gate + r * job->n_ff;
-        const float *u = f->up + r * job->n_ff;
-        if (job->gelu) f->ops->gelu_tanh_mul(g, u, job->n_ff);
-        else f->ops->silu_mul(g, u, job->n_ff);
-    }
 }
 
 int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu) {
     const int64_t d = f->m->hp.n_embd, n_ff = f->m->hp.n_ff;
     ez_llm_mm gate_up[2] = {{&L->ffn_gate, f->gate, n_ff}, {&L->ffn_up, f->up, n_ff}};
     ez_llm_mm down = {&L->ffn_down, f->o, d};
-    act_job job = {f, n_ff, gelu};
     int32_t rc;
-    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->h, n, gate_up, 2))) return rc;
+    if ((rc = f->be->ops->matmul(f->be, f->h, n, gate_up, 2))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_UP);
-    add_bias(f->gate, L->b_gate, n, n_ff);
-    add_bias(f->up, L->b_up, n, n_ff);
-    ez_pool_for(f->pool, n, EZ_MAX((int64_t)1, 8192 / n_ff), gate_rows, &job);
+    add_bias(f, f->gate, L->b_gate, n, n_ff);
+    add_bias(f, f->up, L->b_up, n, n_ff);
+    f->be->ops->glu(f->be, f->gate, f->up, n, n_ff, gelu);
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_ACT);
-    if ((rc = ez_llm_matmul(f->pool, &f->acts, f->gate, n, &down, 1))) return rc;
+    if ((rc = f->be->ops->matmul(f->be, f->gate, n, &down, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_DOWN);
-    add_bias(f->o, L->b_down, n, d);
+    add_bias(f, f->o, L->b_down, n, d);
     return ELIZA_OK;
 }
 
 void ez_fwd_residual(ez_llm_fwd *f, int32_t n) {
-    const int64_t n_elems = (int64_t)n * f->m->hp.n_embd;
-    for (int64_t i = 0; i < n_elems; i++) f->x[i] += f->o[i];
+    f->be->ops->add(f->be, f->x, f->o, (int64_t)n * f->m->hp.n_embd);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
 /* ---- the pass ----------------------------------------------------------------------- */
-
-static void embed(ez_llm_fwd *f, const int32_t *tokens, int32_t n) {
-    const ez_llm_model *m = f->m;
-    const ez_llm_matrix *e = &m->tok_embd;
-    const int64_t d = m->hp.n_embd;
-    ez_dequant_fn dequant = ez_kernels(e->type)->dequant;
-    for (int32_t i = 0; i < n; i++) {
-        float *x = f->x + i * d;
-        dequant(e->data + (size_t)tokens[i] * e->row_bytes, x, d);
-        if (m->hp.embd_scale != 1.0f)
-            for (int64_t j = 0; j < d; j++) x[j] *= m->hp.embd_scale;
-    }
-}
 
 /* cos/sin of every batch position for the global (slot 0) and sliding
  * (slot 1) rope bases. */
@@ -294,10 +215,9 @@ static int32_t output(ez_llm_fwd *f, int32_t n, int all_logits, float *logits, f
     if (hidden) memcpy(hidden, f->h, sizeof(float) * (size_t)n * (size_t)d);
     if (logits) {
         const float *rows = f->h + (all_logits || !hidden ? 0 : (int64_t)(n - 1) * d);
-        if ((rc = ez_llm_matmul(f->pool, &f->acts, rows, n_rows, &proj, 1))) return rc;
-        add_bias(logits, m->output_bias, n_rows, nv);
-        if (cap > 0.0f)
-            for (int64_t i = 0; i < (int64_t)n_rows * nv; i++) logits[i] = cap * tanhf(logits[i] / cap);
+        if ((rc = f->be->ops->matmul(f->be, rows, n_rows, &proj, 1))) return rc;
+        add_bias(f, logits, m->output_bias, n_rows, nv);
+        if (cap > 0.0f) f->be->ops->softcap(f->be, logits, (int64_t)n_rows * nv, cap);
     }
     ez_fwd_tick(f, EZ_LLM_PHASE_OUTPUT);
     return ELIZA_OK;
@@ -309,7 +229,7 @@ int32_t ez_llm_forward(ez_llm_fwd *f, const int32_t *tokens, int32_t n, float *l
     int32_t rc;
     f->t = ez_time_ns();
     ez_kv_cache_begin(f->kv, n);
-    embed(f, tokens, n);
+    f->be->ops->embed(f->be, &f->m->tok_embd, tokens, n, f->m->hp.embd_scale, f->x);
     rope_tables(f, n, pos0);
     ez_fwd_tick(f, EZ_LLM_PHASE_EMBED);
     for (int il = 0; il < f->m->hp.n_layer; il++) {

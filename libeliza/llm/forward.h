@@ -11,7 +11,7 @@
 #ifndef EZ_LLM_FORWARD_H
 #define EZ_LLM_FORWARD_H
 
-#include "attention.h"
+#include "backend.h"
 #include "core/atomic.h"
 #include "core/common.h"
 #include "core/pool.h"
@@ -53,11 +53,13 @@ typedef struct {
 /* The working state of one batch of up to n_batch tokens. */
 typedef struct ez_llm_fwd {
     const ez_llm_model *m;
+    ez_llm_backend *be;     /* every step runs through it */
+    /* The host kernels and pool of the steps the seam does not cover yet
+     * (falcon-h1's Mamba2 mixer: conv, scan, gated norm). */
     const ez_llm_ops *ops;
     ez_pool *pool;
     int32_t n_batch;
     ez_kv_cache *kv;
-    ez_attn attn;
 
     float *x;               /* [n_batch, n_embd] residual stream */
     float *h;               /* [n_batch, n_embd] normed input of a sublayer */
@@ -75,16 +77,15 @@ typedef struct ez_llm_fwd {
     float *ssm_y;           /* [n_batch, d_inner] scan output */
     float *ssm_o;           /* [n_batch, n_embd] mixer output */
     float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] */
-    ez_llm_acts acts;
 
     ez_llm_profile prof;
     uint64_t t;             /* when the running phase began */
 } ez_llm_fwd;
 
-/* Buffers for batches of up to n_batch tokens over the cache kv (which
- * must outlive the result). ELIZA_E_NOMEM. */
-EZ_INTERNAL int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv, int32_t n_batch,
-                                      ez_llm_fwd **out);
+/* Buffers for batches of up to n_batch tokens over the cache kv, run by
+ * the backend be (both must outlive the result). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *pool, ez_kv_cache *kv,
+                                      int32_t n_batch, ez_llm_fwd **out);
 EZ_INTERNAL void ez_llm_fwd_free(ez_llm_fwd *f);
 
 /* Evaluates tokens[0..n) (n <= n_batch, valid ids) at the cache's next

@@ -137,8 +137,9 @@ EZ_INTERNAL void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n);
  * Snapshots. EZ_KV_SNAP_STATES copies the recurrent states and the position
  * count (cost: the state bytes; nothing for attention-only models); its
  * restore puts the states back and rewinds the rows to the mark, so it is
- * valid under the same rule as a rewind, and only while the cache has not
- * been rewound below the mark since (ELIZA_E_STATE otherwise).
+ * valid under the same rule as a rewind, and only for the latest snapshot
+ * taken and while the cache has not gone below its mark since
+ * (ELIZA_E_STATE otherwise).
  * EZ_KV_SNAP_FULL also copies every held row (cost: the held rows' bytes,
  * up to ez_kv_cache_bytes) and restores whatever happened since.
  *
@@ -182,7 +183,7 @@ typedef struct {
     int32_t n_ctx, n_batch;
     int32_t n_pos;             /* positions held */
     int32_t hi;                /* one past the highest position written since the last clear */
-    int32_t mark, mark_low;    /* the latest snapshot's n_pos, and the lowest n_pos since it */
+    int32_t mark_low;          /* the lowest n_pos since the latest snapshot */
     uint32_t generation;       /* of the latest snapshot */
     ez_kv_layer *layers;       /* [n_layer] */
     size_t bytes;              /* rows and states over all layers */

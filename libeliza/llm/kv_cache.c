@@ -249,7 +249,7 @@ int32_t ez_kv_snapshot_take(ez_kv_cache *c, int mode, ez_kv_snapshot **snap) {
         }
     }
     s->generation = ++c->generation;
-    c->mark = c->mark_low = c->n_pos;
+    c->mark_low = c->n_pos;
     return ELIZA_OK;
 }
 

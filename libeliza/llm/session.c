@@ -13,6 +13,7 @@
 struct ez_llm_session {
     const ez_llm_model *m;
     ez_kv_cache *kv;
+    ez_llm_backend *be;
     ez_llm_fwd *fwd;
     int32_t n_ctx, n_batch;
     int kv_type_k, kv_type_v;
@@ -56,7 +57,8 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
     }
     rc = ez_kv_cache_create(specs, hp->n_layer, n_ctx, n_batch, &s->kv);
     free(specs);
-    if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, pool, s->kv, n_batch, &s->fwd);
+    if (rc == ELIZA_OK) rc = ez_llm_backend_cpu_create(pool, hp, s->kv, &s->be);
+    if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, s->be, pool, s->kv, n_batch, &s->fwd);
     if (rc == ELIZA_OK) {
         s->tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_ctx);
         if (!s->tokens) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the context's tokens");
@@ -72,13 +74,12 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
 void ez_llm_session_free(ez_llm_session *s) {
     if (!s) return;
     ez_llm_fwd_free(s->fwd);
+    if (s->be) s->be->ops->free(s->be);
     ez_kv_cache_free(s->kv);
     free(s->tokens);
     free(s);
 }
 
-const ez_llm_model *ez_llm_session_model(const ez_llm_session *s) { return s->m; }
-int32_t ez_llm_session_n_ctx(const ez_llm_session *s) { return s->n_ctx; }
 ez_kv_cache *ez_llm_session_cache(ez_llm_session *s) { return s->kv; }
 int ez_llm_session_kv_type(const ez_llm_session *s, int values) { return values ? s->kv_type_v : s->kv_type_k; }
 size_t ez_llm_session_kv_bytes(const ez_llm_session *s) { return s->kv->bytes; }
@@ -114,6 +115,20 @@ int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n,
     return ELIZA_OK;
 }
 
+int32_t ez_llm_session_eval_prompt(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits,
+                                   float *hidden, ez_llm_flag *cancel, int32_t *n_reused) {
+    const int32_t held = s->kv->n_pos;
+    int32_t keep = 0, rc;
+    *n_reused = 0;
+    if (n < 1) return ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
+    while (keep < held && keep < n - 1 && s->tokens[keep] == tokens[keep]) keep++;
+    if (!ez_kv_cache_can_rewind_to(s->kv, keep)) keep = 0;
+    if (keep == 0) ez_llm_session_clear(s);
+    else if ((rc = ez_kv_cache_rewind(s->kv, held - keep))) return rc;
+    *n_reused = keep;
+    return ez_llm_session_eval(s, tokens + keep, n - keep, logits, 0, hidden, cancel);
+}
+
 /* ---- the generation stream ------------------------------------------------------------ */
 
 typedef enum {
@@ -139,6 +154,7 @@ struct ez_llm_stream {
 
     int32_t *tokens;           /* prompt then generated tokens */
     size_t n_tokens, cap_tokens, n_prompt;
+    int32_t n_reused;          /* prompt tokens the session already held */
     int32_t n_generated;
     int32_t last_text_token;   /* the last token whose text entered `pending` */
 
@@ -248,6 +264,7 @@ void ez_llm_stream_detach(ez_llm_stream *st) { st->s = NULL; }
 void ez_llm_stream_stats(const ez_llm_stream *st, ez_llm_gen_stats *out) {
     out->n_prompt = (uint32_t)st->n_prompt;
     out->n_generated = (uint32_t)st->n_generated;
+    out->n_prompt_evaluated = (uint32_t)(st->n_prompt - (size_t)st->n_reused);
     out->stop_reason = st->stop_reason;
     out->prefill_ns = st->prefill_ns;
     out->decode_ns = st->decode_ns;
@@ -269,8 +286,11 @@ static void log_profile(const ez_llm_stream *st) {
     char *line;
     if (!st->s || !ez_env_flag("ELIZA_PROFILE")) return;
     prof = ez_llm_session_profile(st->s);
-    ez_sb_printf(&sb, "llm profile: prompt %" PRIu64 " tokens in %.1f ms, %d generated, decode %.1f ms; forward ms:",
-                 (uint64_t)st->n_prompt, (double)st->prefill_ns / 1e6, st->n_generated, (double)st->decode_ns / 1e6);
+    ez_sb_printf(&sb,
+                 "llm profile: prompt %" PRIu64 " tokens (%d from the cache) in %.1f ms, %d generated, decode %.1f ms; "
+                 "forward ms:",
+                 (uint64_t)st->n_prompt, st->n_reused, (double)st->prefill_ns / 1e6, st->n_generated,
+                 (double)st->decode_ns / 1e6);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++)
         ez_sb_printf(&sb, " %s %.1f", ez_llm_phase_name(i), (double)prof->ns[i] / 1e6);
     line = ez_sb_take(&sb);
@@ -464,16 +484,16 @@ static int32_t advance(ez_llm_stream *st) {
     int32_t rc;
     if (st->state == STREAM_PROMPT) {
         const int64_t n_embd = st->s->m->hp.n_embd;
-        ez_llm_session_clear(st->s);
         if (st->spec && ez_spec_wants_hidden(st->spec)) {
             /* An MTP drafter starts from the prompt's last hidden state. */
             st->hidden = (float *)malloc(sizeof(float) * st->n_prompt * (size_t)n_embd);
             if (!st->hidden) return ez_fail(ELIZA_E_NOMEM, "out of memory for the prompt's hidden states");
         }
-        rc = ez_llm_session_eval(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, 0, st->hidden, &st->cancel);
+        rc = ez_llm_session_eval_prompt(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, st->hidden,
+                                        &st->cancel, &st->n_reused);
         st->prefill_ns += ez_time_ns() - t0;
         if (rc) return rc;
-        if (st->hidden) st->last_hidden = st->hidden + (st->n_prompt - 1) * (size_t)n_embd;
+        if (st->hidden) st->last_hidden = st->hidden + (st->n_prompt - (size_t)st->n_reused - 1) * (size_t)n_embd;
     } else if (st->spec) {
         rc = advance_speculative(st);
         st->decode_ns += ez_time_ns() - t0;

@@ -31,8 +31,7 @@ EZ_INTERNAL int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, 
                                           int kv_type_k, int kv_type_v, ez_llm_session **out);
 EZ_INTERNAL void ez_llm_session_free(ez_llm_session *s);
 
-EZ_INTERNAL const ez_llm_model *ez_llm_session_model(const ez_llm_session *s);
-EZ_INTERNAL int32_t ez_llm_session_n_ctx(const ez_llm_session *s);
+/* The cache, for snapshots (kv.h; the speculative loop's recurrent state). */
 EZ_INTERNAL ez_kv_cache *ez_llm_session_cache(ez_llm_session *s);
 /* The ez_kv_type of the keys (values = 0) or of the values. */
 EZ_INTERNAL int ez_llm_session_kv_type(const ez_llm_session *s, int values);
@@ -60,6 +59,18 @@ EZ_INTERNAL int32_t ez_llm_session_rewind(ez_llm_session *s, int32_t n);
 EZ_INTERNAL int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits,
                                         int all_logits, float *hidden, ez_llm_flag *cancel);
 
+/* Evaluates a prompt of n >= 1 tokens from position 0, reusing what the
+ * session holds: the longest common prefix of tokens and the held tokens
+ * (at most n - 1, so the last token runs and gives logits) stays, the rest
+ * is dropped and only the suffix is evaluated. Where the cache cannot go
+ * back to that prefix (a ring overwritten past it, or recurrent state), the
+ * whole prompt is evaluated again. *n_reused: the prompt tokens taken from
+ * the cache. logits: the last token's [n_vocab]; hidden: NULL, or the
+ * evaluated tokens' states after the final norm, [n - *n_reused, n_embd].
+ * Errors as eval. */
+EZ_INTERNAL int32_t ez_llm_session_eval_prompt(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits,
+                                               float *hidden, ez_llm_flag *cancel, int32_t *n_reused);
+
 /* ---- the generation stream ------------------------------------------------------------ */
 
 typedef struct ez_llm_stream ez_llm_stream;
@@ -84,6 +95,7 @@ typedef struct {
 
 typedef struct {
     uint32_t n_prompt, n_generated;
+    uint32_t n_prompt_evaluated; /* the prompt tokens this stream evaluated (the rest: a prefix the session held) */
     int32_t stop_reason;         /* ELIZA_STOP_* */
     uint64_t prefill_ns, decode_ns;
     uint32_t decode_evals;       /* tokens the decoding passes produced (one per
@@ -96,7 +108,9 @@ typedef struct {
 /* A stream over s (which must outlive it or be detached first) with tok
  * (the same lifetime). ELIZA_E_INVALID_ARG for a prompt without tokens or
  * bad stop strings, ELIZA_E_CONTEXT_FULL for a prompt longer than the
- * context, ELIZA_E_NOMEM. Nothing is evaluated before the first next. */
+ * context, ELIZA_E_NOMEM. Nothing is evaluated before the first next,
+ * which evaluates the prompt with ez_llm_session_eval_prompt (a chat turn
+ * runs only its new tokens). */
 EZ_INTERNAL int32_t ez_llm_stream_open(ez_llm_session *s, const ez_tokenizer *tok, const char *prompt,
                                        const ez_llm_gen_params *p, ez_llm_stream **out);
 /* ELIZA_OK with the next piece, ELIZA_DONE at the end (piece: token -1,

@@ -139,6 +139,7 @@ class LlmStats(ctypes.Structure):
         ("draft_tokens", _u32),
         ("draft_accepted", _u32),
         ("draft_rounds", _u32),
+        ("prompt_evaluated", _u32),
     ]
 
 

@@ -76,7 +76,9 @@ class StopReason(enum.IntEnum):
 @dataclass(frozen=True)
 class LLMStats:
     """``eliza_llm_stats`` of one stream: token counts, why it stopped, and
-    the time spent on the prompt (prefill) and on each new token (decode)."""
+    the time spent on the prompt (prefill) and on each new token (decode).
+    ``prompt_evaluated`` of the ``prompt_tokens`` ran; the rest was a prefix
+    the handle's cache already held (the earlier turns of a chat)."""
 
     prompt_tokens: int
     generated_tokens: int
@@ -85,6 +87,7 @@ class LLMStats:
     decode_ms: float
     prefill_tokens_per_s: float
     decode_tokens_per_s: float
+    prompt_evaluated: int
     draft_tokens: int = 0  # drafted tokens the model verified (speculative decoding)
     draft_accepted: int = 0  # of them accepted
     draft_rounds: int = 0  # verification passes with drafts
@@ -108,6 +111,7 @@ class LLMStats:
             decode_ms=float(s.decode_ms),
             prefill_tokens_per_s=float(s.prefill_tokens_per_s),
             decode_tokens_per_s=float(s.decode_tokens_per_s),
+            prompt_evaluated=int(s.prompt_evaluated),
             draft_tokens=int(s.draft_tokens),
             draft_accepted=int(s.draft_accepted),
             draft_rounds=int(s.draft_rounds),

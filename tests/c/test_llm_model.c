@@ -16,12 +16,14 @@
 #include "core/quant.h"
 #include "eliza.h"
 #include "check.h"
-#if defined(ELIZA_VULKAN)
 #include "core/gguf.h"
-#include "gpu/gpu.h"
-#include "llm/gpu_step.h"
+#include "llm/backend.h"
+#include "llm/forward.h"
 #include "llm/model.h"
 #include "llm/session.h"
+#if defined(ELIZA_VULKAN)
+#include "gpu/gpu.h"
+#include "llm/gpu_step.h"
 #endif
 
 static void *xmalloc(size_t n) {
@@ -1190,6 +1192,10 @@ static void test_llm_stream_cancel(void) {
         CHECK_RC(eliza_llm_logits(llm, ids, n_ids, 0, &lg, &cnt), ELIZA_OK);
         full_ns = ez_time_ns() - t0;
         eliza_free(lg);
+        /* The cache now holds the prompt, which the stream would reuse: one
+         * other token in its place, so the stream runs the whole prompt. */
+        CHECK_RC(eliza_llm_logits(llm, ids + 1, 1, 0, &lg, &cnt), ELIZA_OK);
+        eliza_free(lg);
         eliza_free(ids);
         CHECK_RC(eliza_llm_stream_open(llm, &c, &st), ELIZA_OK);
         cn.st = st;
@@ -1538,6 +1544,21 @@ static void test_llm_session_rewind_matches_a_fresh_session(void) {
     CHECK_RC(ez_llm_session_rewind(a, 1), ELIZA_OK);
     CHECK_RC(ez_llm_session_eval(a, other + 3, 1, lb, 0, hidden, NULL), ELIZA_OK);
     CHECK(memcmp(lh, lb, sizeof(float) * N_VOCAB) == 0);
+    /* the speculative recipe: a STATES snapshot, k = 4 drafted tokens with
+     * all their logits, restore, the accepted 2 again: what the draft's
+     * first two rows said */
+    {
+        ez_kv_snapshot *snap = NULL;
+        float *l4 = (float *)xmalloc(sizeof(float) * 4 * N_VOCAB);
+        CHECK_RC(ez_kv_snapshot_take(ez_llm_session_cache(b), EZ_KV_SNAP_STATES, &snap), ELIZA_OK);
+        CHECK_RC(ez_llm_session_eval(b, tokens, 4, l4, 1, NULL, NULL), ELIZA_OK);
+        CHECK_RC(ez_kv_snapshot_restore(ez_llm_session_cache(b), snap), ELIZA_OK);
+        CHECK(ez_llm_session_n_pos(b) == 20);
+        CHECK_RC(ez_llm_session_eval(b, tokens, 4, la, 1, NULL, NULL), ELIZA_OK);
+        CHECK(memcmp(la, l4, sizeof(float) * 4 * N_VOCAB) == 0);
+        ez_kv_snapshot_free(snap);
+        free(l4);
+    }
     /* the whole context: full, nothing evaluated */
     CHECK_RC(ez_llm_session_eval(a, tokens, 21, NULL, 0, NULL, NULL), ELIZA_E_CONTEXT_FULL);
     CHECK(ez_llm_session_n_pos(a) == 20);
@@ -1549,6 +1570,185 @@ done:
     free(lb);
     free(hidden);
     free(lh);
+    ref_free(&r);
+}
+
+/* Prompt-prefix reuse: a prompt that begins with what the session holds
+ * evaluates only the rest, and its logits are bit for bit those of a cold
+ * session (the suffix starts at a multiple of n_batch here, so both run the
+ * same passes). gemma3's ring (window 5 + batch 4) reaches 5 positions back:
+ * further, the whole prompt runs again; llama's global cache goes back
+ * anywhere. */
+static void test_llm_session_prompt_reuses_the_held_prefix(void) {
+    static const char *const archs[] = {"gemma3", "llama"};
+    for (size_t ia = 0; ia < 2; ia++) {
+        spec s = base_spec(archs[ia]);
+        const int ring = ia == 0;
+        ref_model r;
+        loaded l;
+        ez_llm_session *warm = NULL, *cold = NULL;
+        int32_t p1[12], p2[13], p3[14], reused = -1;
+        float *lw = (float *)xmalloc(sizeof(float) * N_VOCAB), *lc = (float *)xmalloc(sizeof(float) * N_VOCAB);
+
+        write_model(&s, &r);
+        g_rng = 99 + ia;
+        random_tokens(p1, 12);
+        memcpy(p2, p1, sizeof(int32_t) * 8);
+        random_tokens(p2 + 8, 5);
+        p2[8] = p1[8] == 5 ? 6 : 5;
+        memcpy(p3, p2, sizeof(int32_t) * 4);
+        random_tokens(p3 + 4, 10);
+        p3[4] = p2[4] == 5 ? 6 : 5;
+        if (!load_written(&l)) goto next;
+        CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 4, EZ_KV_F32, EZ_KV_F32, &warm), ELIZA_OK);
+        CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 4, EZ_KV_F32, EZ_KV_F32, &cold), ELIZA_OK);
+        if (!warm || !cold) goto next;
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p1, 12, lw, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 0);
+        /* 8 shared: 4 back from 12, inside the ring's reach */
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p2, 13, lw, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 8 && ez_llm_session_n_pos(warm) == 13);
+        CHECK_RC(ez_llm_session_eval_prompt(cold, p2, 13, lc, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 0);
+        CHECK(memcmp(lw, lc, sizeof(float) * N_VOCAB) == 0);
+        /* 4 shared: 9 back, past the ring */
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p3, 14, lw, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == (ring ? 0 : 4));
+        ez_llm_session_clear(cold);
+        CHECK_RC(ez_llm_session_eval_prompt(cold, p3, 14, lc, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 0);
+        CHECK(memcmp(lw, lc, sizeof(float) * N_VOCAB) == 0);
+        /* the same prompt again: all but its last token from the cache */
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p3, 14, lw, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 13 && ez_llm_session_n_pos(warm) == 14);
+        /* a prompt that shares nothing */
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p1 + 1, 3, lw, NULL, NULL, &reused), ELIZA_OK);
+        CHECK(reused == 0 && ez_llm_session_n_pos(warm) == 3);
+        CHECK_RC(ez_llm_session_eval_prompt(warm, p1, 0, lw, NULL, NULL, &reused), ELIZA_E_INVALID_ARG);
+    next:
+        ez_llm_session_free(warm);
+        ez_llm_session_free(cold);
+        loaded_free(&l);
+        free(lw);
+        free(lc);
+        ref_free(&r);
+    }
+}
+
+/* The backend seam: a backend that records each step and hands it to the
+ * CPU one sees the whole pass (every product, every layer's attention, the
+ * embedding and the softcap) and gives the session's logits bit for bit; a
+ * failing product fails the pass with its code and nothing is held. */
+enum { REC_EMBED, REC_MATMUL, REC_NORM, REC_BIAS, REC_ADD, REC_ROPE, REC_GLU, REC_ATTN, REC_SOFTCAP, REC_COUNT };
+
+typedef struct {
+    ez_llm_backend base;
+    ez_llm_backend *cpu;
+    int calls[REC_COUNT];
+    int32_t fail_matmul;    /* returned by every product when nonzero */
+} rec_backend;
+
+static rec_backend *rec(ez_llm_backend *be) { return (rec_backend *)be; }
+static void rec_free(ez_llm_backend *be) { (void)be; }
+static void rec_embed(ez_llm_backend *be, const ez_llm_matrix *e, const int32_t *t, int32_t n, float sc, float *x) {
+    rec(be)->calls[REC_EMBED]++;
+    rec(be)->cpu->ops->embed(rec(be)->cpu, e, t, n, sc, x);
+}
+static int32_t rec_matmul(ez_llm_backend *be, const float *x, int64_t M, const ez_llm_mm *mm, int n_mm) {
+    rec(be)->calls[REC_MATMUL]++;
+    if (rec(be)->fail_matmul) return ez_fail(rec(be)->fail_matmul, "recording backend: product refused");
+    return rec(be)->cpu->ops->matmul(rec(be)->cpu, x, M, mm, n_mm);
+}
+static void rec_norm(ez_llm_backend *be, float *y, const float *x, const float *w, int64_t r, int64_t n, float eps) {
+    rec(be)->calls[REC_NORM]++;
+    rec(be)->cpu->ops->rms_norm(rec(be)->cpu, y, x, w, r, n, eps);
+}
+static void rec_bias(ez_llm_backend *be, float *y, const float *b, int64_t r, int64_t n) {
+    rec(be)->calls[REC_BIAS]++;
+    rec(be)->cpu->ops->add_bias(rec(be)->cpu, y, b, r, n);
+}
+static void rec_add(ez_llm_backend *be, float *y, const float *x, int64_t n) {
+    rec(be)->calls[REC_ADD]++;
+    rec(be)->cpu->ops->add(rec(be)->cpu, y, x, n);
+}
+static void rec_rope(ez_llm_backend *be, float *x, int64_t r, int nh, int hd, int nr, const float *cs, int neox) {
+    rec(be)->calls[REC_ROPE]++;
+    rec(be)->cpu->ops->rope(rec(be)->cpu, x, r, nh, hd, nr, cs, neox);
+}
+static void rec_glu(ez_llm_backend *be, float *g, const float *u, int64_t r, int64_t n, int gelu) {
+    rec(be)->calls[REC_GLU]++;
+    rec(be)->cpu->ops->glu(rec(be)->cpu, g, u, r, n, gelu);
+}
+static void rec_attn(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q, float *k, float *v, float *out, int32_t n,
+                     int32_t pos0) {
+    rec(be)->calls[REC_ATTN]++;
+    rec(be)->cpu->ops->attention(rec(be)->cpu, kv, il, q, k, v, out, n, pos0);
+}
+static void rec_softcap(ez_llm_backend *be, float *x, int64_t n, float cap) {
+    rec(be)->calls[REC_SOFTCAP]++;
+    rec(be)->cpu->ops->softcap(rec(be)->cpu, x, n, cap);
+}
+static const ez_llm_backend_ops REC_OPS = {"recording", rec_free, rec_embed, rec_matmul, rec_norm, rec_bias,
+                                           rec_add,     rec_rope, rec_glu,   rec_attn,   rec_softcap};
+
+static void test_llm_forward_runs_through_the_backend_seam(void) {
+    spec s = base_spec("gemma3");
+    ref_model r;
+    loaded l;
+    ez_kv_layer_spec specs[8];
+    ez_kv_cache *kv = NULL;
+    ez_llm_fwd *fwd = NULL;
+    ez_llm_session *sess = NULL;
+    rec_backend rb;
+    int32_t tokens[10];
+    float *lr = (float *)xmalloc(sizeof(float) * 2 * N_VOCAB), *ls = (float *)xmalloc(sizeof(float) * 2 * N_VOCAB);
+
+    memset(&rb, 0, sizeof rb);
+    rb.base.ops = &REC_OPS;
+    write_model(&s, &r);
+    g_rng = 31;
+    random_tokens(tokens, 10);
+    if (!load_written(&l)) goto done;
+    for (int il = 0; il < l.m->hp.n_layer; il++) {
+        memset(&specs[il], 0, sizeof specs[il]);
+        specs[il].type_k = specs[il].type_v = EZ_KV_F32;
+        specs[il].n_head_kv = l.m->hp.n_head_kv;
+        specs[il].head_dim_k = specs[il].head_dim_v = l.m->hp.head_dim;
+        specs[il].n_swa = l.m->layers[il].is_swa ? l.m->hp.n_swa : 0;
+        specs[il].alias = -1;
+    }
+    CHECK_RC(ez_kv_cache_create(specs, l.m->hp.n_layer, 40, 8, &kv), ELIZA_OK);
+    if (kv) CHECK_RC(ez_llm_backend_cpu_create(l.pool, &l.m->hp, kv, &rb.cpu), ELIZA_OK);
+    if (rb.cpu) CHECK_RC(ez_llm_fwd_create(l.m, &rb.base, l.pool, kv, 8, &fwd), ELIZA_OK);
+    CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 8, EZ_KV_F32, EZ_KV_F32, &sess), ELIZA_OK);
+    if (!fwd || !sess) goto done;
+    /* passes of 8 then 2, the last with every row's logits */
+    CHECK_RC(ez_llm_forward(fwd, tokens, 8, NULL, 0, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_forward(fwd, tokens + 8, 2, lr, 1, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(sess, tokens, 8, NULL, 0, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(sess, tokens + 8, 2, ls, 1, NULL, NULL), ELIZA_OK);
+    CHECK(memcmp(lr, ls, sizeof(float) * 2 * N_VOCAB) == 0);
+    CHECK(kv->n_pos == 10);
+    /* per pass: the embedding, 4 products and one attention per layer; the
+     * logits' product and softcap once; gemma3's 6 norms per layer plus q/k */
+    CHECK(rb.calls[REC_EMBED] == 2);
+    CHECK(rb.calls[REC_MATMUL] == 2 * 4 * s.n_layer + 1);
+    CHECK(rb.calls[REC_ATTN] == 2 * s.n_layer);
+    CHECK(rb.calls[REC_ROPE] == 2 * 2 * s.n_layer);
+    CHECK(rb.calls[REC_GLU] == 2 * s.n_layer && rb.calls[REC_ADD] == 2 * 2 * s.n_layer);
+    CHECK(rb.calls[REC_NORM] == 2 * 6 * s.n_layer + 1 && rb.calls[REC_SOFTCAP] == 1);
+    CHECK(rb.calls[REC_BIAS] == 0); /* gemma3 has no biases */
+    rb.fail_matmul = ELIZA_E_NOMEM;
+    CHECK_RC(ez_llm_forward(fwd, tokens, 1, lr, 0, NULL, NULL), ELIZA_E_NOMEM);
+    CHECK(kv->n_pos == 10);
+done:
+    ez_llm_session_free(sess);
+    ez_llm_fwd_free(fwd);
+    if (rb.cpu) rb.cpu->ops->free(rb.cpu);
+    ez_kv_cache_free(kv);
+    loaded_free(&l);
+    free(lr);
+    free(ls);
     ref_free(&r);
 }
 
@@ -1568,6 +1768,8 @@ int main(void) {
     test_llm_open_rejects_bad_files();
     test_llm_api_arguments();
     test_llm_session_rewind_matches_a_fresh_session();
+    test_llm_session_prompt_reuses_the_held_prefix();
+    test_llm_forward_runs_through_the_backend_seam();
     remove(k_path);
     if (g_failed) {
         fprintf(stderr, "test_llm_model: FAILED\n");

@@ -288,7 +288,9 @@ static const uint8_t *llm_activation(uint32_t vdt, const float *x, int K, uint8_
 }
 
 /* A group of three matrices (one type each: the same type, or a mix whose
- * dots read three activation formats) against the single dots. */
+ * dots read three activation formats) against the single dots; M from the
+ * per-pair dots through the tiles to the x8 kernels (8 rows: one group of
+ * packed activations per format, 13: a partial second, 16: two whole). */
 static void test_llm_matmul_group_matches_single_dots(void) {
     static const uint32_t groups[][3] = {
         {EZ_TYPE_F32, EZ_TYPE_F32, EZ_TYPE_F32},    {EZ_TYPE_F16, EZ_TYPE_F16, EZ_TYPE_F16},
@@ -298,15 +300,15 @@ static void test_llm_matmul_group_matches_single_dots(void) {
         {EZ_TYPE_Q4_0, EZ_TYPE_Q4_1, EZ_TYPE_Q4_K}, {EZ_TYPE_Q2_K, EZ_TYPE_Q5_1, EZ_TYPE_IQ4_NL},
         {EZ_TYPE_F32, EZ_TYPE_Q3_K, EZ_TYPE_MXFP4}, {EZ_TYPE_IQ4_XS, EZ_TYPE_TQ2_0, EZ_TYPE_TQ1_0},
     };
-    static const int Ms[] = {1, 3, 4, 5, 8};
+    static const int Ms[] = {1, 3, 4, 5, 8, 13, 16};
     ez_pool *pool = ez_pool_create(2);
     const int K = 256;
     const int rows[3] = {37, 16, 70};
-    float x[8 * 256];
-    uint8_t xq[8 * 1024];
+    static float x[16 * 256];
+    static uint8_t xq[16 * 1024];
     int bad = 0;
     CHECK(pool != NULL);
-    fill(x, 8 * K, 1.0f);
+    fill(x, 16 * K, 1.0f);
     for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
         ez_llm_matrix w[3];
         ez_llm_mm mm[3];
@@ -321,7 +323,7 @@ static void test_llm_matmul_group_matches_single_dots(void) {
             w[i].n_cols = K;
             w[i].row_bytes = (size_t)ez_row_bytes(t, (uint64_t)K);
             w[i].data = random_rows(t, rows[i], K);
-            y[i] = (float *)malloc(sizeof(float) * 8 * (size_t)(rows[i] + 3));
+            y[i] = (float *)malloc(sizeof(float) * 16 * (size_t)(rows[i] + 3));
             mm[i].w = &w[i];
             mm[i].y = y[i];
             mm[i].ldy = rows[i] + 3;

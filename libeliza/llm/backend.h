@@ -1,0 +1,66 @@
+/* The backend seam: the per-step operations the forward pass (forward.c)
+ * runs, as a table an implementation fills. The CPU backend
+ * (backend_cpu.c) is today's kernels: ops.h's vector ops and grouped
+ * matrix products, attention.c over the KV cache, on the session's thread
+ * pool. A GPU backend (DESIGN.md, "GPU backend") plugs in here with its
+ * own table and takes whole steps.
+ *
+ * Buffers. Weights are ez_llm_matrix (stored type, shape, the mapped rows),
+ * the small vectors (norms, biases) F32 arrays of the model: a device
+ * backend uploads them once, keyed by their address. Activations are the
+ * batch buffers of ez_llm_fwd, host float arrays [rows, cols] in this CPU
+ * form; the steps name them whole (a batch of rows), never element by
+ * element, so a device backend can hold them on the device. */
+#ifndef EZ_LLM_BACKEND_H
+#define EZ_LLM_BACKEND_H
+
+#include "core/common.h"
+#include "core/pool.h"
+#include "kv.h"
+#include "model.h"
+#include "ops.h"
+
+typedef struct ez_llm_backend ez_llm_backend;
+
+typedef struct {
+    const char *name;
+    void (*free)(ez_llm_backend *be);
+    /* x [n, n_embd] = embedding rows of tokens[0..n) * scale */
+    void (*embed)(ez_llm_backend *be, const ez_llm_matrix *e, const int32_t *tokens, int32_t n, float scale, float *x);
+    /* every product of the group: mm[i].y [M, rows of mm[i].w] = x [M, K] W^T
+     * (quantizing x once per activation format). ELIZA_E_NOMEM. */
+    int32_t (*matmul)(ez_llm_backend *be, const float *x, int64_t M, const ez_llm_mm *mm, int n_mm);
+    /* y[r] = x[r] / rms(x[r]) * w for n_rows rows of n; y may alias x */
+    void (*rms_norm)(ez_llm_backend *be, float *y, const float *x, const float *w, int64_t n_rows, int64_t n,
+                     float eps);
+    /* y[r] += b for n_rows rows of n */
+    void (*add_bias)(ez_llm_backend *be, float *y, const float *b, int64_t n_rows, int64_t n);
+    /* y += x, n values */
+    void (*add)(ez_llm_backend *be, float *y, const float *x, int64_t n);
+    /* rotary embedding of n_rows vectors of n_heads heads; row i by the
+     * angles cs + i * n_rot (ez_rope's layout) */
+    void (*rope)(ez_llm_backend *be, float *x, int64_t n_rows, int n_heads, int head_dim, int n_rot, const float *cs,
+                 int neox);
+    /* g = act(g) * u for n_rows rows of n; gelu: GELU-tanh, else SiLU */
+    void (*glu)(ez_llm_backend *be, float *g, const float *u, int64_t n_rows, int64_t n, int gelu);
+    /* Attention of layer il for the n tokens at pos0 ..: stores their keys k
+     * and values v in the cache (unless the layer reads another layer's
+     * rows), then out = softmax(q K^T * scale) V over the rows each token
+     * sees. q, k, v are clobbered. */
+    void (*attention)(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q, float *k, float *v, float *out, int32_t n,
+                      int32_t pos0);
+    /* x = cap * tanh(x / cap), n values */
+    void (*softcap)(ez_llm_backend *be, float *x, int64_t n, float cap);
+} ez_llm_backend_ops;
+
+struct ez_llm_backend {
+    const ez_llm_backend_ops *ops;
+};
+
+/* The CPU backend for models of hp over caches like kv (its attention
+ * workspace fits kv's largest layer), on pool (which must outlive it).
+ * ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_llm_backend_cpu_create(ez_pool *pool, const ez_llm_hparams *hp, const ez_kv_cache *kv,
+                                              ez_llm_backend **out);
+
+#endif /* EZ_LLM_BACKEND_H */
