@@ -18,6 +18,8 @@ struct ez_llm_session {
     int32_t n_ctx, n_batch;
     int kv_type_k, kv_type_v;
     int32_t *tokens;            /* [n_ctx] the token at each held position */
+    int recurrent;              /* some layer holds recurrent state (it cannot rewind) */
+    ez_kv_snapshot *spec_snap;  /* recurrent models: the states before a speculative pass */
 };
 
 int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_type_k,
@@ -56,6 +58,7 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
         sp->state_bytes = L->state_bytes;
     }
     rc = ez_kv_cache_create(specs, hp->n_layer, n_ctx, n_batch, &s->kv);
+    for (int il = 0; il < hp->n_layer; il++) s->recurrent |= specs[il].state_bytes > 0;
     free(specs);
     if (rc == ELIZA_OK) rc = ez_llm_backend_cpu_create(pool, hp, s->kv, &s->be);
     if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, s->be, pool, s->kv, n_batch, &s->fwd);
@@ -75,6 +78,7 @@ void ez_llm_session_free(ez_llm_session *s) {
     if (!s) return;
     ez_llm_fwd_free(s->fwd);
     if (s->be) s->be->ops->free(s->be);
+    ez_kv_snapshot_free(s->spec_snap);
     ez_kv_cache_free(s->kv);
     free(s->tokens);
     free(s);
@@ -447,12 +451,28 @@ static int32_t spec_eval(void *self, const int32_t *tokens, int32_t n, int32_t p
     if (pos0 != ez_llm_session_n_pos(s))
         return ez_fail(ELIZA_E_INTERNAL, "speculative pass at %d, the session holds %d positions", pos0,
                        ez_llm_session_n_pos(s));
+    if (s->recurrent) {
+        const int32_t rc = ez_kv_snapshot_take(s->kv, EZ_KV_SNAP_STATES, &s->spec_snap);
+        if (rc) return rc;
+    }
     return ez_llm_session_eval(s, tokens, n, logits, 1, hidden, cancel);
 }
 
+/* Keeps the first n_keep positions. A recurrent model cannot rewind: its
+ * states go back to the snapshot spec_eval took and the accepted tokens
+ * run again (kv.h's speculative recipe). */
 static int32_t spec_rewind(void *self, int32_t n_keep) {
     ez_llm_session *s = (ez_llm_session *)self;
-    return ez_llm_session_rewind(s, ez_llm_session_n_pos(s) - n_keep);
+    int32_t again[EZ_DRAFT_MAX + 1], pos0, rc;
+    if (!s->recurrent || n_keep == ez_llm_session_n_pos(s))
+        return ez_llm_session_rewind(s, ez_llm_session_n_pos(s) - n_keep);
+    if ((rc = ez_kv_snapshot_restore(s->kv, s->spec_snap))) return rc;
+    pos0 = ez_llm_session_n_pos(s);
+    if (n_keep < pos0 || n_keep - pos0 > EZ_DRAFT_MAX + 1)
+        return ez_fail(ELIZA_E_INTERNAL, "speculative rewind to %d from a pass at %d", n_keep, pos0);
+    if (n_keep == pos0) return ELIZA_OK;
+    memcpy(again, s->tokens + pos0, sizeof(int32_t) * (size_t)(n_keep - pos0));
+    return ez_llm_session_eval(s, again, n_keep - pos0, NULL, 0, NULL, NULL);
 }
 
 /* One speculative round after the last sampled token: its tokens go to the
