@@ -101,6 +101,24 @@ def test_falcon_h1_greedy_generation_matches_transformers(variant: str) -> None:
     assert text.replace("\ufffd", "") == want.replace("\ufffd", "")
 
 
+@pytest.mark.parametrize("k", [1, 4])
+def test_falcon_h1_speculative_greedy_equals_plain_greedy(k: int) -> None:
+    # A hybrid model cannot rewind its states: a refused draft restores the
+    # states from before the verification pass and runs the accepted tokens
+    # again. Repeats in the prompt make the n-gram drafter propose often.
+    path = _tm().gguf_file("falcon_h1", "f32")
+    prompt = "The people know the water. The people know the water and the"
+    runs = []
+    for draft in (None, "ngram"):
+        with eliza.LLM(path, n_threads=2, draft=draft, draft_max_tokens=k) as llm:
+            runs.append((llm.generate(prompt, max_tokens=120, temperature=0.0), llm.last_stats))
+    (want, plain), (got, spec) = runs
+    assert got == want
+    assert plain is not None and spec is not None
+    assert spec.generated_tokens == plain.generated_tokens
+    assert spec.draft_rounds > 0 and spec.draft_accepted < spec.draft_tokens
+
+
 @pytest.mark.parametrize("variant", _variants())
 def test_falcon_h1_matches_the_goldens(variant: str) -> None:
     # The goldens hold transformers' logits at chunk edges; the file is
