@@ -64,7 +64,9 @@ typedef struct ez_llm_fwd {
     float *o;               /* [n_batch, n_embd] sublayer output */
     float *gate;            /* [n_batch, n_ff] */
     float *up;              /* [n_batch, n_ff] */
-    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers */
+    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers (n_rot_swa of each n_rot) */
+    float *ple;             /* [n_batch, n_layer * n_embd_per_layer] per-layer inputs (gemma4), or NULL */
+    float *ple_act;         /* [n_batch, n_embd_per_layer], or NULL */
     ez_llm_acts acts;
 
     ez_llm_profile prof;

@@ -29,6 +29,7 @@ static const ez_llm_arch_def *const ARCHS[] = {
     &ez_llm_arch_qwen2,
     &ez_llm_arch_qwen3,
     &ez_llm_arch_gemma3,
+    &ez_llm_arch_gemma4,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
@@ -117,7 +118,7 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
         if (str_is(arch, ARCHS[i]->name)) break;
     if (i == sizeof ARCHS / sizeof ARCHS[0])
         return ez_fail(ELIZA_E_UNSUPPORTED,
-                       "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3)",
+                       "architecture '%.*s' is not a language model this build runs (gemma3, gemma4, llama, qwen2, qwen3)",
                        (int)EZ_MIN(arch.len, 64u), arch.ptr);
     *out_arch = ARCHS[i];
     hp->arch_name = ARCHS[i]->name;
@@ -296,6 +297,7 @@ int32_t ez_llm_load_std_layer(ez_llm_model *m, int il, const ez_llm_layer_tensor
     L->is_swa = L->is_swa && hp->n_swa > 0;
     L->rope_base = L->is_swa ? hp->rope_base_swa : hp->rope_base;
     L->rope_freq_scale = L->is_swa ? 1.0f : hp->rope_freq_scale;
+    L->head_dim = hp->head_dim;
     return ELIZA_OK;
 }
 
@@ -329,7 +331,10 @@ static int32_t load_weights(ez_llm_model *m) {
 
     m->layers = (ez_llm_layer *)calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d layers", hp->n_layer);
-    for (il = 0; il < hp->n_layer; il++) m->layers[il].kv_alias = -1;
+    for (il = 0; il < hp->n_layer; il++) {
+        m->layers[il].kv_alias = -1;
+        m->layers[il].out_scale = 1.0f;
+    }
     return m->arch->weights(m);
 }
 

@@ -63,6 +63,11 @@ typedef struct {
     float embd_scale;          /* multiplies the token embedding */
     float final_softcap;       /* logits = c * tanh(logits / c); 0 = off */
     int ffn_gelu;              /* gate activation: 1 GELU-tanh, 0 SiLU */
+    int32_t head_dim_swa;      /* head size of sliding layers (gemma4); head_dim elsewhere */
+    int32_t n_rot_swa;         /* rotated dims of sliding layers; n_rot elsewhere */
+    int32_t n_embd_per_layer;  /* per-layer embedding width (gemma4), 0 = none */
+    int32_t n_kv_shared;       /* the last n_kv_shared layers read earlier layers' K/V (gemma4) */
+    int32_t n_embd_out;        /* a drafter's target hidden size (gemma4-assistant), 0 = n_embd */
 } ez_llm_hparams;
 
 typedef struct {
@@ -89,6 +94,12 @@ typedef struct {
     ez_llm_matrix ffn_down;     /* [n_embd, n_ff] */
     const float *b_gate, *b_up, *b_down; /* or NULL */
     const float *post_ffw_norm; /* [n_embd] (gemma3) or NULL */
+
+    int32_t head_dim;           /* of this layer's queries, keys and values */
+    ez_llm_matrix ple_gate;     /* [n_embd_per_layer, n_embd] (gemma4 per-layer input) or no data */
+    ez_llm_matrix ple_proj;     /* [n_embd, n_embd_per_layer] */
+    const float *ple_post_norm; /* [n_embd] */
+    float out_scale;            /* multiplies the layer's output (gemma4 layer_scalar); 1 */
 } ez_llm_layer;
 
 typedef struct {
@@ -102,6 +113,18 @@ typedef struct {
     const float *rope_factors;  /* [n_rot / 2] frequency divisors (llama 3), or NULL */
     int tied_output;
     ez_llm_layer *layers;       /* [n_layer] */
+    /* gemma4's per-layer embeddings: a table and a projection of the
+     * embedding, [n_layer * n_embd_per_layer] per token; no data without. */
+    ez_llm_matrix ple_embd;     /* [n_vocab_embd, n_layer * n_embd_per_layer] */
+    ez_llm_matrix ple_model_proj; /* [n_layer * n_embd_per_layer, n_embd] */
+    const float *ple_proj_norm; /* [n_embd_per_layer] */
+    /* gemma4-assistant (an MTP drafter): projections between the target's
+     * width n_embd_out and its own, and the masked embedding (or none). */
+    ez_llm_matrix nextn_pre;    /* [n_embd, 2 * n_embd_out] */
+    ez_llm_matrix nextn_post;   /* [n_embd_out, n_embd] */
+    ez_llm_matrix centroids;    /* [n_centroids, n_embd] or no data */
+    const int32_t *token_order; /* [n_vocab]: the tokens of cluster c are token_order[c * n_vocab / n_centroids ..] */
+    int32_t centroid_top_k;     /* clusters whose tokens get logits */
     void **allocs;              /* own every `const float *` above */
     size_t n_allocs, cap_allocs;
 } ez_llm_model;

@@ -47,8 +47,8 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
         sp->type_k = kv_type_k;
         sp->type_v = kv_type_v;
         sp->n_head_kv = hp->n_head_kv;
-        sp->head_dim_k = hp->head_dim;
-        sp->head_dim_v = hp->head_dim_v;
+        sp->head_dim_k = L->head_dim ? L->head_dim : hp->head_dim;
+        sp->head_dim_v = L->head_dim ? L->head_dim : hp->head_dim_v;
         sp->n_swa = L->is_swa ? hp->n_swa : 0;
         sp->alias = L->kv_alias;
         sp->state_bytes = L->state_bytes;
