@@ -33,6 +33,7 @@ EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen2;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4_assistant;
 
 /* ---- shared pieces of the architectures ---------------------------------------------- */
 
@@ -64,6 +65,11 @@ EZ_INTERNAL int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32
  * MTP drafter reads its target's cache with it). */
 EZ_INTERNAL int32_t ez_llm_gemma4_attention(ez_llm_fwd *f, const ez_kv_cache *kv, int il, int kv_layer, int32_t n,
                                             int32_t pos0, int store);
+/* One gemma4-assistant layer of the drafter's single row f->x at position
+ * pos, attending to the target cache's layer kv_layer at positions < pos
+ * (f->rope_cs must hold pos's angles). */
+EZ_INTERNAL int32_t ez_llm_gemma4_assistant_layer(ez_llm_fwd *f, const ez_kv_cache *target_kv, int il, int kv_layer,
+                                                  int32_t pos);
 EZ_INTERNAL int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers);
 
 #endif /* EZ_LLM_ARCH_H */

@@ -294,3 +294,104 @@ static int32_t gemma4_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
 }
 
 const ez_llm_arch_def ez_llm_arch_gemma4 = {"gemma4", gemma4_hparams, gemma4_weights, gemma4_block, gemma4_prepare};
+
+/* ---- gemma4-assistant: the MTP drafter's file ------------------------------------------ */
+
+static int32_t assistant_hparams(ez_llm_keys *k, ez_llm_hparams *hp) {
+    int32_t rc = gemma4_common_hparams(k, hp), n_nextn = hp->n_layer;
+    if (rc) return rc;
+    hp->n_kv_shared = hp->n_layer;
+    if ((rc = ez_llm_key_u32(k, "embedding_length_out", 1, 65536, &hp->n_embd_out)) ||
+        (rc = ez_llm_key_opt_u32(k, "nextn_predict_layers", 1, (uint32_t)hp->n_layer, &n_nextn)) ||
+        (rc = ez_llm_key_opt_u32(k, "attention.shared_kv_layers", 0, (uint32_t)hp->n_layer, &hp->n_kv_shared)))
+        return rc;
+    if (n_nextn != hp->n_layer || hp->n_kv_shared != hp->n_layer)
+        return ez_fail(ELIZA_E_FORMAT, "a gemma4-assistant reads its target's keys and values in all %d layers "
+                       "(nextn_predict_layers %d, shared_kv_layers %d)", hp->n_layer, n_nextn, hp->n_kv_shared);
+    if (hp->n_embd_per_layer != 0)
+        return ez_fail(ELIZA_E_FORMAT, "a gemma4-assistant has no per-layer embeddings (%d)", hp->n_embd_per_layer);
+    return ELIZA_OK;
+}
+
+/* masked_embd_ordering: a permutation of the token ids, I32. */
+static int32_t load_token_order(ez_llm_model *m) {
+    const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, "masked_embd_ordering");
+    const int64_t nv = m->hp.n_vocab;
+    int32_t *order;
+    uint8_t *seen;
+    if (!t) return ez_fail(ELIZA_E_FORMAT, "tensor 'masked_embd_ordering' is missing (masked_embd_centroids is there)");
+    if (t->type != EZ_TYPE_I32 || t->n_elements != (uint64_t)nv || t->ne[0] != (uint64_t)nv)
+        return ez_fail(ELIZA_E_FORMAT, "tensor 'masked_embd_ordering' must be %" PRId64 " I32 token ids", nv);
+    order = (int32_t *)ez_llm_model_alloc(m, sizeof(int32_t) * (size_t)nv);
+    seen = (uint8_t *)ez_llm_model_alloc(m, (size_t)nv);
+    if (!order || !seen) return ELIZA_E_NOMEM;
+    memcpy(order, t->data, sizeof(int32_t) * (size_t)nv);
+    memset(seen, 0, (size_t)nv);
+    for (int64_t i = 0; i < nv; i++) {
+        if (order[i] < 0 || order[i] >= nv || seen[order[i]])
+            return ez_fail(ELIZA_E_FORMAT, "masked_embd_ordering[%" PRId64 "] = %d: not a permutation of the %" PRId64
+                           " token ids", i, order[i], nv);
+        seen[order[i]] = 1;
+    }
+    m->token_order = order;
+    return ELIZA_OK;
+}
+
+static int32_t assistant_weights(ez_llm_model *m) {
+    const ez_llm_hparams *hp = &m->hp;
+    int32_t rc;
+    if (hp->n_swa > 0 && (rc = ez_llm_load_swa_pattern(m->gguf, hp, m->layers))) return rc;
+    for (int il = 0; il < hp->n_layer; il++) {
+        m->layers[il].is_swa = m->layers[il].is_swa && hp->n_swa > 0;
+        if ((rc = load_layer(m, il, 0))) return rc;
+    }
+    if ((rc = ez_llm_get_matrix(m, "nextn.pre_projection.weight", hp->n_embd, 2 * (int64_t)hp->n_embd_out, 1,
+                                &m->nextn_pre)) ||
+        (rc = ez_llm_get_matrix(m, "nextn.post_projection.weight", hp->n_embd_out, hp->n_embd, 1, &m->nextn_post)) ||
+        (rc = ez_llm_get_matrix(m, "masked_embd_centroids.weight", -1, hp->n_embd, 0, &m->centroids)))
+        return rc;
+    if (m->centroids.data) {
+        ez_llm_keys k = {m->gguf, hp->arch_name, {0}};
+        const int32_t n_c = (int32_t)m->centroids.n_rows;
+        if (hp->n_vocab % n_c != 0)
+            return ez_fail(ELIZA_E_FORMAT, "%d masked-embedding centroids do not split the %d tokens evenly", n_c,
+                           hp->n_vocab);
+        if ((rc = ez_llm_key_u32(&k, "masked_embd.top_k", 1, (uint32_t)n_c, &m->centroid_top_k)) ||
+            (rc = load_token_order(m)))
+            return rc;
+    }
+    return ELIZA_OK;
+}
+
+static int32_t assistant_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
+    (void)f, (void)il, (void)n, (void)pos0;
+    return ez_fail(ELIZA_E_UNSUPPORTED, "a gemma4-assistant file is a multi-token-prediction drafter: use it as the "
+                   "draft model (mtp) of its gemma4 target, not as a model of its own");
+}
+
+/* One drafter layer at position pos over the target's cache: the target's
+ * rows of layer kv_layer at positions < pos (draft_mtp.c). */
+int32_t ez_llm_gemma4_assistant_layer(ez_llm_fwd *f, const ez_kv_cache *target_kv, int il, int kv_layer,
+                                      int32_t pos) {
+    const ez_llm_layer *L = &f->m->layers[il];
+    int32_t rc;
+    ez_fwd_norm(f, f->h, f->x, L->attn_norm, 1);
+    ez_kv_cache view = *target_kv;
+    ez_kv_layer rows = target_kv->layers[kv_layer];
+    /* The query sits at pos (the rope tables are pos's); it sees the
+     * target's keys 0 .. pos-1, on sliding layers the last n_swa + 1 of
+     * them: transformers' Gemma4Assistant masks the shared K/V with a
+     * bidirectional window (|q - k| <= n_swa), flipped to look back.
+     * (llama.cpp's drafter sees n_swa - 1.) */
+    if (rows.n_swa > 0) rows.n_swa++;
+    view.layers = &rows;
+    if ((rc = gemma4_qkv(f, L, 1)) || (rc = ez_llm_gemma4_attention(f, &view, il, 0, 1, pos - 1, 0)) ||
+        (rc = attn_out_and_ffn(f, L, 1)))
+        return rc;
+    scale_rows(f, L->out_scale, 1);
+    ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
+    return ELIZA_OK;
+}
+
+const ez_llm_arch_def ez_llm_arch_gemma4_assistant = {"gemma4-assistant", assistant_hparams, assistant_weights,
+                                                      assistant_block, NULL};

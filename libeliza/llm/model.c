@@ -30,6 +30,7 @@ static const ez_llm_arch_def *const ARCHS[] = {
     &ez_llm_arch_qwen3,
     &ez_llm_arch_gemma3,
     &ez_llm_arch_gemma4,
+    &ez_llm_arch_gemma4_assistant,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
@@ -253,6 +254,15 @@ int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int requ
         if (!isfinite(v[i])) return ez_fail(ELIZA_E_FORMAT, "tensor '%s' holds a non-finite value at %" PRId64, name, i);
     *out = v;
     return ELIZA_OK;
+}
+
+void *ez_llm_model_alloc(ez_llm_model *m, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        ez_fail(ELIZA_E_NOMEM, "out of memory loading the model (%" PRIu64 " bytes)", (uint64_t)bytes);
+        return NULL;
+    }
+    return track(m, p) == ELIZA_OK ? p : NULL;
 }
 
 const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what) {

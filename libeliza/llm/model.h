@@ -164,6 +164,8 @@ EZ_INTERNAL int32_t ez_llm_get_matrix(ez_llm_model *m, const char *name, int64_t
 /* A vector of n elements, dequantized to F32 and owned by the model; NULL
  * when absent and optional. */
 EZ_INTERNAL int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out);
+/* bytes of memory owned (and freed) by the model; NULL with ELIZA_E_NOMEM set. */
+EZ_INTERNAL void *ez_llm_model_alloc(ez_llm_model *m, size_t bytes);
 /* "blk.<il>.<what>" in buf. */
 EZ_INTERNAL const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what);
 

@@ -67,3 +67,17 @@ def test_speculative_greedy_output_is_plain_greedy_output(goldens: dict[str, Any
         assert g4.reference_greedy(target, case["prompt"], len(case["tokens"])) == case["tokens"]
     accepted = sum(r["accepted"] for c in goldens["drafters"][drafter]["mtp"] for r in c["rounds"])
     assert accepted > 0  # rounds accept some drafts, so the counts say something
+
+
+def test_the_hidden_state_generate_hands_the_drafter_is_after_the_final_norm() -> None:
+    """The fork's second lesson: SinglePositionMultiTokenCandidateGenerator
+    feeds hidden_states[-1], which transformers makes the state after the
+    final norm (what libeliza's session hands the MTP drafter)."""
+    import torch
+
+    model = g4.reference_model("gemma4").model
+    with torch.no_grad():
+        out = model(torch.tensor([g4.random_ids(20, 3)]), output_hidden_states=True)
+        before_norm = out.hidden_states[-2]
+    assert torch.equal(out.hidden_states[-1], out.last_hidden_state)
+    assert not torch.allclose(model.norm(before_norm), before_norm)
