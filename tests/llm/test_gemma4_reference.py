@@ -2,7 +2,9 @@
 models tests/data/llm_gemma4_goldens.json was made from (same logits, same
 greedy and MTP tokens), and its written-out MTP loop is transformers'
 assisted generation (generate(..., assistant_model=...)) count for count
-once it keeps the stale K/V row generate() keeps. No libeliza needed."""
+once it keeps the stale K/V row generate() keeps. No libeliza needed. The
+MTP loops take minutes in transformers: those tests are ``-m reference``
+(CI checks libeliza's rounds against the goldens, test_mtp_gemma4.py)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def test_rebuilt_targets_give_the_golden_logits(goldens: dict[str, Any], variant
         assert g4.reference_greedy(variant, case["prompt"], len(case["tokens"])) == case["tokens"]
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("drafter", g4.DRAFTERS)
 def test_rebuilt_drafters_give_the_golden_rounds(goldens: dict[str, Any], drafter: str) -> None:
     for case in goldens["drafters"][drafter]["mtp"]:
@@ -49,6 +52,7 @@ def test_rebuilt_drafters_give_the_golden_rounds(goldens: dict[str, Any], drafte
         assert got == {"tokens": case["tokens"], "rounds": case["rounds"]}
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("drafter", g4.DRAFTERS)
 def test_mtp_loop_with_the_stale_row_is_transformers_assisted_generation(
     goldens: dict[str, Any], drafter: str
@@ -60,6 +64,7 @@ def test_mtp_loop_with_the_stale_row_is_transformers_assisted_generation(
         assert g4.reference_mtp(drafter, case["prompt"], n_new, case["k"], stale_kv=True) == live
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("drafter", g4.DRAFTERS)
 def test_speculative_greedy_output_is_plain_greedy_output(goldens: dict[str, Any], drafter: str) -> None:
     target = g4.DRAFTER_TARGET[drafter]

@@ -65,6 +65,7 @@ def test_mtp_rounds_equal_transformers_count_for_count(goldens: dict[str, Any], 
     assert max(len(c["prompt"]) + len(c["tokens"]) for c in cases) > 4 * g4.SLIDING_WINDOW
 
 
+@pytest.mark.reference
 def test_mtp_rounds_equal_a_live_transformers_run() -> None:
     prompt = g4.random_ids(6, 77)
     want = g4.reference_mtp("gemma4_assistant_masked", prompt, 30, 3)
