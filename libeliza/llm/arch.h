@@ -22,6 +22,10 @@ struct ez_llm_arch_def {
     /* One decoder block over the n tokens of the batch at positions pos0 ..:
      * f->x updated in place. */
     int32_t (*block)(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
+    /* Optional (NULL: none): before the first layer, with f->x holding the
+     * batch's scaled embeddings of tokens[0..n) (gemma4: the per-layer
+     * inputs, into f->ple). */
+    int32_t (*prepare)(ez_llm_fwd *f, const int32_t *tokens, int32_t n);
 };
 
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_llama;
@@ -29,6 +33,8 @@ EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen2;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_falcon_h1;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4_assistant;
 
 /* ---- shared pieces of the architectures ---------------------------------------------- */
 
@@ -49,5 +55,22 @@ EZ_INTERNAL int32_t ez_llm_load_std_layers(ez_llm_model *m, const ez_llm_layer_t
  *   the layer has q/k norms); rope; x += attention Wo (+ b)
  *   h = rms_norm(x); x += (silu(h Wgate) * h Wup) Wdown (+ b) */
 EZ_INTERNAL int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
+
+/* Which layers are sliding-window ones (layers[il].is_swa), from
+ * `<arch>.attention.sliding_window_pattern`: one bool per layer, or a
+ * period n (layer il is local when il % n < n - 1); no key means 6
+ * (arch_gemma3.c, llama.cpp's convention). */
+/* Gemma 4's attention of layer il's queries f->q (its head size) over
+ * layer kv_layer of the cache kv into f->att, after storing f->k and f->v
+ * there at positions pos0 .. pos0 + n - 1 when `store` (arch_gemma4.c; the
+ * MTP drafter reads its target's cache with it). */
+EZ_INTERNAL int32_t ez_llm_gemma4_attention(ez_llm_fwd *f, const ez_kv_cache *kv, int il, int kv_layer, int32_t n,
+                                            int32_t pos0, int store);
+/* One gemma4-assistant layer of the drafter's single row f->x at position
+ * pos, attending to the target cache's layer kv_layer at positions < pos
+ * (f->rope_cs must hold pos's angles). */
+EZ_INTERNAL int32_t ez_llm_gemma4_assistant_layer(ez_llm_fwd *f, const ez_kv_cache *target_kv, int il, int kv_layer,
+                                                  int32_t pos);
+EZ_INTERNAL int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers);
 
 #endif /* EZ_LLM_ARCH_H */

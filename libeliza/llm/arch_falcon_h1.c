@@ -169,4 +169,5 @@ static int32_t falcon_h1_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     return ELIZA_OK;
 }
 
-const ez_llm_arch_def ez_llm_arch_falcon_h1 = {"falcon-h1", falcon_h1_hparams, falcon_h1_weights, falcon_h1_block};
+const ez_llm_arch_def ez_llm_arch_falcon_h1 = {"falcon-h1", falcon_h1_hparams, falcon_h1_weights, falcon_h1_block,
+                                                NULL};

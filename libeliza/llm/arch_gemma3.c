@@ -33,7 +33,7 @@ static int32_t gemma3_hparams(ez_llm_keys *k, ez_llm_hparams *hp) {
  * load_swa_pattern with its default 6): `attention.sliding_window_pattern`
  * is either one bool per layer or a period n, where layer il is local when
  * il % n < n - 1 (five local layers, then a global one); no key means 6. */
-static int32_t load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers) {
+int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers) {
     char key[160];
     const ez_gguf_kv *kv;
     int32_t il;
@@ -66,7 +66,7 @@ static int32_t load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_l
 static int32_t gemma3_weights(ez_llm_model *m) {
     const ez_llm_layer_tensors want = {1, 1};
     int32_t rc;
-    if (m->hp.n_swa > 0 && (rc = load_swa_pattern(m->gguf, &m->hp, m->layers))) return rc;
+    if (m->hp.n_swa > 0 && (rc = ez_llm_load_swa_pattern(m->gguf, &m->hp, m->layers))) return rc;
     return ez_llm_load_std_layers(m, &want);
 }
 
@@ -91,4 +91,4 @@ static int32_t gemma3_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     return ELIZA_OK;
 }
 
-const ez_llm_arch_def ez_llm_arch_gemma3 = {"gemma3", gemma3_hparams, gemma3_weights, gemma3_block};
+const ez_llm_arch_def ez_llm_arch_gemma3 = {"gemma3", gemma3_hparams, gemma3_weights, gemma3_block, NULL};

@@ -34,4 +34,4 @@ int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     return ELIZA_OK;
 }
 
-const ez_llm_arch_def ez_llm_arch_llama = {"llama", llama_hparams, llama_weights, ez_llm_block_prenorm};
+const ez_llm_arch_def ez_llm_arch_llama = {"llama", llama_hparams, llama_weights, ez_llm_block_prenorm, NULL};

@@ -14,4 +14,4 @@ static int32_t qwen2_weights(ez_llm_model *m) {
     return ez_llm_load_std_layers(m, &want);
 }
 
-const ez_llm_arch_def ez_llm_arch_qwen2 = {"qwen2", qwen2_hparams, qwen2_weights, ez_llm_block_prenorm};
+const ez_llm_arch_def ez_llm_arch_qwen2 = {"qwen2", qwen2_hparams, qwen2_weights, ez_llm_block_prenorm, NULL};

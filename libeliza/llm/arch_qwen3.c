@@ -15,4 +15,4 @@ static int32_t qwen3_weights(ez_llm_model *m) {
     return ez_llm_load_std_layers(m, &want);
 }
 
-const ez_llm_arch_def ez_llm_arch_qwen3 = {"qwen3", qwen3_hparams, qwen3_weights, ez_llm_block_prenorm};
+const ez_llm_arch_def ez_llm_arch_qwen3 = {"qwen3", qwen3_hparams, qwen3_weights, ez_llm_block_prenorm, NULL};

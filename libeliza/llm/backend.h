@@ -45,7 +45,7 @@ typedef struct {
     void (*glu)(ez_llm_backend *be, float *g, const float *u, int64_t n_rows, int64_t n, int gelu);
     /* Attention of layer il for the n tokens at pos0 ..: stores their keys k
      * and values v in the cache (unless the layer reads another layer's
-     * rows), then out = softmax(q K^T * scale) V over the rows each token
+     * rows, or k is NULL: a drafter reading its target's cache), then out = softmax(q K^T * scale) V over the rows each token
      * sees. q, k, v are clobbered. */
     void (*attention)(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q, float *k, float *v, float *out, int32_t n,
                       int32_t pos0);

@@ -92,15 +92,20 @@ static void cpu_glu(ez_llm_backend *be, float *g, const float *u, int64_t n_rows
 
 static void cpu_attention(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q, float *k, float *v, float *out,
                           int32_t n, int32_t pos0) {
-    const ez_attn *a = &cpu(be)->attn;
     const ez_kv_layer *L = &kv->layers[il];
-    const int64_t n_q = (int64_t)a->n_head * a->head_dim, n_k = (int64_t)a->n_head_kv * a->head_dim,
-                  n_v = (int64_t)a->n_head_kv * a->head_dim_v;
+    ez_attn a = cpu(be)->attn;
+    int64_t n_q, n_k, n_v;
+    /* The layer's own head sizes (gemma4's sliding and full layers differ). */
+    a.head_dim = L->fk.head_dim;
+    a.head_dim_v = L->fv.head_dim;
+    n_q = (int64_t)a.n_head * a.head_dim;
+    n_k = (int64_t)a.n_head_kv * a.head_dim;
+    n_v = (int64_t)a.n_head_kv * a.head_dim_v;
     /* The cache's transforms (kv.h): new keys and values are stored
      * transformed, queries meet them in that domain, and the output of
      * attention is transformed back. */
     ez_kv_rotate(q, (int64_t)n * n_q, L->fk.rot);
-    if (L->src == il) {
+    if (L->src == il && k) {
         ez_kv_rotate(k, (int64_t)n * n_k, L->fk.rot);
         ez_kv_rotate(v, (int64_t)n * n_v, L->fv.rot);
         for (int32_t i = 0; i < n; i++) {
@@ -108,8 +113,8 @@ static void cpu_attention(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q,
             L->fv.kern->store(v + i * n_v, ez_kv_cache_v(kv, il, pos0 + i), n_v);
         }
     }
-    ez_attention(a, L, q, out, n, pos0);
-    ez_kv_unrotate(out, (int64_t)n * a->n_head * a->head_dim_v, L->fv.rot);
+    ez_attention(&a, L, q, out, n, pos0);
+    ez_kv_unrotate(out, (int64_t)n * a.n_head * a.head_dim_v, L->fv.rot);
 }
 
 static void cpu_softcap(ez_llm_backend *be, float *x, int64_t n, float cap) {

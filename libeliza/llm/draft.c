@@ -2,6 +2,7 @@
 #include "draft.h"
 
 #include "core/error.h"
+#include "draft_mtp.h"
 
 const char *ez_draft_kind_name(int kind) {
     switch (kind) {
@@ -13,7 +14,9 @@ const char *ez_draft_kind_name(int kind) {
     }
 }
 
-int ez_draft_kind_available(int kind) { return kind == EZ_DRAFT_NGRAM || kind == EZ_DRAFT_MODEL; }
+int ez_draft_kind_available(int kind) {
+    return kind == EZ_DRAFT_NGRAM || kind == EZ_DRAFT_MTP || kind == EZ_DRAFT_MODEL;
+}
 
 int32_t ez_drafter_open(const ez_draft_open_params *p, ez_drafter **out) {
     *out = NULL;
@@ -22,8 +25,7 @@ int32_t ez_drafter_open(const ez_draft_open_params *p, ez_drafter **out) {
         return ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d is outside 1..%d", p->k_max, EZ_DRAFT_MAX);
     switch (p->kind) {
     case EZ_DRAFT_NGRAM: return ez_drafter_ngram_open(p, out);
-    case EZ_DRAFT_MTP:
-        return ez_fail(ELIZA_E_UNSUPPORTED, "draft kind 'mtp' (a Gemma 4 assistant) is not in this build");
+    case EZ_DRAFT_MTP: return ez_draft_mtp_open(p, out);
     case EZ_DRAFT_MODEL:
         if (!p->path) return ez_fail(ELIZA_E_INVALID_ARG, "draft kind 'model' needs the draft model's path");
         return ez_drafter_model_open(p, out);

@@ -68,6 +68,11 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *po
         f->ssm_o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
         f->ssm_work = alloc_floats((size_t)ez_pool_threads(f->pool) * (size_t)ez_ssm_scan_work_floats(&sh), &rc);
     }
+    if (hp->n_embd_per_layer > 0) {
+        f->ple = alloc_floats(nb * (size_t)hp->n_layer * (size_t)hp->n_embd_per_layer, &rc);
+        /* also one token's row of the per-layer table */
+        f->ple_act = alloc_floats(EZ_MAX(nb, (size_t)hp->n_layer) * (size_t)hp->n_embd_per_layer, &rc);
+    }
     if (rc) {
         ez_llm_fwd_free(f);
         return rc;
@@ -93,6 +98,8 @@ void ez_llm_fwd_free(ez_llm_fwd *f) {
     ez_aligned_free(f->ssm_y);
     ez_aligned_free(f->ssm_o);
     ez_aligned_free(f->ssm_work);
+    ez_aligned_free(f->ple);
+    ez_aligned_free(f->ple_act);
     free(f);
 }
 
@@ -188,16 +195,18 @@ void ez_fwd_residual(ez_llm_fwd *f, int32_t n) {
 /* ---- the pass ----------------------------------------------------------------------- */
 
 /* cos/sin of every batch position for the global (slot 0) and sliding
- * (slot 1) rope bases. */
+ * (slot 1) rope bases. The frequency divisors (rope_freqs.weight) are the
+ * global layers' (llama.cpp: gemma4's proportional rope); sliding layers
+ * rotate n_rot_swa dims (gemma4's heads are smaller there). */
 static void rope_tables(ez_llm_fwd *f, int32_t n, int32_t pos0) {
     const ez_llm_hparams *hp = &f->m->hp;
-    const int nr = hp->n_rot;
+    const int nr = hp->n_rot, nr_swa = hp->n_rot_swa > 0 ? hp->n_rot_swa : nr;
     for (int32_t i = 0; i < n; i++) {
         ez_rope_angles(f->rope_cs + (size_t)i * nr, pos0 + i, nr, hp->rope_base, hp->rope_freq_scale,
                        f->m->rope_factors);
         if (hp->n_swa > 0)
-            ez_rope_angles(f->rope_cs + ((size_t)f->n_batch + i) * nr, pos0 + i, nr, hp->rope_base_swa, 1.0f,
-                           f->m->rope_factors);
+            ez_rope_angles(f->rope_cs + ((size_t)f->n_batch + i) * nr, pos0 + i, nr_swa, hp->rope_base_swa, 1.0f,
+                           hp->n_rot_swa > 0 ? NULL : f->m->rope_factors);
     }
 }
 
@@ -231,6 +240,7 @@ int32_t ez_llm_forward(ez_llm_fwd *f, const int32_t *tokens, int32_t n, float *l
     ez_kv_cache_begin(f->kv, n);
     f->be->ops->embed(f->be, &f->m->tok_embd, tokens, n, f->m->hp.embd_scale, f->x);
     rope_tables(f, n, pos0);
+    if (f->m->arch->prepare && (rc = f->m->arch->prepare(f, tokens, n))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_EMBED);
     for (int il = 0; il < f->m->hp.n_layer; il++) {
         if (cancel && ez_llm_flag_get(cancel)) return ez_fail(ELIZA_E_CANCELLED, "cancelled");

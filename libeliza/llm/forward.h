@@ -54,8 +54,9 @@ typedef struct {
 typedef struct ez_llm_fwd {
     const ez_llm_model *m;
     ez_llm_backend *be;     /* every step runs through it */
-    /* The host kernels and pool of the steps the seam does not cover yet
-     * (falcon-h1's Mamba2 mixer: conv, scan, gated norm). */
+    /* The host kernels and pool of the steps the seam does not cover yet:
+     * falcon-h1's Mamba2 mixer (conv, scan, gated norm), gemma4's per-layer
+     * inputs and head norms, the MTP drafter's norms. */
     const ez_llm_ops *ops;
     ez_pool *pool;
     int32_t n_batch;
@@ -70,13 +71,15 @@ typedef struct ez_llm_fwd {
     float *o;               /* [n_batch, n_embd] sublayer output */
     float *gate;            /* [n_batch, n_ff] */
     float *up;              /* [n_batch, n_ff] */
-    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers */
+    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers (n_rot_swa of each n_rot) */
     /* Mamba2 mixers (NULL without): C = d_inner + 2 G N */
     float *ssm_zxbcdt;      /* [n_batch, d_inner + C + H] in_proj output */
     float *ssm_xbc;         /* [n_batch, C] conv output */
     float *ssm_y;           /* [n_batch, d_inner] scan output */
     float *ssm_o;           /* [n_batch, n_embd] mixer output */
     float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] */
+    float *ple;             /* [n_batch, n_layer * n_embd_per_layer] per-layer inputs (gemma4), or NULL */
+    float *ple_act;         /* [n_batch, n_embd_per_layer], or NULL */
 
     ez_llm_profile prof;
     uint64_t t;             /* when the running phase began */

@@ -152,6 +152,7 @@ EZ_INTERNAL void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n);
 typedef struct {
     int type;                  /* ez_kv_type */
     const ez_kv_kernels *kern; /* ez_kv_kernels_active(type) */
+    int head_dim;              /* values in one head */
     size_t head_bytes;         /* one head of one position */
     size_t row_bytes;          /* all heads of one position */
     int rot;                   /* the transform the stored vectors are in (ez_kv_rotation) */

@@ -26,6 +26,7 @@ static int32_t format_make(int type, int head_dim, int n_heads, int is_v, int il
                        ez_kv_type_name(type), is_v ? "value" : "key", ez_kv_block_size(type), head_dim, il);
     f->type = type;
     f->kern = ez_kv_kernels_active(type);
+    f->head_dim = head_dim;
     f->head_bytes = ez_kv_row_bytes(type, head_dim);
     f->row_bytes = f->head_bytes * (size_t)n_heads;
     f->rot = ez_kv_rotation(type, head_dim, is_v);

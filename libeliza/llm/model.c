@@ -30,6 +30,8 @@ static const ez_llm_arch_def *const ARCHS[] = {
     &ez_llm_arch_qwen3,
     &ez_llm_arch_gemma3,
     &ez_llm_arch_falcon_h1,
+    &ez_llm_arch_gemma4,
+    &ez_llm_arch_gemma4_assistant,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
@@ -118,7 +120,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
         if (str_is(arch, ARCHS[i]->name)) break;
     if (i == sizeof ARCHS / sizeof ARCHS[0])
         return ez_fail(ELIZA_E_UNSUPPORTED,
-                       "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3, falcon-h1)",
+                       "architecture '%.*s' is not a language model this build runs (falcon-h1, gemma3, gemma4, llama, "
+                       "qwen2, qwen3)",
                        (int)EZ_MIN(arch.len, 64u), arch.ptr);
     *out_arch = ARCHS[i];
     hp->arch_name = ARCHS[i]->name;
@@ -261,6 +264,15 @@ int32_t ez_llm_get_array(ez_llm_model *m, const char *name, int64_t ne0, int64_t
     return ELIZA_OK;
 }
 
+void *ez_llm_model_alloc(ez_llm_model *m, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        ez_fail(ELIZA_E_NOMEM, "out of memory loading the model (%" PRIu64 " bytes)", (uint64_t)bytes);
+        return NULL;
+    }
+    return track(m, p) == ELIZA_OK ? p : NULL;
+}
+
 const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what) {
     snprintf(buf, cap, "blk.%d.%s", il, what);
     return buf;
@@ -303,6 +315,7 @@ int32_t ez_llm_load_std_layer(ez_llm_model *m, int il, const ez_llm_layer_tensor
     L->is_swa = L->is_swa && hp->n_swa > 0;
     L->rope_base = L->is_swa ? hp->rope_base_swa : hp->rope_base;
     L->rope_freq_scale = L->is_swa ? 1.0f : hp->rope_freq_scale;
+    L->head_dim = hp->head_dim;
     return ELIZA_OK;
 }
 
@@ -336,7 +349,10 @@ static int32_t load_weights(ez_llm_model *m) {
 
     m->layers = (ez_llm_layer *)calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d layers", hp->n_layer);
-    for (il = 0; il < hp->n_layer; il++) m->layers[il].kv_alias = -1;
+    for (il = 0; il < hp->n_layer; il++) {
+        m->layers[il].kv_alias = -1;
+        m->layers[il].out_scale = 1.0f;
+    }
     return m->arch->weights(m);
 }
 

@@ -69,6 +69,11 @@ typedef struct {
     int32_t ssm_d_state;       /* N (ssm.state_size) */
     int32_t ssm_n_head;        /* H (ssm.time_step_rank) */
     int32_t ssm_n_group;       /* G (ssm.group_count), divides H */
+    int32_t head_dim_swa;      /* head size of sliding layers (gemma4); head_dim elsewhere */
+    int32_t n_rot_swa;         /* rotated dims of sliding layers; n_rot elsewhere */
+    int32_t n_embd_per_layer;  /* per-layer embedding width (gemma4), 0 = none */
+    int32_t n_kv_shared;       /* the last n_kv_shared layers read earlier layers' K/V (gemma4) */
+    int32_t n_embd_out;        /* a drafter's target hidden size (gemma4-assistant), 0 = n_embd */
 } ez_llm_hparams;
 
 typedef struct {
@@ -105,6 +110,11 @@ typedef struct {
     const float *ssm_d;         /* [H] */
     const float *ssm_norm;      /* [G][d_inner / G] grouped RMSNorm after the gate, or NULL */
     ez_llm_matrix ssm_out;      /* [n_embd, d_inner] */
+    int32_t head_dim;           /* of this layer's queries, keys and values */
+    ez_llm_matrix ple_gate;     /* [n_embd_per_layer, n_embd] (gemma4 per-layer input) or no data */
+    ez_llm_matrix ple_proj;     /* [n_embd, n_embd_per_layer] */
+    const float *ple_post_norm; /* [n_embd] */
+    float out_scale;            /* multiplies the layer's output (gemma4 layer_scalar); 1 */
 } ez_llm_layer;
 
 typedef struct {
@@ -118,6 +128,18 @@ typedef struct {
     const float *rope_factors;  /* [n_rot / 2] frequency divisors (llama 3), or NULL */
     int tied_output;
     ez_llm_layer *layers;       /* [n_layer] */
+    /* gemma4's per-layer embeddings: a table and a projection of the
+     * embedding, [n_layer * n_embd_per_layer] per token; no data without. */
+    ez_llm_matrix ple_embd;     /* [n_vocab_embd, n_layer * n_embd_per_layer] */
+    ez_llm_matrix ple_model_proj; /* [n_layer * n_embd_per_layer, n_embd] */
+    const float *ple_proj_norm; /* [n_embd_per_layer] */
+    /* gemma4-assistant (an MTP drafter): projections between the target's
+     * width n_embd_out and its own, and the masked embedding (or none). */
+    ez_llm_matrix nextn_pre;    /* [n_embd, 2 * n_embd_out] */
+    ez_llm_matrix nextn_post;   /* [n_embd_out, n_embd] */
+    ez_llm_matrix centroids;    /* [n_centroids, n_embd] or no data */
+    const int32_t *token_order; /* [n_vocab]: the tokens of cluster c are token_order[c * n_vocab / n_centroids ..] */
+    int32_t centroid_top_k;     /* clusters whose tokens get logits */
     void **allocs;              /* own every `const float *` above */
     size_t n_allocs, cap_allocs;
 } ez_llm_model;
@@ -162,6 +184,8 @@ EZ_INTERNAL int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t
  * NULL when absent and optional. */
 EZ_INTERNAL int32_t ez_llm_get_array(ez_llm_model *m, const char *name, int64_t ne0, int64_t ne1, int required,
                                      const float **out);
+/* bytes of memory owned (and freed) by the model; NULL with ELIZA_E_NOMEM set. */
+EZ_INTERNAL void *ez_llm_model_alloc(ez_llm_model *m, size_t bytes);
 /* "blk.<il>.<what>" in buf. */
 EZ_INTERNAL const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what);
 

@@ -51,8 +51,8 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
         sp->type_k = kv_type_k;
         sp->type_v = kv_type_v;
         sp->n_head_kv = hp->n_head_kv;
-        sp->head_dim_k = hp->head_dim;
-        sp->head_dim_v = hp->head_dim_v;
+        sp->head_dim_k = L->head_dim ? L->head_dim : hp->head_dim;
+        sp->head_dim_v = L->head_dim ? L->head_dim : hp->head_dim_v;
         sp->n_swa = L->is_swa ? hp->n_swa : 0;
         sp->alias = L->kv_alias;
         sp->state_bytes = L->state_bytes;
@@ -84,6 +84,7 @@ void ez_llm_session_free(ez_llm_session *s) {
     free(s);
 }
 
+const ez_llm_model *ez_llm_session_model(const ez_llm_session *s) { return s->m; }
 ez_kv_cache *ez_llm_session_cache(ez_llm_session *s) { return s->kv; }
 int ez_llm_session_kv_type(const ez_llm_session *s, int values) { return values ? s->kv_type_v : s->kv_type_k; }
 size_t ez_llm_session_kv_bytes(const ez_llm_session *s) { return s->kv->bytes; }

@@ -32,6 +32,7 @@ EZ_INTERNAL int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, 
 EZ_INTERNAL void ez_llm_session_free(ez_llm_session *s);
 
 /* The cache, for snapshots (kv.h; the speculative loop's recurrent state). */
+EZ_INTERNAL const ez_llm_model *ez_llm_session_model(const ez_llm_session *s);
 EZ_INTERNAL ez_kv_cache *ez_llm_session_cache(ez_llm_session *s);
 /* The ez_kv_type of the keys (values = 0) or of the values. */
 EZ_INTERNAL int ez_llm_session_kv_type(const ez_llm_session *s, int values);

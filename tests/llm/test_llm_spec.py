@@ -184,12 +184,35 @@ def test_draft_model_with_another_vocabulary_is_refused_naming_both() -> None:
         eliza.LLM(target, draft=f"model:{draft}")
 
 
-def test_mtp_without_its_architecture_is_unsupported() -> None:
-    caps = eliza.capabilities()
-    if "mtp" in caps["llm_drafters"]:
-        pytest.skip("this build has the MTP drafter")
-    with pytest.raises(eliza.UnsupportedError, match="mtp"):
+@pytest.mark.parametrize("k", [1, 4])
+def test_mtp_drafter_through_the_stream_equals_plain_greedy(k: int) -> None:
+    # The Gemma 4 assistant drafting for its tiny target through
+    # eliza.LLM(draft="mtp:...") (the C driver test_llm_mtp pins the rounds
+    # against transformers; this is the public path).
+    import gemma4_models as g4
+
+    target, assistant = g4.gguf_file("gemma4"), g4.gguf_file("gemma4_assistant")
+    ids = g4.random_ids(20, seed=3)
+    runs = []
+    for draft in (None, f"mtp:{assistant}"):
+        with eliza.LLM(target, n_threads=2, draft=draft, draft_max_tokens=k) as llm:
+            prompt = llm.detokenize(ids)
+            runs.append((llm.generate(prompt, max_tokens=60, temperature=0.0), llm.last_stats))
+    (want, plain), (got, spec) = runs
+    assert got == want
+    assert plain is not None and spec is not None
+    assert spec.generated_tokens == plain.generated_tokens
+    assert spec.draft_rounds > 0
+
+
+def test_mtp_drafter_must_be_a_gemma4_assistant_for_a_gemma4() -> None:
+    import gemma4_models as g4
+
+    assert "mtp" in eliza.capabilities()["llm_drafters"]
+    with pytest.raises(eliza.InvalidArgumentError, match="not a gemma4-assistant"):
         eliza.LLM(tm.gguf_file("gemma3", "f32"), draft=f"mtp:{tm.gguf_file('gemma3', 'f32')}")
+    with pytest.raises(eliza.ElizaError, match="gemma4"):
+        eliza.LLM(tm.gguf_file("gemma3", "f32"), draft=f"mtp:{g4.gguf_file('gemma4_assistant')}")
 
 
 def test_capabilities_and_info_name_the_drafter() -> None:

@@ -24,7 +24,7 @@ import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ ARCHITECTURES: dict[str, str] = {
     "Qwen3ForCausalLM": "qwen3",
     "Gemma3ForCausalLM": "gemma3",
     "FalconH1ForCausalLM": "falcon-h1",
+    "Gemma4ForCausalLM": "gemma4",  # eliza.convert.gemma4
+    "Gemma4AssistantForCausalLM": "gemma4-assistant",
 }
 
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
@@ -93,6 +95,16 @@ class ConversionReport:
 # ---------------------------------------------------------------------------
 # Hyperparameters
 # ---------------------------------------------------------------------------
+
+
+class _VocabTarget(Protocol):
+    """What reading a tokenizer needs of a model's hyperparameters."""
+
+    @property
+    def arch(self) -> str: ...
+
+    @property
+    def n_vocab(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -415,14 +427,17 @@ def _llama3_rope_factors(hp: _HParams) -> F32:
 # ---------------------------------------------------------------------------
 
 _FLOAT_DTYPES = {"F32", "F16", "BF16", "F64"}
+_INT_DTYPES = {"I64", "I32"}
 
 
 class _Checkpoint:
     """The tensors of a checkpoint directory by name: shapes up front, data
-    (as float32) one tensor at a time."""
+    (as float32) one tensor at a time. Integer tensors (index buffers) are
+    listed in ``integer`` and read with :meth:`load_int`."""
 
     def __init__(self, model_dir: Path) -> None:
         self.shapes: dict[str, tuple[int, ...]] = {}
+        self.integer: set[str] = set()
         self._loaders: dict[str, Callable[[], F32]] = {}
         st_files = self._files(
             model_dir, "model.safetensors", "model.safetensors.index.json", "*.safetensors"
@@ -464,6 +479,10 @@ class _Checkpoint:
             for name in f.keys():  # noqa: SIM118 (safe_open is no mapping)
                 sl = f.get_slice(name)
                 dtype = sl.get_dtype()
+                if dtype in _INT_DTYPES:
+                    self._add(name, sl.get_shape(), _safetensors_loader(path, name, np.int64), path)
+                    self.integer.add(name)
+                    continue
                 if dtype not in _FLOAT_DTYPES:
                     raise _unsupported(f"{path}: tensor {name} has dtype {dtype}")
                 if dtype == "BF16":
@@ -489,16 +508,23 @@ class _Checkpoint:
             self._add(name, tuple(tensor.shape), _torch_loader(tensor), path)
 
     def load(self, name: str) -> F32:
+        if name in self.integer:
+            raise _unsupported(f"tensor {name} holds integers where weights are expected")
         return np.ascontiguousarray(self._loaders[name](), dtype=np.float32)
 
+    def load_int(self, name: str) -> npt.NDArray[np.int64]:
+        if name not in self.integer:
+            raise _format(f"tensor {name} holds floats where integers are expected")
+        return np.ascontiguousarray(self._loaders[name](), dtype=np.int64)
 
-def _safetensors_loader(path: Path, name: str) -> Callable[[], F32]:
-    def load() -> F32:
+
+def _safetensors_loader(path: Path, name: str, dtype: Any = np.float32) -> Callable[[], Any]:
+    def load() -> Any:
         from safetensors import safe_open
 
         with safe_open(str(path), framework="numpy") as f:
-            data: F32 = f.get_tensor(name)
-        return data.astype(np.float32)
+            data = f.get_tensor(name)
+        return data.astype(dtype)
 
     return load
 
@@ -912,7 +938,7 @@ def _bpe_pre(tok_json: Json, where: Path) -> str:
     )
 
 
-def _vocab_sentencepiece(path: Path, hp: _HParams, tok_json: Json | None, tok_cfg: Json) -> _Vocab:
+def _vocab_sentencepiece(path: Path, hp: _VocabTarget, tok_json: Json | None, tok_cfg: Json) -> _Vocab:
     sp = _read_sentencepiece(path)
     tokens = [p.text for p in sp.pieces]
     scores = [p.score for p in sp.pieces]
@@ -926,11 +952,11 @@ def _vocab_sentencepiece(path: Path, hp: _HParams, tok_json: Json | None, tok_cf
         types=types,
         scores=scores,
         # Gemma's tokenizer never prefixes a space; llama.cpp forces that.
-        add_space_prefix=False if hp.arch == "gemma3" else sp.add_dummy_prefix,
+        add_space_prefix=False if hp.arch.startswith("gemma") else sp.add_dummy_prefix,
     )
 
 
-def _vocab_bpe(path: Path, hp: _HParams, tok_json: Json, tok_cfg: Json) -> _Vocab:
+def _vocab_bpe(path: Path, hp: _VocabTarget, tok_json: Json, tok_cfg: Json) -> _Vocab:
     model = tok_json.get("model") or {}
     decoder = tok_json.get("decoder") or {}
     if model.get("type") != "BPE" or decoder.get("type") != "ByteLevel":
@@ -963,7 +989,7 @@ def _chat_template(model_dir: Path, tok_cfg: Json) -> str | None:
     return jinja.read_text(encoding="utf-8") if jinja.is_file() else None
 
 
-def _load_vocab(model_dir: Path, hp: _HParams, cfg: Json) -> _Vocab:
+def _load_vocab(model_dir: Path, hp: _VocabTarget, cfg: Json) -> _Vocab:
     tok_json_path = model_dir / "tokenizer.json"
     tok_json = _read_json(tok_json_path) if tok_json_path.is_file() else None
     tok_cfg_path = model_dir / "tokenizer_config.json"
@@ -1032,7 +1058,10 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
         w.add_sliding_window(hp.sliding_window)
     w.add_file_type(file_type)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    _add_tokenizer_metadata(w, vocab)
 
+
+def _add_tokenizer_metadata(w: Any, vocab: _Vocab) -> None:
     w.add_tokenizer_model(vocab.model)
     w.add_tokenizer_pre(vocab.pre)
     w.add_token_list(vocab.tokens)
@@ -1093,7 +1122,6 @@ def convert_hf(
 
         convert_hf("tiny-llama/", "tiny-llama-f32.gguf", outtype="f32")
     """
-    import gguf
 
     if outtype not in OUTTYPES:
         raise _unsupported(f"outtype {outtype!r}; choose one of {', '.join(OUTTYPES)}")
@@ -1101,36 +1129,23 @@ def convert_hf(
     if not (src / "config.json").is_file():
         raise ElizaIOError(Status.E_IO, f"{src}: no config.json (not a transformers checkpoint directory)")
     cfg = _read_json(src / "config.json")
+    if any(ARCHITECTURES.get(a, "").startswith("gemma4") for a in cfg.get("architectures") or []):
+        from .gemma4 import convert_gemma4
+
+        return convert_gemma4(src, cfg, Path(out_path), outtype, name, progress)
     hp = _hparams(cfg)
     ckpt = _Checkpoint(src)
     plan = _tensor_plan(hp)
     _check_checkpoint(ckpt, plan, hp, src)
     vocab = _load_vocab(src, hp, cfg)
 
-    file_type = {
-        "f32": gguf.LlamaFileType.ALL_F32,
-        "f16": gguf.LlamaFileType.MOSTLY_F16,
-        "bf16": gguf.LlamaFileType.MOSTLY_BF16,
-        "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-    }[outtype]
     out = Path(out_path)
-    counts: dict[str, int] = {}
-    n_params = 0
     with gguf_file(out, hp.arch, use_temp_file=True) as writer:
-        _add_metadata(writer, hp, vocab, name or src.resolve().name, int(file_type))
+        _add_metadata(writer, hp, vocab, name or src.resolve().name, _file_type(outtype))
         extra = [("rope_freqs.weight", _llama3_rope_factors(hp))] if hp.rope_llama3 is not None else []
-        total = len(plan) + len(extra)
-        for i, (gguf_name, data) in enumerate(_tensors(ckpt, plan, extra)):
-            if progress is not None:
-                progress(i, total, gguf_name)
-            qtype = _stored_type(data, gguf_name, outtype)
-            stored = gguf.quants.quantize(data, qtype)
-            raw = (
-                qtype if qtype not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) else None
-            )
-            writer.add_tensor(gguf_name, stored, raw_dtype=raw)
-            counts[qtype.name] = counts.get(qtype.name, 0) + 1
-            n_params += int(data.size)
+        counts, n_params = _write_tensors(
+            writer, _tensors(ckpt, plan, extra), len(plan) + len(extra), outtype, progress
+        )
     return ConversionReport(
         path=out,
         architecture=hp.arch,
@@ -1141,6 +1156,52 @@ def convert_hf(
         tokenizer_model=vocab.model,
         tensor_types=counts,
     )
+
+
+def _file_type(outtype: str) -> int:
+    import gguf
+
+    return int(
+        {
+            "f32": gguf.LlamaFileType.ALL_F32,
+            "f16": gguf.LlamaFileType.MOSTLY_F16,
+            "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+            "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+        }[outtype]
+    )
+
+
+def _write_tensors(
+    writer: Any,
+    tensors: Iterator[tuple[str, F32]],
+    total: int,
+    outtype: str,
+    progress: Callable[[int, int, str], None] | None,
+) -> tuple[dict[str, int], int]:
+    """Adds ``tensors`` (float32, or int32 index tensors stored as I32) in
+    their stored types; returns the count per GGML type and the number of
+    values."""
+    import gguf
+
+    counts: dict[str, int] = {}
+    n_params = 0
+    for i, (gguf_name, data) in enumerate(tensors):
+        if progress is not None:
+            progress(i, total, gguf_name)
+        if data.dtype == np.int32:
+            writer.add_tensor(gguf_name, data)
+            qname = "I32"
+        else:
+            qtype = _stored_type(data, gguf_name, outtype)
+            stored = gguf.quants.quantize(data, qtype)
+            raw = (
+                qtype if qtype not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) else None
+            )
+            writer.add_tensor(gguf_name, stored, raw_dtype=raw)
+            qname = qtype.name
+        counts[qname] = counts.get(qname, 0) + 1
+        n_params += int(data.size)
+    return counts, n_params
 
 
 def _tensors(
