@@ -88,6 +88,16 @@ class Vocab:
             raise RuntimeError(f"llama_tokenize needs {-n} tokens")
         return list(buf[:n])
 
+    def detokenize(self, ids: Sequence[int], remove_special: bool, unparse_special: bool) -> bytes:
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        cap = 64 + 64 * len(ids)
+        buf = ctypes.create_string_buffer(cap)
+        n = self._lib.c.llama_detokenize(self._vocab, arr, len(ids), buf, cap, remove_special,
+                                         unparse_special)
+        if n < 0:
+            raise RuntimeError(f"llama_detokenize needs {-n} bytes")
+        return buf.raw[:n]
+
     def is_eog(self, token: int) -> bool:
         return bool(self._lib.c.llama_vocab_is_eog(self._vocab, token))
 
@@ -125,6 +135,9 @@ class LibLlama:
         c.llama_tokenize.argtypes = [vp, ctypes.c_char_p, i32, ctypes.POINTER(i32), i32, ctypes.c_bool,
                                      ctypes.c_bool]
         c.llama_tokenize.restype = i32
+        c.llama_detokenize.argtypes = [vp, ctypes.POINTER(i32), i32, ctypes.c_char_p, i32, ctypes.c_bool,
+                                       ctypes.c_bool]
+        c.llama_detokenize.restype = i32
         c.llama_chat_apply_template.argtypes = [ctypes.c_char_p, ctypes.POINTER(_ChatMessage),
                                                 ctypes.c_size_t, ctypes.c_bool, ctypes.c_char_p, i32]
         c.llama_chat_apply_template.restype = i32
