@@ -7,7 +7,10 @@ the build that tests/tools/llama_cpp.py makes (no llama-cpp-python needed).
         ids = v.tokenize("Hello", add_special=False, parse_special=True)
     text = lib.chat_apply_template(tmpl, [("user", "Hi")], add_assistant=True)
 
-Only the calls the tokenizer and chat tests need are bound.
+    with lib.model(path) as m:      # a whole model, for logits
+        rows = m.logits(ids, n_ctx=256)
+
+Only the calls the tokenizer, chat and architecture tests need are bound.
 """
 
 from __future__ import annotations
@@ -43,6 +46,62 @@ class _ModelParams(ctypes.Structure):
         ("no_host", ctypes.c_bool),
         ("no_alloc", ctypes.c_bool),
         ("load_mtp", ctypes.c_bool),
+    ]
+
+
+class _ContextParams(ctypes.Structure):
+    """struct llama_context_params of llama.h (0.3.36's vendored llama.cpp)."""
+
+    _fields_ = [
+        ("n_ctx", ctypes.c_uint32),
+        ("n_batch", ctypes.c_uint32),
+        ("n_ubatch", ctypes.c_uint32),
+        ("n_seq_max", ctypes.c_uint32),
+        ("n_rs_seq", ctypes.c_uint32),
+        ("n_outputs_max", ctypes.c_uint32),
+        ("n_outputs_max_per_seq", ctypes.c_uint32),
+        ("n_threads", ctypes.c_int32),
+        ("n_threads_batch", ctypes.c_int32),
+        ("ctx_type", ctypes.c_int32),
+        ("rope_scaling_type", ctypes.c_int32),
+        ("pooling_type", ctypes.c_int32),
+        ("attention_type", ctypes.c_int32),
+        ("flash_attn_type", ctypes.c_int32),
+        ("rope_freq_base", ctypes.c_float),
+        ("rope_freq_scale", ctypes.c_float),
+        ("yarn_ext_factor", ctypes.c_float),
+        ("yarn_attn_factor", ctypes.c_float),
+        ("yarn_beta_fast", ctypes.c_float),
+        ("yarn_beta_slow", ctypes.c_float),
+        ("yarn_orig_ctx", ctypes.c_uint32),
+        ("defrag_thold", ctypes.c_float),
+        ("cb_eval", ctypes.c_void_p),
+        ("cb_eval_user_data", ctypes.c_void_p),
+        ("type_k", ctypes.c_int32),
+        ("type_v", ctypes.c_int32),
+        ("abort_callback", ctypes.c_void_p),
+        ("abort_callback_data", ctypes.c_void_p),
+        ("embeddings", ctypes.c_bool),
+        ("offload_kqv", ctypes.c_bool),
+        ("no_perf", ctypes.c_bool),
+        ("op_offload", ctypes.c_bool),
+        ("swa_full", ctypes.c_bool),
+        ("kv_unified", ctypes.c_bool),
+        ("samplers", ctypes.c_void_p),
+        ("n_samplers", ctypes.c_size_t),
+        ("ctx_other", ctypes.c_void_p),
+    ]
+
+
+class _Batch(ctypes.Structure):
+    _fields_ = [
+        ("n_tokens", ctypes.c_int32),
+        ("token", ctypes.POINTER(ctypes.c_int32)),
+        ("embd", ctypes.POINTER(ctypes.c_float)),
+        ("pos", ctypes.POINTER(ctypes.c_int32)),
+        ("n_seq_id", ctypes.POINTER(ctypes.c_int32)),
+        ("seq_id", ctypes.POINTER(ctypes.POINTER(ctypes.c_int32))),
+        ("logits", ctypes.POINTER(ctypes.c_int8)),
     ]
 
 
@@ -109,6 +168,59 @@ class Vocab:
         return t.decode("utf-8") if t else None
 
 
+class Model:
+    """One GGUF loaded whole by llama.cpp, for logits."""
+
+    def __init__(self, lib: LibLlama, path: Path) -> None:
+        self._lib = lib
+        c = lib.c
+        params = c.llama_model_default_params()
+        params.use_extra_bufts = False
+        self._model = c.llama_model_load_from_file(str(path).encode(), params)
+        if not self._model:
+            raise RuntimeError(f"llama.cpp cannot load {path}")
+        self.n_vocab: int = c.llama_vocab_n_tokens(c.llama_model_get_vocab(self._model))
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._model:
+            self._lib.c.llama_model_free(self._model)
+            self._model = None
+
+    def logits(self, ids: Sequence[int], n_ctx: int, n_threads: int = 2) -> list[list[float]]:
+        """Every position's logits for ids evaluated as one batch from
+        position 0 in a fresh context of n_ctx (F32 KV cache, flash attention
+        off)."""
+        c = self._lib.c
+        cp = c.llama_context_default_params()
+        cp.n_ctx = n_ctx
+        cp.n_batch = cp.n_ubatch = max(len(ids), 1)
+        cp.n_threads = cp.n_threads_batch = n_threads
+        cp.type_k = cp.type_v = 0  # GGML_TYPE_F32
+        cp.flash_attn_type = 0     # LLAMA_FLASH_ATTN_TYPE_DISABLED
+        ctx = c.llama_init_from_model(self._model, cp)
+        if not ctx:
+            raise RuntimeError("llama_init_from_model failed")
+        batch = c.llama_batch_init(len(ids), 0, 1)
+        try:
+            for i, t in enumerate(ids):
+                batch.token[i] = t
+                batch.pos[i] = i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = 0
+                batch.logits[i] = 1
+            batch.n_tokens = len(ids)
+            if c.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+            return [c.llama_get_logits_ith(ctx, i)[:self.n_vocab] for i in range(len(ids))]
+        finally:
+            c.llama_batch_free(batch)
+            c.llama_free(ctx)
+
+
 class LibLlama:
     """libllama.so of the cached llama.cpp build."""
 
@@ -141,6 +253,19 @@ class LibLlama:
         c.llama_chat_apply_template.argtypes = [ctypes.c_char_p, ctypes.POINTER(_ChatMessage),
                                                 ctypes.c_size_t, ctypes.c_bool, ctypes.c_char_p, i32]
         c.llama_chat_apply_template.restype = i32
+        c.llama_context_default_params.restype = _ContextParams
+        c.llama_init_from_model.argtypes = [vp, _ContextParams]
+        c.llama_init_from_model.restype = vp
+        c.llama_free.argtypes = [vp]
+        c.llama_free.restype = None
+        c.llama_batch_init.argtypes = [i32, i32, i32]
+        c.llama_batch_init.restype = _Batch
+        c.llama_batch_free.argtypes = [_Batch]
+        c.llama_batch_free.restype = None
+        c.llama_decode.argtypes = [vp, _Batch]
+        c.llama_decode.restype = i32
+        c.llama_get_logits_ith.argtypes = [vp, i32]
+        c.llama_get_logits_ith.restype = ctypes.POINTER(ctypes.c_float)
         self._log = _LOG_FN(lambda level, text, user: None)
         c.llama_log_set(self._log, None)
         c.llama_backend_init()
@@ -153,6 +278,9 @@ class LibLlama:
 
     def vocab(self, path: Path) -> Vocab:
         return Vocab(self, path)
+
+    def model(self, path: Path) -> Model:
+        return Model(self, path)
 
     def chat_apply_template(self, tmpl: str, messages: Sequence[tuple[str, str]],
                             add_assistant: bool) -> str | None:
