@@ -25,9 +25,9 @@ int main(void) {
 #include "core/platform.h"
 #include "core/pool.h"
 #include "gpu/gpu.h"
-#include "llm/forward.h"
 #include "llm/gpu_step.h"
 #include "llm/model.h"
+#include "llm/session.h"
 
 static const int32_t PROMPT[] = {2, 818, 5279, 529, 7001, 563, 1018, 236761, 107, 818, 1374, 9869, 563, 496, 2295, 236761};
 
@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     ez_gguf *gg = NULL;
     ez_llm_model *m = NULL;
     ez_pool *pool = NULL;
-    ez_llm_ctx *ctx = NULL;
+    ez_llm_session *ctx = NULL;
     ez_gpu *gpu = NULL;
     ez_llm_gpu *st = NULL;
     ez_gpu_params p;
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     ez_gpu_params_default(&p);
     p.allow_cpu = 1;
     if ((rc = ez_gguf_open(argv[1], &gg)) || (rc = ez_llm_model_load(gg, &m)) ||
-        !(pool = ez_pool_create(ez_cpu_count())) || (rc = ez_llm_ctx_create(m, pool, 64, 1, ELIZA_LLM_KV_F32, ELIZA_LLM_KV_F32, &ctx)) ||
+        !(pool = ez_pool_create(ez_cpu_count())) || (rc = ez_llm_session_create(m, pool, 64, 1, ELIZA_LLM_KV_F32, ELIZA_LLM_KV_F32, &ctx)) ||
         (rc = ez_gpu_open(&p, &gpu))) {
         fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
         goto done;
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
         double diff = 0.0;
         int cb = 0, c2 = -1, gb = 0;
         t0 = ez_time_ns();
-        if ((rc = ez_llm_eval(ctx, &PROMPT[t], 1, t, cpu, 0, NULL))) break;
+        if ((rc = ez_llm_session_eval(ctx, &PROMPT[t], 1, cpu, 0, NULL, NULL))) break;
         cpu_s += (double)(ez_time_ns() - t0) * 1e-9;
         t0 = ez_time_ns();
         if ((rc = ez_llm_gpu_step(st, PROMPT[t], t, gl, NULL))) break;
@@ -105,7 +105,7 @@ done:
     free(gl);
     ez_llm_gpu_free(st);
     ez_gpu_close(gpu);
-    ez_llm_ctx_free(ctx);
+    ez_llm_session_free(ctx);
     ez_pool_destroy(pool);
     ez_llm_model_free(m); /* owns gg, closed by ez_llm_model_load itself on failure */
     return status;

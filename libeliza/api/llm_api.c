@@ -1,6 +1,6 @@
 /* The eliza_llm_* entry points: argument and struct_size checks, handle
- * lifetimes, and the streaming session (prompt, sampling, stop strings,
- * UTF-8-complete pieces, cancel, stats). The model itself is llm/. */
+ * lifetimes and error mapping. The behaviour (eval, the stream, sampling,
+ * stop strings) is llm/session.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -15,10 +15,10 @@
 #include "core/strbuf.h"
 #include "llm/chat.h"
 #include "llm/check.h"
-#include "llm/forward.h"
 #include "llm/kv.h"
 #include "llm/model.h"
 #include "llm/sampler.h"
+#include "llm/session.h"
 #include "llm/tokenizer.h"
 
 #define DEFAULT_CONTEXT_CAP 4096
@@ -37,11 +37,15 @@ struct eliza_llm {
     ez_llm_model *model;
     ez_tokenizer *tok;
     ez_pool *pool;
-    ez_llm_ctx *ctx;
+    ez_llm_session *session;
     int32_t n_ctx, n_batch, n_threads;
     eliza_llm_stream *stream;   /* the open stream, if any */
-    float *logits;              /* [n_vocab] of the stream's last position */
     ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
+};
+
+struct eliza_llm_stream {
+    eliza_llm *llm;             /* NULL once the model is closed */
+    ez_llm_stream *st;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -66,11 +70,10 @@ void eliza_llm_close(eliza_llm *llm) {
     /* A stream left open must not reach a freed model: it fails with
      * ELIZA_E_STATE from here on, and closes as usual. */
     if (llm->stream) detach_stream(llm->stream);
-    ez_llm_ctx_free(llm->ctx);
+    ez_llm_session_free(llm->session);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
     ez_llm_model_free(llm->model);
-    free(llm->logits);
     free(llm);
 }
 
@@ -133,12 +136,8 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
     }
     if (rc == ELIZA_OK) {
         llm->n_threads = ez_pool_threads(llm->pool);
-        rc = ez_llm_ctx_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p.kv_type, (int)p.kv_type_v,
-                               &llm->ctx);
-    }
-    if (rc == ELIZA_OK) {
-        llm->logits = (float *)malloc(sizeof(float) * (size_t)llm->model->hp.n_vocab);
-        if (!llm->logits) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the logits");
+        rc = ez_llm_session_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p.kv_type, (int)p.kv_type_v,
+                                   &llm->session);
     }
     if (rc) {
         ez_gguf_close(g);
@@ -160,7 +159,7 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     if (out_json) *out_json = NULL;
     if (!llm || !out_json) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_info_json: NULL argument");
     hp = &llm->model->hp;
-    prof = ez_llm_ctx_profile(llm->ctx);
+    prof = ez_llm_session_profile(llm->session);
     ez_sb_printf(&sb, "{\"architecture\": \"%s\", \"n_vocab\": %d, \"n_ctx_train\": %d, \"context_size\": %d",
                  hp->arch_name, hp->n_vocab, hp->n_ctx_train, llm->n_ctx);
     ez_sb_printf(&sb, ", \"n_embd\": %d, \"n_layer\": %d, \"n_head\": %d, \"n_head_kv\": %d, \"head_dim\": %d",
@@ -169,9 +168,11 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
                  ez_tokenizer_bos(llm->tok), ez_tokenizer_eos(llm->tok), llm->n_threads, llm->n_batch);
     ez_sb_printf(&sb, ", \"sliding_window\": %d, \"tied_output\": %s, \"kv_type\": \"%s\", \"kv_type_v\": \"%s\"",
                  hp->n_swa, llm->model->tied_output ? "true" : "false",
-                 ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 0)), ez_kv_type_name(ez_llm_ctx_kv_type(llm->ctx, 1)));
+                 ez_kv_type_name(ez_llm_session_kv_type(llm->session, 0)),
+                 ez_kv_type_name(ez_llm_session_kv_type(llm->session, 1)));
     ez_sb_printf(&sb, ", \"kv_bytes\": %" PRIu64 ", \"kv_bytes_per_token\": %" PRIu64,
-                 (uint64_t)ez_llm_ctx_kv_bytes(llm->ctx), (uint64_t)ez_llm_ctx_kv_bytes_per_token(llm->ctx));
+                 (uint64_t)ez_llm_session_kv_bytes(llm->session),
+                 (uint64_t)ez_llm_session_kv_bytes_per_token(llm->session));
     ez_sb_printf(&sb, ", \"profile\": {\"tokens\": %" PRIu64 ", \"batches\": %" PRIu64, prof->tokens, prof->batches);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++) {
         ez_sb_printf(&sb, ", \"%s_ms\": ", ez_llm_phase_name(i));
@@ -210,26 +211,6 @@ int32_t eliza_llm_tokenize(const eliza_llm *llm, const char *text, size_t text_l
     *out_tokens = ids;
     *out_count = n;
     return ELIZA_OK;
-}
-
-/* Appends the text of one token to sb. */
-static int32_t append_piece(const ez_tokenizer *tok, int32_t id, int render_special, ez_strbuf *sb) {
-    char small[64];
-    size_t len = 0;
-    int32_t rc = ez_token_piece(tok, id, render_special, small, sizeof small, &len);
-    if (rc) return rc;
-    if (len <= sizeof small) {
-        ez_sb_append(sb, small, len);
-        return ELIZA_OK;
-    }
-    {
-        char *big = (char *)malloc(len);
-        if (!big) return ez_fail(ELIZA_E_NOMEM, "out of memory for a token's text");
-        rc = ez_token_piece(tok, id, render_special, big, len, &len);
-        if (rc == ELIZA_OK) ez_sb_append(sb, big, len);
-        free(big);
-    }
-    return rc;
 }
 
 int32_t eliza_llm_detokenize(const eliza_llm *llm, const int32_t *tokens, size_t count, uint32_t flags,
@@ -276,7 +257,8 @@ int32_t eliza_llm_logits(eliza_llm *llm, const int32_t *tokens, size_t count, ui
     logits = (float *)malloc(total * sizeof(float));
     if (!logits) return ez_fail(ELIZA_E_NOMEM, "cannot allocate %" PRIu64 " logits", (uint64_t)total);
     ez_llm_flag_set(&llm->cancel, 0);
-    rc = ez_llm_eval(llm->ctx, tokens, (int32_t)count, 0, logits, all_positions != 0, &llm->cancel);
+    ez_llm_session_clear(llm->session);
+    rc = ez_llm_session_eval(llm->session, tokens, (int32_t)count, logits, all_positions != 0, NULL, &llm->cancel);
     if (rc) {
         free(logits);
         return rc;
@@ -309,10 +291,11 @@ int32_t eliza_llm_token_nll(eliza_llm *llm, const int32_t *tokens, size_t count,
     logits = (float *)malloc(sizeof(float) * (size_t)SCORE_ROWS * (size_t)n_vocab);
     if (!logits) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d rows of logits", SCORE_ROWS);
     ez_llm_flag_set(&llm->cancel, 0);
-    if (first > 0) rc = ez_llm_eval(llm->ctx, tokens, (int32_t)first, 0, NULL, 0, &llm->cancel);
+    ez_llm_session_clear(llm->session);
+    if (first > 0) rc = ez_llm_session_eval(llm->session, tokens, (int32_t)first, NULL, 0, NULL, &llm->cancel);
     for (size_t b0 = first; rc == ELIZA_OK && b0 < count - 1; b0 += SCORE_ROWS) {
         const size_t nb = EZ_MIN((size_t)SCORE_ROWS, count - 1 - b0);
-        rc = ez_llm_eval(llm->ctx, tokens + b0, (int32_t)nb, (int32_t)b0, logits, 1, &llm->cancel);
+        rc = ez_llm_session_eval(llm->session, tokens + b0, (int32_t)nb, logits, 1, NULL, &llm->cancel);
         for (size_t r = 0; rc == ELIZA_OK && r < nb; r++) {
             const float *row = logits + r * (size_t)n_vocab;
             double mx = row[0], sum = 0.0;
@@ -332,44 +315,6 @@ void eliza_llm_cancel(eliza_llm *llm) {
 /* ------------------------------------------------------------------------ */
 /* Streams                                                                   */
 /* ------------------------------------------------------------------------ */
-
-typedef enum {
-    STREAM_PROMPT,     /* the prompt is not evaluated yet */
-    STREAM_SAMPLE,     /* logits of the last position are ready */
-    STREAM_EVAL,       /* the last sampled token must be evaluated first */
-    STREAM_FLUSH,      /* ended; held-back text still to hand out */
-    STREAM_DONE,
-    STREAM_FAILED      /* cancelled or an error; every call repeats it */
-} stream_state;
-
-struct eliza_llm_stream {
-    eliza_llm *llm;
-    ez_llm_flag cancel;
-    ez_sampler *sampler;
-    int32_t n_ctx;             /* this stream's context limit */
-    int32_t max_tokens;        /* <= 0: unlimited */
-    stream_state state;
-    int32_t failure;           /* the code STREAM_FAILED repeats */
-    int32_t stop_reason;
-
-    int32_t *tokens;           /* prompt then generated tokens */
-    size_t n_tokens, cap_tokens, n_prompt;
-    int32_t n_past;            /* positions in the KV cache */
-    int32_t n_generated;
-    int32_t last_text_token;   /* the last token whose text entered `pending` */
-
-    char **stop;               /* stop strings (copies) */
-    size_t *stop_len;
-    uint32_t n_stop;
-
-    char *pending;             /* generated text not handed out yet */
-    size_t pending_len, pending_cap;
-    char *out;                 /* the piece handed out last (NUL-terminated) */
-    size_t out_cap;
-
-    uint64_t prefill_ns, decode_ns;
-    uint32_t decode_evals;
-};
 
 void eliza_llm_stream_default_config(eliza_llm_stream_config *config) {
     if (!config) return;
@@ -430,48 +375,27 @@ static int32_t check_sampling(const eliza_llm_stream_config *c) {
     return ELIZA_OK;
 }
 
-static void detach_stream(eliza_llm_stream *s) { s->llm = NULL; }
-
-static void stream_free(eliza_llm_stream *s) {
-    if (!s) return;
-    ez_sampler_free(s->sampler);
-    free(s->tokens);
-    for (uint32_t i = 0; i < s->n_stop; i++) free(s->stop[i]);
-    free(s->stop);
-    free(s->stop_len);
-    free(s->pending);
-    free(s->out);
-    free(s);
+static void detach_stream(eliza_llm_stream *s) {
+    ez_llm_stream_detach(s->st);
+    s->llm = NULL;
 }
 
-static int32_t copy_stop_strings(eliza_llm_stream *s, const eliza_llm_stream_config *c) {
+static int32_t check_stop_strings(const eliza_llm_stream_config *c) {
     if (c->n_stop == 0) return ELIZA_OK;
     if (!c->stop) return ez_fail(ELIZA_E_INVALID_ARG, "n_stop is %" PRIu32 " but stop is NULL", c->n_stop);
     if (c->n_stop > MAX_STOP_STRINGS)
         return ez_fail(ELIZA_E_INVALID_ARG, "%" PRIu32 " stop strings (at most %d)", c->n_stop, MAX_STOP_STRINGS);
-    s->stop = (char **)calloc(c->n_stop, sizeof *s->stop);
-    s->stop_len = (size_t *)calloc(c->n_stop, sizeof *s->stop_len);
-    if (!s->stop || !s->stop_len) return ez_fail(ELIZA_E_NOMEM, "out of memory for stop strings");
     for (uint32_t i = 0; i < c->n_stop; i++) {
-        size_t n;
         if (!c->stop[i]) return ez_fail(ELIZA_E_INVALID_ARG, "stop string %" PRIu32 " is NULL", i);
-        n = strlen(c->stop[i]);
-        if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "stop string %" PRIu32 " is empty", i);
-        s->stop[i] = (char *)malloc(n + 1);
-        if (!s->stop[i]) return ez_fail(ELIZA_E_NOMEM, "out of memory for stop strings");
-        memcpy(s->stop[i], c->stop[i], n + 1);
-        s->stop_len[i] = n;
-        s->n_stop = i + 1;
+        if (!c->stop[i][0]) return ez_fail(ELIZA_E_INVALID_ARG, "stop string %" PRIu32 " is empty", i);
     }
     return ELIZA_OK;
 }
 
 int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *config, eliza_llm_stream **out) {
     eliza_llm_stream_config c;
+    ez_llm_gen_params gp;
     eliza_llm_stream *s;
-    ez_sampler_params sp;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
     int32_t rc;
 
     ez_clear_error();
@@ -484,196 +408,65 @@ int32_t eliza_llm_stream_open(eliza_llm *llm, const eliza_llm_stream_config *con
     if (c.context_size > (uint32_t)llm->n_ctx)
         return ez_fail(ELIZA_E_INVALID_ARG, "stream context_size %" PRIu32 " exceeds the model's %d", c.context_size,
                        llm->n_ctx);
+    if ((rc = check_stop_strings(&c))) return rc;
+
+    memset(&gp, 0, sizeof gp);
+    gp.sampling.temperature = c.temperature;
+    gp.sampling.top_k = c.top_k;
+    gp.sampling.top_p = c.top_p;
+    gp.sampling.min_p = c.min_p;
+    gp.sampling.repeat_penalty = c.repeat_penalty;
+    gp.sampling.repeat_last_n = c.repeat_last_n;
+    gp.sampling.seed = c.seed;
+    gp.max_tokens = c.max_tokens;
+    gp.n_ctx = (int32_t)c.context_size;
+    gp.add_bos = (c.flags & ELIZA_TOKENIZE_ADD_BOS) != 0;
+    gp.parse_special = (c.flags & ELIZA_TOKENIZE_PARSE_SPECIAL) != 0;
+    gp.stop = (const char *const *)c.stop;
+    gp.n_stop = c.n_stop;
 
     s = (eliza_llm_stream *)calloc(1, sizeof *s);
     if (!s) return ez_fail(ELIZA_E_NOMEM, "out of memory for a stream");
-    s->llm = llm;
-    ez_llm_flag_set(&s->cancel, 0);
-    s->n_ctx = c.context_size ? (int32_t)c.context_size : llm->n_ctx;
-    s->max_tokens = c.max_tokens;
-    s->last_text_token = -1;
-    s->state = STREAM_PROMPT;
-
-    sp.temperature = c.temperature;
-    sp.top_k = c.top_k;
-    sp.top_p = c.top_p;
-    sp.min_p = c.min_p;
-    sp.repeat_penalty = c.repeat_penalty;
-    sp.repeat_last_n = c.repeat_last_n;
-    sp.seed = c.seed;
-    rc = copy_stop_strings(s, &c);
-    if (rc == ELIZA_OK) rc = ez_sampler_create(&sp, llm->model->hp.n_vocab, &s->sampler);
-    if (rc == ELIZA_OK)
-        rc = ez_tokenize(llm->tok, c.prompt, strlen(c.prompt), (c.flags & ELIZA_TOKENIZE_ADD_BOS) != 0,
-                         (c.flags & ELIZA_TOKENIZE_PARSE_SPECIAL) != 0, &ids, &n_ids);
-    if (rc == ELIZA_OK && n_ids == 0) rc = ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
-    if (rc == ELIZA_OK && n_ids > (size_t)s->n_ctx)
-        rc = ez_fail(ELIZA_E_CONTEXT_FULL, "the prompt has %" PRIu64 " tokens; the context holds %d", (uint64_t)n_ids, s->n_ctx);
-    if (rc) {
-        free(ids);
-        stream_free(s);
+    if ((rc = ez_llm_stream_open(llm->session, llm->tok, c.prompt, &gp, &s->st))) {
+        free(s);
         return rc;
     }
-    s->tokens = ids;
-    s->n_tokens = s->n_prompt = s->cap_tokens = n_ids;
+    s->llm = llm;
     llm->stream = s;
     *out = s;
     return ELIZA_OK;
 }
 
 void eliza_llm_stream_cancel(eliza_llm_stream *stream) {
-    if (stream) ez_llm_flag_set(&stream->cancel, 1);
-}
-
-/* ELIZA_PROFILE=1: one log line per stream (level INFO) with its rates and
- * where the model's forward time has gone so far (cumulative per handle). */
-static void log_profile(const eliza_llm_stream *s) {
-    const ez_llm_profile *prof;
-    ez_strbuf sb = {0};
-    char *line;
-    if (!s->llm || !ez_env_flag("ELIZA_PROFILE")) return;
-    prof = ez_llm_ctx_profile(s->llm->ctx);
-    ez_sb_printf(&sb, "llm profile: prompt %" PRIu64 " tokens in %.1f ms, %d generated, decode %.1f ms; forward ms:",
-                 (uint64_t)s->n_prompt, (double)s->prefill_ns / 1e6, s->n_generated, (double)s->decode_ns / 1e6);
-    for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++)
-        ez_sb_printf(&sb, " %s %.1f", ez_llm_phase_name(i), (double)prof->ns[i] / 1e6);
-    line = ez_sb_take(&sb);
-    if (line) ez_log(ELIZA_LOG_INFO, "%s", line);
-    free(line);
+    if (stream) ez_llm_stream_cancel(stream->st);
 }
 
 void eliza_llm_stream_close(eliza_llm_stream *stream) {
     if (!stream) return;
-    log_profile(stream);
     if (stream->llm && stream->llm->stream == stream) stream->llm->stream = NULL;
-    stream_free(stream);
+    ez_llm_stream_free(stream->st);
+    free(stream);
 }
 
 int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats) {
+    ez_llm_gen_stats g;
     ez_clear_error();
     if (!s || !stats) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_stream_stats: NULL argument");
     if (!FITS(stats, eliza_llm_stats, prompt_tokens))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_stats.struct_size %" PRIu32 " is too small (%" PRIu64 ")", stats->struct_size,
                        (uint64_t)sizeof(eliza_llm_stats));
+    ez_llm_stream_stats(s->st, &g);
 #define PUT(f, v) \
     if (FITS(stats, eliza_llm_stats, f)) stats->f = (v)
-    PUT(prompt_tokens, (uint32_t)s->n_prompt);
-    PUT(generated_tokens, (uint32_t)s->n_generated);
-    PUT(stop_reason, s->stop_reason);
-    PUT(prefill_ms, (double)s->prefill_ns / 1e6);
-    PUT(decode_ms, (double)s->decode_ns / 1e6);
-    PUT(prefill_tokens_per_s, s->prefill_ns ? (double)s->n_prompt * 1e9 / (double)s->prefill_ns : 0.0);
-    PUT(decode_tokens_per_s, s->decode_ns ? (double)s->decode_evals * 1e9 / (double)s->decode_ns : 0.0);
+    PUT(prompt_tokens, g.n_prompt);
+    PUT(generated_tokens, g.n_generated);
+    PUT(stop_reason, g.stop_reason);
+    PUT(prefill_ms, (double)g.prefill_ns / 1e6);
+    PUT(decode_ms, (double)g.decode_ns / 1e6);
+    PUT(prefill_tokens_per_s, g.prefill_ns ? (double)g.n_prompt * 1e9 / (double)g.prefill_ns : 0.0);
+    PUT(decode_tokens_per_s, g.decode_ns ? (double)g.decode_evals * 1e9 / (double)g.decode_ns : 0.0);
 #undef PUT
     return ELIZA_OK;
-}
-
-/* ---- text: stop strings and UTF-8 ---------------------------------------------------- */
-
-static int32_t reserve(char **buf, size_t *cap, size_t need) {
-    char *p;
-    size_t n;
-    if (need <= *cap) return ELIZA_OK;
-    n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    p = (char *)realloc(*buf, n);
-    if (!p) return ez_fail(ELIZA_E_NOMEM, "out of memory for generated text");
-    *buf = p;
-    *cap = n;
-    return ELIZA_OK;
-}
-
-/* Bytes of the UTF-8 sequence a lead byte starts (0 for a continuation or
- * an invalid byte). */
-static int utf8_len(unsigned char b) {
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
-/* Length of a valid sequence at s[0..n), 0 if invalid, -1 if s ends inside
- * a sequence that could still become valid. */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    int len = utf8_len(s[0]);
-    if (len == 0) return 0;
-    for (int i = 1; i < len; i++) {
-        unsigned char lo = 0x80, hi = 0xBF;
-        if ((size_t)i >= n) return -1;
-        if (i == 1 && s[0] == 0xE0) lo = 0xA0;
-        if (i == 1 && s[0] == 0xED) hi = 0x9F;
-        if (i == 1 && s[0] == 0xF0) lo = 0x90;
-        if (i == 1 && s[0] == 0xF4) hi = 0x8F;
-        if (s[i] < lo || s[i] > hi) return 0;
-    }
-    return len;
-}
-
-/* How much of s[0..n) can go out now: everything but an unfinished
- * character at the end (unless `final`). */
-static size_t utf8_ready(const char *s, size_t n, int final) {
-    size_t i = 0;
-    if (final) return n;
-    while (i < n) {
-        int len = utf8_seq((const unsigned char *)s + i, n - i);
-        if (len < 0) return i;
-        i += len ? (size_t)len : 1;
-    }
-    return n;
-}
-
-/* Copies s[0..n) to the stream's out buffer as valid UTF-8 (invalid bytes
- * and a truncated final character become U+FFFD). */
-static int32_t set_out(eliza_llm_stream *st, const char *s, size_t n, size_t *out_len) {
-    size_t o = 0, i = 0;
-    int32_t rc = reserve(&st->out, &st->out_cap, 3 * n + 1);
-    if (rc) return rc;
-    while (i < n) {
-        int len = utf8_seq((const unsigned char *)s + i, n - i);
-        if (len <= 0) {
-            memcpy(st->out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-            /* A truncated sequence is one replacement, not one per byte. */
-            while (len < 0 && i < n && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
-            continue;
-        }
-        memcpy(st->out + o, s + i, (size_t)len);
-        o += (size_t)len;
-        i += (size_t)len;
-    }
-    st->out[o] = '\0';
-    *out_len = o;
-    return ELIZA_OK;
-}
-
-/* Position of the first stop string in pending, or SIZE_MAX. */
-static size_t find_stop(const eliza_llm_stream *s) {
-    size_t best = SIZE_MAX;
-    for (uint32_t k = 0; k < s->n_stop; k++) {
-        const size_t m = s->stop_len[k];
-        for (size_t i = 0; i + m <= s->pending_len && i < best; i++)
-            if (memcmp(s->pending + i, s->stop[k], m) == 0) {
-                best = i;
-                break;
-            }
-    }
-    return best;
-}
-
-/* Bytes at the end of pending that could be the start of a stop string. */
-static size_t stop_prefix_held(const eliza_llm_stream *s) {
-    size_t held = 0;
-    for (uint32_t k = 0; k < s->n_stop; k++) {
-        size_t m = EZ_MIN(s->stop_len[k] - 1, s->pending_len);
-        for (; m > held; m--)
-            if (memcmp(s->pending + s->pending_len - m, s->stop[k], m) == 0) {
-                held = m;
-                break;
-            }
-    }
-    return held;
 }
 
 static void set_piece(eliza_llm_piece *piece, int32_t token, const char *text, uint32_t len) {
@@ -682,109 +475,8 @@ static void set_piece(eliza_llm_piece *piece, int32_t token, const char *text, u
     if (FITS(piece, eliza_llm_piece, text_len)) piece->text_len = len;
 }
 
-/* Hands out the releasable head of pending (all of it when final). */
-static int32_t emit(eliza_llm_stream *s, int32_t token, int final, eliza_llm_piece *piece) {
-    size_t ready = final ? s->pending_len : s->pending_len - stop_prefix_held(s);
-    size_t out_len = 0;
-    int32_t rc;
-    ready = utf8_ready(s->pending, ready, final);
-    if ((rc = set_out(s, s->pending, ready, &out_len))) return rc;
-    memmove(s->pending, s->pending + ready, s->pending_len - ready);
-    s->pending_len -= ready;
-    set_piece(piece, token, s->out, (uint32_t)out_len);
-    return ELIZA_OK;
-}
-
-static int32_t fail_stream(eliza_llm_stream *s, int32_t rc) {
-    s->state = STREAM_FAILED;
-    s->failure = rc;
-    if (rc == ELIZA_E_CANCELLED) s->stop_reason = ELIZA_STOP_CANCELLED;
-    return rc;
-}
-
-static void finish(eliza_llm_stream *s, int32_t reason) {
-    s->stop_reason = reason;
-    s->state = STREAM_FLUSH;
-}
-
-/* Evaluates the prompt or the last sampled token into llm->logits. */
-static int32_t advance(eliza_llm_stream *s) {
-    eliza_llm *llm = s->llm;
-    uint64_t t0 = ez_time_ns();
-    int32_t rc;
-    if (s->state == STREAM_PROMPT) {
-        rc = ez_llm_eval(llm->ctx, s->tokens, (int32_t)s->n_prompt, 0, llm->logits, 0, &s->cancel);
-        s->prefill_ns += ez_time_ns() - t0;
-        if (rc) return rc;
-        s->n_past = (int32_t)s->n_prompt;
-    } else {
-        rc = ez_llm_eval(llm->ctx, &s->tokens[s->n_tokens - 1], 1, s->n_past, llm->logits, 0, &s->cancel);
-        s->decode_ns += ez_time_ns() - t0;
-        if (rc) return rc;
-        s->n_past++;
-        s->decode_evals++;
-    }
-    s->state = STREAM_SAMPLE;
-    return ELIZA_OK;
-}
-
-static int32_t push_token(eliza_llm_stream *s, int32_t id) {
-    if (s->n_tokens == s->cap_tokens) {
-        size_t cap = s->cap_tokens ? 2 * s->cap_tokens : 64;
-        int32_t *t = (int32_t *)realloc(s->tokens, cap * sizeof *t);
-        if (!t) return ez_fail(ELIZA_E_NOMEM, "out of memory for tokens");
-        s->tokens = t;
-        s->cap_tokens = cap;
-    }
-    s->tokens[s->n_tokens++] = id;
-    return ELIZA_OK;
-}
-
-/* Samples one token and turns it into a piece. */
-static int32_t generate_one(eliza_llm_stream *s, eliza_llm_piece *piece) {
-    eliza_llm *llm = s->llm;
-    ez_strbuf text = {0};
-    size_t at;
-    int32_t id, rc;
-
-    id = ez_sampler_sample(s->sampler, llm->logits, s->tokens, s->n_tokens);
-    if (ez_tokenizer_is_eog(llm->tok, id)) {
-        finish(s, ELIZA_STOP_EOS);
-        return ELIZA_DONE; /* nothing of this token to show; the caller flushes */
-    }
-    if ((rc = push_token(s, id))) return rc;
-    s->n_generated++;
-    s->state = STREAM_EVAL;
-
-    if ((rc = append_piece(llm->tok, id, 0, &text))) {
-        ez_sb_free(&text);
-        return rc;
-    }
-    rc = reserve(&s->pending, &s->pending_cap, s->pending_len + text.len + 1);
-    if (rc == ELIZA_OK && text.len) {
-        memcpy(s->pending + s->pending_len, text.data, text.len);
-        s->pending_len += text.len;
-    }
-    ez_sb_free(&text);
-    if (rc) return rc;
-    s->last_text_token = id;
-
-    at = find_stop(s);
-    if (at != SIZE_MAX) {
-        s->pending_len = at;
-        finish(s, ELIZA_STOP_STRING);
-    } else if (s->max_tokens > 0 && s->n_generated >= s->max_tokens) {
-        finish(s, ELIZA_STOP_MAX_TOKENS);
-    }
-    if (s->state == STREAM_FLUSH) {
-        rc = emit(s, id, 1, piece);
-        s->state = STREAM_DONE;
-        return rc;
-    }
-    return emit(s, id, 0, piece);
-}
-
 int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
+    ez_llm_gen_piece g;
     int32_t rc;
 
     ez_clear_error();
@@ -792,32 +484,9 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
     if (!FITS(piece, eliza_llm_piece, token))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_piece.struct_size %" PRIu32 " is too small (%" PRIu64 ")", piece->struct_size,
                        (uint64_t)sizeof(eliza_llm_piece));
-    set_piece(piece, -1, "", 0);
-
-    if (!s->llm) return ez_fail(ELIZA_E_STATE, "eliza_llm_stream_next: the stream's model has been closed");
-    if (s->state == STREAM_FAILED)
-        return ez_fail(s->failure, "the stream %s", s->failure == ELIZA_E_CANCELLED ? "was cancelled" : "failed");
-    if (s->state != STREAM_DONE && s->state != STREAM_FLUSH && ez_llm_flag_get(&s->cancel))
-        return fail_stream(s, ez_fail(ELIZA_E_CANCELLED, "cancelled"));
-
-    if (s->state == STREAM_EVAL && s->n_past >= s->n_ctx) finish(s, ELIZA_STOP_CONTEXT_FULL);
-    if (s->state == STREAM_PROMPT || s->state == STREAM_EVAL) {
-        rc = advance(s);
-        if (rc) return fail_stream(s, rc);
-    }
-    if (s->state == STREAM_SAMPLE) {
-        rc = generate_one(s, piece);
-        if (rc == ELIZA_OK) return ELIZA_OK;
-        if (rc != ELIZA_DONE) return fail_stream(s, rc);
-    }
-    if (s->state == STREAM_FLUSH) {
-        s->state = STREAM_DONE;
-        if (s->pending_len) {
-            rc = emit(s, s->last_text_token, 1, piece);
-            return rc ? fail_stream(s, rc) : ELIZA_OK;
-        }
-    }
-    return ELIZA_DONE;
+    rc = ez_llm_stream_next(s->st, &g);
+    set_piece(piece, g.token, g.text, g.text_len);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

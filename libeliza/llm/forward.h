@@ -1,26 +1,30 @@
-/* The forward pass of a loaded model over a batch of tokens, with its KV
- * cache and working buffers (one ez_llm_ctx per eliza_llm handle).
+/* The forward pass of a decoder over a batch of tokens: the working rows of
+ * one batch, the shared steps every architecture's block composes
+ * (llm/arch_<name>.c), and the pass that runs them over a KV cache.
  *
- * KV cache: keys and values each in one of kv.h's types (F32, F16, Q8_0,
- * Q4_0, TBQ4_0, TBQ3_0), one pair of buffers per layer; position p lives in slot
- * p % cap. Global layers have cap = n_ctx; sliding-window layers keep only
- * what their window can still see, cap = min(n_ctx, n_swa + n_batch), which
- * is enough that a batch never overwrites a key an earlier query of the same
- * batch still needs. */
+ *   x = embed(tokens) * embd_scale
+ *   for each layer: arch->block(f, il)       x updated in place
+ *   logits = rms_norm(x) Wout (+ bias, softcap)
+ *
+ * Every step works on a batch of n tokens (rows); the matrix products take
+ * all rows at once so each weight is read once per batch. */
 #ifndef EZ_LLM_FORWARD_H
 #define EZ_LLM_FORWARD_H
 
+#include "attention.h"
 #include "core/atomic.h"
 #include "core/common.h"
 #include "core/pool.h"
+#include "kv.h"
 #include "model.h"
+#include "ops.h"
 
 /* A flag one thread sets and another polls (the cancel request). */
 typedef ez_atomic_int ez_llm_flag;
 static inline int ez_llm_flag_get(ez_llm_flag *f) { return ez_atomic_int_load(f); }
 static inline void ez_llm_flag_set(ez_llm_flag *f, int v) { ez_atomic_int_store(f, v); }
 
-/* Where the time went, cumulative since the context was made (ns). */
+/* Where the time went, cumulative since the session was made (ns). */
 typedef enum {
     EZ_LLM_PHASE_EMBED = 0,
     EZ_LLM_PHASE_NORM,       /* RMSNorms, biases, q/k norms, rope, residuals */
@@ -39,35 +43,68 @@ EZ_INTERNAL const char *ez_llm_phase_name(int phase);
 typedef struct {
     uint64_t ns[EZ_LLM_PHASE_COUNT];
     uint64_t tokens;         /* tokens evaluated */
-    uint64_t batches;        /* eval_batch calls */
+    uint64_t batches;        /* forward passes */
 } ez_llm_profile;
 
-typedef struct ez_llm_ctx ez_llm_ctx;
+/* The working state of one batch of up to n_batch tokens. */
+typedef struct ez_llm_fwd {
+    const ez_llm_model *m;
+    const ez_llm_ops *ops;
+    ez_pool *pool;
+    int32_t n_batch;
+    ez_kv_cache *kv;
+    ez_attn attn;
 
-/* n_ctx >= 1 positions, n_batch >= 1 tokens per pass; kv_type_k,
- * kv_type_v: the ez_kv_type of the cached keys and values (each written
- * once, when its token is evaluated). ELIZA_E_INVALID_ARG for an unknown
- * type or a block type the head size does not divide into, ELIZA_E_NOMEM
- * if the cache or buffers do not fit. */
-EZ_INTERNAL int32_t ez_llm_ctx_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch,
-                                      int kv_type_k, int kv_type_v, ez_llm_ctx **out);
-EZ_INTERNAL void ez_llm_ctx_free(ez_llm_ctx *c);
-EZ_INTERNAL int32_t ez_llm_ctx_n_ctx(const ez_llm_ctx *c);
-/* The ez_kv_type of the keys (values = 0) or of the values. */
-EZ_INTERNAL int ez_llm_ctx_kv_type(const ez_llm_ctx *c, int values);
-/* The KV cache's size over all layers. */
-EZ_INTERNAL size_t ez_llm_ctx_kv_bytes(const ez_llm_ctx *c);
-/* The bytes one position's keys and values take over all layers. */
-EZ_INTERNAL size_t ez_llm_ctx_kv_bytes_per_token(const ez_llm_ctx *c);
-EZ_INTERNAL const ez_llm_profile *ez_llm_ctx_profile(const ez_llm_ctx *c);
+    float *x;               /* [n_batch, n_embd] residual stream */
+    float *h;               /* [n_batch, n_embd] normed input of a sublayer */
+    float *q;               /* [n_batch, n_head * head_dim] */
+    float *k;               /* [n_batch, n_head_kv * head_dim] */
+    float *v;               /* [n_batch, n_head_kv * head_dim_v] */
+    float *att;             /* [n_batch, n_head * head_dim_v] attention output */
+    float *o;               /* [n_batch, n_embd] sublayer output */
+    float *gate;            /* [n_batch, n_ff] */
+    float *up;              /* [n_batch, n_ff] */
+    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers */
+    ez_llm_acts acts;
 
-/* Evaluates tokens[0..n) at positions pos0 .. pos0+n-1 (pos0 + n <= n_ctx),
- * after the cached positions 0 .. pos0-1, and caches their keys and values.
- * logits: NULL for none; else the last token's [n_vocab] logits, or with
- * all_logits every token's, [n, n_vocab]. cancel (may be NULL) is polled
- * between layers: ELIZA_E_CANCELLED, and the cache past pos0 is undefined.
- * A token id outside the embedding table is ELIZA_E_INVALID_ARG. */
-EZ_INTERNAL int32_t ez_llm_eval(ez_llm_ctx *c, const int32_t *tokens, int32_t n, int32_t pos0, float *logits,
-                                int all_logits, ez_llm_flag *cancel);
+    ez_llm_profile prof;
+    uint64_t t;             /* when the running phase began */
+} ez_llm_fwd;
+
+/* Buffers for batches of up to n_batch tokens over the cache kv (which
+ * must outlive the result). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_pool *pool, ez_kv_cache *kv, int32_t n_batch,
+                                      ez_llm_fwd **out);
+EZ_INTERNAL void ez_llm_fwd_free(ez_llm_fwd *f);
+
+/* Evaluates tokens[0..n) (n <= n_batch, valid ids) at the cache's next
+ * positions and holds them there. logits: NULL for none; else the last
+ * token's [n_vocab], or with all_logits every token's [n, n_vocab].
+ * hidden: NULL, or [n, n_embd] states after the final norm. cancel (may be
+ * NULL) is polled between layers: ELIZA_E_CANCELLED, nothing held. */
+EZ_INTERNAL int32_t ez_llm_forward(ez_llm_fwd *f, const int32_t *tokens, int32_t n, float *logits, int all_logits,
+                                   float *hidden, ez_llm_flag *cancel);
+
+/* ---- the steps a block composes (all over rows [0, n) of the batch) ----------------- */
+
+/* Ends the running phase: its time goes to `phase`. */
+EZ_INTERNAL void ez_fwd_tick(ez_llm_fwd *f, int phase);
+/* y[r] = rms_norm(x[r]) * w for rows of n_embd; y may alias x. */
+EZ_INTERNAL void ez_fwd_norm(ez_llm_fwd *f, float *y, const float *x, const float *w, int32_t n);
+/* q, k, v = h Wq, h Wk, h Wv (+ biases). */
+EZ_INTERNAL int32_t ez_fwd_qkv(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
+/* Per-head RMSNorm of q (w_q) and k (w_k), either may be NULL (qwen3, gemma3). */
+EZ_INTERNAL void ez_fwd_qk_norm(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
+/* Rotary embedding of q and k with the layer's table (global or sliding). */
+EZ_INTERNAL void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
+/* att = attention of q over layer il's cache, after storing k and v there
+ * (unless the layer reads another's rows). */
+EZ_INTERNAL void ez_fwd_attention(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
+/* o = att Wo (+ bias). */
+EZ_INTERNAL int32_t ez_fwd_attn_out(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
+/* o = (act(h Wgate + b) * (h Wup + b)) Wdown (+ b); gelu: GELU-tanh, else SiLU. */
+EZ_INTERNAL int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu);
+/* x += o. */
+EZ_INTERNAL void ez_fwd_residual(ez_llm_fwd *f, int32_t n);
 
 #endif /* EZ_LLM_FORWARD_H */

@@ -1,4 +1,4 @@
-/* One decode step on the GPU, in the order of llm/forward.c's pass:
+/* One decode step on the GPU, in the order of the CPU blocks (llm/arch_gemma3.c, llm/arch_qwen3.c):
  *
  *   x = embd(token) * embd_scale                         (on the host: one row)
  *   per layer: h = rms_norm(x) ; q, k, v = h Wq, h Wk, h Wv

@@ -105,4 +105,129 @@ EZ_INTERNAL void ez_kv_store_tbq3_0(const float *x, void *dst, int64_t n);
 EZ_INTERNAL void ez_kv_load_tbq4_0(const void *src, float *y, int64_t n);
 EZ_INTERNAL void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n);
 
+
+/* ---- the cache object ---------------------------------------------------------------
+ *
+ * One cache per session (llm/session.h): for each layer the keys and values
+ * of the positions it holds, each in the layer's own format, or a recurrent
+ * state, or nothing of its own.
+ *
+ *   global layers     cap = n_ctx rows; position p in row p
+ *   sliding layers    a ring of cap = min(n_ctx, n_swa + n_batch) rows;
+ *                     position p in row p % cap: enough that a batch of up
+ *                     to n_batch tokens never overwrites a key that an
+ *                     earlier query of the same batch still sees
+ *   aliasing layers   no rows; attention reads an earlier layer's (Gemma 4's
+ *                     KV-shared layers)
+ *   recurrent layers  state_bytes of opaque state (e.g. Mamba2 conv + SSM),
+ *                     zeroed by clear, carried by snapshots
+ *
+ * n_pos positions (0 .. n_pos-1) are held. An eval appends at n_pos
+ * (ez_kv_cache_begin before it writes, ez_kv_cache_commit after a batch).
+ *
+ * Rewind. ez_kv_cache_rewind(n) drops the last n positions: O(1) for rows
+ * (they are overwritten by the next eval). A ring keeps only the last cap
+ * positions written, so a rewind is valid while every position the next
+ * query still sees (its window, n_swa back) has not been overwritten by a
+ * dropped one: up to n_batch + 1 positions back from the highest position
+ * written, always. Past that it is ELIZA_E_INVALID_ARG and the cache is
+ * unchanged. A layer with recurrent state cannot rewind (the state mixes
+ * every position): ELIZA_E_INVALID_ARG unless n is 0; use a snapshot.
+ *
+ * Snapshots. EZ_KV_SNAP_STATES copies the recurrent states and the position
+ * count (cost: the state bytes; nothing for attention-only models); its
+ * restore puts the states back and rewinds the rows to the mark, so it is
+ * valid under the same rule as a rewind, and only while the cache has not
+ * been rewound below the mark since (ELIZA_E_STATE otherwise).
+ * EZ_KV_SNAP_FULL also copies every held row (cost: the held rows' bytes,
+ * up to ez_kv_cache_bytes) and restores whatever happened since.
+ *
+ * The speculative loop: take a STATES snapshot, eval the k drafted tokens
+ * (all k logit rows), accept j of them; then either rewind(k - j) (attention
+ * only), or, with recurrent layers, restore the snapshot and eval the j
+ * accepted tokens again (k <= n_batch keeps both valid). */
+
+/* How one layer's keys (or values) are stored. */
+typedef struct {
+    int type;                  /* ez_kv_type */
+    const ez_kv_kernels *kern; /* ez_kv_kernels_active(type) */
+    size_t head_bytes;         /* one head of one position */
+    size_t row_bytes;          /* all heads of one position */
+    int rot;                   /* the transform the stored vectors are in (ez_kv_rotation) */
+} ez_kv_format;
+
+/* What a layer needs from the cache. n_head_kv = 0: no keys and values
+ * (a recurrent-only layer, or one with alias >= 0). */
+typedef struct {
+    int type_k, type_v;        /* ez_kv_type */
+    int n_head_kv;
+    int head_dim_k, head_dim_v;
+    int32_t n_swa;             /* > 0: attends through a window of n_swa positions (a ring) */
+    int alias;                 /* >= 0: an earlier layer whose keys and values this one reads; -1: none */
+    size_t state_bytes;        /* recurrent state, 0 for none */
+} ez_kv_layer_spec;
+
+typedef struct {
+    ez_kv_format fk, fv;       /* of the rows read (the aliased layer's for an alias) */
+    uint8_t *k, *v;            /* [cap] rows of fk.row_bytes / fv.row_bytes; NULL without rows */
+    int32_t cap;               /* rows; position p lives in row p % cap */
+    int32_t n_swa;             /* 0: global */
+    int src;                   /* the layer whose rows these are (itself unless aliasing) */
+    uint8_t *state;            /* [state_bytes] or NULL */
+    size_t state_bytes;
+} ez_kv_layer;
+
+typedef struct {
+    int n_layer;
+    int32_t n_ctx, n_batch;
+    int32_t n_pos;             /* positions held */
+    int32_t hi;                /* one past the highest position written since the last clear */
+    int32_t mark, mark_low;    /* the latest snapshot's n_pos, and the lowest n_pos since it */
+    uint32_t generation;       /* of the latest snapshot */
+    ez_kv_layer *layers;       /* [n_layer] */
+    size_t bytes;              /* rows and states over all layers */
+} ez_kv_cache;
+
+typedef struct ez_kv_snapshot ez_kv_snapshot;
+#define EZ_KV_SNAP_STATES 0
+#define EZ_KV_SNAP_FULL 1
+
+/* specs[n_layer]; n_ctx, n_batch >= 1. ELIZA_E_INVALID_ARG for an unknown
+ * type, a block type the head size does not divide into or an alias that
+ * is not an earlier layer with rows of the same shape; ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_kv_cache_create(const ez_kv_layer_spec *specs, int n_layer, int32_t n_ctx, int32_t n_batch,
+                                       ez_kv_cache **out);
+EZ_INTERNAL void ez_kv_cache_free(ez_kv_cache *c);
+/* Drops every position and zeroes the recurrent states. */
+EZ_INTERNAL void ez_kv_cache_clear(ez_kv_cache *c);
+/* Is a rewind to n_pos = pos valid (see above)? */
+EZ_INTERNAL int ez_kv_cache_can_rewind_to(const ez_kv_cache *c, int32_t pos);
+EZ_INTERNAL int32_t ez_kv_cache_rewind(ez_kv_cache *c, int32_t n);
+/* Before an eval writes positions n_pos .. n_pos + n - 1 (a failed eval
+ * leaves them written but not held). */
+EZ_INTERNAL void ez_kv_cache_begin(ez_kv_cache *c, int32_t n);
+/* After n positions were evaluated: they are held. */
+EZ_INTERNAL void ez_kv_cache_commit(ez_kv_cache *c, int32_t n);
+/* Row of position pos in layer il's keys / values (layers with rows). */
+static inline uint8_t *ez_kv_cache_k(const ez_kv_cache *c, int il, int32_t pos) {
+    const ez_kv_layer *L = &c->layers[il];
+    return L->k + (size_t)(pos % L->cap) * L->fk.row_bytes;
+}
+static inline uint8_t *ez_kv_cache_v(const ez_kv_cache *c, int il, int32_t pos) {
+    const ez_kv_layer *L = &c->layers[il];
+    return L->v + (size_t)(pos % L->cap) * L->fv.row_bytes;
+}
+/* The bytes one position's keys and values take over the layers with rows of their own. */
+EZ_INTERNAL size_t ez_kv_cache_bytes_per_token(const ez_kv_cache *c);
+
+/* Takes a snapshot of `mode` into *snap (allocated when *snap is NULL,
+ * else reused: a snapshot of the same cache). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_kv_snapshot_take(ez_kv_cache *c, int mode, ez_kv_snapshot **snap);
+/* ELIZA_E_STATE when a STATES snapshot can no longer be restored (see
+ * above), ELIZA_E_INVALID_ARG for a snapshot of another cache; the cache
+ * is then unchanged. */
+EZ_INTERNAL int32_t ez_kv_snapshot_restore(ez_kv_cache *c, const ez_kv_snapshot *snap);
+EZ_INTERNAL size_t ez_kv_snapshot_bytes(const ez_kv_snapshot *snap);
+EZ_INTERNAL void ez_kv_snapshot_free(ez_kv_snapshot *snap);
+
 #endif /* EZ_LLM_KV_H */

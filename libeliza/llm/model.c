@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch.h"
 #include "core/error.h"
 #include "core/quant.h"
 
@@ -22,37 +23,27 @@
 #define MAX_FF (1 << 20)
 #define MAX_VOCAB (1 << 24)
 
-typedef struct {
-    const char *name;
-    ez_llm_arch arch;
-} arch_entry;
-
-static const arch_entry ARCHS[] = {
-    {"llama", EZ_LLM_ARCH_LLAMA},
-    {"qwen2", EZ_LLM_ARCH_QWEN2},
-    {"qwen3", EZ_LLM_ARCH_QWEN3},
-    {"gemma3", EZ_LLM_ARCH_GEMMA3},
+/* Every architecture this build runs (arch.h): adding one is its file and a row here. */
+static const ez_llm_arch_def *const ARCHS[] = {
+    &ez_llm_arch_llama,
+    &ez_llm_arch_qwen2,
+    &ez_llm_arch_qwen3,
+    &ez_llm_arch_gemma3,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
-const char *ez_llm_arch_name(size_t i) { return i < ez_llm_n_archs() ? ARCHS[i].name : NULL; }
+const char *ez_llm_arch_name(size_t i) { return i < ez_llm_n_archs() ? ARCHS[i]->name : NULL; }
 
 /* ---- metadata -------------------------------------------------------------------- */
 
-typedef struct {
-    const ez_gguf *g;
-    const char *arch;
-    char key[160];
-} keys;
-
-static const char *arch_key(keys *k, const char *suffix) {
+const char *ez_llm_key(ez_llm_keys *k, const char *suffix) {
     snprintf(k->key, sizeof k->key, "%s.%s", k->arch, suffix);
     return k->key;
 }
 
-static int32_t need_u32(keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
+int32_t ez_llm_key_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
     uint32_t v;
-    const char *key = arch_key(k, suffix);
+    const char *key = ez_llm_key(k, suffix);
     int32_t rc;
     if (!ez_gguf_find_kv(k->g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
     rc = ez_gguf_get_u32(k->g, key, &v);
@@ -65,13 +56,13 @@ static int32_t need_u32(keys *k, const char *suffix, uint32_t lo, uint32_t hi, i
 }
 
 /* Absent keys keep *out. */
-static int32_t opt_u32(keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
-    if (!ez_gguf_find_kv(k->g, arch_key(k, suffix))) return ELIZA_OK;
-    return need_u32(k, suffix, lo, hi, out);
+int32_t ez_llm_key_opt_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
+    if (!ez_gguf_find_kv(k->g, ez_llm_key(k, suffix))) return ELIZA_OK;
+    return ez_llm_key_u32(k, suffix, lo, hi, out);
 }
 
-static int32_t opt_f32(keys *k, const char *suffix, float *out) {
-    const char *key = arch_key(k, suffix);
+int32_t ez_llm_key_opt_f32(ez_llm_keys *k, const char *suffix, float *out) {
+    const char *key = ez_llm_key(k, suffix);
     float v;
     int32_t rc;
     if (!ez_gguf_find_kv(k->g, key)) return ELIZA_OK;
@@ -89,8 +80,8 @@ static int str_is(ez_str s, const char *lit) {
 
 /* rope.scaling.type: none and linear are plain rope; YaRN and LongRoPE change
  * the rotation itself and are not implemented. */
-static int32_t load_rope_scaling(keys *k, ez_llm_hparams *hp) {
-    const char *key = arch_key(k, "rope.scaling.type");
+static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
+    const char *key = ez_llm_key(k, "rope.scaling.type");
     ez_str type;
     float factor = 0.0f;
     int32_t rc;
@@ -102,7 +93,7 @@ static int32_t load_rope_scaling(keys *k, ez_llm_hparams *hp) {
                            (int)EZ_MIN(type.len, 32u), type.ptr);
         if (str_is(type, "none")) return ELIZA_OK;
     }
-    rc = opt_f32(k, "rope.scaling.factor", &factor);
+    rc = ez_llm_key_opt_f32(k, "rope.scaling.factor", &factor);
     if (rc) return rc;
     if (factor < 0.0f) return ez_fail(ELIZA_E_FORMAT, "rope scaling factor %g is negative", (double)factor);
     /* llama.cpp: freq_scale = 1 / factor, and a factor of 0 means none. */
@@ -110,8 +101,8 @@ static int32_t load_rope_scaling(keys *k, ez_llm_hparams *hp) {
     return ELIZA_OK;
 }
 
-static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp) {
-    keys k;
+static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_arch_def **out_arch) {
+    ez_llm_keys k;
     ez_str arch;
     size_t i;
     int32_t rc, n_embd_head_default;
@@ -123,24 +114,24 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp) {
     rc = ez_gguf_get_str(g, "general.architecture", &arch);
     if (rc) return rc;
     for (i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
-        if (str_is(arch, ARCHS[i].name)) break;
+        if (str_is(arch, ARCHS[i]->name)) break;
     if (i == sizeof ARCHS / sizeof ARCHS[0])
         return ez_fail(ELIZA_E_UNSUPPORTED,
                        "architecture '%.*s' is not a language model this build runs (gemma3, llama, qwen2, qwen3)",
                        (int)EZ_MIN(arch.len, 64u), arch.ptr);
-    hp->arch = ARCHS[i].arch;
-    hp->arch_name = ARCHS[i].name;
+    *out_arch = ARCHS[i];
+    hp->arch_name = ARCHS[i]->name;
     k.g = g;
     k.arch = hp->arch_name;
 
-    if ((rc = need_u32(&k, "context_length", 1, INT32_MAX, &hp->n_ctx_train)) ||
-        (rc = need_u32(&k, "embedding_length", 1, MAX_EMBD, &hp->n_embd)) ||
-        (rc = need_u32(&k, "block_count", 1, MAX_LAYERS, &hp->n_layer)) ||
-        (rc = need_u32(&k, "feed_forward_length", 1, MAX_FF, &hp->n_ff)) ||
-        (rc = need_u32(&k, "attention.head_count", 1, MAX_HEADS, &hp->n_head)))
+    if ((rc = ez_llm_key_u32(&k, "context_length", 1, INT32_MAX, &hp->n_ctx_train)) ||
+        (rc = ez_llm_key_u32(&k, "embedding_length", 1, MAX_EMBD, &hp->n_embd)) ||
+        (rc = ez_llm_key_u32(&k, "block_count", 1, MAX_LAYERS, &hp->n_layer)) ||
+        (rc = ez_llm_key_u32(&k, "feed_forward_length", 1, MAX_FF, &hp->n_ff)) ||
+        (rc = ez_llm_key_u32(&k, "attention.head_count", 1, MAX_HEADS, &hp->n_head)))
         return rc;
     hp->n_head_kv = hp->n_head;
-    if ((rc = opt_u32(&k, "attention.head_count_kv", 1, MAX_HEADS, &hp->n_head_kv))) return rc;
+    if ((rc = ez_llm_key_opt_u32(&k, "attention.head_count_kv", 1, MAX_HEADS, &hp->n_head_kv))) return rc;
     if (hp->n_head % hp->n_head_kv != 0)
         return ez_fail(ELIZA_E_FORMAT, "attention.head_count %d is not a multiple of head_count_kv %d", hp->n_head,
                        hp->n_head_kv);
@@ -148,8 +139,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp) {
     n_embd_head_default = hp->n_embd / hp->n_head;
     hp->head_dim = n_embd_head_default;
     hp->head_dim_v = n_embd_head_default;
-    if ((rc = opt_u32(&k, "attention.key_length", 1, MAX_HEAD_DIM, &hp->head_dim)) ||
-        (rc = opt_u32(&k, "attention.value_length", 1, MAX_HEAD_DIM, &hp->head_dim_v)))
+    if ((rc = ez_llm_key_opt_u32(&k, "attention.key_length", 1, MAX_HEAD_DIM, &hp->head_dim)) ||
+        (rc = ez_llm_key_opt_u32(&k, "attention.value_length", 1, MAX_HEAD_DIM, &hp->head_dim_v)))
         return rc;
     if (hp->head_dim < 2 || hp->head_dim_v < 1)
         return ez_fail(ELIZA_E_FORMAT, "head size %d (n_embd %d / %d heads) is too small", hp->head_dim, hp->n_embd,
@@ -158,83 +149,31 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp) {
         return ez_fail(ELIZA_E_UNSUPPORTED, "key head size %d differs from value head size %d", hp->head_dim,
                        hp->head_dim_v);
     hp->n_rot = hp->head_dim;
-    if ((rc = opt_u32(&k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
+    if ((rc = ez_llm_key_opt_u32(&k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
     if (hp->n_rot % 2 != 0) return ez_fail(ELIZA_E_FORMAT, "rope.dimension_count %d is odd", hp->n_rot);
 
-    key = arch_key(&k, "attention.layer_norm_rms_epsilon");
+    key = ez_llm_key(&k, "attention.layer_norm_rms_epsilon");
     if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
     hp->norm_eps = -1.0f;
-    if ((rc = opt_f32(&k, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return rc;
+    if ((rc = ez_llm_key_opt_f32(&k, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return rc;
     if (!(hp->norm_eps >= 0.0f && hp->norm_eps < 1.0f))
         return ez_fail(ELIZA_E_FORMAT, "RMSNorm epsilon %g is out of range", (double)hp->norm_eps);
 
     hp->rope_base = 10000.0f;
     hp->rope_base_swa = 10000.0f; /* llama.cpp's default for gemma3's local layers */
     hp->rope_freq_scale = 1.0f;
-    if ((rc = opt_f32(&k, "rope.freq_base", &hp->rope_base)) ||
-        (rc = opt_f32(&k, "rope.freq_base_swa", &hp->rope_base_swa)))
+    if ((rc = ez_llm_key_opt_f32(&k, "rope.freq_base", &hp->rope_base)) ||
+        (rc = ez_llm_key_opt_f32(&k, "rope.freq_base_swa", &hp->rope_base_swa)))
         return rc;
     if (!(hp->rope_base > 1.0f) || !(hp->rope_base_swa > 1.0f))
         return ez_fail(ELIZA_E_FORMAT, "rope base %g / %g must be above 1", (double)hp->rope_base,
                        (double)hp->rope_base_swa);
     if ((rc = load_rope_scaling(&k, hp))) return rc;
-    /* Normal rope for llama (its converter permutes q/k rows to match);
-     * NEOX (halves) for qwen2, qwen3 and gemma3, as llama_model_rope_type(). */
-    hp->rope_neox = hp->arch != EZ_LLM_ARCH_LLAMA;
 
-    /* 1/sqrt(head_dim) for all four; llama.cpp's gemma3 makes one exception,
-     * Gemma 3 27B (62 layers), whose query_pre_attn_scalar is n_embd / n_head.
-     * (Gemma's query_pre_attn_scalar is not stored in GGUF.) */
+    /* The architecture's values: rope layout, activations, scales. */
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-    if (hp->arch == EZ_LLM_ARCH_GEMMA3 && hp->n_layer == 62)
-        hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
-
     hp->embd_scale = 1.0f;
-    hp->ffn_gelu = 0;
-    if (hp->arch == EZ_LLM_ARCH_GEMMA3) {
-        hp->embd_scale = sqrtf((float)hp->n_embd);
-        hp->ffn_gelu = 1;
-        if ((rc = opt_u32(&k, "attention.sliding_window", 0, INT32_MAX, &hp->n_swa)) ||
-            (rc = opt_f32(&k, "final_logit_softcapping", &hp->final_softcap)))
-            return rc;
-        if (hp->final_softcap < 0.0f)
-            return ez_fail(ELIZA_E_FORMAT, "final_logit_softcapping %g is negative", (double)hp->final_softcap);
-    }
-    return ELIZA_OK;
-}
-
-/* Which layers attend through the sliding window. llama.cpp (gemma3,
- * load_swa_pattern with its default 6): `attention.sliding_window_pattern`
- * is either one bool per layer or a period n, where layer il is local when
- * il % n < n - 1 (five local layers, then a global one); no key means 6. */
-static int32_t load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers) {
-    char key[160];
-    const ez_gguf_kv *kv;
-    int32_t il;
-    uint32_t period = 6;
-    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
-    kv = ez_gguf_find_kv(g, key);
-    if (kv && kv->type == EZ_GGUF_ARRAY) {
-        if (kv->arr_type != EZ_GGUF_BOOL && kv->arr_type != EZ_GGUF_U8 && kv->arr_type != EZ_GGUF_I8 &&
-            kv->arr_type != EZ_GGUF_U32 && kv->arr_type != EZ_GGUF_I32)
-            return ez_fail(ELIZA_E_FORMAT, "'%s' must be an array of bools", key);
-        if (kv->arr_len != (uint64_t)hp->n_layer)
-            return ez_fail(ELIZA_E_FORMAT, "'%s' has %" PRIu64 " entries for %d layers", key, kv->arr_len,
-                           hp->n_layer);
-        for (il = 0; il < hp->n_layer; il++) {
-            size_t w = (kv->arr_type == EZ_GGUF_U32 || kv->arr_type == EZ_GGUF_I32) ? 4 : 1;
-            const uint8_t *p = kv->arr_data + (size_t)il * w;
-            layers[il].is_swa = w == 1 ? p[0] != 0 : (p[0] | p[1] | p[2] | p[3]) != 0;
-        }
-        return ELIZA_OK;
-    }
-    if (kv) {
-        int32_t rc = ez_gguf_get_u32(g, key, &period);
-        if (rc) return rc;
-    }
-    for (il = 0; il < hp->n_layer; il++)
-        layers[il].is_swa = period == 0 || (uint32_t)il % period < period - 1;
-    return ELIZA_OK;
+    return (*out_arch)->hparams(&k, hp);
 }
 
 /* ---- tensors ----------------------------------------------------------------------- */
@@ -261,9 +200,7 @@ static int32_t shape_error(const ez_gguf_tensor *t, int64_t want0, int64_t want1
                    t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3], want0, want1);
 }
 
-/* A matrix of n_rows x n_cols (GGUF ne = {n_cols, n_rows}). n_rows < 0
- * accepts any row count (the vocabulary). Absent and optional: data NULL. */
-static int32_t get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int64_t n_cols, int required,
+int32_t ez_llm_get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int64_t n_cols, int required,
                           ez_llm_matrix *out) {
     const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, name);
     const ez_type_traits *tr;
@@ -293,8 +230,7 @@ static int32_t get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int
     return ELIZA_OK;
 }
 
-/* A vector of n elements, dequantized to F32 and owned by the model. */
-static int32_t get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out) {
+int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out) {
     const ez_gguf_tensor *t = ez_gguf_find_tensor(m->gguf, name);
     const ez_type_traits *tr;
     float *v;
@@ -318,49 +254,56 @@ static int32_t get_vector(ez_llm_model *m, const char *name, int64_t n, int requ
     return ELIZA_OK;
 }
 
-static const char *blk(char *buf, size_t cap, int il, const char *what) {
+const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what) {
     snprintf(buf, cap, "blk.%d.%s", il, what);
     return buf;
 }
 
-static int32_t load_layer(ez_llm_model *m, int il) {
+int32_t ez_llm_load_std_layer(ez_llm_model *m, int il, const ez_llm_layer_tensors *want) {
     const ez_llm_hparams *hp = &m->hp;
     ez_llm_layer *L = &m->layers[il];
     const int64_t n_embd = hp->n_embd, n_q = (int64_t)hp->n_head * hp->head_dim,
                   n_kv = (int64_t)hp->n_head_kv * hp->head_dim, n_v = (int64_t)hp->n_head_kv * hp->head_dim_v,
                   n_ff = hp->n_ff;
-    const int gemma = hp->arch == EZ_LLM_ARCH_GEMMA3;
-    const int qk_norm = hp->arch == EZ_LLM_ARCH_QWEN3 || gemma;
+    const int qk_norm = want->qk_norm, post = want->post_norms;
     char b[96];
     int32_t rc;
 
-    if ((rc = get_vector(m, blk(b, sizeof b, il, "attn_norm.weight"), n_embd, 1, &L->attn_norm)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_q.weight"), n_q, n_embd, 1, &L->wq)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_k.weight"), n_kv, n_embd, 1, &L->wk)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_v.weight"), n_v, n_embd, 1, &L->wv)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "attn_q.bias"), n_q, 0, &L->bq)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "attn_k.bias"), n_kv, 0, &L->bk)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "attn_v.bias"), n_v, 0, &L->bv)) ||
-        (qk_norm && (rc = get_vector(m, blk(b, sizeof b, il, "attn_q_norm.weight"), hp->head_dim, 1, &L->q_norm))) ||
-        (qk_norm && (rc = get_vector(m, blk(b, sizeof b, il, "attn_k_norm.weight"), hp->head_dim, 1, &L->k_norm))) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "attn_output.weight"), n_embd, (int64_t)hp->n_head * hp->head_dim_v,
+    if ((rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_norm.weight"), n_embd, 1, &L->attn_norm)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_q.weight"), n_q, n_embd, 1, &L->wq)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_k.weight"), n_kv, n_embd, 1, &L->wk)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_v.weight"), n_v, n_embd, 1, &L->wv)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_q.bias"), n_q, 0, &L->bq)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_k.bias"), n_kv, 0, &L->bk)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_v.bias"), n_v, 0, &L->bv)) ||
+        (qk_norm && (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_q_norm.weight"), hp->head_dim, 1, &L->q_norm))) ||
+        (qk_norm && (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_k_norm.weight"), hp->head_dim, 1, &L->k_norm))) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "attn_output.weight"), n_embd, (int64_t)hp->n_head * hp->head_dim_v,
                          1, &L->wo)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "attn_output.bias"), n_embd, 0, &L->bo)) ||
-        (gemma && (rc = get_vector(m, blk(b, sizeof b, il, "post_attention_norm.weight"), n_embd, 1,
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "attn_output.bias"), n_embd, 0, &L->bo)) ||
+        (post && (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "post_attention_norm.weight"), n_embd, 1,
                                    &L->post_attn_norm))) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_norm.weight"), n_embd, 1, &L->ffn_norm)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_gate.weight"), n_ff, n_embd, 1, &L->ffn_gate)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_up.weight"), n_ff, n_embd, 1, &L->ffn_up)) ||
-        (rc = get_matrix(m, blk(b, sizeof b, il, "ffn_down.weight"), n_embd, n_ff, 1, &L->ffn_down)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_gate.bias"), n_ff, 0, &L->b_gate)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_up.bias"), n_ff, 0, &L->b_up)) ||
-        (rc = get_vector(m, blk(b, sizeof b, il, "ffn_down.bias"), n_embd, 0, &L->b_down)) ||
-        (gemma && (rc = get_vector(m, blk(b, sizeof b, il, "post_ffw_norm.weight"), n_embd, 1, &L->post_ffw_norm))))
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ffn_norm.weight"), n_embd, 1, &L->ffn_norm)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_gate.weight"), n_ff, n_embd, 1, &L->ffn_gate)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_up.weight"), n_ff, n_embd, 1, &L->ffn_up)) ||
+        (rc = ez_llm_get_matrix(m, ez_llm_blk(b, sizeof b, il, "ffn_down.weight"), n_embd, n_ff, 1, &L->ffn_down)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ffn_gate.bias"), n_ff, 0, &L->b_gate)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ffn_up.bias"), n_ff, 0, &L->b_up)) ||
+        (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "ffn_down.bias"), n_embd, 0, &L->b_down)) ||
+        (post && (rc = ez_llm_get_vector(m, ez_llm_blk(b, sizeof b, il, "post_ffw_norm.weight"), n_embd, 1, &L->post_ffw_norm))))
         return rc;
-    /* Gemma 3's local layers use their own rope base and no scaling. */
+    /* Sliding-window layers (gemma3's local ones) use their own rope base and no scaling. */
     L->is_swa = L->is_swa && hp->n_swa > 0;
     L->rope_base = L->is_swa ? hp->rope_base_swa : hp->rope_base;
     L->rope_freq_scale = L->is_swa ? 1.0f : hp->rope_freq_scale;
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_load_std_layers(ez_llm_model *m, const ez_llm_layer_tensors *want) {
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        int32_t rc = ez_llm_load_std_layer(m, il, want);
+        if (rc) return rc;
+    }
     return ELIZA_OK;
 }
 
@@ -368,15 +311,15 @@ static int32_t load_weights(ez_llm_model *m) {
     ez_llm_hparams *hp = &m->hp;
     int32_t rc, il;
 
-    if ((rc = get_matrix(m, "token_embd.weight", -1, hp->n_embd, 1, &m->tok_embd)) ||
-        (rc = get_vector(m, "output_norm.weight", hp->n_embd, 1, &m->output_norm)) ||
-        (rc = get_matrix(m, "output.weight", m->tok_embd.n_rows, hp->n_embd, 0, &m->output)))
+    if ((rc = ez_llm_get_matrix(m, "token_embd.weight", -1, hp->n_embd, 1, &m->tok_embd)) ||
+        (rc = ez_llm_get_vector(m, "output_norm.weight", hp->n_embd, 1, &m->output_norm)) ||
+        (rc = ez_llm_get_matrix(m, "output.weight", m->tok_embd.n_rows, hp->n_embd, 0, &m->output)))
         return rc;
     m->tied_output = m->output.data == NULL;
     if (m->tied_output) m->output = m->tok_embd;
     hp->n_vocab = (int32_t)m->output.n_rows;
-    if ((rc = get_vector(m, "output.bias", hp->n_vocab, 0, &m->output_bias)) ||
-        (rc = get_vector(m, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_factors)))
+    if ((rc = ez_llm_get_vector(m, "output.bias", hp->n_vocab, 0, &m->output_bias)) ||
+        (rc = ez_llm_get_vector(m, "rope_freqs.weight", hp->n_rot / 2, 0, &m->rope_factors)))
         return rc;
     if (m->rope_factors)
         for (il = 0; il < hp->n_rot / 2; il++)
@@ -386,10 +329,8 @@ static int32_t load_weights(ez_llm_model *m) {
 
     m->layers = (ez_llm_layer *)calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d layers", hp->n_layer);
-    if (hp->n_swa > 0 && (rc = load_swa_pattern(m->gguf, hp, m->layers))) return rc;
-    for (il = 0; il < hp->n_layer; il++)
-        if ((rc = load_layer(m, il))) return rc;
-    return ELIZA_OK;
+    for (il = 0; il < hp->n_layer; il++) m->layers[il].kv_alias = -1;
+    return m->arch->weights(m);
 }
 
 int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out) {
@@ -402,7 +343,7 @@ int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out) {
         return ez_fail(ELIZA_E_NOMEM, "out of memory loading the model");
     }
     m->gguf = g;
-    rc = load_hparams(g, &m->hp);
+    rc = load_hparams(g, &m->hp, &m->arch);
     if (rc == ELIZA_OK) rc = load_weights(m);
     if (rc) {
         ez_llm_model_free(m);

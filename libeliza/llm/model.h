@@ -1,8 +1,10 @@
-/* Decoder-only language models read from GGUF: hyperparameters and weights
- * by architecture, validated against the file before anything runs.
+/* Decoder-only language models read from GGUF: hyperparameters and weights,
+ * validated against the file before anything runs. The model is immutable
+ * once loaded: several sessions (llm/session.h) may share one.
  *
- * One model description covers the four supported architectures; they are
- * the same pre-norm transformer and differ only in the pieces below:
+ * model.c reads what every architecture shares (sizes, heads, epsilon, rope,
+ * the embedding, output and final norm); each architecture (llm/arch.h, one
+ * file each) adds its quirks and its layers' tensors:
  *
  *               llama      qwen2      qwen3      gemma3
  *   rope        normal     neox       neox       neox
@@ -27,12 +29,7 @@
 #include "core/common.h"
 #include "core/gguf.h"
 
-typedef enum {
-    EZ_LLM_ARCH_LLAMA = 0,
-    EZ_LLM_ARCH_QWEN2 = 1,
-    EZ_LLM_ARCH_QWEN3 = 2,
-    EZ_LLM_ARCH_GEMMA3 = 3
-} ez_llm_arch;
+typedef struct ez_llm_arch_def ez_llm_arch_def;
 
 /* A weight matrix in the mapping: n_rows rows of n_cols elements of `type`. */
 typedef struct {
@@ -45,7 +42,6 @@ typedef struct {
 } ez_llm_matrix;
 
 typedef struct {
-    ez_llm_arch arch;
     const char *arch_name;     /* "gemma3", ... (static storage) */
     int32_t n_vocab;           /* rows of the output projection */
     int32_t n_ctx_train;
@@ -71,6 +67,8 @@ typedef struct {
 
 typedef struct {
     int is_swa;                 /* sliding-window (local) attention */
+    int kv_alias;               /* >= 0: reads that earlier layer's keys and values (kv.h); -1: its own */
+    size_t state_bytes;         /* recurrent state the layer keeps in the cache, 0 for none */
     float rope_base;            /* this layer's base */
     float rope_freq_scale;
 
@@ -95,6 +93,7 @@ typedef struct {
 
 typedef struct {
     ez_llm_hparams hp;
+    const ez_llm_arch_def *arch;
     ez_gguf *gguf;              /* owns the mapping every matrix points into */
     ez_llm_matrix tok_embd;     /* [n_vocab_embd, n_embd] */
     const float *output_norm;   /* [n_embd] */
@@ -117,5 +116,32 @@ EZ_INTERNAL int32_t ez_llm_model_load(ez_gguf *g, ez_llm_model **out);
 EZ_INTERNAL size_t ez_llm_n_archs(void);
 EZ_INTERNAL const char *ez_llm_arch_name(size_t i);
 EZ_INTERNAL void ez_llm_model_free(ez_llm_model *m);
+
+/* ---- for the architectures' loaders (llm/arch_<name>.c) ----------------------------- */
+
+/* Metadata keys of one architecture: "<arch>.<suffix>". */
+typedef struct {
+    const ez_gguf *g;
+    const char *arch;
+    char key[160];
+} ez_llm_keys;
+
+EZ_INTERNAL const char *ez_llm_key(ez_llm_keys *k, const char *suffix);
+/* A u32 key in [lo, hi]: ELIZA_E_FORMAT when missing or out of range. */
+EZ_INTERNAL int32_t ez_llm_key_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out);
+/* The same; an absent key keeps *out. */
+EZ_INTERNAL int32_t ez_llm_key_opt_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out);
+/* A finite f32 key; an absent key keeps *out. */
+EZ_INTERNAL int32_t ez_llm_key_opt_f32(ez_llm_keys *k, const char *suffix, float *out);
+
+/* A matrix of n_rows x n_cols (GGUF ne = {n_cols, n_rows}). n_rows < 0
+ * accepts any row count (the vocabulary). Absent and optional: data NULL. */
+EZ_INTERNAL int32_t ez_llm_get_matrix(ez_llm_model *m, const char *name, int64_t n_rows, int64_t n_cols, int required,
+                                      ez_llm_matrix *out);
+/* A vector of n elements, dequantized to F32 and owned by the model; NULL
+ * when absent and optional. */
+EZ_INTERNAL int32_t ez_llm_get_vector(ez_llm_model *m, const char *name, int64_t n, int required, const float **out);
+/* "blk.<il>.<what>" in buf. */
+EZ_INTERNAL const char *ez_llm_blk(char *buf, size_t cap, int il, const char *what);
 
 #endif /* EZ_LLM_MODEL_H */

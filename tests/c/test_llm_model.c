@@ -21,6 +21,7 @@
 #include "gpu/gpu.h"
 #include "llm/gpu_step.h"
 #include "llm/model.h"
+#include "llm/session.h"
 #endif
 
 static void *xmalloc(size_t n) {
@@ -1468,6 +1469,89 @@ done:
     ref_free(&r);
 }
 
+/* ---- sessions: rewind, hidden states, several sessions over one model ---------------- */
+
+typedef struct {
+    ez_llm_model *m;
+    ez_pool *pool;
+} loaded;
+
+static int load_written(loaded *l) {
+    ez_gguf *g = NULL;
+    memset(l, 0, sizeof *l);
+    CHECK_RC(ez_gguf_open(k_path, &g), ELIZA_OK);
+    if (!g) return 0;
+    CHECK_RC(ez_llm_model_load(g, &l->m), ELIZA_OK);
+    l->pool = ez_pool_create(2);
+    CHECK(l->pool != NULL);
+    return l->m && l->pool;
+}
+
+static void loaded_free(loaded *l) {
+    ez_pool_destroy(l->pool);
+    ez_llm_model_free(l->m);
+}
+
+/* gemma3's window of 5 in a ring of 5 + 4 rows: a session that ran 21
+ * tokens, rewound 5 (the most a ring allows past its window: n_batch + 1)
+ * and ran 4 others gives bit for bit the logits of a session that ran the 16
+ * then the 4 in the same batches; so does re-running the dropped tokens;
+ * one more position back is refused. Both sessions share one model. */
+static void test_llm_session_rewind_matches_a_fresh_session(void) {
+    spec s = base_spec("gemma3");
+    ref_model r;
+    loaded l;
+    ez_llm_session *a = NULL, *b = NULL;
+    int32_t tokens[32], other[4];
+    float *la = (float *)xmalloc(sizeof(float) * 4 * N_VOCAB), *lb = (float *)xmalloc(sizeof(float) * 4 * N_VOCAB);
+    float *hidden = (float *)xmalloc(sizeof(float) * 4 * 64), *lh = (float *)xmalloc(sizeof(float) * N_VOCAB);
+    int finite = 1;
+
+    write_model(&s, &r);
+    g_rng = 4242;
+    random_tokens(tokens, 21);
+    random_tokens(other, 4);
+    other[0] = 7;
+    if (!load_written(&l)) goto done;
+    CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 4, EZ_KV_F32, EZ_KV_F32, &a), ELIZA_OK);
+    CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 4, EZ_KV_F32, EZ_KV_F32, &b), ELIZA_OK);
+    if (!a || !b) goto done;
+    CHECK_RC(ez_llm_session_eval(a, tokens, 21, NULL, 0, NULL, NULL), ELIZA_OK);
+    CHECK(ez_llm_session_n_pos(a) == 21 && ez_llm_session_tokens(a)[20] == tokens[20]);
+    CHECK_RC(ez_llm_session_rewind(a, 6), ELIZA_E_INVALID_ARG);
+    CHECK(ez_llm_session_n_pos(a) == 21);
+    CHECK_RC(ez_llm_session_rewind(a, 5), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(a, other, 4, la, 1, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(b, tokens, 16, NULL, 0, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(b, other, 4, lb, 1, hidden, NULL), ELIZA_OK);
+    CHECK(memcmp(la, lb, sizeof(float) * 4 * N_VOCAB) == 0);
+    /* the same tokens again after a rewind: the same logits */
+    CHECK_RC(ez_llm_session_rewind(b, 4), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(b, other, 4, lb, 1, NULL, NULL), ELIZA_OK);
+    CHECK(memcmp(la, lb, sizeof(float) * 4 * N_VOCAB) == 0);
+    /* hidden states after the final norm: one row per token, finite, and
+     * asking for them does not change the logits */
+    for (int i = 0; i < 4 * 64; i++) finite &= isfinite(hidden[i]) && (i % 64 || hidden[i] != 0.0f);
+    CHECK(finite);
+    CHECK_RC(ez_llm_session_rewind(b, 1), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(b, other + 3, 1, lh, 0, NULL, NULL), ELIZA_OK);
+    CHECK_RC(ez_llm_session_rewind(a, 1), ELIZA_OK);
+    CHECK_RC(ez_llm_session_eval(a, other + 3, 1, lb, 0, hidden, NULL), ELIZA_OK);
+    CHECK(memcmp(lh, lb, sizeof(float) * N_VOCAB) == 0);
+    /* the whole context: full, nothing evaluated */
+    CHECK_RC(ez_llm_session_eval(a, tokens, 21, NULL, 0, NULL, NULL), ELIZA_E_CONTEXT_FULL);
+    CHECK(ez_llm_session_n_pos(a) == 20);
+done:
+    ez_llm_session_free(a);
+    ez_llm_session_free(b);
+    loaded_free(&l);
+    free(la);
+    free(lb);
+    free(hidden);
+    free(lh);
+    ref_free(&r);
+}
+
 int main(void) {
     test_llm_forward_matches_reference_per_arch();
     test_llm_forward_quantized_weights_close_to_reference();
@@ -1483,6 +1567,7 @@ int main(void) {
     test_llm_cancel_logits_and_close_under_a_stream();
     test_llm_open_rejects_bad_files();
     test_llm_api_arguments();
+    test_llm_session_rewind_matches_a_fresh_session();
     remove(k_path);
     if (g_failed) {
         fprintf(stderr, "test_llm_model: FAILED\n");

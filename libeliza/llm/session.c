@@ -1,0 +1,512 @@
+/* Sessions and their generation streams (session.h). */
+#include "session.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/platform.h"
+#include "core/strbuf.h"
+
+struct ez_llm_session {
+    const ez_llm_model *m;
+    ez_kv_cache *kv;
+    ez_llm_fwd *fwd;
+    int32_t n_ctx, n_batch;
+    int kv_type_k, kv_type_v;
+    int32_t *tokens;            /* [n_ctx] the token at each held position */
+};
+
+int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_type_k,
+                              int kv_type_v, ez_llm_session **out) {
+    const ez_llm_hparams *hp = &m->hp;
+    ez_kv_layer_spec *specs;
+    ez_llm_session *s;
+    int32_t rc;
+
+    *out = NULL;
+    if (n_ctx < 1 || n_batch < 1) return ez_fail(ELIZA_E_INVALID_ARG, "context %d / batch %d must be >= 1", n_ctx, n_batch);
+    if (kv_type_k < 0 || kv_type_k >= EZ_KV_COUNT) return ez_fail(ELIZA_E_INVALID_ARG, "KV cache type %d is unknown", kv_type_k);
+    if (kv_type_v < 0 || kv_type_v >= EZ_KV_COUNT) return ez_fail(ELIZA_E_INVALID_ARG, "KV cache type %d is unknown", kv_type_v);
+    s = (ez_llm_session *)calloc(1, sizeof *s);
+    specs = (ez_kv_layer_spec *)calloc((size_t)hp->n_layer, sizeof *specs);
+    if (!s || !specs) {
+        free(s);
+        free(specs);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
+    }
+    s->m = m;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    s->kv_type_k = kv_type_k;
+    s->kv_type_v = kv_type_v;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const ez_llm_layer *L = &m->layers[il];
+        ez_kv_layer_spec *sp = &specs[il];
+        sp->type_k = kv_type_k;
+        sp->type_v = kv_type_v;
+        sp->n_head_kv = hp->n_head_kv;
+        sp->head_dim_k = hp->head_dim;
+        sp->head_dim_v = hp->head_dim_v;
+        sp->n_swa = L->is_swa ? hp->n_swa : 0;
+        sp->alias = L->kv_alias;
+        sp->state_bytes = L->state_bytes;
+    }
+    rc = ez_kv_cache_create(specs, hp->n_layer, n_ctx, n_batch, &s->kv);
+    free(specs);
+    if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, pool, s->kv, n_batch, &s->fwd);
+    if (rc == ELIZA_OK) {
+        s->tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_ctx);
+        if (!s->tokens) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the context's tokens");
+    }
+    if (rc) {
+        ez_llm_session_free(s);
+        return rc;
+    }
+    *out = s;
+    return ELIZA_OK;
+}
+
+void ez_llm_session_free(ez_llm_session *s) {
+    if (!s) return;
+    ez_llm_fwd_free(s->fwd);
+    ez_kv_cache_free(s->kv);
+    free(s->tokens);
+    free(s);
+}
+
+const ez_llm_model *ez_llm_session_model(const ez_llm_session *s) { return s->m; }
+int32_t ez_llm_session_n_ctx(const ez_llm_session *s) { return s->n_ctx; }
+ez_kv_cache *ez_llm_session_cache(ez_llm_session *s) { return s->kv; }
+int ez_llm_session_kv_type(const ez_llm_session *s, int values) { return values ? s->kv_type_v : s->kv_type_k; }
+size_t ez_llm_session_kv_bytes(const ez_llm_session *s) { return s->kv->bytes; }
+size_t ez_llm_session_kv_bytes_per_token(const ez_llm_session *s) { return ez_kv_cache_bytes_per_token(s->kv); }
+const ez_llm_profile *ez_llm_session_profile(const ez_llm_session *s) { return &s->fwd->prof; }
+int32_t ez_llm_session_n_pos(const ez_llm_session *s) { return s->kv->n_pos; }
+const int32_t *ez_llm_session_tokens(const ez_llm_session *s) { return s->tokens; }
+void ez_llm_session_clear(ez_llm_session *s) { ez_kv_cache_clear(s->kv); }
+int32_t ez_llm_session_rewind(ez_llm_session *s, int32_t n) { return ez_kv_cache_rewind(s->kv, n); }
+
+int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits, int all_logits,
+                            float *hidden, ez_llm_flag *cancel) {
+    const int64_t n_vocab_embd = s->m->tok_embd.n_rows;
+    const int32_t pos0 = s->kv->n_pos;
+    if (n < 1 || (int64_t)pos0 + n > s->n_ctx)
+        return ez_fail(ELIZA_E_CONTEXT_FULL, "%d tokens at position %d do not fit a context of %d", n, pos0, s->n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab_embd)
+            return ez_fail(ELIZA_E_INVALID_ARG, "token %d at index %d is outside the vocabulary (%" PRId64 ")",
+                           tokens[i], i, n_vocab_embd);
+    for (int32_t b0 = 0; b0 < n; b0 += s->n_batch) {
+        const int32_t nb = EZ_MIN(s->n_batch, n - b0);
+        const int last = b0 + nb == n;
+        float *out = NULL;
+        int32_t rc;
+        if (logits && all_logits) out = logits + (size_t)b0 * (size_t)s->m->hp.n_vocab;
+        else if (logits && last) out = logits;
+        rc = ez_llm_forward(s->fwd, tokens + b0, nb, out, all_logits, hidden ? hidden + (size_t)b0 * (size_t)s->m->hp.n_embd : NULL,
+                            cancel);
+        if (rc) return rc;
+        memcpy(s->tokens + pos0 + b0, tokens + b0, sizeof(int32_t) * (size_t)nb);
+    }
+    return ELIZA_OK;
+}
+
+/* ---- the generation stream ------------------------------------------------------------ */
+
+typedef enum {
+    STREAM_PROMPT,     /* the prompt is not evaluated yet */
+    STREAM_SAMPLE,     /* logits of the last position are ready */
+    STREAM_EVAL,       /* the last sampled token must be evaluated first */
+    STREAM_FLUSH,      /* ended; held-back text still to hand out */
+    STREAM_DONE,
+    STREAM_FAILED      /* cancelled or an error; every call repeats it */
+} stream_state;
+
+struct ez_llm_stream {
+    ez_llm_session *s;         /* NULL once detached */
+    const ez_tokenizer *tok;
+    ez_llm_flag cancel;
+    ez_sampler *sampler;
+    float *logits;             /* [n_vocab] of the last position */
+    int32_t n_ctx;             /* this stream's context limit */
+    int32_t max_tokens;        /* <= 0: unlimited */
+    stream_state state;
+    int32_t failure;           /* the code STREAM_FAILED repeats */
+    int32_t stop_reason;
+
+    int32_t *tokens;           /* prompt then generated tokens */
+    size_t n_tokens, cap_tokens, n_prompt;
+    int32_t n_generated;
+    int32_t last_text_token;   /* the last token whose text entered `pending` */
+
+    char **stop;               /* stop strings (copies) */
+    size_t *stop_len;
+    uint32_t n_stop;
+
+    char *pending;             /* generated text not handed out yet */
+    size_t pending_len, pending_cap;
+    char *out;                 /* the piece handed out last (NUL-terminated) */
+    size_t out_cap;
+
+    uint64_t prefill_ns, decode_ns;
+    uint32_t decode_evals;
+};
+
+static void stream_release(ez_llm_stream *st) {
+    ez_sampler_free(st->sampler);
+    free(st->logits);
+    free(st->tokens);
+    for (uint32_t i = 0; i < st->n_stop; i++) free(st->stop[i]);
+    free(st->stop);
+    free(st->stop_len);
+    free(st->pending);
+    free(st->out);
+    free(st);
+}
+
+static int32_t copy_stop_strings(ez_llm_stream *st, const ez_llm_gen_params *p) {
+    if (p->n_stop == 0) return ELIZA_OK;
+    st->stop = (char **)calloc(p->n_stop, sizeof *st->stop);
+    st->stop_len = (size_t *)calloc(p->n_stop, sizeof *st->stop_len);
+    if (!st->stop || !st->stop_len) return ez_fail(ELIZA_E_NOMEM, "out of memory for stop strings");
+    for (uint32_t i = 0; i < p->n_stop; i++) {
+        const size_t n = strlen(p->stop[i]);
+        st->stop[i] = (char *)malloc(n + 1);
+        if (!st->stop[i]) return ez_fail(ELIZA_E_NOMEM, "out of memory for stop strings");
+        memcpy(st->stop[i], p->stop[i], n + 1);
+        st->stop_len[i] = n;
+        st->n_stop = i + 1;
+    }
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_stream_open(ez_llm_session *s, const ez_tokenizer *tok, const char *prompt, const ez_llm_gen_params *p,
+                           ez_llm_stream **out) {
+    const int32_t n_vocab = s->m->hp.n_vocab;
+    ez_llm_stream *st;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    int32_t rc;
+
+    *out = NULL;
+    st = (ez_llm_stream *)calloc(1, sizeof *st);
+    if (!st) return ez_fail(ELIZA_E_NOMEM, "out of memory for a stream");
+    st->s = s;
+    st->tok = tok;
+    ez_llm_flag_set(&st->cancel, 0);
+    st->n_ctx = p->n_ctx > 0 ? EZ_MIN(p->n_ctx, s->n_ctx) : s->n_ctx;
+    st->max_tokens = p->max_tokens;
+    st->last_text_token = -1;
+    st->state = STREAM_PROMPT;
+
+    rc = copy_stop_strings(st, p);
+    if (rc == ELIZA_OK) rc = ez_sampler_create(&p->sampling, n_vocab, &st->sampler);
+    if (rc == ELIZA_OK) {
+        st->logits = (float *)malloc(sizeof(float) * (size_t)n_vocab);
+        if (!st->logits) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the logits");
+    }
+    if (rc == ELIZA_OK)
+        rc = ez_tokenize(tok, prompt, strlen(prompt), p->add_bos, p->parse_special, &ids, &n_ids);
+    if (rc == ELIZA_OK && n_ids == 0) rc = ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
+    if (rc == ELIZA_OK && n_ids > (size_t)st->n_ctx)
+        rc = ez_fail(ELIZA_E_CONTEXT_FULL, "the prompt has %" PRIu64 " tokens; the context holds %d", (uint64_t)n_ids,
+                     st->n_ctx);
+    if (rc) {
+        free(ids);
+        stream_release(st);
+        return rc;
+    }
+    st->tokens = ids;
+    st->n_tokens = st->n_prompt = st->cap_tokens = n_ids;
+    *out = st;
+    return ELIZA_OK;
+}
+
+void ez_llm_stream_cancel(ez_llm_stream *st) { ez_llm_flag_set(&st->cancel, 1); }
+
+void ez_llm_stream_detach(ez_llm_stream *st) { st->s = NULL; }
+
+void ez_llm_stream_stats(const ez_llm_stream *st, ez_llm_gen_stats *out) {
+    out->n_prompt = (uint32_t)st->n_prompt;
+    out->n_generated = (uint32_t)st->n_generated;
+    out->stop_reason = st->stop_reason;
+    out->prefill_ns = st->prefill_ns;
+    out->decode_ns = st->decode_ns;
+    out->decode_evals = st->decode_evals;
+}
+
+/* ELIZA_PROFILE=1: one log line per stream (level INFO) with its rates and
+ * where the model's forward time has gone so far (cumulative per session). */
+static void log_profile(const ez_llm_stream *st) {
+    const ez_llm_profile *prof;
+    ez_strbuf sb = {0};
+    char *line;
+    if (!st->s || !ez_env_flag("ELIZA_PROFILE")) return;
+    prof = ez_llm_session_profile(st->s);
+    ez_sb_printf(&sb, "llm profile: prompt %" PRIu64 " tokens in %.1f ms, %d generated, decode %.1f ms; forward ms:",
+                 (uint64_t)st->n_prompt, (double)st->prefill_ns / 1e6, st->n_generated, (double)st->decode_ns / 1e6);
+    for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++)
+        ez_sb_printf(&sb, " %s %.1f", ez_llm_phase_name(i), (double)prof->ns[i] / 1e6);
+    line = ez_sb_take(&sb);
+    if (line) ez_log(ELIZA_LOG_INFO, "%s", line);
+    free(line);
+}
+
+void ez_llm_stream_free(ez_llm_stream *st) {
+    if (!st) return;
+    log_profile(st);
+    stream_release(st);
+}
+
+/* ---- text: stop strings and UTF-8 ---------------------------------------------------- */
+
+static int32_t reserve(char **buf, size_t *cap, size_t need) {
+    char *p;
+    size_t n;
+    if (need <= *cap) return ELIZA_OK;
+    n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    p = (char *)realloc(*buf, n);
+    if (!p) return ez_fail(ELIZA_E_NOMEM, "out of memory for generated text");
+    *buf = p;
+    *cap = n;
+    return ELIZA_OK;
+}
+
+/* Bytes of the UTF-8 sequence a lead byte starts (0 for a continuation or
+ * an invalid byte). */
+static int utf8_len(unsigned char b) {
+    if (b < 0x80) return 1;
+    if (b >= 0xC2 && b <= 0xDF) return 2;
+    if (b >= 0xE0 && b <= 0xEF) return 3;
+    if (b >= 0xF0 && b <= 0xF4) return 4;
+    return 0;
+}
+
+/* Length of a valid sequence at s[0..n), 0 if invalid, -1 if s ends inside
+ * a sequence that could still become valid. */
+static int utf8_seq(const unsigned char *s, size_t n) {
+    int len = utf8_len(s[0]);
+    if (len == 0) return 0;
+    for (int i = 1; i < len; i++) {
+        unsigned char lo = 0x80, hi = 0xBF;
+        if ((size_t)i >= n) return -1;
+        if (i == 1 && s[0] == 0xE0) lo = 0xA0;
+        if (i == 1 && s[0] == 0xED) hi = 0x9F;
+        if (i == 1 && s[0] == 0xF0) lo = 0x90;
+        if (i == 1 && s[0] == 0xF4) hi = 0x8F;
+        if (s[i] < lo || s[i] > hi) return 0;
+    }
+    return len;
+}
+
+/* How much of s[0..n) can go out now: everything but an unfinished
+ * character at the end (unless `final`). */
+static size_t utf8_ready(const char *s, size_t n, int final) {
+    size_t i = 0;
+    if (final) return n;
+    while (i < n) {
+        int len = utf8_seq((const unsigned char *)s + i, n - i);
+        if (len < 0) return i;
+        i += len ? (size_t)len : 1;
+    }
+    return n;
+}
+
+/* Copies s[0..n) to the stream's out buffer as valid UTF-8 (invalid bytes
+ * and a truncated final character become U+FFFD). */
+static int32_t set_out(ez_llm_stream *st, const char *s, size_t n, size_t *out_len) {
+    size_t o = 0, i = 0;
+    int32_t rc = reserve(&st->out, &st->out_cap, 3 * n + 1);
+    if (rc) return rc;
+    while (i < n) {
+        int len = utf8_seq((const unsigned char *)s + i, n - i);
+        if (len <= 0) {
+            memcpy(st->out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            /* A truncated sequence is one replacement, not one per byte. */
+            while (len < 0 && i < n && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
+            continue;
+        }
+        memcpy(st->out + o, s + i, (size_t)len);
+        o += (size_t)len;
+        i += (size_t)len;
+    }
+    st->out[o] = '\0';
+    *out_len = o;
+    return ELIZA_OK;
+}
+
+/* Position of the first stop string in pending, or SIZE_MAX. */
+static size_t find_stop(const ez_llm_stream *st) {
+    size_t best = SIZE_MAX;
+    for (uint32_t k = 0; k < st->n_stop; k++) {
+        const size_t m = st->stop_len[k];
+        for (size_t i = 0; i + m <= st->pending_len && i < best; i++)
+            if (memcmp(st->pending + i, st->stop[k], m) == 0) {
+                best = i;
+                break;
+            }
+    }
+    return best;
+}
+
+/* Bytes at the end of pending that could be the start of a stop string. */
+static size_t stop_prefix_held(const ez_llm_stream *st) {
+    size_t held = 0;
+    for (uint32_t k = 0; k < st->n_stop; k++) {
+        size_t m = EZ_MIN(st->stop_len[k] - 1, st->pending_len);
+        for (; m > held; m--)
+            if (memcmp(st->pending + st->pending_len - m, st->stop[k], m) == 0) {
+                held = m;
+                break;
+            }
+    }
+    return held;
+}
+
+/* Hands out the releasable head of pending (all of it when final). */
+static int32_t emit(ez_llm_stream *st, int32_t token, int final, ez_llm_gen_piece *piece) {
+    size_t ready = final ? st->pending_len : st->pending_len - stop_prefix_held(st);
+    size_t out_len = 0;
+    int32_t rc;
+    ready = utf8_ready(st->pending, ready, final);
+    if ((rc = set_out(st, st->pending, ready, &out_len))) return rc;
+    memmove(st->pending, st->pending + ready, st->pending_len - ready);
+    st->pending_len -= ready;
+    piece->token = token;
+    piece->text = st->out;
+    piece->text_len = (uint32_t)out_len;
+    return ELIZA_OK;
+}
+
+static int32_t fail_stream(ez_llm_stream *st, int32_t rc) {
+    st->state = STREAM_FAILED;
+    st->failure = rc;
+    if (rc == ELIZA_E_CANCELLED) st->stop_reason = ELIZA_STOP_CANCELLED;
+    return rc;
+}
+
+static void finish(ez_llm_stream *st, int32_t reason) {
+    st->stop_reason = reason;
+    st->state = STREAM_FLUSH;
+}
+
+/* Evaluates the prompt or the last sampled token into st->logits. */
+static int32_t advance(ez_llm_stream *st) {
+    const uint64_t t0 = ez_time_ns();
+    int32_t rc;
+    if (st->state == STREAM_PROMPT) {
+        ez_llm_session_clear(st->s);
+        rc = ez_llm_session_eval(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, 0, NULL, &st->cancel);
+        st->prefill_ns += ez_time_ns() - t0;
+        if (rc) return rc;
+    } else {
+        rc = ez_llm_session_eval(st->s, &st->tokens[st->n_tokens - 1], 1, st->logits, 0, NULL, &st->cancel);
+        st->decode_ns += ez_time_ns() - t0;
+        if (rc) return rc;
+        st->decode_evals++;
+    }
+    st->state = STREAM_SAMPLE;
+    return ELIZA_OK;
+}
+
+static int32_t push_token(ez_llm_stream *st, int32_t id) {
+    if (st->n_tokens == st->cap_tokens) {
+        size_t cap = st->cap_tokens ? 2 * st->cap_tokens : 64;
+        int32_t *t = (int32_t *)realloc(st->tokens, cap * sizeof *t);
+        if (!t) return ez_fail(ELIZA_E_NOMEM, "out of memory for tokens");
+        st->tokens = t;
+        st->cap_tokens = cap;
+    }
+    st->tokens[st->n_tokens++] = id;
+    return ELIZA_OK;
+}
+
+/* Appends the text of one token to pending. */
+static int32_t append_piece(ez_llm_stream *st, int32_t id) {
+    char small[64], *big = NULL;
+    const char *text = small;
+    size_t len = 0;
+    int32_t rc = ez_token_piece(st->tok, id, 0, small, sizeof small, &len);
+    if (rc) return rc;
+    if (len > sizeof small) {
+        big = (char *)malloc(len);
+        if (!big) return ez_fail(ELIZA_E_NOMEM, "out of memory for a token's text");
+        rc = ez_token_piece(st->tok, id, 0, big, len, &len);
+        text = big;
+    }
+    if (rc == ELIZA_OK) rc = reserve(&st->pending, &st->pending_cap, st->pending_len + len + 1);
+    if (rc == ELIZA_OK && len) {
+        memcpy(st->pending + st->pending_len, text, len);
+        st->pending_len += len;
+    }
+    free(big);
+    return rc;
+}
+
+/* Samples one token and turns it into a piece. */
+static int32_t generate_one(ez_llm_stream *st, ez_llm_gen_piece *piece) {
+    size_t at;
+    int32_t id, rc;
+
+    id = ez_sampler_sample(st->sampler, st->logits, st->tokens, st->n_tokens);
+    if (ez_tokenizer_is_eog(st->tok, id)) {
+        finish(st, ELIZA_STOP_EOS);
+        return ELIZA_DONE; /* nothing of this token to show; the caller flushes */
+    }
+    if ((rc = push_token(st, id))) return rc;
+    st->n_generated++;
+    st->state = STREAM_EVAL;
+    if ((rc = append_piece(st, id))) return rc;
+    st->last_text_token = id;
+
+    at = find_stop(st);
+    if (at != SIZE_MAX) {
+        st->pending_len = at;
+        finish(st, ELIZA_STOP_STRING);
+    } else if (st->max_tokens > 0 && st->n_generated >= st->max_tokens) {
+        finish(st, ELIZA_STOP_MAX_TOKENS);
+    }
+    if (st->state == STREAM_FLUSH) {
+        rc = emit(st, id, 1, piece);
+        st->state = STREAM_DONE;
+        return rc;
+    }
+    return emit(st, id, 0, piece);
+}
+
+int32_t ez_llm_stream_next(ez_llm_stream *st, ez_llm_gen_piece *piece) {
+    int32_t rc;
+
+    piece->token = -1;
+    piece->text = "";
+    piece->text_len = 0;
+    if (!st->s) return ez_fail(ELIZA_E_STATE, "eliza_llm_stream_next: the stream's model has been closed");
+    if (st->state == STREAM_FAILED)
+        return ez_fail(st->failure, "the stream %s", st->failure == ELIZA_E_CANCELLED ? "was cancelled" : "failed");
+    if (st->state != STREAM_DONE && st->state != STREAM_FLUSH && ez_llm_flag_get(&st->cancel))
+        return fail_stream(st, ez_fail(ELIZA_E_CANCELLED, "cancelled"));
+
+    if (st->state == STREAM_EVAL && ez_llm_session_n_pos(st->s) >= st->n_ctx) finish(st, ELIZA_STOP_CONTEXT_FULL);
+    if (st->state == STREAM_PROMPT || st->state == STREAM_EVAL) {
+        rc = advance(st);
+        if (rc) return fail_stream(st, rc);
+    }
+    if (st->state == STREAM_SAMPLE) {
+        rc = generate_one(st, piece);
+        if (rc == ELIZA_OK) return ELIZA_OK;
+        if (rc != ELIZA_DONE) return fail_stream(st, rc);
+    }
+    if (st->state == STREAM_FLUSH) {
+        st->state = STREAM_DONE;
+        if (st->pending_len) {
+            rc = emit(st, st->last_text_token, 1, piece);
+            return rc ? fail_stream(st, rc) : ELIZA_OK;
+        }
+    }
+    return ELIZA_DONE;
+}
