@@ -28,6 +28,11 @@ EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_llama;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen2;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_qwen3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_phi3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma2;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_granite;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_smollm3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_olmo2;
 
 /* ---- shared pieces of the architectures ---------------------------------------------- */
 

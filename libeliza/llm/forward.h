@@ -65,6 +65,7 @@ typedef struct ez_llm_fwd {
     float *gate;            /* [n_batch, n_ff] */
     float *up;              /* [n_batch, n_ff] */
     float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers */
+    const float *rope_factors; /* the model's frequency divisors for this context (phi3: long or short), or NULL */
     ez_llm_acts acts;
 
     ez_llm_profile prof;
@@ -104,7 +105,10 @@ EZ_INTERNAL void ez_fwd_attention(ez_llm_fwd *f, int il, int32_t n, int32_t pos0
 EZ_INTERNAL int32_t ez_fwd_attn_out(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* o = (act(h Wgate + b) * (h Wup + b)) Wdown (+ b); gelu: GELU-tanh, else SiLU. */
 EZ_INTERNAL int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu);
-/* x += o. */
+/* RMSNorm of each token's whole q row (w_q [n_head * head_dim]) and k row
+ * (w_k [n_head_kv * head_dim]) (olmo2). */
+EZ_INTERNAL void ez_fwd_qk_norm_rows(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
+/* x += o (granite: x += o * residual_scale). */
 EZ_INTERNAL void ez_fwd_residual(ez_llm_fwd *f, int32_t n);
 
 #endif /* EZ_LLM_FORWARD_H */

@@ -334,7 +334,8 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
         "generate",
         help="generate text with a GGUF language model",
         description="Streams the model's continuation of PROMPT to stdout, then one line of "
-        "statistics to stderr. Architectures: gemma3, llama, qwen2, qwen3.",
+        "statistics to stderr. Architectures: gemma2, gemma3, granite, llama, olmo2, phi3, qwen2, "
+        "qwen3, smollm3.",
     )
     gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
     gen.add_argument("prompt", nargs="?", metavar="PROMPT", help="the text to continue; '-' reads stdin")

@@ -1,4 +1,5 @@
-"""Text generation with a GGUF language model (gemma3, llama, qwen2, qwen3)
+"""Text generation with a GGUF language model (gemma2, gemma3, granite, llama,
+olmo2, phi3, qwen2, qwen3, smollm3)
 through libeliza's ``eliza_llm_*`` calls.
 
 Example::
