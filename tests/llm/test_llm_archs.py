@@ -109,7 +109,7 @@ def test_greedy_decoding_matches_transformers(variant: str) -> None:
     # factors) over many Gemma 2 windows; compared as text through
     # libeliza's detokenizer.
     n_new = 40
-    prompt = " ".join(["The people know the water, and they write it down."] * 7)
+    prompt = " ".join(["The people know the water, and they write it down."] * 3)
     with eliza.LLM(ta.gguf_file(variant, "f32"), n_threads=2) as llm:
         prompt_ids = llm.tokenize(prompt)
         assert len(prompt_ids) > ta.ORIGINAL_CONTEXT
@@ -198,3 +198,19 @@ def test_bad_arch_metadata_is_refused(arch: str, key: str, value: float, message
     w.close()
     with pytest.raises(eliza.ElizaError, match=message):
         eliza.LLM(out)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("variant", ta.VARIANTS)
+def test_logits_match_live_llama_cpp(variant: str) -> None:
+    from tools.libllama import LibLlama
+
+    lib = LibLlama.load()
+    if lib is None:
+        pytest.skip("llama.cpp is not built (tests/tools/llama_cpp.py)")
+    for n, seed in ((100, 5), (150, 6)):
+        ids = ta.random_ids(variant, n, seed)
+        with lib.model(ta.gguf_file(variant, "f32")) as m:
+            want = np.asarray(m.logits(ids, n_ctx=gen.N_CTX), dtype=np.float32)
+        got = _logits(variant, ids, context=gen.N_CTX)
+        assert float(np.abs(got - want).max()) <= LLAMA_CPP.get(variant, EXACT), (variant, n)
