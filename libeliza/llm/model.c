@@ -95,13 +95,14 @@ static double yarn_corr_dim(int n_rot, int32_t n_ctx_orig, float rotations, floa
  * the type defaults to linear, a factor of 0 or none means 1, and every type
  * may carry rope.scaling.attn_factor (cos/sin scale, phi3's LongRoPE). YaRN
  * (ext_factor 1) blends angles over the dims between the ramp's ends, beta
- * fast 32 and slow 1 rotations over original_context_length (llama.cpp
- * 0.3.36 ignores the yarn_* keys; they are read here, as transformers
- * honours them), and scales cos/sin by 0.1 ln(factor) + 1. */
+ * fast 32 and slow 1 rotations over original_context_length, and scales
+ * cos/sin by 0.1 ln(factor) + 1 or yarn_attn_factor (llama.cpp 0.3.36
+ * ignores the yarn_* keys; they are read here, as transformers honours
+ * them). */
 static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
     const char *key = ez_llm_key(k, "rope.scaling.type");
     ez_str type;
-    float factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f, ext = 1.0f;
+    float factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f, ext = 1.0f, yarn_attn = 0.0f;
     int32_t rc;
     hp->rope_scaling = EZ_ROPE_SCALING_LINEAR;
     if (ez_gguf_find_kv(k->g, key)) {
@@ -120,7 +121,8 @@ static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
         (rc = ez_llm_key_opt_u32(k, "rope.scaling.original_context_length", 1, INT32_MAX, &hp->n_ctx_orig)) ||
         (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_ext_factor", &ext)) ||
         (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_beta_fast", &beta_fast)) ||
-        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_beta_slow", &beta_slow)))
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_beta_slow", &beta_slow)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_attn_factor", &yarn_attn)))
         return rc;
     if (factor < 0.0f) return ez_fail(ELIZA_E_FORMAT, "rope scaling factor %g is negative", (double)factor);
     if (!(attn_factor > 0.0f)) return ez_fail(ELIZA_E_FORMAT, "rope attn_factor %g is not positive", (double)attn_factor);
@@ -131,8 +133,10 @@ static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
         if (!(ext >= 0.0f && ext <= 1.0f) || !(beta_fast > 0.0f) || !(beta_slow > 0.0f))
             return ez_fail(ELIZA_E_FORMAT, "YaRN ext_factor %g / beta_fast %g / beta_slow %g out of range",
                            (double)ext, (double)beta_fast, (double)beta_slow);
+        if (yarn_attn < 0.0f) return ez_fail(ELIZA_E_FORMAT, "YaRN attn_factor %g is negative", (double)yarn_attn);
         hp->rope_ext_factor = ext;
-        if (ext != 0.0f && f > 1.0f) hp->rope_mscale *= 0.1f * logf(f) + 1.0f;
+        if (yarn_attn > 0.0f) hp->rope_mscale *= yarn_attn; /* transformers' attention_factor */
+        else if (ext != 0.0f && f > 1.0f) hp->rope_mscale *= 0.1f * logf(f) + 1.0f;
         hp->yarn_corr[0] = (float)EZ_MAX(0.0, floor(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, beta_fast, hp->rope_base)));
         hp->yarn_corr[1] = (float)EZ_MIN((double)hp->n_rot - 1,
                                          ceil(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, beta_slow, hp->rope_base)));

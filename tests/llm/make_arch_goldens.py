@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/llm_arch_goldens.json: for each tiny checkpoint of
-tests/llm/tiny_archs.py (phi3, gemma2, granite, smollm3, olmo2, llama with
-YaRN), what llama.cpp makes of it, the reference that
+tests/llm/tiny_archs.py (phi3, gemma2, granite, smollm3, olmo2, llama and
+qwen3 with YaRN), what llama.cpp makes of it, the reference that
 tests/llm/test_convert_archs.py (and the architecture tests) hold libeliza to
 without llama.cpp:
 
@@ -52,7 +52,7 @@ N_CTX = 256
 SEQUENCES = ((40, 1), (100, 2))
 POSITIONS = ((0, 13, 39), (63, 64, 99))
 # What llama.cpp's converter hashes the trained BPE tokenizers as.
-BPE_PRE = {"granite": "llama-bpe", "smollm3": "llama-bpe", "olmo2": "qwen2"}
+BPE_PRE = {"granite": "llama-bpe", "smollm3": "llama-bpe", "olmo2": "qwen2", "qwen3-yarn": "qwen2"}
 
 
 def manifest(path: Path) -> dict[str, Any]:

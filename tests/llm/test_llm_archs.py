@@ -1,5 +1,5 @@
-"""libeliza's phi3, gemma2, granite, smollm3, olmo2 and llama-with-YaRN
-against transformers and llama.cpp, on the tiny random checkpoints of
+"""libeliza's phi3, gemma2, granite, smollm3, olmo2, and llama and qwen3
+with YaRN, against transformers and llama.cpp, on the tiny random checkpoints of
 tests/llm/tiny_archs.py converted with ``eliza.convert``.
 
 - F32 logits at every position within 1e-4 of transformers (measured
@@ -134,6 +134,7 @@ WITHOUT: dict[str, dict[str, Any]] = {
                 "logits_scaling": 1.0},
     "smollm3": {"no_rope_layers": [1, 1, 1, 1]},
     "llama-yarn": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+    "qwen3-yarn": {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
 }
 
 
@@ -214,3 +215,30 @@ def test_logits_match_live_llama_cpp(variant: str) -> None:
             want = np.asarray(m.logits(ids, n_ctx=gen.N_CTX), dtype=np.float32)
         got = _logits(variant, ids, context=gen.N_CTX)
         assert float(np.abs(got - want).max()) <= LLAMA_CPP.get(variant, EXACT), (variant, n)
+
+
+def test_yarn_keys_of_the_file_are_honoured(tmp_path: Path) -> None:
+    # beta_slow 2 moves the ramp's end (dim 5 -> 3) and attention_factor
+    # replaces 0.1 ln(4) + 1; llama.cpp 0.3.36 ignores both keys,
+    # transformers honours them, and so does libeliza.
+    import shutil
+
+    import torch
+
+    from eliza.convert import convert_hf
+
+    src = tmp_path / "ck"
+    shutil.copytree(ta.checkpoint("llama-yarn"), src)
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["rope_parameters"].update({"beta_slow": 2.0, "attention_factor": 1.3})
+    (src / "config.json").write_text(json.dumps(cfg))
+    path = convert_hf(src, tmp_path / "yarn.gguf", "f32").path
+    model = tm._transformers().AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    model.eval()
+    ids = ta.random_ids("llama-yarn", 100, seed=2)
+    with torch.no_grad():
+        want = model(torch.tensor([ids])).logits[0].numpy()
+    with eliza.LLM(path, n_threads=2) as llm:
+        got = llm.logits(ids, all_positions=True)
+    assert float(np.abs(got - want).max()) <= EXACT
+    assert float(np.abs(want - ta.reference_logits("llama-yarn", ids)).max()) > 0.05

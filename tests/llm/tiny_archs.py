@@ -15,6 +15,7 @@ adds, built like tiny_models' (same tokenizers, same seeded weights, hidden
                 before), q/k RMSNorm over all heads
     llama-yarn  LlamaForCausalLM with YaRN rope scaling (factor 4 over an
                 original context of 64)
+    qwen3-yarn  Qwen3ForCausalLM with YaRN (factor 4): NEOX rope, q/k norms
 
 Example::
 
@@ -33,14 +34,14 @@ import numpy as np
 import numpy.typing as npt
 import tiny_models as tm
 
-VARIANTS = ("phi3", "gemma2", "granite", "smollm3", "olmo2", "llama-yarn")
+VARIANTS = ("phi3", "gemma2", "granite", "smollm3", "olmo2", "llama-yarn", "qwen3-yarn")
 
 GGUF_ARCH = {"phi3": "phi3", "gemma2": "gemma2", "granite": "granite", "smollm3": "smollm3",
-             "olmo2": "olmo2", "llama-yarn": "llama"}
+             "olmo2": "olmo2", "llama-yarn": "llama", "qwen3-yarn": "qwen3"}
 
 # tiny_models' tokenizer each variant takes (the kind its real models ship).
 TOKENIZER = {"phi3": "llama", "gemma2": "gemma3", "granite": "llama3", "smollm3": "llama3",
-             "olmo2": "qwen2", "llama-yarn": "llama"}
+             "olmo2": "qwen2", "llama-yarn": "llama", "qwen3-yarn": "qwen2"}
 
 # Phi-3's added tokens (llama.cpp looks up <|endoftext|> in files named phi3).
 PHI3_SPECIAL = ("<|endoftext|>", "<|assistant|>", "<|end|>", "<|system|>", "<|user|>")
@@ -89,6 +90,11 @@ def config(variant: str, n_vocab: int, special: dict[str, int | None]) -> Any:
         rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                 "original_max_position_embeddings": ORIGINAL_CONTEXT}
         return hf.LlamaConfig(num_hidden_layers=2, tie_word_embeddings=False, rope_parameters=rope, **common)
+    if variant == "qwen3-yarn":
+        rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                "original_max_position_embeddings": ORIGINAL_CONTEXT}
+        return hf.Qwen3Config(num_hidden_layers=2, head_dim=32, tie_word_embeddings=True, rope_parameters=rope,
+                              **common)
     raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
 

@@ -280,10 +280,10 @@ def _hparams(cfg: Json) -> _HParams:
             linear_factor = float(scaling["factor"])
         elif kind == "llama3" and arch == "llama":
             llama3 = scaling
-        elif kind == "yarn" and arch == "llama" and scaling.get("factor") is not None:
+        elif kind == "yarn" and arch in ("llama", "qwen2", "qwen3") and scaling.get("factor") is not None:
             for key in ("mscale", "mscale_all_dim"):
                 if scaling.get(key) not in (None, 0, 1, 1.0):
-                    raise _unsupported(f"config.json: YaRN {key} {scaling[key]} (DeepSeek style) on llama")
+                    raise _unsupported(f"config.json: YaRN {key} {scaling[key]} (DeepSeek style) on {arch}")
             if scaling.get("truncate") is False:
                 raise _unsupported("config.json: YaRN truncate = false (GGUF readers truncate)")
             yarn = scaling
