@@ -93,8 +93,8 @@ def config(variant: str, n_vocab: int, special: dict[str, int | None]) -> Any:
     if variant == "qwen3-yarn":
         rope = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                 "original_max_position_embeddings": ORIGINAL_CONTEXT}
-        return hf.Qwen3Config(num_hidden_layers=2, head_dim=32, tie_word_embeddings=True, rope_parameters=rope,
-                              **common)
+        return hf.Qwen3Config(num_hidden_layers=2, head_dim=32, tie_word_embeddings=True,
+                              rope_parameters=rope, **common)
     raise ValueError(f"unknown variant {variant!r}; choose from {VARIANTS}")
 
 
