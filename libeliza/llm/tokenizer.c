@@ -677,11 +677,24 @@ static struct ez_prefix *prefix_slot(const ez_tokenizer *tok, uint64_t h, const 
     }
 }
 
+/* Whether the string key contains needle; general.name compares lowercased,
+ * as llama.cpp lowercases the model name. */
+static int meta_contains(const ez_gguf *g, const char *key, const char *needle) {
+    char low[256];
+    ez_str v;
+    size_t k, n;
+    if (ez_gguf_get_str(g, key, &v) != ELIZA_OK) return 0;
+    n = EZ_MIN((size_t)v.len, sizeof low - 1);
+    for (k = 0; k < n; k++)
+        low[k] = strcmp(key, "general.name") == 0 ? (char)tolower((unsigned char)v.ptr[k]) : v.ptr[k];
+    low[n] = '\0';
+    return strstr(low, needle) != NULL;
+}
+
 static int32_t build_special_index(ez_tokenizer *tok, const ez_gguf *g) {
     const uint16_t special = EZ_TA_CONTROL | EZ_TA_USER_DEFINED | EZ_TA_UNKNOWN;
     size_t n_bytes = 0, cap = 16, k;
     int32_t i;
-    ez_str name;
 
     tok->n_special = 0;
     for (i = 0; i < tok->n_vocab; i++) {
@@ -718,22 +731,25 @@ static int32_t build_special_index(ez_tokenizer *tok, const ez_gguf *g) {
         }
     }
 
-    /* Phi-3 special tokens swallow the whitespace after them (llama.cpp
-     * decides this by the model's name). */
-    if (ez_gguf_get_str(g, "general.name", &name) == ELIZA_OK) {
-        char low[256];
-        size_t n_low = EZ_MIN((size_t)name.len, sizeof low - 1);
-        for (k = 0; k < n_low; k++) low[k] = (char)tolower((unsigned char)name.ptr[k]);
-        low[n_low] = '\0';
-        if (strstr(low, "phi-3") || strstr(low, "phi3")) {
-            static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>", NULL};
-            const char *const *kp;
-            for (i = 0; i < tok->n_special; i++) tok->attr[tok->special[i]] |= EZ_TA_RSTRIP;
-            if ((i = find_text(tok, "</s>")) >= 0) tok->attr[i] |= EZ_TA_RSTRIP;
-            for (kp = keep; *kp; kp++) {
-                if ((i = find_text(tok, *kp)) >= 0) tok->attr[i] &= (uint16_t)~EZ_TA_RSTRIP;
-            }
+    /* Whitespace next to some special tokens goes with them, by llama.cpp's
+     * rules on the pre-tokenizer, architecture and model names: a mask token
+     * takes the whitespace before it (jina v2/v3, nomic-bert-moe,
+     * modern-bert), Phi-3's special tokens the whitespace after them. */
+    if (meta_contains(g, "tokenizer.ggml.pre", "jina-v2-de") || meta_contains(g, "tokenizer.ggml.pre", "jina-v2-es") ||
+        meta_contains(g, "tokenizer.ggml.pre", "jina-v2-code") ||
+        meta_contains(g, "general.architecture", "nomic-bert-moe") ||
+        meta_contains(g, "general.architecture", "jina-bert-v3")) {
+        if ((i = find_text(tok, "<mask>")) >= 0) tok->attr[i] |= EZ_TA_LSTRIP;
+    } else if (meta_contains(g, "general.name", "phi-3") || meta_contains(g, "general.name", "phi3")) {
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>", NULL};
+        const char *const *kp;
+        for (i = 0; i < tok->n_special; i++) tok->attr[tok->special[i]] |= EZ_TA_RSTRIP;
+        if ((i = find_text(tok, "</s>")) >= 0) tok->attr[i] |= EZ_TA_RSTRIP;
+        for (kp = keep; *kp; kp++) {
+            if ((i = find_text(tok, *kp)) >= 0) tok->attr[i] &= (uint16_t)~EZ_TA_RSTRIP;
         }
+    } else if (meta_contains(g, "general.name", "modern-bert")) {
+        if ((i = find_text(tok, "[MASK]")) >= 0) tok->attr[i] |= EZ_TA_LSTRIP;
     }
     return ELIZA_OK;
 }
@@ -1015,7 +1031,7 @@ static int32_t partition(const ez_tokenizer *tok, const char *text, size_t len,
         int32_t id = cand[c].id;
         const char *s = tok->text + tok->text_off[id];
         size_t n = cand[c].len, pos = 0, m;
-        int rstrip = (tok->attr[id] & EZ_TA_RSTRIP) != 0;
+        int rstrip = (tok->attr[id] & EZ_TA_RSTRIP) != 0, lstrip = (tok->attr[id] & EZ_TA_LSTRIP) != 0;
         while ((m = find_bytes(text, pos, len, s, n)) != (size_t)-1) {
             size_t k, end = m + n;
             for (k = m; k < end && taken[k] == 0; k++) {}
@@ -1025,6 +1041,8 @@ static int32_t partition(const ez_tokenizer *tok, const char *text, size_t len,
             }
             taken[m] = (uint32_t)c + 1;
             for (k = m + 1; k < end; k++) taken[k] = UINT32_MAX;
+            if (lstrip)
+                for (k = m; k > 0 && taken[k - 1] == 0 && c_space(text[k - 1]); k--) taken[k - 1] = UINT32_MAX;
             if (rstrip)
                 for (; end < len && taken[end] == 0 && c_space(text[end]); end++)
                     taken[end] = UINT32_MAX;

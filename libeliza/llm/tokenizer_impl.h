@@ -15,6 +15,7 @@ enum {
     EZ_TA_CONTROL = 1u << 3,
     EZ_TA_USER_DEFINED = 1u << 4,
     EZ_TA_BYTE = 1u << 5,
+    EZ_TA_LSTRIP = 1u << 7,
     EZ_TA_RSTRIP = 1u << 8,
     EZ_TA_EOG = 1u << 15 /* ours: ends generation */
 };

@@ -22,7 +22,8 @@ ugm      one unigram vocabulary (1,200 pieces, a user-defined and a control
 
 CONFIGS are the GGUFs: each vocabulary with the flags real files use and
 variations of them (normalizer options, add_space_prefix,
-remove_extra_whitespaces, no charsmap). Per config and text the goldens keep
+remove_extra_whitespaces, no charsmap, an XLM-R style <mask> that takes
+the whitespace before it). Per config and text the goldens keep
 CRC-32s: of llama_tokenize's ids with (add_special, parse_special) off/off
 and on/on, and of llama_detokenize(ids off/off, remove_special off,
 unparse_special off). The texts are those of the pre-tokenizer goldens plus
@@ -73,7 +74,7 @@ EXTRA = [
     "supercalifragilisticexpialidocious" * 3, "pneumonoultramicroscopicsilicovolcanoconiosis",
     "中文分词没有空格日本語もない한국어는있다", "𠀀𠀁𪜀 rare ideographs 〇 々 〆",  # noqa: RUF001
     "it's don't I'm we're they've you'll he'd", "a.b,c;d:e!f?g(h)i[j]k{l}m<n>o/p\\q|r~s`t",
-    "$5 + 3 = 8 ^ 2 % 1 & * # @", "x" * 300, "Ω ω Σ σ ς Ά ά",  # noqa: RUF001
+    "fill <mask> in, twice:\t <mask><mask> \n<mask>", "$5 + 3 = 8 ^ 2 % 1 & * # @", "x" * 300, "Ω ω Σ σ ς Ά ά",  # noqa: RUF001
     "\U0001f600\U0001f44d\U0001f3fd",
 ]
 
@@ -89,6 +90,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
                       "remove_extra_ws": False},
     "ugm-no-charsmap": {"vocab": "ugm", "charsmap": False, "add_space_prefix": True,
                         "remove_extra_ws": True},
+    # An XLM-R style file (nomic-bert-moe): <mask> takes the whitespace
+    # before it (spaces kept, so that the difference shows).
+    "ugm-nomic-mask": {"vocab": "ugm", "charsmap": True, "add_space_prefix": True, "remove_extra_ws": False,
+                       "arch": "nomic-bert-moe", "mask": True},
 }
 
 
@@ -181,10 +186,10 @@ def nmt_nfkc_charsmap() -> bytes:
 
 # ---- GGUF files -------------------------------------------------------------------------
 
-def _writer(path: Path) -> Any:
+def _writer(path: Path, arch: str = "llama") -> Any:
     import gguf
 
-    w = gguf.GGUFWriter(str(path), arch="llama")
+    w = gguf.GGUFWriter(str(path), arch=arch)
     w.add_block_count(1)
     w.add_context_length(64)
     w.add_embedding_length(8)
@@ -234,12 +239,17 @@ def write_wpm_gguf(path: Path, tokens: list[str], cfg: dict[str, Any]) -> None:
 
 
 def write_ugm_gguf(path: Path, ugm: dict[str, Any], charsmap: bytes | None, cfg: dict[str, Any]) -> None:
-    w = _writer(path)
+    tokens, scores, types = list(ugm["tokens"]), list(ugm["scores"]), list(ugm["types"])
+    if cfg.get("mask"):
+        tokens.append("<mask>")
+        scores.append(0.0)
+        types.append(3)
+    w = _writer(path, cfg.get("arch", "llama"))
     w.add_tokenizer_model("t5")
     w.add_tokenizer_pre("default")
-    w.add_token_list(ugm["tokens"])
-    w.add_token_scores(ugm["scores"])
-    w.add_token_types(ugm["types"])
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
     w.add_add_space_prefix(cfg["add_space_prefix"])
     w.add_remove_extra_whitespaces(cfg["remove_extra_ws"])
     if cfg["charsmap"] and charsmap is not None:
