@@ -74,7 +74,8 @@ EXTRA = [
     "supercalifragilisticexpialidocious" * 3, "pneumonoultramicroscopicsilicovolcanoconiosis",
     "中文分词没有空格日本語もない한국어는있다", "𠀀𠀁𪜀 rare ideographs 〇 々 〆",  # noqa: RUF001
     "it's don't I'm we're they've you'll he'd", "a.b,c;d:e!f?g(h)i[j]k{l}m<n>o/p\\q|r~s`t",
-    "fill <mask> in, twice:\t <mask><mask> \n<mask>", "$5 + 3 = 8 ^ 2 % 1 & * # @", "x" * 300, "Ω ω Σ σ ς Ά ά",  # noqa: RUF001
+    "fill <mask> in, twice:\t <mask><mask> \n<mask>", "$5 + 3 = 8 ^ 2 % 1 & * # @", "x" * 300,
+    "Ω ω Σ σ ς Ά ά",  # noqa: RUF001
     "\U0001f600\U0001f44d\U0001f3fd",
 ]
 
