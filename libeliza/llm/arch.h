@@ -54,4 +54,9 @@ EZ_INTERNAL int32_t ez_llm_load_std_layers(ez_llm_model *m, const ez_llm_layer_t
  *   h = rms_norm(x); x += (silu(h Wgate) * h Wup) Wdown (+ b) */
 EZ_INTERNAL int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
 
+/* gemma3's block, which gemma2 shares (arch_gemma3.c): the pre-norm block
+ * with a norm after each sublayer before its residual, q/k norms where the
+ * layer has them (gemma3), GELU-tanh; x: [n, n_embd], updated in place. */
+EZ_INTERNAL int32_t ez_llm_block_gemma(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
+
 #endif /* EZ_LLM_ARCH_H */

@@ -1,10 +1,11 @@
-/* gemma2: gemma3's block without the q/k norms: a norm after each sublayer
- * (before its residual), GeGLU (tanh), the embedding scaled by
- * sqrt(n_embd), attention logits soft-capped (c tanh(s / c)) after the
- * scale, a final logit softcap, and sliding-window attention on every other
- * layer (the even ones), all with the one rope base. llama.cpp
- * src/models/gemma2.cpp, transformers modeling_gemma2.py (Gemma's "+1"
- * norm offset is folded into the GGUF weights by the converter). */
+/* gemma2: gemma3's block (ez_llm_block_gemma) without the q/k norms: a
+ * norm after each sublayer (before its residual), GeGLU (tanh), the
+ * embedding scaled by sqrt(n_embd), attention logits soft-capped
+ * (c tanh(s / c)) after the scale, a final logit softcap, and sliding-window
+ * attention on every other layer (the even ones), all with the one rope
+ * base. llama.cpp src/models/gemma2.cpp, transformers modeling_gemma2.py
+ * (Gemma's "+1" norm offset is folded into the GGUF weights by the
+ * converter). */
 #include "arch.h"
 
 #include <math.h>
@@ -38,24 +39,4 @@ static int32_t gemma2_weights(ez_llm_model *m) {
     return ez_llm_load_std_layers(m, &want);
 }
 
-/* x: [n, n_embd], updated in place. */
-static int32_t gemma2_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
-    const ez_llm_layer *L = &f->m->layers[il];
-    int32_t rc;
-
-    ez_fwd_norm(f, f->h, f->x, L->attn_norm, n);
-    if ((rc = ez_fwd_qkv(f, L, n))) return rc;
-    ez_fwd_rope(f, L, n);
-    ez_fwd_attention(f, il, n, pos0); /* soft-capped scores (ez_attn.softcap) */
-    if ((rc = ez_fwd_attn_out(f, L, n))) return rc;
-    ez_fwd_norm(f, f->o, f->o, L->post_attn_norm, n);
-    ez_fwd_residual(f, n);
-
-    ez_fwd_norm(f, f->h, f->x, L->ffn_norm, n);
-    if ((rc = ez_fwd_ffn(f, L, n, 1))) return rc;
-    ez_fwd_norm(f, f->o, f->o, L->post_ffw_norm, n);
-    ez_fwd_residual(f, n);
-    return ELIZA_OK;
-}
-
-const ez_llm_arch_def ez_llm_arch_gemma2 = {"gemma2", gemma2_hparams, gemma2_weights, gemma2_block};
+const ez_llm_arch_def ez_llm_arch_gemma2 = {"gemma2", gemma2_hparams, gemma2_weights, ez_llm_block_gemma};

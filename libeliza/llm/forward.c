@@ -170,6 +170,7 @@ void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
     const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_k = (int64_t)hp->n_head_kv * hp->head_dim;
     const float *cs = f->rope_cs + (L->is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
+    if (L->no_rope) return;
     for (int32_t i = 0; i < n; i++) {
         ez_rope(f->q + i * n_q, hp->n_head, hp->head_dim, hp->n_rot, cs + (size_t)i * hp->n_rot, hp->rope_neox);
         ez_rope(f->k + i * n_k, hp->n_head_kv, hp->head_dim, hp->n_rot, cs + (size_t)i * hp->n_rot, hp->rope_neox);

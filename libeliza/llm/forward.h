@@ -96,7 +96,8 @@ EZ_INTERNAL void ez_fwd_norm(ez_llm_fwd *f, float *y, const float *x, const floa
 EZ_INTERNAL int32_t ez_fwd_qkv(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* Per-head RMSNorm of q (w_q) and k (w_k), either may be NULL (qwen3, gemma3). */
 EZ_INTERNAL void ez_fwd_qk_norm(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
-/* Rotary embedding of q and k with the layer's table (global or sliding). */
+/* Rotary embedding of q and k with the layer's table (global or sliding);
+ * nothing on a layer without rope. */
 EZ_INTERNAL void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* att = attention of q over layer il's cache, after storing k and v there
  * (unless the layer reads another's rows). */

@@ -99,6 +99,7 @@ enum { EZ_ROPE_SCALING_NONE = 0, EZ_ROPE_SCALING_LINEAR, EZ_ROPE_SCALING_YARN, E
 
 typedef struct {
     int is_swa;                 /* sliding-window (local) attention */
+    int no_rope;                /* attends without rope (smollm3's every 4th layer) */
     int kv_alias;               /* >= 0: reads that earlier layer's keys and values (kv.h); -1: its own */
     size_t state_bytes;         /* recurrent state the layer keeps in the cache, 0 for none */
     float rope_base;            /* this layer's base */

@@ -35,6 +35,21 @@ int32_t ez_idvec_push(ez_idvec *v, int32_t id) {
     return 1;
 }
 
+int ez_bytevec_put(ez_bytevec *b, const void *p, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *q;
+        while (cap < b->len + n) cap *= 2;
+        q = (char *)realloc(b->buf, cap);
+        if (!q) return 0;
+        b->buf = q;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, p, n);
+    b->len += n;
+    return 1;
+}
+
 /* ---- hash tables ----------------------------------------------------------- */
 
 static int htab_init(ez_htab *t, size_t n) {

@@ -145,6 +145,15 @@ typedef struct {
 
 EZ_INTERNAL int32_t ez_idvec_push(ez_idvec *v, int32_t id);
 
+/* Growable byte buffer (WPM words, UGM normalized text); free(buf) when done. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} ez_bytevec;
+
+/* Appends p[0..n); 0 on allocation failure (the buffer is unchanged). */
+EZ_INTERNAL int ez_bytevec_put(ez_bytevec *b, const void *p, size_t n);
+
 /* Bytes hash (FNV-1a, 64-bit), continuing from h (start with EZ_HASH_INIT). */
 #define EZ_HASH_INIT 0xcbf29ce484222325ull
 static inline uint64_t ez_hash_bytes(uint64_t h, const char *s, size_t n) {

@@ -162,27 +162,7 @@ static int32_t normalize_prefix(const ez_tokenizer *tok, const char *text, size_
     return ELIZA_OK;
 }
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} bytes;
-
-static int bytes_put(bytes *b, const char *p, size_t n) {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        char *q;
-        while (cap < b->len + n) cap *= 2;
-        q = (char *)realloc(b->buf, cap);
-        if (!q) return 0;
-        b->buf = q;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, p, n);
-    b->len += n;
-    return 1;
-}
-
-static int32_t normalize(const ez_tokenizer *tok, const char *text, size_t len, bytes *out) {
+static int32_t normalize(const ez_tokenizer *tok, const char *text, size_t len, ez_bytevec *out) {
     int merge = tok->remove_extra_ws, prepended = 0, in_word = 0;
     size_t off = 0;
     while (off < len) {
@@ -195,14 +175,14 @@ static int32_t normalize(const ez_tokenizer *tok, const char *text, size_t len, 
                 if (!in_word) {
                     in_word = 1;
                     if ((tok->add_space_prefix && !prepended) || merge) {
-                        if (!bytes_put(out, SP, 3)) return ELIZA_E_NOMEM;
+                        if (!ez_bytevec_put(out, SP, 3)) return ELIZA_E_NOMEM;
                         prepended = 1;
                     }
                 }
-                if (!bytes_put(out, p + i, 1)) return ELIZA_E_NOMEM;
+                if (!ez_bytevec_put(out, p + i, 1)) return ELIZA_E_NOMEM;
             } else {
                 in_word = 0;
-                if (!merge && !bytes_put(out, SP, 3)) return ELIZA_E_NOMEM;
+                if (!merge && !ez_bytevec_put(out, SP, 3)) return ELIZA_E_NOMEM;
             }
         }
         off += used;
@@ -281,7 +261,7 @@ static int32_t segment(const ez_tokenizer *tok, const char *s, size_t n, ez_idve
 }
 
 int32_t ez_ugm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, ez_idvec *out) {
-    bytes norm = {NULL, 0, 0};
+    ez_bytevec norm = {NULL, 0, 0};
     int32_t rc = normalize(tok, text, len, &norm);
     if (rc == ELIZA_OK && norm.len > 0) rc = segment(tok, norm.buf, norm.len, out);
     free(norm.buf);

@@ -29,26 +29,6 @@ static int is_cjk_ideograph(uint32_t cp) {
            (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-} bytes;
-
-static int bytes_put(bytes *b, const void *p, size_t n) {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        char *q;
-        while (cap < b->len + n) cap *= 2;
-        q = (char *)realloc(b->buf, cap);
-        if (!q) return 0;
-        b->buf = q;
-        b->cap = cap;
-    }
-    memcpy(b->buf + b->len, p, n);
-    b->len += n;
-    return 1;
-}
-
 /* The ids of one word w[0..n) ("▁" + its text): the longest token at each
  * position, or the unknown token for the whole word. */
 static int32_t word_ids(const ez_tokenizer *tok, const char *w, size_t n, ez_idvec *out) {
@@ -75,11 +55,11 @@ static int32_t word_ids(const ez_tokenizer *tok, const char *w, size_t n, ez_idv
 }
 
 int32_t ez_wpm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, ez_idvec *out) {
-    bytes word = {NULL, 0, 0};
+    ez_bytevec word = {NULL, 0, 0};
     size_t i = 0;
     int32_t rc = ELIZA_OK;
 
-    if (!bytes_put(&word, SP, 3)) goto nomem;
+    if (!ez_bytevec_put(&word, SP, 3)) goto nomem;
     /* A word is flushed when it ends: before whitespace, before and after a
      * one-character word, and at the end of the text. */
     while (i <= len) {
@@ -114,7 +94,7 @@ int32_t ez_wpm_tokenize(const ez_tokenizer *tok, const char *text, size_t len, e
             if ((rc = word_ids(tok, word.buf, word.len, out)) != ELIZA_OK) break;
             word.len = 3;
         }
-        if (!bytes_put(&word, enc, ez_utf8_encode(cp, enc))) goto nomem;
+        if (!ez_bytevec_put(&word, enc, ez_utf8_encode(cp, enc))) goto nomem;
         if (alone) {
             if ((rc = word_ids(tok, word.buf, word.len, out)) != ELIZA_OK) break;
             word.len = 3;
