@@ -35,6 +35,11 @@ EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma3;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_falcon_h1;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4;
 EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma4_assistant;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_phi3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_gemma2;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_granite;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_smollm3;
+EZ_INTERNAL extern const ez_llm_arch_def ez_llm_arch_olmo2;
 
 /* ---- shared pieces of the architectures ---------------------------------------------- */
 
@@ -60,6 +65,7 @@ EZ_INTERNAL int32_t ez_llm_block_prenorm(ez_llm_fwd *f, int il, int32_t n, int32
  * `<arch>.attention.sliding_window_pattern`: one bool per layer, or a
  * period n (layer il is local when il % n < n - 1); no key means 6
  * (arch_gemma3.c, llama.cpp's convention). */
+EZ_INTERNAL int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers);
 /* Gemma 4's attention of layer il's queries f->q (its head size) over
  * layer kv_layer of the cache kv into f->att, after storing f->k and f->v
  * there at positions pos0 .. pos0 + n - 1 when `store` (arch_gemma4.c; the
@@ -71,6 +77,9 @@ EZ_INTERNAL int32_t ez_llm_gemma4_attention(ez_llm_fwd *f, const ez_kv_cache *kv
  * (f->rope_cs must hold pos's angles). */
 EZ_INTERNAL int32_t ez_llm_gemma4_assistant_layer(ez_llm_fwd *f, const ez_kv_cache *target_kv, int il, int kv_layer,
                                                   int32_t pos);
-EZ_INTERNAL int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_llm_layer *layers);
+/* gemma3's block, which gemma2 shares (arch_gemma3.c): the pre-norm block
+ * with a norm after each sublayer before its residual, q/k norms where the
+ * layer has them (gemma3), GELU-tanh; x: [n, n_embd], updated in place. */
+EZ_INTERNAL int32_t ez_llm_block_gemma(ez_llm_fwd *f, int il, int32_t n, int32_t pos0);
 
 #endif /* EZ_LLM_ARCH_H */

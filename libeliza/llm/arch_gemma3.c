@@ -70,8 +70,7 @@ static int32_t gemma3_weights(ez_llm_model *m) {
     return ez_llm_load_std_layers(m, &want);
 }
 
-/* x: [n, n_embd], updated in place. */
-static int32_t gemma3_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
+int32_t ez_llm_block_gemma(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     const ez_llm_layer *L = &f->m->layers[il];
     int32_t rc;
 
@@ -91,4 +90,4 @@ static int32_t gemma3_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     return ELIZA_OK;
 }
 
-const ez_llm_arch_def ez_llm_arch_gemma3 = {"gemma3", gemma3_hparams, gemma3_weights, gemma3_block, NULL};
+const ez_llm_arch_def ez_llm_arch_gemma3 = {"gemma3", gemma3_hparams, gemma3_weights, ez_llm_block_gemma, NULL};

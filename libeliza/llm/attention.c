@@ -4,6 +4,7 @@
  * (decoding, so that every thread has work even with one key/value head). */
 #include "attention.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "core/gemm.h"
@@ -28,6 +29,12 @@ void ez_attn_plan(ez_attn *a, int32_t max_cap, int quantized) {
 /* Head g of the cached row of position p. */
 static const void *kv_head(const void *base, const ez_kv_format *f, int32_t cap, int32_t p, int g) {
     return (const uint8_t *)base + (size_t)(p % cap) * f->row_bytes + (size_t)g * f->head_bytes;
+}
+
+/* Gemma 2's attention logit soft-capping, in place. */
+static void softcap_rows(float *s, int64_t n, float cap) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) s[i] = cap * tanhf(s[i] * inv);
 }
 
 /* softmax(q k^T * scale) v for query heads h0 .. h0 + n_h - 1 of token i,
@@ -55,6 +62,7 @@ static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, float
         }
         for (; r < n_h; r++) w[(int64_t)r * len + s] = kk->dot(q + (int64_t)r * hd, k, hd) * a->scale;
     }
+    if (a->softcap > 0.0f) softcap_rows(w, (int64_t)n_h * len, a->softcap);
     for (int r = 0; r < n_h; r++) a->ops->softmax(w + (int64_t)r * len, len);
     memset(out, 0, sizeof(float) * (size_t)n_h * (size_t)hdv);
     for (int32_t s = 0; s < len; s++) {
@@ -144,6 +152,7 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
         const int32_t from = (kv->n_swa > 0 ? EZ_MAX(0, p - kv->n_swa + 1) : 0) - lo, to = p - lo + 1;
         float *row = sc + (int64_t)k * len;
         for (int32_t j = from; j < to; j++) row[j] *= a->scale;
+        if (a->softcap > 0.0f) softcap_rows(row + from, to - from, a->softcap);
         a->ops->softmax(row + from, to - from);
         memset(row, 0, sizeof(float) * (size_t)from);
         memset(row + to, 0, sizeof(float) * (size_t)(len - to));

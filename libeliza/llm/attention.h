@@ -29,6 +29,7 @@ typedef struct {
     int n_threads;
     int n_head, n_head_kv, head_dim, head_dim_v;
     float scale;                /* multiplies q.k */
+    float softcap;              /* scores = softcap * tanh(scores / softcap) after the scale (gemma2); 0 = off */
     int32_t block;              /* tokens per blocked-attention task; 0: per-token only */
     float *scratch;             /* [n_threads][per_thread] */
     size_t per_thread;

@@ -154,6 +154,7 @@ int32_t ez_llm_backend_cpu_create(ez_pool *pool, const ez_llm_hparams *hp, const
     c->attn.head_dim = hp->head_dim;
     c->attn.head_dim_v = hp->head_dim_v;
     c->attn.scale = hp->attn_scale;
+    c->attn.softcap = hp->attn_softcap;
     ez_attn_plan(&c->attn, max_cap, quantized);
     n = (size_t)c->attn.n_threads * c->attn.per_thread;
     c->attn.scratch = (float *)ez_aligned_alloc(n * sizeof(float) + 64);

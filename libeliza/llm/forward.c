@@ -49,6 +49,13 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *po
     f->pool = pool;
     f->n_batch = n_batch;
     f->kv = kv;
+    /* LongRoPE: llama.cpp picks the long factors when the context exceeds
+     * the trained one (transformers decides by the sequence's length). */
+    f->rope_factors = m->rope_factors;
+    if (m->rope_factors_long || m->rope_factors_short)
+        f->rope_factors = (kv->n_ctx > hp->n_ctx_orig && m->rope_factors_long) || !m->rope_factors_short
+                              ? m->rope_factors_long
+                              : m->rope_factors_short;
     f->x = alloc_floats(nb * (size_t)hp->n_embd, &rc);
     f->h = alloc_floats(nb * (size_t)hp->n_embd, &rc);
     f->o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
@@ -147,9 +154,18 @@ void ez_fwd_qk_norm(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
+void ez_fwd_qk_norm_rows(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n) {
+    const ez_llm_hparams *hp = &f->m->hp;
+    const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_k = (int64_t)hp->n_head_kv * hp->head_dim;
+    if (w_q) f->be->ops->rms_norm(f->be, f->q, f->q, w_q, n, n_q, hp->norm_eps);
+    if (w_k) f->be->ops->rms_norm(f->be, f->k, f->k, w_k, n, n_k, hp->norm_eps);
+    ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
+}
+
 void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
     const float *cs = f->rope_cs + (L->is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
+    if (L->no_rope) return;
     f->be->ops->rope(f->be, f->q, n, hp->n_head, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
     f->be->ops->rope(f->be, f->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
@@ -188,7 +204,12 @@ int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu) {
 }
 
 void ez_fwd_residual(ez_llm_fwd *f, int32_t n) {
-    f->be->ops->add(f->be, f->x, f->o, (int64_t)n * f->m->hp.n_embd);
+    const int64_t n_elems = (int64_t)n * f->m->hp.n_embd;
+    const float scale = f->m->hp.residual_scale;
+    if (scale == 1.0f)
+        f->be->ops->add(f->be, f->x, f->o, n_elems);
+    else /* granite, on the host: the seam has no scaled add yet */
+        for (int64_t i = 0; i < n_elems; i++) f->x[i] += f->o[i] * scale;
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
@@ -201,9 +222,15 @@ void ez_fwd_residual(ez_llm_fwd *f, int32_t n) {
 static void rope_tables(ez_llm_fwd *f, int32_t n, int32_t pos0) {
     const ez_llm_hparams *hp = &f->m->hp;
     const int nr = hp->n_rot, nr_swa = hp->n_rot_swa > 0 ? hp->n_rot_swa : nr;
+    const ez_rope_scaling sc = {hp->rope_base, hp->rope_freq_scale, f->rope_factors, hp->rope_mscale,
+                                hp->rope_ext_factor, hp->yarn_corr[0], hp->yarn_corr[1]};
+    const int scaled = hp->rope_mscale != 1.0f || hp->rope_ext_factor != 0.0f;
     for (int32_t i = 0; i < n; i++) {
-        ez_rope_angles(f->rope_cs + (size_t)i * nr, pos0 + i, nr, hp->rope_base, hp->rope_freq_scale,
-                       f->m->rope_factors);
+        if (scaled)
+            ez_rope_angles_scaled(f->rope_cs + (size_t)i * nr, pos0 + i, nr, &sc);
+        else
+            ez_rope_angles(f->rope_cs + (size_t)i * nr, pos0 + i, nr, hp->rope_base, hp->rope_freq_scale,
+                           f->rope_factors);
         if (hp->n_swa > 0)
             ez_rope_angles(f->rope_cs + ((size_t)f->n_batch + i) * nr, pos0 + i, nr_swa, hp->rope_base_swa, 1.0f,
                            hp->n_rot_swa > 0 ? NULL : f->m->rope_factors);
@@ -226,6 +253,10 @@ static int32_t output(ez_llm_fwd *f, int32_t n, int all_logits, float *logits, f
         const float *rows = f->h + (all_logits || !hidden ? 0 : (int64_t)(n - 1) * d);
         if ((rc = f->be->ops->matmul(f->be, rows, n_rows, &proj, 1))) return rc;
         add_bias(f, logits, m->output_bias, n_rows, nv);
+        if (m->hp.logit_scale != 1.0f) { /* granite; llama.cpp multiplies by the inverse */
+            const float inv = 1.0f / m->hp.logit_scale;
+            for (int64_t i = 0; i < (int64_t)n_rows * nv; i++) logits[i] *= inv;
+        }
         if (cap > 0.0f) f->be->ops->softcap(f->be, logits, (int64_t)n_rows * nv, cap);
     }
     ez_fwd_tick(f, EZ_LLM_PHASE_OUTPUT);

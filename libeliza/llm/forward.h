@@ -80,6 +80,7 @@ typedef struct ez_llm_fwd {
     float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] */
     float *ple;             /* [n_batch, n_layer * n_embd_per_layer] per-layer inputs (gemma4), or NULL */
     float *ple_act;         /* [n_batch, n_embd_per_layer], or NULL */
+    const float *rope_factors; /* the model's frequency divisors for this context (phi3: long or short), or NULL */
 
     ez_llm_profile prof;
     uint64_t t;             /* when the running phase began */
@@ -109,7 +110,8 @@ EZ_INTERNAL void ez_fwd_norm(ez_llm_fwd *f, float *y, const float *x, const floa
 EZ_INTERNAL int32_t ez_fwd_qkv(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* Per-head RMSNorm of q (w_q) and k (w_k), either may be NULL (qwen3, gemma3). */
 EZ_INTERNAL void ez_fwd_qk_norm(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
-/* Rotary embedding of q and k with the layer's table (global or sliding). */
+/* Rotary embedding of q and k with the layer's table (global or sliding);
+ * nothing on a layer without rope. */
 EZ_INTERNAL void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* att = attention of q over layer il's cache, after storing k and v there
  * (unless the layer reads another's rows). */
@@ -118,7 +120,10 @@ EZ_INTERNAL void ez_fwd_attention(ez_llm_fwd *f, int il, int32_t n, int32_t pos0
 EZ_INTERNAL int32_t ez_fwd_attn_out(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n);
 /* o = (act(h Wgate + b) * (h Wup + b)) Wdown (+ b); gelu: GELU-tanh, else SiLU. */
 EZ_INTERNAL int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu);
-/* x += o. */
+/* RMSNorm of each token's whole q row (w_q [n_head * head_dim]) and k row
+ * (w_k [n_head_kv * head_dim]) (olmo2). */
+EZ_INTERNAL void ez_fwd_qk_norm_rows(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
+/* x += o (granite: x += o * residual_scale). */
 EZ_INTERNAL void ez_fwd_residual(ez_llm_fwd *f, int32_t n);
 
 #endif /* EZ_LLM_FORWARD_H */

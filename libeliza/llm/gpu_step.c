@@ -74,6 +74,14 @@ static int32_t scratch(ez_gpu *g, int64_t n, ez_gpu_mem mem, ez_gpu_buf **out) {
 }
 
 static int32_t check_supported(const ez_llm_model *m) {
+    static const char *const archs[] = {"llama", "qwen2", "qwen3", "gemma3"};
+    const ez_llm_hparams *hp = &m->hp;
+    size_t i;
+    for (i = 0; i < sizeof archs / sizeof archs[0] && strcmp(hp->arch_name, archs[i]) != 0; i++) {}
+    if (i == sizeof archs / sizeof archs[0])
+        return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: no %s block (llama, qwen2, qwen3, gemma3 only)", hp->arch_name);
+    if (hp->rope_mscale != 1.0f || hp->rope_ext_factor != 0.0f)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: %s with YaRN or scaled rope", hp->arch_name);
     if (m->rope_factors || m->output_bias)
         return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: %s with rope factors or an output bias", m->hp.arch_name);
     for (int32_t il = 0; il < m->hp.n_layer; il++) {

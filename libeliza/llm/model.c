@@ -32,6 +32,11 @@ static const ez_llm_arch_def *const ARCHS[] = {
     &ez_llm_arch_falcon_h1,
     &ez_llm_arch_gemma4,
     &ez_llm_arch_gemma4_assistant,
+    &ez_llm_arch_phi3,
+    &ez_llm_arch_gemma2,
+    &ez_llm_arch_granite,
+    &ez_llm_arch_smollm3,
+    &ez_llm_arch_olmo2,
 };
 
 size_t ez_llm_n_archs(void) { return sizeof ARCHS / sizeof ARCHS[0]; }
@@ -81,26 +86,64 @@ static int str_is(ez_str s, const char *lit) {
     return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
-/* rope.scaling.type: none and linear are plain rope; YaRN and LongRoPE change
- * the rotation itself and are not implemented. */
+#define PI 3.14159265358979323846
+
+/* ggml's ggml_rope_yarn_corr_dim: the dimension whose wavelength turns
+ * `rotations` times over the original context. */
+static double yarn_corr_dim(int n_rot, int32_t n_ctx_orig, float rotations, float base) {
+    return n_rot * log((double)n_ctx_orig / ((double)rotations * 2.0 * PI)) / (2.0 * log((double)base));
+}
+
+/* rope.scaling.*, as llama.cpp reads them (llama-model.cpp, llama-context.cpp):
+ * the type defaults to linear, a factor of 0 or none means 1, and every type
+ * may carry rope.scaling.attn_factor (cos/sin scale, phi3's LongRoPE). YaRN
+ * (ext_factor 1) blends angles over the dims between the ramp's ends, beta
+ * fast 32 and slow 1 rotations over original_context_length, and scales
+ * cos/sin by 0.1 ln(factor) + 1 or yarn_attn_factor (llama.cpp 0.3.36
+ * ignores the yarn_* keys; they are read here, as transformers honours
+ * them). */
 static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
     const char *key = ez_llm_key(k, "rope.scaling.type");
     ez_str type;
-    float factor = 0.0f;
+    float factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f, ext = 1.0f, yarn_attn = 0.0f;
     int32_t rc;
+    hp->rope_scaling = EZ_ROPE_SCALING_LINEAR;
     if (ez_gguf_find_kv(k->g, key)) {
         rc = ez_gguf_get_str(k->g, key, &type);
         if (rc) return rc;
-        if (!str_is(type, "none") && !str_is(type, "linear"))
-            return ez_fail(ELIZA_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear)",
+        if (str_is(type, "none")) hp->rope_scaling = EZ_ROPE_SCALING_NONE;
+        else if (str_is(type, "yarn")) hp->rope_scaling = EZ_ROPE_SCALING_YARN;
+        else if (str_is(type, "longrope")) hp->rope_scaling = EZ_ROPE_SCALING_LONGROPE;
+        else if (!str_is(type, "linear"))
+            return ez_fail(ELIZA_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear, yarn, longrope)",
                            (int)EZ_MIN(type.len, 32u), type.ptr);
-        if (str_is(type, "none")) return ELIZA_OK;
     }
-    rc = ez_llm_key_opt_f32(k, "rope.scaling.factor", &factor);
-    if (rc) return rc;
+    hp->n_ctx_orig = hp->n_ctx_train;
+    if ((rc = ez_llm_key_opt_f32(k, "rope.scaling.factor", &factor)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.attn_factor", &attn_factor)) ||
+        (rc = ez_llm_key_opt_u32(k, "rope.scaling.original_context_length", 1, INT32_MAX, &hp->n_ctx_orig)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_ext_factor", &ext)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_beta_fast", &beta_fast)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_beta_slow", &beta_slow)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.scaling.yarn_attn_factor", &yarn_attn)))
+        return rc;
     if (factor < 0.0f) return ez_fail(ELIZA_E_FORMAT, "rope scaling factor %g is negative", (double)factor);
-    /* llama.cpp: freq_scale = 1 / factor, and a factor of 0 means none. */
-    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (!(attn_factor > 0.0f)) return ez_fail(ELIZA_E_FORMAT, "rope attn_factor %g is not positive", (double)attn_factor);
+    hp->rope_freq_scale = hp->rope_scaling == EZ_ROPE_SCALING_NONE || factor == 0.0f ? 1.0f : 1.0f / factor;
+    hp->rope_mscale = attn_factor;
+    if (hp->rope_scaling == EZ_ROPE_SCALING_YARN) {
+        const float f = 1.0f / hp->rope_freq_scale;
+        if (!(ext >= 0.0f && ext <= 1.0f) || !(beta_fast > 0.0f) || !(beta_slow > 0.0f))
+            return ez_fail(ELIZA_E_FORMAT, "YaRN ext_factor %g / beta_fast %g / beta_slow %g out of range",
+                           (double)ext, (double)beta_fast, (double)beta_slow);
+        if (yarn_attn < 0.0f) return ez_fail(ELIZA_E_FORMAT, "YaRN attn_factor %g is negative", (double)yarn_attn);
+        hp->rope_ext_factor = ext;
+        if (yarn_attn > 0.0f) hp->rope_mscale *= yarn_attn; /* transformers' attention_factor */
+        else if (ext != 0.0f && f > 1.0f) hp->rope_mscale *= 0.1f * logf(f) + 1.0f;
+        hp->yarn_corr[0] = (float)EZ_MAX(0.0, floor(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, beta_fast, hp->rope_base)));
+        hp->yarn_corr[1] = (float)EZ_MIN((double)hp->n_rot - 1,
+                                         ceil(yarn_corr_dim(hp->n_rot, hp->n_ctx_orig, beta_slow, hp->rope_base)));
+    }
     return ELIZA_OK;
 }
 
@@ -120,8 +163,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
         if (str_is(arch, ARCHS[i]->name)) break;
     if (i == sizeof ARCHS / sizeof ARCHS[0])
         return ez_fail(ELIZA_E_UNSUPPORTED,
-                       "architecture '%.*s' is not a language model this build runs (falcon-h1, gemma3, gemma4, llama, "
-                       "qwen2, qwen3)",
+                       "architecture '%.*s' is not a language model this build runs (falcon-h1, gemma2, gemma3, "
+                       "gemma4, granite, llama, olmo2, phi3, qwen2, qwen3, smollm3)",
                        (int)EZ_MIN(arch.len, 64u), arch.ptr);
     *out_arch = ARCHS[i];
     hp->arch_name = ARCHS[i]->name;
@@ -177,6 +220,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
     /* The architecture's values: rope layout, activations, scales. */
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_scale = 1.0f;
+    hp->residual_scale = 1.0f;
+    hp->logit_scale = 1.0f;
     return (*out_arch)->hparams(&k, hp);
 }
 

@@ -16,6 +16,20 @@
  *   attention   global     global     global     sliding window on local
  *                                                layers, own rope base
  *
+ *               phi3       gemma2     granite    smollm3    olmo2
+ *   rope        neox,      neox       normal     normal,    neox
+ *               partial,                         none on
+ *               LongRoPE                         every 4th
+ *   q/k norm    -          -          -          -          whole rows
+ *   norms       pre        pre + post pre        pre        post only
+ *   FFN gate    SiLU       GELU       SiLU       SiLU       SiLU
+ *   scales      -          embedding, attention, -          -
+ *                          softcaps   embedding,
+ *                                     residual,
+ *                                     logits
+ *   matrices    fused qkv,
+ *               gate+up
+ *
  * Tensor names and metadata keys are those llama.cpp's convert_hf_to_gguf.py
  * writes (docs/llm.md lists them). Matrices stay in the mapping in their
  * stored type; the small vectors (norm weights, biases) are copied to F32.
@@ -74,10 +88,29 @@ typedef struct {
     int32_t n_embd_per_layer;  /* per-layer embedding width (gemma4), 0 = none */
     int32_t n_kv_shared;       /* the last n_kv_shared layers read earlier layers' K/V (gemma4) */
     int32_t n_embd_out;        /* a drafter's target hidden size (gemma4-assistant), 0 = n_embd */
+
+    /* Rope scaling beyond linear (global layers), as llama.cpp computes it:
+     * cos and sin are multiplied by rope_mscale; YaRN (rope_ext_factor > 0)
+     * blends interpolated and extrapolated angles over the dims between
+     * yarn_corr[0] and yarn_corr[1]; LongRoPE (phi3) divides each frequency
+     * by a factor, long or short by the session's context (ez_llm_fwd). */
+    int rope_scaling;          /* EZ_ROPE_SCALING_* */
+    float rope_mscale;         /* 1 = none */
+    float rope_ext_factor;     /* YaRN: 1 unless the file says otherwise; 0 = off */
+    float yarn_corr[2];        /* YaRN: first and last dims of the ramp */
+    int32_t n_ctx_orig;        /* YaRN, LongRoPE: the context trained at */
+
+    float attn_softcap;        /* gemma2: scores = c * tanh(scores / c); 0 = off */
+    float residual_scale;      /* granite: x += o * residual_scale; 1 elsewhere */
+    float logit_scale;         /* granite: logits / logit_scale; 1 elsewhere */
 } ez_llm_hparams;
+
+/* rope.scaling.type. */
+enum { EZ_ROPE_SCALING_NONE = 0, EZ_ROPE_SCALING_LINEAR, EZ_ROPE_SCALING_YARN, EZ_ROPE_SCALING_LONGROPE };
 
 typedef struct {
     int is_swa;                 /* sliding-window (local) attention */
+    int no_rope;                /* attends without rope (smollm3's every 4th layer) */
     int kv_alias;               /* >= 0: reads that earlier layer's keys and values (kv.h); -1: its own */
     size_t state_bytes;         /* recurrent state the layer keeps in the cache, 0 for none */
     float rope_base;            /* this layer's base */
@@ -88,8 +121,8 @@ typedef struct {
     ez_llm_matrix wk;           /* [n_head_kv * head_dim, n_embd] */
     ez_llm_matrix wv;           /* [n_head_kv * head_dim_v, n_embd] */
     const float *bq, *bk, *bv;  /* [rows of wq/wk/wv] or NULL */
-    const float *q_norm;        /* [head_dim] per-head RMSNorm, or NULL */
-    const float *k_norm;        /* [head_dim] or NULL */
+    const float *q_norm;        /* [head_dim] per-head RMSNorm (olmo2: [n_head * head_dim], the whole row), or NULL */
+    const float *k_norm;        /* [head_dim] (olmo2: [n_head_kv * head_dim]) or NULL */
     ez_llm_matrix wo;           /* [n_embd, n_head * head_dim_v] */
     const float *bo;            /* [n_embd] or NULL */
     const float *post_attn_norm; /* [n_embd] (gemma3) or NULL */
@@ -126,6 +159,7 @@ typedef struct {
     ez_llm_matrix output;       /* [n_vocab, n_embd]; tok_embd when tied */
     const float *output_bias;   /* [n_vocab] or NULL */
     const float *rope_factors;  /* [n_rot / 2] frequency divisors (llama 3), or NULL */
+    const float *rope_factors_long, *rope_factors_short; /* [n_rot / 2] (phi3 LongRoPE), or NULL */
     int tied_output;
     ez_llm_layer *layers;       /* [n_layer] */
     /* gemma4's per-layer embeddings: a table and a projection of the

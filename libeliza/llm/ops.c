@@ -161,6 +161,23 @@ void ez_rope_angles(float *cs, int32_t pos, int n_rot, float base, float freq_sc
     }
 }
 
+void ez_rope_angles_scaled(float *cs, int32_t pos, int n_rot, const ez_rope_scaling *r) {
+    const double span = EZ_MAX(0.001, (double)r->corr_hi - (double)r->corr_lo);
+    for (int i = 0; i < n_rot / 2; i++) {
+        double extrap = (double)pos * pow((double)r->base, -2.0 * i / (double)n_rot), theta;
+        if (r->factors) extrap /= (double)r->factors[i];
+        theta = (double)r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            double y = ((double)i - (double)r->corr_lo) / span, mix;
+            y = y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+            mix = (1.0 - y) * (double)r->ext_factor;
+            theta = theta * (1.0 - mix) + extrap * mix;
+        }
+        cs[2 * i] = (float)(cos(theta) * (double)r->mscale);
+        cs[2 * i + 1] = (float)(sin(theta) * (double)r->mscale);
+    }
+}
+
 void ez_rope(float *x, int n_heads, int head_dim, int n_rot, const float *cs, int neox) {
     const int half = n_rot / 2;
     for (int h = 0; h < n_heads; h++) {

@@ -81,6 +81,22 @@ EZ_INTERNAL void ez_rope(float *x, int n_heads, int head_dim, int n_rot, const f
 EZ_INTERNAL void ez_rope_angles(float *cs, int32_t pos, int n_rot, float base, float freq_scale,
                                 const float *factors);
 
+/* Rope scaling as ggml's rope_yarn computes it (YaRN, LongRoPE factors, a
+ * cos/sin scale). */
+typedef struct {
+    float base, freq_scale;
+    const float *factors;   /* [n_rot / 2] frequency divisors, or NULL */
+    float mscale;           /* multiplies cos and sin */
+    float ext_factor;       /* YaRN extrapolation mix; 0 = plain interpolation */
+    float corr_lo, corr_hi; /* YaRN: the ramp from extrapolated to interpolated dims */
+} ez_rope_scaling;
+
+/* cs[2i], cs[2i+1] = mscale * cos, sin of theta_i, where with extrap =
+ * pos * base^(-2i/n_rot) / factors[i] and interp = freq_scale * extrap,
+ * theta_i = interp (1 - m) + extrap m, m = ext_factor * (1 - clamp((i -
+ * corr_lo) / max(0.001, corr_hi - corr_lo), 0, 1)). Computed in double. */
+EZ_INTERNAL void ez_rope_angles_scaled(float *cs, int32_t pos, int n_rot, const ez_rope_scaling *r);
+
 /* ---- matrix products over stored weights ------------------------------------------ */
 
 

@@ -35,6 +35,21 @@ int32_t ez_idvec_push(ez_idvec *v, int32_t id) {
     return 1;
 }
 
+int ez_bytevec_put(ez_bytevec *b, const void *p, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        char *q;
+        while (cap < b->len + n) cap *= 2;
+        q = (char *)realloc(b->buf, cap);
+        if (!q) return 0;
+        b->buf = q;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, p, n);
+    b->len += n;
+    return 1;
+}
+
 /* ---- hash tables ----------------------------------------------------------- */
 
 static int htab_init(ez_htab *t, size_t n) {
@@ -112,6 +127,79 @@ int32_t ez_merge_find(const ez_tokenizer *tok, const char *l, size_t nl, const c
             memcmp(m, l, nl) == 0 && memcmp(m + nl + 1, r, nr) == 0)
             return (int32_t)rank;
     }
+}
+
+/* ---- tokens sorted by text ---------------------------------------------------- */
+
+typedef struct {
+    const char *p;
+    uint32_t n;
+    int32_t id;
+} text_ref;
+
+static int text_order(const void *a, const void *b) {
+    const text_ref *x = (const text_ref *)a, *y = (const text_ref *)b;
+    int c = memcmp(x->p, y->p, EZ_MIN(x->n, y->n));
+    if (c) return c;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+int32_t ez_vocab_sorted(const ez_tokenizer *tok, uint16_t attrs, int32_t **out, int32_t *n_out) {
+    text_ref *refs = (text_ref *)malloc(((size_t)tok->n_vocab + 1) * sizeof *refs);
+    int32_t i, n = 0;
+    *out = NULL;
+    *n_out = 0;
+    if (!refs) return ez_fail(ELIZA_E_NOMEM, "out of memory sorting %d tokens", tok->n_vocab);
+    for (i = 0; i < tok->n_vocab; i++) {
+        if (attrs && !(tok->attr[i] & attrs)) continue;
+        refs[n].p = tok->text + tok->text_off[i];
+        refs[n].n = tok->text_off[i + 1] - tok->text_off[i];
+        refs[n].id = i;
+        n++;
+    }
+    if (n > 1) qsort(refs, (size_t)n, sizeof *refs, text_order);
+    *out = (int32_t *)malloc(((size_t)n + 1) * sizeof **out);
+    if (!*out) {
+        free(refs);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory sorting %d tokens", tok->n_vocab);
+    }
+    for (i = 0; i < n; i++) (*out)[i] = refs[i].id;
+    *n_out = n;
+    free(refs);
+    return ELIZA_OK;
+}
+
+/* Byte `depth` of token id's text, or -1 past its end. */
+static int byte_at(const ez_tokenizer *tok, int32_t id, uint32_t depth) {
+    uint32_t off = tok->text_off[id];
+    return depth < tok->text_off[id + 1] - off ? (uint8_t)tok->text[off + depth] : -1;
+}
+
+int32_t ez_sorted_step(const ez_tokenizer *tok, const int32_t *ids, int32_t *lo, int32_t *hi,
+                       uint32_t depth, uint8_t b) {
+    int32_t a = *lo, z = *hi, m;
+    /* first with byte >= b, then first with byte > b: ids in [a, z) are
+     * ordered by their byte at `depth` (-1, a shorter text, first). */
+    while (a < z) {
+        m = a + (z - a) / 2;
+        if (byte_at(tok, ids[m], depth) < (int)b)
+            a = m + 1;
+        else
+            z = m;
+    }
+    *lo = a;
+    z = *hi;
+    while (a < z) {
+        m = a + (z - a) / 2;
+        if (byte_at(tok, ids[m], depth) <= (int)b)
+            a = m + 1;
+        else
+            z = m;
+    }
+    *hi = a;
+    if (*lo < *hi && tok->text_off[ids[*lo] + 1] - tok->text_off[ids[*lo]] == depth + 1)
+        return ids[*lo];
+    return -1;
 }
 
 /* ---- loading ------------------------------------------------------------------ */
@@ -604,11 +692,24 @@ static struct ez_prefix *prefix_slot(const ez_tokenizer *tok, uint64_t h, const 
     }
 }
 
+/* Whether the string key contains needle; general.name compares lowercased,
+ * as llama.cpp lowercases the model name. */
+static int meta_contains(const ez_gguf *g, const char *key, const char *needle) {
+    char low[256];
+    ez_str v;
+    size_t k, n;
+    if (ez_gguf_get_str(g, key, &v) != ELIZA_OK) return 0;
+    n = EZ_MIN((size_t)v.len, sizeof low - 1);
+    for (k = 0; k < n; k++)
+        low[k] = strcmp(key, "general.name") == 0 ? (char)tolower((unsigned char)v.ptr[k]) : v.ptr[k];
+    low[n] = '\0';
+    return strstr(low, needle) != NULL;
+}
+
 static int32_t build_special_index(ez_tokenizer *tok, const ez_gguf *g) {
     const uint16_t special = EZ_TA_CONTROL | EZ_TA_USER_DEFINED | EZ_TA_UNKNOWN;
     size_t n_bytes = 0, cap = 16, k;
     int32_t i;
-    ez_str name;
 
     tok->n_special = 0;
     for (i = 0; i < tok->n_vocab; i++) {
@@ -645,22 +746,25 @@ static int32_t build_special_index(ez_tokenizer *tok, const ez_gguf *g) {
         }
     }
 
-    /* Phi-3 special tokens swallow the whitespace after them (llama.cpp
-     * decides this by the model's name). */
-    if (ez_gguf_get_str(g, "general.name", &name) == ELIZA_OK) {
-        char low[256];
-        size_t n_low = EZ_MIN((size_t)name.len, sizeof low - 1);
-        for (k = 0; k < n_low; k++) low[k] = (char)tolower((unsigned char)name.ptr[k]);
-        low[n_low] = '\0';
-        if (strstr(low, "phi-3") || strstr(low, "phi3")) {
-            static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>", NULL};
-            const char *const *kp;
-            for (i = 0; i < tok->n_special; i++) tok->attr[tok->special[i]] |= EZ_TA_RSTRIP;
-            if ((i = find_text(tok, "</s>")) >= 0) tok->attr[i] |= EZ_TA_RSTRIP;
-            for (kp = keep; *kp; kp++) {
-                if ((i = find_text(tok, *kp)) >= 0) tok->attr[i] &= (uint16_t)~EZ_TA_RSTRIP;
-            }
+    /* Whitespace next to some special tokens goes with them, by llama.cpp's
+     * rules on the pre-tokenizer, architecture and model names: a mask token
+     * takes the whitespace before it (jina v2/v3, nomic-bert-moe,
+     * modern-bert), Phi-3's special tokens the whitespace after them. */
+    if (meta_contains(g, "tokenizer.ggml.pre", "jina-v2-de") || meta_contains(g, "tokenizer.ggml.pre", "jina-v2-es") ||
+        meta_contains(g, "tokenizer.ggml.pre", "jina-v2-code") ||
+        meta_contains(g, "general.architecture", "nomic-bert-moe") ||
+        meta_contains(g, "general.architecture", "jina-bert-v3")) {
+        if ((i = find_text(tok, "<mask>")) >= 0) tok->attr[i] |= EZ_TA_LSTRIP;
+    } else if (meta_contains(g, "general.name", "phi-3") || meta_contains(g, "general.name", "phi3")) {
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>", NULL};
+        const char *const *kp;
+        for (i = 0; i < tok->n_special; i++) tok->attr[tok->special[i]] |= EZ_TA_RSTRIP;
+        if ((i = find_text(tok, "</s>")) >= 0) tok->attr[i] |= EZ_TA_RSTRIP;
+        for (kp = keep; *kp; kp++) {
+            if ((i = find_text(tok, *kp)) >= 0) tok->attr[i] &= (uint16_t)~EZ_TA_RSTRIP;
         }
+    } else if (meta_contains(g, "general.name", "modern-bert")) {
+        if ((i = find_text(tok, "[MASK]")) >= 0) tok->attr[i] |= EZ_TA_LSTRIP;
     }
     return ELIZA_OK;
 }
@@ -702,10 +806,11 @@ static int32_t build_byte_tables(ez_tokenizer *tok) {
 int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
     static const char *const id_keys[] = {"tokenizer.ggml.bos_token_id",
                                               "tokenizer.ggml.eos_token_id",
-                                              "tokenizer.ggml.unknown_token_id"};
+                                              "tokenizer.ggml.unknown_token_id",
+                                              "tokenizer.ggml.seperator_token_id"};
     ez_tokenizer *tok;
     ez_str model;
-    int32_t rc, *ids[3];
+    int32_t rc, *ids[4];
     size_t k;
 
     if (!g || !out) return ez_fail(ELIZA_E_INVALID_ARG, "ez_tokenizer_load: NULL argument");
@@ -714,6 +819,7 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
     if (rc) return rc;
     tok = (ez_tokenizer *)calloc(1, sizeof *tok);
     if (!tok) return ez_fail(ELIZA_E_NOMEM, "out of memory loading the tokenizer");
+    tok->sep = -1;
 
     if (model.len == 5 && memcmp(model.ptr, "llama", 5) == 0) {
         tok->type = EZ_TOK_SPM;
@@ -727,10 +833,24 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         tok->bos = 11;
         tok->eos = 11;
         tok->unk = -1;
+    } else if (model.len == 4 && memcmp(model.ptr, "bert", 4) == 0) {
+        tok->type = EZ_TOK_WPM;
+        tok->bos = 101;
+        tok->eos = -1;
+        tok->unk = 100;
+        tok->sep = 102;
+        tok->add_bos = 1;
+        tok->clean_spaces = 1;
+    } else if (model.len == 2 && memcmp(model.ptr, "t5", 2) == 0) {
+        tok->type = EZ_TOK_UGM;
+        tok->bos = -1;
+        tok->eos = 1;
+        tok->unk = 2;
+        tok->add_eos = 1;
     } else {
         rc = ez_fail(ELIZA_E_UNSUPPORTED, "tokenizer model '%.*s' is not supported (\"llama\""
-                     " SentencePiece and \"gpt2\" BPE are)", (int)EZ_MIN(model.len, 64u),
-                     model.ptr);
+                     " SentencePiece, \"gpt2\" BPE, \"bert\" WordPiece and \"t5\" unigram are)",
+                     (int)EZ_MIN(model.len, 64u), model.ptr);
         goto fail;
     }
     if (tok->type == EZ_TOK_BPE && (rc = pick_pre(tok, g)) != ELIZA_OK) goto fail;
@@ -740,18 +860,37 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         (rc = load_texts(tok, g)) || (rc = load_scores_types(tok, g)))
         goto fail;
     if (tok->type == EZ_TOK_BPE && (rc = load_merges(tok, g)) != ELIZA_OK) goto fail;
+    if (tok->type == EZ_TOK_UGM && (rc = ez_ugm_init(tok, g)) != ELIZA_OK) goto fail;
+    if (tok->type == EZ_TOK_WPM &&
+        (rc = ez_vocab_sorted(tok, 0, &tok->sorted, &tok->n_sorted)) != ELIZA_OK)
+        goto fail;
 
     ids[0] = &tok->bos;
     ids[1] = &tok->eos;
     ids[2] = &tok->unk;
-    for (k = 0; k < 3; k++) {
+    ids[3] = &tok->sep;
+    for (k = 0; k < 4; k++) {
         if ((rc = read_id(tok, g, id_keys[k], ids[k])) != ELIZA_OK) goto fail;
     }
-    if ((rc = read_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos)) ||
+    /* BERT's normalizer: lowercase by default, strip_accents as lowercase. */
+    tok->lowercase = 1;
+    if ((rc = read_bool(g, "tokenizer.ggml.normalizer.lowercase", &tok->lowercase)) != ELIZA_OK)
+        goto fail;
+    tok->strip_accents = tok->lowercase;
+    if ((rc = read_bool(g, "tokenizer.ggml.normalizer.strip_accents", &tok->strip_accents)) ||
+        (rc = read_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &tok->remove_extra_ws)) ||
+        (rc = read_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos)) ||
         (rc = read_bool(g, "tokenizer.ggml.add_eos_token", &tok->add_eos)) ||
         (rc = classify_specials(tok, g)) || (rc = build_special_index(tok, g)) ||
         (rc = build_byte_tables(tok)))
         goto fail;
+    if ((tok->type == EZ_TOK_WPM || tok->type == EZ_TOK_UGM) && tok->unk < 0) {
+        rc = ez_fail(ELIZA_E_FORMAT, "tokenizer: this %s vocabulary has no unknown token (%s"
+                     " needs one for text it cannot cover)",
+                     tok->type == EZ_TOK_WPM ? "WordPiece" : "unigram",
+                     "tokenizer.ggml.unknown_token_id");
+        goto fail;
+    }
     *out = tok;
     return ELIZA_OK;
 
@@ -773,6 +912,10 @@ void ez_tokenizer_free(ez_tokenizer *tok) {
     free(tok->merges.slots);
     free(tok->special);
     free(tok->prefix);
+    free(tok->sorted);
+    free(tok->sorted_user);
+    free(tok->xcda);
+    free(tok->replacements);
     ez_pretok_free(&tok->pretok);
     free(tok);
 }
@@ -903,7 +1046,7 @@ static int32_t partition(const ez_tokenizer *tok, const char *text, size_t len,
         int32_t id = cand[c].id;
         const char *s = tok->text + tok->text_off[id];
         size_t n = cand[c].len, pos = 0, m;
-        int rstrip = (tok->attr[id] & EZ_TA_RSTRIP) != 0;
+        int rstrip = (tok->attr[id] & EZ_TA_RSTRIP) != 0, lstrip = (tok->attr[id] & EZ_TA_LSTRIP) != 0;
         while ((m = find_bytes(text, pos, len, s, n)) != (size_t)-1) {
             size_t k, end = m + n;
             for (k = m; k < end && taken[k] == 0; k++) {}
@@ -913,6 +1056,8 @@ static int32_t partition(const ez_tokenizer *tok, const char *text, size_t len,
             }
             taken[m] = (uint32_t)c + 1;
             for (k = m + 1; k < end; k++) taken[k] = UINT32_MAX;
+            if (lstrip)
+                for (k = m; k > 0 && taken[k - 1] == 0 && c_space(text[k - 1]); k--) taken[k - 1] = UINT32_MAX;
             if (rstrip)
                 for (; end < len && taken[end] == 0 && c_space(text[end]); end++)
                     taken[end] = UINT32_MAX;
@@ -940,7 +1085,7 @@ int32_t ez_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int a
                     int parse_special, int32_t **out, size_t *n_out) {
     ez_idvec ids = {NULL, 0, 0};
     fraglist frags = {NULL, 0, 0};
-    int prev_special = 1;
+    int prev_special = 1, wpm;
     size_t bad, f;
     int32_t rc = ELIZA_OK;
 
@@ -955,7 +1100,11 @@ int32_t ez_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int a
 
     if (len > 0 && (rc = partition(tok, text, len, parse_special, &frags)) != ELIZA_OK)
         goto done;
-    if (add_bos && tok->add_bos && tok->bos >= 0 && !ez_idvec_push(&ids, tok->bos)) goto nomem;
+    /* WordPiece: [CLS] text [SEP] whenever special tokens are asked for, as
+     * llama.cpp adds them whatever add_bos_token says. */
+    wpm = tok->type == EZ_TOK_WPM;
+    if (add_bos && (tok->add_bos || wpm) && tok->bos >= 0 && !ez_idvec_push(&ids, tok->bos))
+        goto nomem;
     for (f = 0; f < frags.n; f++) {
         const fragment *fr = &frags.f[f];
         if (fr->id >= 0) {
@@ -963,15 +1112,21 @@ int32_t ez_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int a
             prev_special = 1;
             continue;
         }
-        if (tok->type == EZ_TOK_SPM)
+        switch (tok->type) {
+        case EZ_TOK_SPM:
             rc = ez_spm_tokenize(tok, text + fr->off, fr->len,
                                  tok->add_space_prefix && prev_special, &ids);
-        else
-            rc = ez_bpe_tokenize(tok, text + fr->off, fr->len, &ids);
+            break;
+        case EZ_TOK_WPM: rc = ez_wpm_tokenize(tok, text + fr->off, fr->len, &ids); break;
+        case EZ_TOK_UGM: rc = ez_ugm_tokenize(tok, text + fr->off, fr->len, &ids); break;
+        default: rc = ez_bpe_tokenize(tok, text + fr->off, fr->len, &ids); break;
+        }
         if (rc) goto done;
         prev_special = 0;
     }
-    if (add_bos && tok->add_eos && tok->eos >= 0 && !ez_idvec_push(&ids, tok->eos)) goto nomem;
+    if (add_bos && wpm && tok->sep >= 0 && !ez_idvec_push(&ids, tok->sep)) goto nomem;
+    if (add_bos && !wpm && tok->add_eos && tok->eos >= 0 && !ez_idvec_push(&ids, tok->eos))
+        goto nomem;
     if (ids.n == 0) {
         free(ids.ids);
         ids.ids = (int32_t *)malloc(sizeof *ids.ids); /* a freeable pointer, never NULL */

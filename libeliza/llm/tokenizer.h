@@ -3,7 +3,9 @@
  *     byte-fallback tokens <0xNN>, control and user-defined tokens, add_bos,
  *     add_space_prefix (gemma3, llama 1/2 style files);
  *   model "gpt2" — byte-level BPE with merges and the pre-tokenizer named by
- *     tokenizer.ggml.pre (llama-bpe, qwen2, ...; llama 3 and qwen2/3 files).
+ *     tokenizer.ggml.pre (llama-bpe, qwen2, ...; llama 3 and qwen2/3 files);
+ *   model "bert" — WordPiece with BERT's normalizer (embedding models);
+ *   model "t5" — SentencePiece unigram with the file's precompiled charsmap.
  * Token ids and text must equal llama.cpp's for the same file. */
 #ifndef EZ_LLM_TOKENIZER_H
 #define EZ_LLM_TOKENIZER_H

@@ -1,6 +1,7 @@
 /* Internals shared by tokenizer.c (loading, special tokens, pieces),
- * tokenizer_spm.c (SentencePiece merges) and tokenizer_bpe.c (pre-tokenizers
- * and byte-level BPE). Not for use outside libeliza/llm/tokenizer*.c. */
+ * tokenizer_spm.c (SentencePiece merges), tokenizer_bpe.c (pre-tokenizers
+ * and byte-level BPE), tokenizer_wpm.c (BERT WordPiece) and tokenizer_ugm.c
+ * (SentencePiece unigram). Not for use outside libeliza/llm/tokenizer*.c. */
 #ifndef EZ_LLM_TOKENIZER_IMPL_H
 #define EZ_LLM_TOKENIZER_IMPL_H
 
@@ -14,11 +15,13 @@ enum {
     EZ_TA_CONTROL = 1u << 3,
     EZ_TA_USER_DEFINED = 1u << 4,
     EZ_TA_BYTE = 1u << 5,
+    EZ_TA_LSTRIP = 1u << 7,
     EZ_TA_RSTRIP = 1u << 8,
     EZ_TA_EOG = 1u << 15 /* ours: ends generation */
 };
 
-typedef enum { EZ_TOK_SPM = 1, EZ_TOK_BPE = 2 } ez_tok_type;
+/* tokenizer.ggml.model "llama", "gpt2", "bert", "t5". */
+typedef enum { EZ_TOK_SPM = 1, EZ_TOK_BPE = 2, EZ_TOK_WPM = 3, EZ_TOK_UGM = 4 } ez_tok_type;
 
 /* BPE pre-tokenizers: how text is cut into words before the merges. One
  * value per distinct list of llama.cpp's regexes (tokenizer_bpe.c holds the
@@ -110,10 +113,28 @@ struct ez_tokenizer {
     int32_t char_token[256]; /* the one-byte text, -1 if none (BPE leftovers) */
 
     int32_t bos, eos, unk;   /* -1 when absent */
+    int32_t sep;             /* WPM: appended after the text (BERT's [SEP]); -1 when absent */
     int add_bos, add_eos;
-    int add_space_prefix;    /* SPM: " " before text that starts a fragment */
+    int add_space_prefix;    /* SPM, UGM: " " before text that starts a fragment */
     int ignore_merges;       /* BPE: a word that is a token is taken whole */
-    int clean_spaces;        /* BPE detokenize: " ." -> "." and similar */
+    int clean_spaces;        /* BPE, WPM detokenize: " ." -> "." and similar */
+
+    /* WPM: BERT's normalizer (tokenizer.ggml.normalizer.*). */
+    int lowercase, strip_accents;
+
+    /* Token ids sorted by text (bytes, shorter first on a common prefix), to
+     * walk as a trie: WPM every token; UGM the normal, user-defined and
+     * unused ones. sorted_user: UGM's user-defined tokens. */
+    int32_t *sorted, n_sorted;
+    int32_t *sorted_user, n_sorted_user;
+
+    /* UGM: SentencePiece's normalizer and the unknown token's score. */
+    int remove_extra_ws;     /* tokenizer.ggml.remove_extra_whitespaces */
+    uint32_t *xcda;          /* the charsmap's double array, host order */
+    uint32_t n_xcda;
+    char *replacements;      /* NUL-terminated replacement strings */
+    uint32_t n_replacements; /* bytes */
+    float unk_score;         /* lowest normal score - 10 */
 };
 
 /* Growable id list. */
@@ -123,6 +144,15 @@ typedef struct {
 } ez_idvec;
 
 EZ_INTERNAL int32_t ez_idvec_push(ez_idvec *v, int32_t id);
+
+/* Growable byte buffer (WPM words, UGM normalized text); free(buf) when done. */
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} ez_bytevec;
+
+/* Appends p[0..n); 0 on allocation failure (the buffer is unchanged). */
+EZ_INTERNAL int ez_bytevec_put(ez_bytevec *b, const void *p, size_t n);
 
 /* Bytes hash (FNV-1a, 64-bit), continuing from h (start with EZ_HASH_INIT). */
 #define EZ_HASH_INIT 0xcbf29ce484222325ull
@@ -151,6 +181,27 @@ EZ_INTERNAL int32_t ez_spm_tokenize(const ez_tokenizer *tok, const char *text, s
                                     int prefix_space, ez_idvec *out);
 EZ_INTERNAL int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
                                     ez_idvec *out);
+
+/* WPM: the words of one fragment, then the longest tokens that make each.
+ * UGM: the normalized fragment, then the best-scoring segmentation. */
+EZ_INTERNAL int32_t ez_wpm_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
+                                    ez_idvec *out);
+EZ_INTERNAL int32_t ez_ugm_tokenize(const ez_tokenizer *tok, const char *text, size_t len,
+                                    ez_idvec *out);
+/* UGM at load, before special tokens are classified (llama.cpp builds its
+ * matchers from the file's token types): the matchers, the unknown score
+ * and the charsmap of tokenizer.ggml.precompiled_charsmap (copied). */
+EZ_INTERNAL int32_t ez_ugm_init(ez_tokenizer *tok, const ez_gguf *g);
+
+/* The ids of the tokens whose attributes intersect `attrs` (0: every
+ * token), sorted by text; *out malloc'd. */
+EZ_INTERNAL int32_t ez_vocab_sorted(const ez_tokenizer *tok, uint16_t attrs, int32_t **out,
+                                    int32_t *n_out);
+/* One step down the trie of sorted ids: [*lo, *hi) share their first
+ * `depth` bytes; keeps those whose next byte is b. Returns the id whose
+ * whole text is the new prefix (depth + 1 bytes), or -1. */
+EZ_INTERNAL int32_t ez_sorted_step(const ez_tokenizer *tok, const int32_t *ids, int32_t *lo,
+                                   int32_t *hi, uint32_t depth, uint8_t b);
 
 /* Builds the passes of pre (ELIZA_E_NOMEM, or the matcher's
  * ELIZA_E_INVALID_ARG for a pattern it refuses: a bug, tested for every

@@ -343,7 +343,8 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
         "generate",
         help="generate text with a GGUF language model",
         description="Streams the model's continuation of PROMPT to stdout, then one line of "
-        "statistics to stderr. Architectures: gemma3, llama, qwen2, qwen3, falcon-h1.",
+        "statistics to stderr. Architectures: falcon-h1, gemma2, gemma3, gemma4, granite, llama, olmo2, "
+        "phi3, qwen2, qwen3, smollm3.",
     )
     gen.add_argument("model", metavar="MODEL.gguf", help="a GGUF language model")
     gen.add_argument("prompt", nargs="?", metavar="PROMPT", help="the text to continue; '-' reads stdin")

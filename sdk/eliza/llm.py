@@ -1,4 +1,5 @@
-"""Text generation with a GGUF language model (gemma3, llama, qwen2, qwen3, falcon-h1)
+"""Text generation with a GGUF language model (falcon-h1, gemma2, gemma3,
+gemma4, granite, llama, olmo2, phi3, qwen2, qwen3, smollm3)
 through libeliza's ``eliza_llm_*`` calls.
 
 Example::

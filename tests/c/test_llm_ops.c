@@ -228,6 +228,42 @@ static void test_llm_rope_rotates_pairs(void) {
     }
 }
 
+/* YaRN and LongRoPE angles (ggml's rope_yarn): with no mix and no scale
+ * they are the plain angles; dims below the ramp keep the extrapolated
+ * (unscaled) angle, dims above it the interpolated one, in between a blend;
+ * factors divide the frequency and mscale multiplies cos and sin. */
+static void test_llm_rope_yarn_and_longrope(void) {
+    const float factors[4] = {1.0f, 2.0f, 4.0f, 8.0f};
+    float plain[8], cs[8];
+    ez_rope_scaling r = {10000.0f, 0.25f, NULL, 1.0f, 0.0f, 0.0f, 0.0f};
+    ez_rope_angles(plain, 37, 8, 10000.0f, 0.25f, NULL);
+    ez_rope_angles_scaled(cs, 37, 8, &r);
+    for (int i = 0; i < 8; i++) CHECK(fabs(cs[i] - plain[i]) < 1e-7);
+
+    r.ext_factor = 1.0f;
+    r.corr_lo = 1.0f;
+    r.corr_hi = 3.0f;
+    r.mscale = 1.5f;
+    ez_rope_angles_scaled(cs, 37, 8, &r);
+    for (int i = 0; i < 4; i++) {
+        const double extrap = 37.0 * pow(10000.0, -2.0 * i / 8.0), interp = 0.25 * extrap;
+        const double y = i <= 1 ? 0.0 : i >= 3 ? 1.0 : (i - 1.0) / 2.0, mix = 1.0 - y;
+        const double theta = interp * (1.0 - mix) + extrap * mix;
+        CHECK(fabs(cs[2 * i] - 1.5 * cos(theta)) < 1e-6 && fabs(cs[2 * i + 1] - 1.5 * sin(theta)) < 1e-6);
+    }
+    CHECK(fabs(cs[0] - 1.5 * cos(37.0)) < 1e-6); /* dim 0: extrapolated, as without scaling */
+
+    r.freq_scale = 1.0f;
+    r.ext_factor = 0.0f;
+    r.factors = factors;
+    r.mscale = 1.25f;
+    ez_rope_angles_scaled(cs, 37, 8, &r);
+    for (int i = 0; i < 4; i++) {
+        const double theta = 37.0 * pow(10000.0, -2.0 * i / 8.0) / factors[i];
+        CHECK(fabs(cs[2 * i] - 1.25 * cos(theta)) < 1e-6 && fabs(cs[2 * i + 1] - 1.25 * sin(theta)) < 1e-6);
+    }
+}
+
 /* ---- grouped matmul and tile kernels --------------------------------------------------- */
 
 /* Random but valid rows of `type`: random code bytes, small finite scales. */
@@ -646,6 +682,7 @@ int main(void) {
     test_llm_to_f16_edges();
     test_llm_quant_q8_0_rounds_like_llama_cpp();
     test_llm_rope_rotates_pairs();
+    test_llm_rope_yarn_and_longrope();
     test_llm_matmul_group_matches_single_dots();
     test_llm_tile_kernels_match_dots();
     test_llm_x8_kernels_match_dots();

@@ -245,6 +245,9 @@ typedef struct {
     int add_bos;          /* -1: key absent */
     int with_scores, with_types, with_merges;
     const char *name; /* general.name, or NULL */
+    int32_t unk, sep; /* unknown / separator token ids, written when >= 0 */
+    int lowercase;    /* WordPiece normalizer.lowercase: 0 absent, 1 true, 2 false */
+    int remove_extra_ws;
 } spec;
 
 static uint8_t *build_image(const vocab *v, const spec *sp, size_t *size) {
@@ -263,6 +266,10 @@ static uint8_t *build_image(const vocab *v, const spec *sp, size_t *size) {
     if (sp->add_bos >= 0) gw_bool(&w, "tokenizer.ggml.add_bos_token", sp->add_bos);
     gw_u32(&w, "tokenizer.ggml.bos_token_id", 1);
     gw_u32(&w, "tokenizer.ggml.eos_token_id", 2);
+    if (sp->unk >= 0) gw_u32(&w, "tokenizer.ggml.unknown_token_id", (uint32_t)sp->unk);
+    if (sp->sep >= 0) gw_u32(&w, "tokenizer.ggml.seperator_token_id", (uint32_t)sp->sep);
+    if (sp->lowercase > 0) gw_bool(&w, "tokenizer.ggml.normalizer.lowercase", sp->lowercase == 1);
+    if (sp->remove_extra_ws) gw_bool(&w, "tokenizer.ggml.remove_extra_whitespaces", 1);
     return gw_finish(&w, size);
 }
 
@@ -347,7 +354,7 @@ static int round_trips(const ez_tokenizer *tok, const char *s, size_t len, int s
 
 /* ---- SentencePiece ------------------------------------------------------------ */
 
-static const spec spm_spec = {"llama", NULL, 0, 1, 1, 1, 0, NULL};
+static const spec spm_spec = {"llama", NULL, 0, 1, 1, 1, 0, NULL, -1, -1, 0, 0};
 
 static void test_spm_merges_by_score_leftmost_first(void) {
     fixture f = make(spm_vocab, &spm_spec);
@@ -519,7 +526,7 @@ static void test_invalid_utf8_is_refused_with_its_offset(void) {
 /* ---- BPE ------------------------------------------------------------------------- */
 
 static void test_bpe_merges_by_rank(void) {
-    spec sp = {"gpt2", "qwen2", -1, -1, 0, 1, 1, NULL};
+    spec sp = {"gpt2", "qwen2", -1, -1, 0, 1, 1, NULL, -1, -1, 0, 0};
     fixture f = make(bpe_vocab, &sp);
     char *text = NULL;
     size_t n = 0;
@@ -542,7 +549,7 @@ static void test_bpe_merges_by_rank(void) {
 }
 
 static void test_bpe_detokenize_cleans_spaces_for_gpt2(void) {
-    spec sp = {"gpt2", "gpt-2", -1, -1, 0, 1, 1, NULL};
+    spec sp = {"gpt2", "gpt-2", -1, -1, 0, 1, 1, NULL, -1, -1, 0, 0};
     fixture f = make(bpe_vocab, &sp);
     int32_t *ids = NULL;
     char *text = NULL;
@@ -704,6 +711,101 @@ static void test_regex_follows_ecmascript(void) {
     CHECK(regex_refused("[abc"));
 }
 
+/* ---- WordPiece and unigram ----------------------------------------------------------- */
+
+#define SP_ "\xE2\x96\x81" /* ▁ */
+
+/* A WordPiece vocabulary as llama.cpp's converter writes BERT's. */
+enum { W_PAD, W_CLS, W_SEP, W_UNK, W_HELLO, W_HE, W_LLO, W_WORLD, W_COMMA, W_BANG, W_CAFE, W_S,
+       W_NI, W_HAO, W_A };
+
+static void wpm_vocab(vocab *v) {
+    vadd(v, "[PAD]", 0.0f, T_CONTROL);
+    vadd(v, "[CLS]", 0.0f, T_CONTROL);
+    vadd(v, "[SEP]", 0.0f, T_CONTROL);
+    vadd(v, "[UNK]", 0.0f, T_CONTROL);
+    vadd(v, SP_ "hello", 0.0f, T_NORMAL);
+    vadd(v, SP_ "he", 0.0f, T_NORMAL);
+    vadd(v, "llo", 0.0f, T_NORMAL);
+    vadd(v, SP_ "world", 0.0f, T_NORMAL);
+    vadd(v, SP_ ",", 0.0f, T_NORMAL);
+    vadd(v, SP_ "!", 0.0f, T_NORMAL);
+    vadd(v, SP_ "cafe", 0.0f, T_NORMAL);
+    vadd(v, "s", 0.0f, T_NORMAL);
+    vadd(v, SP_ "\xE4\xBD\xA0", 0.0f, T_NORMAL); /* ▁你 */
+    vadd(v, SP_ "\xE5\xA5\xBD", 0.0f, T_NORMAL); /* ▁好 */
+    vadd(v, SP_ "a", 0.0f, T_NORMAL);
+}
+
+static void detok_is(const ez_tokenizer *tok, const int32_t *ids, size_t n, const char *want) {
+    char *text = NULL;
+    size_t len = 0;
+    CHECK_RC(ez_detokenize(tok, ids, n, 0, &text, &len), ELIZA_OK);
+    CHECK(text && len == strlen(want) && memcmp(text, want, len) == 0);
+    free(text);
+}
+
+static void test_wordpiece_longest_pieces_and_bert_normalizer(void) {
+    static const int32_t hello_world[] = {W_HELLO, W_COMMA, W_WORLD, W_BANG};
+    spec sp = {"bert", NULL, -1, -1, 0, 1, 0, NULL, W_UNK, W_SEP, 0, 0};
+    fixture f = make(wpm_vocab, &sp);
+    IDS(f.tok, "Hello, World!", 0, 0, W_HELLO, W_COMMA, W_WORLD, W_BANG);
+    IDS(f.tok, "Hello, World!", 1, 0, W_CLS, W_HELLO, W_COMMA, W_WORLD, W_BANG, W_SEP);
+    IDS(f.tok, "hellos hello", 0, 0, W_HELLO, W_S, W_HELLO);
+    IDS(f.tok, "hex", 0, 0, W_UNK);         /* "▁he" + nothing for "x": the word is unknown */
+    IDS(f.tok, "Caf\xC3\xA9", 0, 0, W_CAFE); /* é: e + a combining accent, dropped */
+    IDS(f.tok, "\xE4\xBD\xA0\xE5\xA5\xBD", 0, 0, W_NI, W_HAO); /* ideographs stand alone */
+    IDS(f.tok, "a\x01\xE2\x80\x8B \t a", 0, 0, W_A, W_A); /* control, format characters go */
+    IDS(f.tok, "", 1, 0, W_CLS, W_SEP);
+    IDS(f.tok, "[CLS]a", 0, 1, W_CLS, W_A);
+    detok_is(f.tok, hello_world, 4, " hello, world!");
+    unmake(&f);
+
+    sp.lowercase = 2; /* cased: nothing is lowercased or stripped */
+    f = make(wpm_vocab, &sp);
+    IDS(f.tok, "Hello hello", 0, 0, W_UNK, W_HELLO);
+    IDS(f.tok, "caf\xC3\xA9", 0, 0, W_UNK);
+    unmake(&f);
+}
+
+/* A unigram vocabulary: ids and scores the segmentation below follows. */
+enum { U_UNK, U_BOS, U_EOS, U_SP, U_A, U_B, U_AB, U_SP_A, U_SP_AB, U_USER, U_ZZ };
+
+static void ugm_vocab(vocab *v) {
+    vadd(v, "<unk>", 0.0f, T_UNKNOWN);
+    vadd(v, "<s>", 0.0f, T_CONTROL);
+    vadd(v, "</s>", 0.0f, T_CONTROL);
+    vadd(v, SP_, -3.0f, T_NORMAL);
+    vadd(v, "a", -2.0f, T_NORMAL);
+    vadd(v, "b", -2.0f, T_NORMAL);
+    vadd(v, "ab", -1.5f, T_NORMAL);
+    vadd(v, SP_ "a", -1.0f, T_NORMAL);
+    vadd(v, SP_ "ab", -5.0f, T_NORMAL);
+    vadd(v, "<user>", -100.0f, T_USER);
+    vadd(v, "zz", -1.0f, 5); /* unused: still a piece */
+}
+
+static void test_unigram_best_segmentation(void) {
+    static const int32_t ab[] = {U_SP_A, U_B};
+    spec sp = {"t5", NULL, 1, -1, 1, 1, 0, NULL, U_UNK, -1, 0, 0};
+    fixture f = make(ugm_vocab, &sp);
+    IDS(f.tok, "ab", 0, 0, U_SP_A, U_B);          /* -3 beats "▁ab" -5 and "▁" "ab" -4.5 */
+    IDS(f.tok, "abab", 0, 0, U_SP_A, U_B, U_AB);
+    IDS(f.tok, "axxb", 0, 0, U_SP_A, U_UNK, U_B); /* unknown characters: one <unk> per run */
+    IDS(f.tok, "zz", 0, 0, U_SP, U_ZZ);
+    IDS(f.tok, "a  b", 0, 0, U_SP_A, U_SP, U_SP, U_B);
+    IDS(f.tok, "x<user>y", 0, 0, U_SP, U_UNK, U_USER, U_SP, U_UNK);
+    IDS(f.tok, "a", 1, 0, U_SP_A, U_EOS);
+    IDS(f.tok, "", 1, 0, U_EOS);
+    detok_is(f.tok, ab, 2, "ab");
+    unmake(&f);
+
+    sp.remove_extra_ws = 1;
+    f = make(ugm_vocab, &sp);
+    IDS(f.tok, "  a  b  ", 0, 0, U_SP_A, U_SP, U_B);
+    unmake(&f);
+}
+
 /* ---- bad metadata -------------------------------------------------------------------- */
 
 static void test_bad_metadata_is_refused(void) {
@@ -722,9 +824,10 @@ static void test_bad_metadata_is_refused(void) {
     CHECK(strstr(ez_error_message(), "tokenizer.ggml.model") != NULL);
     free(img);
 
-    sp.model = "t5";
+    sp.model = "rwkv";
     img = build_image(&v, &sp, &size);
     CHECK_RC(load(img, size, &tok), ELIZA_E_UNSUPPORTED);
+    CHECK(strstr(ez_error_message(), "'rwkv'") != NULL);
     free(img);
 
     sp.model = "gpt2";
@@ -892,12 +995,20 @@ static void test_fuzz_random_text(void) {
                 {"superbpe", 1, 400}, {"jais-2", 0, 400}, {"chameleon", 0, 400},
                 {"poro-chat", 1, 400}, {"youtu", 1, 400}, {"tiny_aya", 1, 400},
                 {"minicpm5", 0, 400}, {"bailingmoe", 1, 400}};
+    spec wpm = {"bert", NULL, -1, -1, 0, 1, 0, NULL, W_UNK, W_SEP, 0, 0};
+    spec ugm = {"t5", NULL, 1, -1, 1, 1, 0, NULL, U_UNK, -1, 0, 1};
     fixture f = make(spm_vocab, &spm_spec);
     size_t i;
     fuzz(f.tok, 1, 3000);
     unmake(&f);
+    f = make(wpm_vocab, &wpm);
+    fuzz(f.tok, 0, 1000);
+    unmake(&f);
+    f = make(ugm_vocab, &ugm);
+    fuzz(f.tok, 0, 1000);
+    unmake(&f);
     for (i = 0; i < sizeof pres / sizeof pres[0]; i++) {
-        spec sp = {"gpt2", pres[i].pre, -1, -1, 0, 1, 1, NULL};
+        spec sp = {"gpt2", pres[i].pre, -1, -1, 0, 1, 1, NULL, -1, -1, 0, 0};
         f = make(bpe_vocab, &sp);
         fuzz(f.tok, pres[i].round_trip, pres[i].n);
         unmake(&f);
@@ -908,7 +1019,7 @@ static void test_fuzz_random_text(void) {
  * load or fail, never crash. */
 static void test_fuzz_metadata(void) {
     vocab v;
-    spec sp = {"gpt2", "llama-bpe", -1, -1, 1, 1, 1, NULL};
+    spec sp = {"gpt2", "llama-bpe", -1, -1, 1, 1, 1, NULL, -1, -1, 0, 0};
     uint8_t *img, *copy;
     size_t size, i;
     v.n = 0;
@@ -1078,6 +1189,8 @@ int main(int argc, char **argv) {
     test_every_pre_tokenizer_compiles();
     test_regex_follows_ecmascript();
     test_long_words_do_not_exhaust_the_stack();
+    test_wordpiece_longest_pieces_and_bert_normalizer();
+    test_unigram_best_segmentation();
     test_bad_metadata_is_refused();
     test_missing_byte_tokens_fail_cleanly();
     test_fuzz_random_text();

@@ -461,9 +461,9 @@ def _edited_copy(variant: str, dst: Path, **config: Any) -> Path:
         ("llama", {"hidden_act": "gelu"}, eliza.UnsupportedError, "activation"),
         (
             "qwen2",
-            {"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0}},
+            {"rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e6, "factor": 4.0}},
             eliza.UnsupportedError,
-            "yarn",
+            "dynamic",
         ),
         ("qwen2", {"use_sliding_window": True}, eliza.UnsupportedError, "use_sliding_window"),
         ("gemma3", {"layer_types": ["full_attention"] * 7}, eliza.UnsupportedError, "layer_types"),

@@ -464,9 +464,13 @@ def reference_logits(variant: str, ids: Sequence[int], stored_as: str = "f32") -
 def reference_greedy(variant: str, ids: Sequence[int], n_new: int) -> list[int]:
     """transformers' greedy continuation of ``ids`` (its own KV cache and,
     for Gemma 3, its sliding-window cache), ``n_new`` tokens, EOS ignored."""
+    return reference_greedy_of(reference_model(variant), ids, n_new)
+
+
+def reference_greedy_of(model: Any, ids: Sequence[int], n_new: int) -> list[int]:
+    """``model``'s greedy continuation of ``ids``, ``n_new`` tokens, EOS ignored."""
     import torch
 
-    model = reference_model(variant)
     with torch.no_grad():
         out = model.generate(
             torch.tensor([list(ids)]),

@@ -147,6 +147,16 @@ class Vocab:
             raise RuntimeError(f"llama_tokenize needs {-n} tokens")
         return list(buf[:n])
 
+    def detokenize(self, ids: Sequence[int], remove_special: bool, unparse_special: bool) -> bytes:
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        cap = 64 + 64 * len(ids)
+        buf = ctypes.create_string_buffer(cap)
+        n = self._lib.c.llama_detokenize(self._vocab, arr, len(ids), buf, cap, remove_special,
+                                         unparse_special)
+        if n < 0:
+            raise RuntimeError(f"llama_detokenize needs {-n} bytes")
+        return buf.raw[:n]
+
     def is_eog(self, token: int) -> bool:
         return bool(self._lib.c.llama_vocab_is_eog(self._vocab, token))
 
@@ -185,13 +195,15 @@ class Model:
             self._lib.c.llama_model_free(self._model)
             self._model = None
 
-    def logits(self, ids: Sequence[int]) -> list[list[float]]:
+    def logits(self, ids: Sequence[int], n_ctx: int | None = None) -> list[list[float]]:
         """The logits of every position of ``ids`` from position 0 in one
-        fresh context and one batch (F32 KV cache), [len(ids)][n_vocab]."""
+        fresh context of n_ctx (default: the length) and one batch (F32 KV
+        cache, flash attention off), [len(ids)][n_vocab]."""
         c = self._lib.c
         n = len(ids)
         params = c.llama_context_default_params()
-        params.n_ctx = params.n_batch = params.n_ubatch = max(n, 16)
+        params.n_batch = params.n_ubatch = max(n, 16)
+        params.n_ctx = max(n, 16) if n_ctx is None else n_ctx
         params.n_threads = params.n_threads_batch = self.n_threads
         params.type_k = params.type_v = 0  # GGML_TYPE_F32
         params.no_perf = True
@@ -247,6 +259,9 @@ class LibLlama:
         c.llama_tokenize.argtypes = [vp, ctypes.c_char_p, i32, ctypes.POINTER(i32), i32, ctypes.c_bool,
                                      ctypes.c_bool]
         c.llama_tokenize.restype = i32
+        c.llama_detokenize.argtypes = [vp, ctypes.POINTER(i32), i32, ctypes.c_char_p, i32, ctypes.c_bool,
+                                       ctypes.c_bool]
+        c.llama_detokenize.restype = i32
         c.llama_chat_apply_template.argtypes = [ctypes.c_char_p, ctypes.POINTER(_ChatMessage),
                                                 ctypes.c_size_t, ctypes.c_bool, ctypes.c_char_p, i32]
         c.llama_chat_apply_template.restype = i32

@@ -43,7 +43,20 @@ ARCHITECTURES: dict[str, str] = {
     "FalconH1ForCausalLM": "falcon-h1",
     "Gemma4ForCausalLM": "gemma4",  # eliza.convert.gemma4
     "Gemma4AssistantForCausalLM": "gemma4-assistant",
+    "Phi3ForCausalLM": "phi3",
+    "Gemma2ForCausalLM": "gemma2",
+    "GraniteForCausalLM": "granite",
+    "SmolLM3ForCausalLM": "smollm3",
+    "Olmo2ForCausalLM": "olmo2",
 }
+
+# Architectures whose q/k rows llama.cpp's converter permutes for the
+# interleaved ("normal") rope; the others rotate NEOX halves as HF does.
+_NORMAL_ROPE = ("llama", "granite", "smollm3")
+# Gemma's RMSNorm scales by 1 + weight: the converter stores 1 + weight.
+_GEMMA = ("gemma2", "gemma3")
+# SmolLM3: llama.cpp hard-codes rope off on every 4th layer (no GGUF key).
+SMOLLM3_NO_ROPE_STEP = 4
 
 OUTTYPES = ("f32", "f16", "bf16", "q8_0")
 
@@ -123,11 +136,18 @@ class _HParams:
     rope_base: float
     rope_linear_factor: float | None  # rope.scaling.type "linear"
     rope_llama3: Json | None  # llama 3 scaling -> rope_freqs.weight
-    sliding_window: int  # gemma3; 0 otherwise
+    sliding_window: int  # gemma2, gemma3; 0 otherwise
     tied: bool
     attention_bias: bool  # q/k/v (+ o for llama) biases
     mlp_bias: bool
     falcon_h1: _FalconH1 | None = None
+    rope_dims: int = 0  # rotated dims per head (phi3's partial rope); 0: head_dim
+    rope_yarn: Json | None = None  # llama YaRN: factor, original context, betas
+    longrope: Json | None = None  # phi3: short/long factors, original context
+    attn_softcap: float | None = None  # gemma2
+    final_softcap: float | None = None  # gemma2
+    granite_scales: tuple[float, float, float, float] | None = None  # attention, embedding, residual, logit
+    n_ctx_orig: int = 0  # phi3: original_max_position_embeddings (0: n_ctx)
 
 
 @dataclass(frozen=True)
@@ -233,8 +253,9 @@ def _hparams(cfg: Json) -> _HParams:
     if head_dim % 2:
         raise _format(f"config.json: head_dim {head_dim} is odd")
 
-    act = cfg.get("hidden_activation" if arch == "gemma3" else "hidden_act", cfg.get("hidden_act"))
-    want_act = "gelu_pytorch_tanh" if arch == "gemma3" else "silu"
+    gemma = arch in _GEMMA
+    act = cfg.get("hidden_activation" if gemma else "hidden_act", cfg.get("hidden_act"))
+    want_act = "gelu_pytorch_tanh" if gemma else "silu"
     if act != want_act:
         raise _unsupported(f"config.json: activation {act!r}; {arch} in GGUF implies {want_act!r}")
 
@@ -273,25 +294,93 @@ def _hparams(cfg: Json) -> _HParams:
                 raise _unsupported(f"config.json: {key} = {cfg[key]} (Gemma 3 has none)")
         if cfg.get("use_bidirectional_attention"):
             raise _unsupported("config.json: use_bidirectional_attention (not a causal LM)")
+    elif arch == "gemma2":
+        base, scaling = _rope(cfg)
+        n_layer = _int(cfg, "num_hidden_layers")
+        want = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n_layer)]
+        if list(cfg.get("layer_types", want)) != want:
+            raise _unsupported(
+                f"config.json: gemma2 layer_types {cfg.get('layer_types')}; GGUF readers assume "
+                "sliding-window and global layers alternating, sliding first")
+        sliding_window = _int(cfg, "sliding_window")
+        scalar = cfg.get("query_pre_attn_scalar", head_dim)
+        if scalar != head_dim:
+            raise _unsupported(
+                f"config.json: query_pre_attn_scalar {scalar} != head_dim {head_dim}; "
+                "GGUF readers scale gemma2 attention by 1/sqrt(head_dim) (27B excepted)")
     else:
         base, scaling = _rope(cfg)
         if cfg.get("use_sliding_window"):
             raise _unsupported(f"config.json: use_sliding_window on {arch} (not expressible in GGUF)")
+        if arch in ("phi3", "olmo2") and cfg.get("sliding_window"):
+            raise _unsupported(
+                f"config.json: sliding_window {cfg['sliding_window']} on {arch} (Phi-4 / OLMo 3 style "
+                "sliding-window layers are not converted here)")
 
     linear_factor: float | None = None
     llama3: Json | None = None
+    yarn: Json | None = None
+    longrope: Json | None = None
     if scaling is not None:
         kind = _rope_kind(scaling)
         if kind == "linear" and arch in ("llama", "gemma3"):
             linear_factor = float(scaling["factor"])
         elif kind == "llama3" and arch == "llama":
             llama3 = scaling
+        elif kind == "yarn" and arch in ("llama", "qwen2", "qwen3") and scaling.get("factor") is not None:
+            for key in ("mscale", "mscale_all_dim"):
+                if scaling.get(key) not in (None, 0, 1, 1.0):
+                    raise _unsupported(f"config.json: YaRN {key} {scaling[key]} (DeepSeek style) on {arch}")
+            if scaling.get("truncate") is False:
+                raise _unsupported("config.json: YaRN truncate = false (GGUF readers truncate)")
+            yarn = scaling
+        elif kind in ("longrope", "su") and arch == "phi3":
+            longrope = scaling
         else:
             raise _unsupported(f"config.json: rope scaling {kind!r} on {arch}")
 
+    rope_dims = 0
+    if arch == "phi3":
+        rope_params = cfg.get("rope_parameters") or {}
+        partial = float(rope_params.get("partial_rotary_factor", cfg.get("partial_rotary_factor")) or 1.0)
+        rope_dims = int(partial * n_embd) // n_head
+        if rope_dims <= 0 or rope_dims > head_dim or rope_dims % 2:
+            raise _format(
+                f"config.json: partial_rotary_factor {partial} gives {rope_dims} rotary dims of {head_dim}")
+        if longrope is not None:
+            want_len = rope_dims // 2
+            for key in ("short_factor", "long_factor"):
+                factors = longrope.get(key)
+                if not isinstance(factors, list) or len(factors) != want_len:
+                    raise _format(
+                        f"config.json: LongRoPE {key} must list {want_len} factors, got {factors!r}")
+            if not isinstance(longrope.get("original_max_position_embeddings",
+                                           cfg.get("original_max_position_embeddings")), int):
+                raise _format("config.json: LongRoPE needs original_max_position_embeddings")
+    if arch == "smollm3":
+        n_layer = _int(cfg, "num_hidden_layers")
+        want_rope = [int((i + 1) % SMOLLM3_NO_ROPE_STEP != 0) for i in range(n_layer)]
+        if list(cfg.get("no_rope_layers", want_rope)) != want_rope:
+            raise _unsupported(
+                f"config.json: smollm3 no_rope_layers {cfg.get('no_rope_layers')}; GGUF readers "
+                f"assume rope off on every {SMOLLM3_NO_ROPE_STEP}th layer")
+
+    attn_softcap = final_softcap = None
+    if arch == "gemma2":
+        attn_softcap = float(cfg["attn_logit_softcapping"]) if cfg.get("attn_logit_softcapping") else None
+        final_softcap = float(cfg["final_logit_softcapping"]) if cfg.get("final_logit_softcapping") else None
+    granite_scales = None
+    if arch == "granite":
+        attn, embd, resid, logit = (float(cfg.get(k) or 1.0) for k in (
+            "attention_multiplier", "embedding_multiplier", "residual_multiplier", "logits_scaling"))
+        granite_scales = (attn, embd, resid, logit)
+        if cfg.get("head_dim") is not None and cfg["head_dim"] != n_embd // n_head:
+            raise _unsupported(f"config.json: granite head_dim {cfg['head_dim']} != hidden_size / heads")
+        head_dim_in_config = False
+
     attention_bias = bool(cfg.get("attention_bias", arch == "qwen2"))
     mlp_bias = bool(cfg.get("mlp_bias", False))
-    if arch in ("qwen3", "gemma3", "falcon-h1") and attention_bias:
+    if arch not in ("llama", "qwen2") and attention_bias:
         raise _unsupported(f"config.json: attention_bias on {arch}")
     if arch != "llama" and mlp_bias:
         raise _unsupported(f"config.json: mlp_bias on {arch}")
@@ -312,10 +401,17 @@ def _hparams(cfg: Json) -> _HParams:
         rope_linear_factor=linear_factor,
         rope_llama3=llama3,
         sliding_window=sliding_window,
-        tied=bool(cfg.get("tie_word_embeddings", arch == "gemma3")),
+        tied=bool(cfg.get("tie_word_embeddings", gemma)),
         attention_bias=attention_bias,
         mlp_bias=mlp_bias,
         falcon_h1=_falcon_h1(cfg, n_embd) if arch == "falcon-h1" else None,
+        rope_dims=rope_dims,
+        rope_yarn=yarn,
+        longrope=longrope,
+        attn_softcap=attn_softcap,
+        final_softcap=final_softcap,
+        granite_scales=granite_scales,
+        n_ctx_orig=int(cfg.get("original_max_position_embeddings") or 0),
     )
 
 
@@ -396,6 +492,25 @@ def _falcon_h1(cfg: Json, n_embd: int) -> _FalconH1:
         mlp=(gate, down),
         ssm=(z, x, b, c, dt),
     )
+
+
+def _phi3_original_ctx(hp: _HParams) -> int:
+    orig = (hp.longrope or {}).get("original_max_position_embeddings", hp.n_ctx_orig)
+    return int(orig) or hp.n_ctx
+
+
+def _longrope_attn_factor(hp: _HParams) -> float:
+    """Phi-3's cos/sin scale: sqrt(1 + ln(s) / ln(original context)) for the
+    context extension s = n_ctx / original (llama.cpp's converter)."""
+    orig = _phi3_original_ctx(hp)
+    scale = hp.n_ctx / orig
+    return math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+
+
+def _longrope_factors(hp: _HParams) -> list[tuple[str, F32]]:
+    assert hp.longrope is not None
+    return [("rope_factors_long.weight", np.asarray(hp.longrope["long_factor"], dtype=np.float32)),
+            ("rope_factors_short.weight", np.asarray(hp.longrope["short_factor"], dtype=np.float32))]
 
 
 def _llama3_rope_factors(hp: _HParams) -> F32:
@@ -680,22 +795,29 @@ def _tensor_plan(hp: _HParams) -> list[_TensorSpec]:
         return _falcon_h1_plan(hp)
     e, hd = hp.n_embd, hp.head_dim
     q_rows, kv_rows = hp.n_head * hd, hp.n_head_kv * hd
-    gemma = hp.arch == "gemma3"
+    gemma = hp.arch in _GEMMA
     norm = _plus_one if gemma else None
-    q_perm = _permute_rope_halves(hp.n_head) if hp.arch == "llama" else None
-    k_perm = _permute_rope_halves(hp.n_head_kv) if hp.arch == "llama" else None
+    normal_rope = hp.arch in _NORMAL_ROPE
+    q_perm = _permute_rope_halves(hp.n_head) if normal_rope else None
+    k_perm = _permute_rope_halves(hp.n_head_kv) if normal_rope else None
 
     plan = [_TensorSpec("model.embed_tokens.weight", "token_embd.weight", (hp.n_vocab, e))]
     for i in range(hp.n_layer):
         hf, gg = f"model.layers.{i}.", f"blk.{i}."
         attn, mlp = hf + "self_attn.", hf + "mlp."
-        layer = [
-            _TensorSpec(hf + "input_layernorm.weight", gg + "attn_norm.weight", (e,), norm),
-            _TensorSpec(attn + "q_proj.weight", gg + "attn_q.weight", (q_rows, e), q_perm),
-            _TensorSpec(attn + "k_proj.weight", gg + "attn_k.weight", (kv_rows, e), k_perm),
-            _TensorSpec(attn + "v_proj.weight", gg + "attn_v.weight", (kv_rows, e)),
-            _TensorSpec(attn + "o_proj.weight", gg + "attn_output.weight", (e, q_rows)),
-        ]
+        layer = []
+        if hp.arch != "olmo2":  # OLMo 2 normalizes after the sublayers only
+            layer.append(_TensorSpec(hf + "input_layernorm.weight", gg + "attn_norm.weight", (e,), norm))
+        if hp.arch == "phi3":
+            qkv_rows = q_rows + 2 * kv_rows
+            layer.append(_TensorSpec(attn + "qkv_proj.weight", gg + "attn_qkv.weight", (qkv_rows, e)))
+        else:
+            layer += [
+                _TensorSpec(attn + "q_proj.weight", gg + "attn_q.weight", (q_rows, e), q_perm),
+                _TensorSpec(attn + "k_proj.weight", gg + "attn_k.weight", (kv_rows, e), k_perm),
+                _TensorSpec(attn + "v_proj.weight", gg + "attn_v.weight", (kv_rows, e)),
+            ]
+        layer.append(_TensorSpec(attn + "o_proj.weight", gg + "attn_output.weight", (e, q_rows)))
         if hp.attention_bias:
             layer += [
                 _TensorSpec(attn + "q_proj.bias", gg + "attn_q.bias", (q_rows,), q_perm),
@@ -709,7 +831,14 @@ def _tensor_plan(hp: _HParams) -> list[_TensorSpec]:
                 _TensorSpec(attn + "q_norm.weight", gg + "attn_q_norm.weight", (hd,), norm),
                 _TensorSpec(attn + "k_norm.weight", gg + "attn_k_norm.weight", (hd,), norm),
             ]
-        if gemma:
+        if hp.arch == "olmo2":  # over all heads at once
+            layer += [
+                _TensorSpec(attn + "q_norm.weight", gg + "attn_q_norm.weight", (q_rows,)),
+                _TensorSpec(attn + "k_norm.weight", gg + "attn_k_norm.weight", (kv_rows,)),
+                _TensorSpec(hf + "post_attention_layernorm.weight", gg + "post_attention_norm.weight", (e,)),
+                _TensorSpec(hf + "post_feedforward_layernorm.weight", gg + "post_ffw_norm.weight", (e,)),
+            ]
+        elif gemma:
             layer += [
                 _TensorSpec(
                     hf + "post_attention_layernorm.weight", gg + "post_attention_norm.weight", (e,), norm
@@ -721,11 +850,14 @@ def _tensor_plan(hp: _HParams) -> list[_TensorSpec]:
             ]
         else:
             layer.append(_TensorSpec(hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", (e,)))
-        layer += [
-            _TensorSpec(mlp + "gate_proj.weight", gg + "ffn_gate.weight", (hp.n_ff, e)),
-            _TensorSpec(mlp + "up_proj.weight", gg + "ffn_up.weight", (hp.n_ff, e)),
-            _TensorSpec(mlp + "down_proj.weight", gg + "ffn_down.weight", (e, hp.n_ff)),
-        ]
+        if hp.arch == "phi3":  # gate and up stacked: llama.cpp's ffn_up holds both
+            layer.append(_TensorSpec(mlp + "gate_up_proj.weight", gg + "ffn_up.weight", (2 * hp.n_ff, e)))
+        else:
+            layer += [
+                _TensorSpec(mlp + "gate_proj.weight", gg + "ffn_gate.weight", (hp.n_ff, e)),
+                _TensorSpec(mlp + "up_proj.weight", gg + "ffn_up.weight", (hp.n_ff, e)),
+            ]
+        layer.append(_TensorSpec(mlp + "down_proj.weight", gg + "ffn_down.weight", (e, hp.n_ff)))
         if hp.mlp_bias:
             layer += [
                 _TensorSpec(mlp + "gate_proj.bias", gg + "ffn_gate.bias", (hp.n_ff,)),
@@ -1028,15 +1160,19 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
     a = hp.arch
     w.add_type("model")
     w.add_name(name)
-    if a == "llama":
+    if a in _NORMAL_ROPE:
         w.add_vocab_size(hp.n_vocab)
     w.add_context_length(hp.n_ctx)
+    if a == "phi3":
+        w.add_rope_scaling_orig_ctx_len(_phi3_original_ctx(hp))
     w.add_embedding_length(hp.n_embd)
     w.add_block_count(hp.n_layer)
     w.add_feed_forward_length(hp.n_ff)
     w.add_head_count(hp.n_head)
     w.add_head_count_kv(hp.n_head_kv)
-    w.add_rope_freq_base(hp.rope_base)
+    # llama.cpp's gemma2 converter writes no base (readers assume 10000).
+    if a != "gemma2" or hp.rope_base != 10000.0:
+        w.add_rope_freq_base(hp.rope_base)
     w.add_layer_norm_rms_eps(hp.norm_eps)
     if hp.head_dim_in_config or a in ("gemma3", "falcon-h1"):
         w.add_key_length(hp.head_dim)
@@ -1049,13 +1185,38 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
         w.add_ssm_state_size(f.d_state)
         w.add_ssm_time_step_rank(f.n_heads)
         w.add_ssm_group_count(f.n_groups)
-    if a == "llama":
+    if a in _NORMAL_ROPE:
         w.add_rope_dimension_count(hp.head_dim)
+    if a == "phi3":
+        w.add_rope_dimension_count(hp.rope_dims)
+        w.add_sliding_window(0)
+        if hp.longrope is not None:
+            w.add_float32(f"{a}.rope.scaling.attn_factor", _longrope_attn_factor(hp))
     if hp.rope_linear_factor is not None:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(hp.rope_linear_factor)
-    if a == "gemma3":
+    if hp.rope_yarn is not None:
+        y = hp.rope_yarn
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(float(y["factor"]))
+        w.add_rope_scaling_orig_ctx_len(int(y["original_max_position_embeddings"]))
+        for key, suffix in (("extrapolation_factor", "yarn_ext_factor"),
+                            ("attention_factor", "yarn_attn_factor"),
+                            ("beta_fast", "yarn_beta_fast"), ("beta_slow", "yarn_beta_slow")):
+            if y.get(key) is not None:
+                w.add_float32(f"{a}.rope.scaling.{suffix}", float(y[key]))
+    if a in _GEMMA:
         w.add_sliding_window(hp.sliding_window)
+    if hp.attn_softcap is not None:
+        w.add_attn_logit_softcapping(hp.attn_softcap)
+    if hp.final_softcap is not None:
+        w.add_final_logit_softcapping(hp.final_softcap)
+    if hp.granite_scales is not None:
+        attn_scale, embd_scale, resid_scale, logit_scale = hp.granite_scales
+        w.add_attention_scale(attn_scale)
+        w.add_embedding_scale(embd_scale)
+        w.add_residual_scale(resid_scale)
+        w.add_logit_scale(logit_scale)
     w.add_file_type(file_type)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     _add_tokenizer_metadata(w, vocab)
@@ -1143,6 +1304,8 @@ def convert_hf(
     with gguf_file(out, hp.arch, use_temp_file=True) as writer:
         _add_metadata(writer, hp, vocab, name or src.resolve().name, _file_type(outtype))
         extra = [("rope_freqs.weight", _llama3_rope_factors(hp))] if hp.rope_llama3 is not None else []
+        if hp.longrope is not None:
+            extra += _longrope_factors(hp)
         counts, n_params = _write_tensors(
             writer, _tensors(ckpt, plan, extra), len(plan) + len(extra), outtype, progress
         )
