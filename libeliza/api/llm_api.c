@@ -170,8 +170,11 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
         if (p.draft_max_tokens >= llm->n_batch)
             rc = ez_fail(ELIZA_E_INVALID_ARG, "draft_max_tokens %d needs n_batch above it (n_batch is %d)",
                          p.draft_max_tokens, llm->n_batch);
-        else
-            rc = ez_drafter_open(&dp, &llm->drafter);
+        for (int il = 0; rc == ELIZA_OK && il < llm->model->hp.n_layer; il++)
+            if (llm->model->layers[il].state_bytes)
+                rc = ez_fail(ELIZA_E_UNSUPPORTED, "speculative decoding of '%s' (layer %d keeps recurrent state, "
+                             "which a rewind cannot undo) is not built yet", llm->model->hp.arch_name, il);
+        if (rc == ELIZA_OK) rc = ez_drafter_open(&dp, &llm->drafter);
         llm->draft_max = p.draft_max_tokens;
     }
     if (rc) {
