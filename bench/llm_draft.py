@@ -25,12 +25,14 @@ llama-lookup comes from the llama.cpp build of tests/tools/llama_cpp.py.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,7 @@ def run_lookup(binary: Path, args: argparse.Namespace, task: str, passive: bool)
             "accepted": int(accepted.group(1))}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, default_model: Callable[[], Path] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--draft", default="ngram", help="libeliza's drafter (eliza.LLM's draft=)")
     ap.add_argument("--model", type=Path, default=None)
@@ -113,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(REPO / "bench"))
-    from llm import default_model  # type: ignore[import-not-found]
-
+    if default_model is None:
+        sys.path.insert(0, str(REPO / "bench"))
+        default_model = importlib.import_module("llm").default_model
     args.model = args.model or default_model()
     if "ELIZA_LIBRARY" not in os.environ and (REPO / "build" / "libeliza.so").is_file():
         os.environ["ELIZA_LIBRARY"] = str(REPO / "build" / "libeliza.so")
