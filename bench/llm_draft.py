@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None, default_model: Callable[[], Path] | None
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--draft-max", type=int, default=15)
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     args = ap.parse_args(argv)
