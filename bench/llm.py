@@ -225,7 +225,7 @@ def main() -> int:
         sys.path.insert(0, str(REPO / "bench"))
         import llm_draft  # type: ignore[import-not-found]
 
-        return int(llm_draft.main(sys.argv[1:]))
+        return int(llm_draft.main(sys.argv[1:], default_model))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=2)

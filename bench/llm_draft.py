@@ -15,8 +15,11 @@ context, LLAMA_NGRAM_MIN..MAX; drafting up to --draft-max tokens), run with
 OpenMP's default wait policy and with OMP_WAIT_POLICY=PASSIVE, its better
 figure kept (spinning threads collapse on a loaded machine). The best round
 of each counts. Prints decode tokens/s (generated tokens over decoding
-time, drafting included, prompt excluded), the ratios, and the share of
-drafted tokens accepted.
+time, drafting included, prompt excluded), the ratios, the share of
+drafted tokens accepted, and the ratios of CPU time per decoded token
+(plain libeliza / drafting, llama-lookup / drafting; llama-lookup's from a
+run decoding --decode tokens less one decoding 1, OMP_WAIT_POLICY=PASSIVE;
+read them with --threads 1, where no worker thread waits).
 
 llama-lookup comes from the llama.cpp build of tests/tools/llama_cpp.py.
 """
@@ -24,12 +27,15 @@ llama-lookup comes from the llama.cpp build of tests/tools/llama_cpp.py.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +63,19 @@ def llama_lookup() -> Path | None:
 
 
 def run_eliza(llm: Any, task: str, n: int) -> dict[str, Any]:
+    # CPU time of decoding: the whole generation's less that of the prompt
+    # and the first token alone (a figure the machine's other load moves
+    # less than the wall clock; meaningful with --threads 1, where no
+    # worker thread waits).
+    c0 = time.process_time()
+    llm.generate(prompt(task), max_tokens=1, temperature=0.0)
+    c1 = time.process_time()
     text = llm.generate(prompt(task), max_tokens=n, temperature=0.0)
+    c2 = time.process_time()
     s = llm.last_stats
     return {
         "tok_s": s.decode_tokens_per_s,
+        "cpu_ms_per_tok": 1e3 * ((c2 - c1) - (c1 - c0)) / max(s.generated_tokens - 1, 1),
         "generated": s.generated_tokens,
         "drafted": s.draft_tokens,
         "accepted": s.draft_accepted,
@@ -69,18 +84,25 @@ def run_eliza(llm: Any, task: str, n: int) -> dict[str, Any]:
     }
 
 
-def run_lookup(binary: Path, args: argparse.Namespace, task: str, passive: bool) -> dict[str, Any]:
+def children_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_lookup(binary: Path, args: argparse.Namespace, task: str, passive: bool, n: int) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write(prompt(task))
     env = {**os.environ, "LD_LIBRARY_PATH": str(binary.parent)}
     if passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
-    cmd = [str(binary), "-m", str(args.model), "-f", f.name, "-n", str(args.decode), "-t", str(args.threads),
+    cmd = [str(binary), "-m", str(args.model), "-f", f.name, "-n", str(n), "-t", str(args.threads),
            "-c", "2048", "--temp", "0", "--spec-draft-n-max", str(args.draft_max)]
+    c0 = children_cpu_s()
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     finally:
         os.unlink(f.name)
+    cpu_s = children_cpu_s() - c0
     out = res.stdout + res.stderr
     dec = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds", out)
     drafted = re.search(r"n_drafted\s+=\s+(\d+)", out)
@@ -89,23 +111,23 @@ def run_lookup(binary: Path, args: argparse.Namespace, task: str, passive: bool)
         raise RuntimeError(f"llama-lookup failed ({res.returncode}):\n{out[-2000:]}")
     n, secs = int(dec.group(1)), float(dec.group(2))
     return {"tok_s": n / secs, "generated": n, "drafted": int(drafted.group(1)),
-            "accepted": int(accepted.group(1))}
+            "accepted": int(accepted.group(1)), "cpu_s": cpu_s}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, default_model: Callable[[], Path] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--draft", default="ngram", help="libeliza's drafter (eliza.LLM's draft=)")
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--draft-max", type=int, default=8)
+    ap.add_argument("--draft-max", type=int, default=15)
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(REPO / "bench"))
-    from llm import default_model  # type: ignore[import-not-found]
-
+    if default_model is None:
+        sys.path.insert(0, str(REPO / "bench"))
+        default_model = importlib.import_module("llm").default_model
     args.model = args.model or default_model()
     if "ELIZA_LIBRARY" not in os.environ and (REPO / "build" / "libeliza.so").is_file():
         os.environ["ELIZA_LIBRARY"] = str(REPO / "build" / "libeliza.so")
@@ -118,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     tasks = args.tasks.split(",")
     best: dict[tuple[str, str], dict[str, Any]] = {}
+    cpu_runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     def keep(key: tuple[str, str], r: dict[str, Any]) -> None:
+        cpu_runs.setdefault(key, []).append(r)
         if key not in best or r["tok_s"] > best[key]["tok_s"]:
             best[key] = r
 
@@ -141,26 +165,37 @@ def main(argv: list[str] | None = None) -> int:
                 line = f"round {rnd + 1} {task:9s}: plain {a['tok_s']:6.1f}  draft {b['tok_s']:6.1f} tok/s"
                 if binary is not None:
                     for passive in (False, True):
-                        c = run_lookup(binary, args, task, passive)
+                        c = run_lookup(binary, args, task, passive, args.decode)
+                        if passive:
+                            # CPU per decoded token: less a run that decodes one token.
+                            one = run_lookup(binary, args, task, passive, 1)
+                            cpu = c["cpu_s"] - one["cpu_s"]
+                            c["cpu_ms_per_tok"] = 1e3 * cpu / max(c["generated"] - 1, 1)
                         keep((task, "lookup"), c)
                     line += f"  llama-lookup {best[(task, 'lookup')]['tok_s']:6.1f}"
                 print(f"{line}  ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
     print(f"model {args.model.name}, {args.threads} threads, {args.decode} tokens greedy, "
           f"draft={args.draft} (at most {args.draft_max} per pass), best of {args.rounds}; decode tok/s")
-    head = f"{'task':10s} {'plain':>7s} {'draft':>7s} {'x plain':>8s} {'accepted':>9s}"
+    head = f"{'task':10s} {'plain':>7s} {'draft':>7s} {'x plain':>8s} {'accepted':>9s} {'CPU x plain':>12s}"
     if binary is not None:
-        head += f" {'lookup':>7s} {'accepted':>9s} {'x lookup':>9s}"
+        head += f" {'lookup':>7s} {'accepted':>9s} {'x lookup':>9s} {'CPU x lookup':>13s}"
     print(head)
     for task in tasks:
         a, b = best[(task, "plain")], best[(task, "draft")]
         acc = b["accepted"] / b["drafted"] if b["drafted"] else 0.0
+        cpu = min(r["cpu_ms_per_tok"] for r in cpu_runs[(task, "plain")]) / min(
+            r["cpu_ms_per_tok"] for r in cpu_runs[(task, "draft")]
+        )
         row = (f"{task:10s} {a['tok_s']:7.1f} {b['tok_s']:7.1f} {b['tok_s'] / a['tok_s']:7.2f}x "
-               f"{100 * acc:8.0f}%")
+               f"{100 * acc:8.0f}% {cpu:11.2f}x")
         if binary is not None:
             c = best[(task, "lookup")]
             cacc = c["accepted"] / c["drafted"] if c["drafted"] else 0.0
-            row += f" {c['tok_s']:7.1f} {100 * cacc:8.0f}% {b['tok_s'] / c['tok_s']:8.2f}x"
+            lcpu = min(r["cpu_ms_per_tok"] for r in cpu_runs[(task, "lookup")] if "cpu_ms_per_tok" in r)
+            dcpu = min(r["cpu_ms_per_tok"] for r in cpu_runs[(task, "draft")])
+            row += (f" {c['tok_s']:7.1f} {100 * cacc:8.0f}% {b['tok_s'] / c['tok_s']:8.2f}x "
+                    f"{lcpu / dcpu:12.2f}x")
         print(row)
     return 0
 

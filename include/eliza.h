@@ -189,7 +189,7 @@ typedef struct eliza_llm_params {
                               * every stream of the handle; default NONE */
     int32_t draft_max_tokens; /* the most tokens one round drafts (the loop
                               * adapts below it); 1 .. ELIZA_LLM_DRAFT_MAX
-                              * and below n_batch; default 8 */
+                              * and below n_batch; default 15 */
     const char *draft_path;  /* the draft model's (MODEL) or the MTP
                               * assistant's (MTP) GGUF; NULL otherwise */
 } eliza_llm_params;

@@ -244,6 +244,7 @@ int32_t ez_llm_stream_open(ez_llm_session *s, const ez_tokenizer *tok, const cha
         st->drafter = p->drafter;
         st->drafter->vt->reset(st->drafter);
         rc = ez_spec_create(n_vocab, s->m->hp.n_embd, p->draft_max, p->drafter->kind == EZ_DRAFT_MTP, &st->spec);
+        if (rc == ELIZA_OK && p->sampling.temperature > 0.0f) ez_spec_set_untimed(st->spec);
     }
     if (rc == ELIZA_OK)
         rc = ez_tokenize(tok, prompt, strlen(prompt), p->add_bos, p->parse_special, &ids, &n_ids);

@@ -29,6 +29,7 @@ struct ez_spec {
     double draft_ns;              /* average drafter time per drafted token */
     int32_t k_probe;              /* the k of the last drafting round */
     int32_t plain_rounds;         /* rounds without drafts in a row */
+    int untimed;                  /* costs from the prior only (ez_spec_set_untimed) */
     ez_spec_stats stats;
     float *logits;                /* [k_max + 1, n_vocab] */
     int32_t *batch;               /* [k_max + 1] the pending token then the drafts */
@@ -94,6 +95,7 @@ void ez_spec_reset(ez_spec *sp) {
 
 ez_spec_stats ez_spec_get_stats(const ez_spec *sp) { return sp->stats; }
 int ez_spec_wants_hidden(const ez_spec *sp) { return sp->hidden != NULL; }
+void ez_spec_set_untimed(ez_spec *sp) { sp->untimed = 1; }
 const float *ez_spec_last_hidden(const ez_spec *sp) { return sp->last_hidden; }
 
 /* ---- rules ------------------------------------------------------------------------- */
@@ -245,8 +247,10 @@ int32_t ez_spec_round(ez_spec *sp, const ez_spec_target *t, ez_drafter *d, ez_sa
     sp->batch[0] = view->tokens[view->n_tokens - 1];
     t1 = ez_time_ns();
     if ((rc = t->eval(t->self, sp->batch, m + 1, view->n_past, sp->logits, sp->hidden, cancel))) return rc;
-    measure(&sp->pass_ns[m + 1], (double)(ez_time_ns() - t1));
-    if (m > 0) measure(&sp->draft_ns, (double)(t1 - t0) / (double)m);
+    if (!sp->untimed) {
+        measure(&sp->pass_ns[m + 1], (double)(ez_time_ns() - t1));
+        if (m > 0) measure(&sp->draft_ns, (double)(t1 - t0) / (double)m);
+    }
     if ((rc = fill_history(sp, view, drafts, m))) return rc;
 
     /* Row i predicts the token after batch[i]; drafts[i] is its guess. */

@@ -64,6 +64,9 @@ typedef struct ez_spec ez_spec;
  * otherwise). want_hidden: keep the target's hidden states ([n_embd] per
  * row) for a drafter that reads them (MTP). */
 EZ_INTERNAL int32_t ez_spec_create(int32_t n_vocab, int32_t n_embd, int32_t k_max, int want_hidden, ez_spec **out);
+/* Choose k from the cost prior alone, never from timings: with sampling,
+ * the draws a round makes depend on k, and a seed must give one output. */
+EZ_INTERNAL void ez_spec_set_untimed(ez_spec *sp);
 EZ_INTERNAL int ez_spec_wants_hidden(const ez_spec *sp);
 /* With want_hidden, after a round: the hidden state of the row that
  * produced the round's last token ([n_embd], valid until the next round);

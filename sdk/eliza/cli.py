@@ -385,8 +385,8 @@ def _add_draft_arguments(cmd: argparse.ArgumentParser) -> None:
                      help="speculative decoding (same greedy output, fewer passes over the weights): "
                      "ngram (prompt lookup, any model), model:DRAFT.gguf (a small model with the same "
                      "vocabulary), mtp:ASSISTANT.gguf (a Gemma 4 assistant)")
-    cmd.add_argument("--draft-max", type=int, default=8, metavar="N",
-                     help="tokens drafted per pass at most, 1..64 (default 8; adapted below it)")
+    cmd.add_argument("--draft-max", type=int, default=15, metavar="N",
+                     help="tokens drafted per pass at most, 1..64 (default 15; adapted below it)")
 
 
 def _cmd_perplexity(args: argparse.Namespace) -> int:

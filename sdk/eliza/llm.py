@@ -432,7 +432,7 @@ class LLM(NativeModel["_Stream"]):
         kv_type: str = "f32",
         kv_type_v: str | None = None,
         draft: str | None = None,
-        draft_max_tokens: int = 8,
+        draft_max_tokens: int = 15,
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None

@@ -157,6 +157,7 @@ enum { TV = 11 };
 typedef struct {
     int32_t evals, max_batch;
     ez_atomic_int *cancel_seen;
+    uint32_t row_ns;   /* cost of a row beyond the first; 0: 800 ns */
 } fake_target;
 
 static int32_t fake_next(int32_t t, int32_t pos) { return (3 * t + pos) % TV; }
@@ -164,7 +165,7 @@ static int32_t fake_next(int32_t t, int32_t pos) { return (3 * t + pos) % TV; }
 static int32_t fake_eval(void *self, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, float *hidden,
                          ez_atomic_int *cancel) {
     fake_target *f = (fake_target *)self;
-    const uint64_t until = ez_time_ns() + 8000u + 800u * (uint64_t)n;
+    const uint64_t until = ez_time_ns() + 8000u + (f->row_ns ? f->row_ns : 800u) * (uint64_t)n;
     if (cancel && ez_atomic_int_load(cancel)) return ELIZA_E_CANCELLED;
     /* The "hidden state" of a row: its position. */
     for (int32_t i = 0; hidden && i < n; i++) hidden[i] = (float)(pos0 + i);
@@ -233,8 +234,8 @@ static ez_sampler *make_sampler(float temperature, uint64_t seed) {
 
 /* Generates n tokens after {first}: speculatively with drafter d (NULL:
  * plain decoding, one eval per token). */
-static int32_t generate(ez_drafter *d, int32_t k_max, float temperature, uint64_t seed, int32_t n, int32_t *toks,
-                        fake_target *f) {
+static int32_t generate_with(ez_drafter *d, int32_t k_max, float temperature, uint64_t seed, int32_t n, int32_t *toks,
+                             fake_target *f, int untimed, uint64_t *drafted) {
     ez_sampler *smp = make_sampler(temperature, seed);
     ez_spec *sp = NULL;
     ez_spec_target t = {f, TV, fake_eval, NULL};
@@ -242,6 +243,7 @@ static int32_t generate(ez_drafter *d, int32_t k_max, float temperature, uint64_
     int32_t len = 1, rc = ELIZA_OK;
     toks[0] = 1;
     if (d) CHECK_RC(ez_spec_create(TV, 1, k_max, 1, &sp), ELIZA_OK);
+    if (sp && untimed) ez_spec_set_untimed(sp);
     while (len < n && rc == ELIZA_OK) {
         if (!d) {
             rc = fake_eval(f, &toks[len - 1], 1, len - 1, logits, NULL, NULL);
@@ -256,21 +258,48 @@ static int32_t generate(ez_drafter *d, int32_t k_max, float temperature, uint64_
             for (int32_t i = 0; i < n_out && len < n; i++) toks[len++] = out[i];
         }
     }
+    if (sp && drafted) *drafted = ez_spec_get_stats(sp).drafted;
     ez_spec_free(sp);
     ez_sampler_free(smp);
     return rc;
 }
 
+static int32_t generate(ez_drafter *d, int32_t k_max, float temperature, uint64_t seed, int32_t n, int32_t *toks,
+                        fake_target *f) {
+    return generate_with(d, k_max, temperature, seed, n, toks, f, 0, NULL);
+}
+
+static void test_spec_sampling_untimed_is_reproducible(void) {
+    /* The same seed on a target whose rows cost little, then a lot: timed,
+     * the loop drafts differently (and so draws differently); untimed, the
+     * tokens are the same. */
+    enum { N = 80 };
+    int32_t a[N], b[N];
+    uint64_t da = 0, db = 0;
+    fake_target cheap = {0, 0, NULL, 100}, dear = {0, 0, NULL, 60000};
+    oracle_drafter o1 = {{&oracle_vt, EZ_DRAFT_NGRAM, TV}, 0, 3, 0, NULL, 0};
+    oracle_drafter o2 = o1;
+    CHECK_RC(generate_with(&o1.base, 8, 1.0f, 99, N, a, &cheap, 0, &da), ELIZA_OK);
+    CHECK_RC(generate_with(&o2.base, 8, 1.0f, 99, N, b, &dear, 0, &db), ELIZA_OK);
+    CHECK_MSG(da != db, "timed rounds drafted %llu and %llu tokens on cheap and dear rows", (unsigned long long)da,
+              (unsigned long long)db);
+    o1.wrong_at = o2.wrong_at = 0;
+    CHECK_RC(generate_with(&o1.base, 8, 1.0f, 99, N, a, &cheap, 1, &da), ELIZA_OK);
+    CHECK_RC(generate_with(&o2.base, 8, 1.0f, 99, N, b, &dear, 1, &db), ELIZA_OK);
+    CHECK_MSG(da == db && memcmp(a, b, sizeof a) == 0, "untimed: %llu and %llu drafted, tokens %s",
+              (unsigned long long)da, (unsigned long long)db, memcmp(a, b, sizeof a) ? "differ" : "equal");
+}
+
 static void test_spec_greedy_equals_plain_with_rejections_everywhere(void) {
     enum { N = 200 };
     int32_t plain[N], spec[N];
-    fake_target f0 = {0, 0, NULL};
+    fake_target f0 = {0, 0, NULL, 0};
     CHECK_RC(generate(NULL, 0, 0.0f, 1, N, plain, &f0), ELIZA_OK);
     for (int32_t k = 1; k <= 9; k += 4) {
         for (int32_t period = 0; period <= k; period++) {
             /* period 0: never wrong; otherwise wrong at index 0, 1, ..., period - 1 in turn. */
             oracle_drafter o = {{&oracle_vt, EZ_DRAFT_NGRAM, TV}, period ? 0 : -1, period, 0, NULL, 0};
-            fake_target f = {0, 0, NULL};
+            fake_target f = {0, 0, NULL, 0};
             CHECK_RC(generate(&o.base, k, 0.0f, 1, N, spec, &f), ELIZA_OK);
             CHECK_MSG(memcmp(plain, spec, sizeof plain) == 0, "k=%d period=%d: speculative greedy differs", k, period);
             CHECK_MSG(f.max_batch <= k + 1, "a pass of %d tokens for k=%d", f.max_batch, k);
@@ -289,7 +318,7 @@ static void test_spec_sampling_matches_plain_distribution(void) {
     double tv = 0.0;
     for (int r = 0; r < RUNS; r++) {
         int32_t a[LEN], b[LEN];
-        fake_target f = {0, 0, NULL};
+        fake_target f = {0, 0, NULL, 0};
         oracle_drafter o = {{&oracle_vt, EZ_DRAFT_NGRAM, TV}, r % 3, 3, 0, NULL, 0};
         CHECK_RC(generate(NULL, 0, 1.0f, (uint64_t)r, LEN, a, &f), ELIZA_OK);
         CHECK_RC(generate(&o.base, 3, 1.0f, (uint64_t)r + 1000003u, LEN, b, &f), ELIZA_OK);
@@ -304,7 +333,7 @@ static void test_spec_sampling_matches_plain_distribution(void) {
 static void test_spec_cancel_during_verification_appends_nothing(void) {
     ez_atomic_int cancel;
     int32_t toks[4] = {1}, out[EZ_DRAFT_MAX + 1], n_out = 7;
-    fake_target f = {0, 0, NULL};
+    fake_target f = {0, 0, NULL, 0};
     ez_spec_target t = {&f, TV, fake_eval, NULL};
     oracle_drafter o = {{&oracle_vt, EZ_DRAFT_NGRAM, TV}, -1, 0, 1, &cancel, 0};
     ez_draft_target view = {toks, 1, 0, NULL, NULL};
@@ -335,6 +364,7 @@ int main(void) {
     test_best_k_follows_acceptance_and_cost();
     test_spec_greedy_equals_plain_with_rejections_everywhere();
     test_spec_sampling_matches_plain_distribution();
+    test_spec_sampling_untimed_is_reproducible();
     test_spec_cancel_during_verification_appends_nothing();
     test_spec_bad_k_refused();
     printf("test_llm_spec: %d passed, %d failed\n", g_passed, g_failed);
