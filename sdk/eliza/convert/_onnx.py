@@ -118,7 +118,7 @@ def _onnx() -> Any:
     except ImportError as e:
         raise UnsupportedError(
             Status.E_UNSUPPORTED,
-            "reading ONNX models needs the onnx package: pip install 'libeliza[convert]'",
+            "reading ONNX models needs the onnx package (a dependency of libeliza): pip install onnx",
         ) from e
     return onnx
 
