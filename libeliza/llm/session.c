@@ -18,6 +18,7 @@ struct ez_llm_session {
     int32_t n_ctx, n_batch;
     int kv_type_k, kv_type_v;
     int32_t *tokens;            /* [n_ctx] the token at each held position */
+    uint8_t *starts;            /* [n_ctx] 1 where a held position began a forward pass */
     int recurrent;              /* some layer holds recurrent state (it cannot rewind) */
     ez_kv_snapshot *spec_snap;  /* recurrent models: the states before a speculative pass */
 };
@@ -64,7 +65,8 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
     if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, s->be, pool, s->kv, n_batch, &s->fwd);
     if (rc == ELIZA_OK) {
         s->tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_ctx);
-        if (!s->tokens) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the context's tokens");
+        s->starts = (uint8_t *)malloc((size_t)n_ctx);
+        if (!s->tokens || !s->starts) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the context's tokens");
     }
     if (rc) {
         ez_llm_session_free(s);
@@ -81,6 +83,7 @@ void ez_llm_session_free(ez_llm_session *s) {
     ez_kv_snapshot_free(s->spec_snap);
     ez_kv_cache_free(s->kv);
     free(s->tokens);
+    free(s->starts);
     free(s);
 }
 
@@ -116,6 +119,8 @@ int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n,
                             cancel);
         if (rc) return rc;
         memcpy(s->tokens + pos0 + b0, tokens + b0, sizeof(int32_t) * (size_t)nb);
+        memset(s->starts + pos0 + b0, 0, (size_t)nb);
+        s->starts[pos0 + b0] = 1;
     }
     return ELIZA_OK;
 }
@@ -127,6 +132,12 @@ int32_t ez_llm_session_eval_prompt(ez_llm_session *s, const int32_t *tokens, int
     *n_reused = 0;
     if (n < 1) return ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
     while (keep < held && keep < n - 1 && s->tokens[keep] == tokens[keep]) keep++;
+    /* Going back inside what the cache holds, start again where a pass
+     * began: the passes from there are those that ran before, so the same
+     * prompt twice gives the same logits (a pass's kernels depend on its
+     * row count, and so do the last bits of every row). */
+    if (keep < held)
+        while (keep > 0 && !s->starts[keep]) keep--;
     if (!ez_kv_cache_can_rewind_to(s->kv, keep)) keep = 0;
     if (keep == 0) ez_llm_session_clear(s);
     else if ((rc = ez_kv_cache_rewind(s->kv, held - keep))) return rc;

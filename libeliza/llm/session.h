@@ -63,7 +63,9 @@ EZ_INTERNAL int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens
 /* Evaluates a prompt of n >= 1 tokens from position 0, reusing what the
  * session holds: the longest common prefix of tokens and the held tokens
  * (at most n - 1, so the last token runs and gives logits) stays, the rest
- * is dropped and only the suffix is evaluated. Where the cache cannot go
+ * is dropped and only the suffix is evaluated; a prefix that ends inside
+ * what the session holds is shortened to where a pass began, so the passes
+ * that run again are those that ran before. Where the cache cannot go
  * back to that prefix (a ring overwritten past it, or recurrent state), the
  * whole prompt is evaluated again. *n_reused: the prompt tokens taken from
  * the cache. logits: the last token's [n_vocab]; hidden: NULL, or the

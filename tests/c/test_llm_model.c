@@ -1618,9 +1618,11 @@ static void test_llm_session_prompt_reuses_the_held_prefix(void) {
         CHECK_RC(ez_llm_session_eval_prompt(cold, p3, 14, lc, NULL, NULL, &reused), ELIZA_OK);
         CHECK(reused == 0);
         CHECK(memcmp(lw, lc, sizeof(float) * N_VOCAB) == 0);
-        /* the same prompt again: all but its last token from the cache */
+        /* the same prompt again: back to where the pass of its last token
+         * began (passes of 4: position 12), and the same logits */
         CHECK_RC(ez_llm_session_eval_prompt(warm, p3, 14, lw, NULL, NULL, &reused), ELIZA_OK);
-        CHECK(reused == 13 && ez_llm_session_n_pos(warm) == 14);
+        CHECK(reused == 12 && ez_llm_session_n_pos(warm) == 14);
+        CHECK(memcmp(lw, lc, sizeof(float) * N_VOCAB) == 0);
         /* a prompt that shares nothing */
         CHECK_RC(ez_llm_session_eval_prompt(warm, p1 + 1, 3, lw, NULL, NULL, &reused), ELIZA_OK);
         CHECK(reused == 0 && ez_llm_session_n_pos(warm) == 3);
