@@ -185,8 +185,13 @@ static void worker_main(void *arg) {
     int64_t seen = 0;
     for (;;) {
         wait_for_job(pool, seen);
-        if (ez_atomic_int_load(&pool->stop)) break;
+        /* The generation first, then stop: stop is set before the gate of
+         * its generation opens, so a worker that sees that generation sees
+         * stop too. (Read the other way round, a worker could take the stop
+         * generation for a job, join it and then wait for one more that
+         * never comes: ez_pool_destroy hung on joining it.) */
         seen = gate_generation(ez_atomic_i64_load(&pool->gate));
+        if (ez_atomic_int_load(&pool->stop)) break;
         if (join_job(pool, seen)) {
             run_chunks(pool, w->index);
             leave_job(pool);
