@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "llm/tokenizer_impl.h"
-#include "llm/unicode.h"
 
 #define MAX_VOCAB (1 << 24)
 #define MAX_MERGES (1 << 24)
@@ -1093,7 +1093,7 @@ int32_t ez_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int a
         return ez_fail(ELIZA_E_INVALID_ARG, "ez_tokenize: NULL argument");
     *out = NULL;
     *n_out = 0;
-    bad = ez_utf8_validate((const uint8_t *)text, len);
+    bad = ez_utf8_invalid_at((const uint8_t *)text, len);
     if (bad < len)
         return ez_fail(ELIZA_E_INVALID_ARG, "text is not valid UTF-8: byte 0x%02X at offset %zu"
                        " does not start a valid sequence", (uint8_t)text[bad], bad);
