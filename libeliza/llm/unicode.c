@@ -1,4 +1,4 @@
-/* Strict UTF-8 and the code point table lookup (see unicode.h). */
+/* The code point table lookups (see unicode.h). */
 #include "llm/unicode.h"
 
 uint8_t ez_unicode_code(uint32_t cp) {

@@ -1373,6 +1373,26 @@ static void test_llm_open_rejects_bad_files(void) {
     gguf_free(&w);
     ref_free(&r);
 
+    /* Metadata out of range or not a number: the message names the key. */
+    s = base_spec("llama");
+    s.n_ctx_train = 0;
+    build_model(&s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
+    CHECK(message_has("metadata 'llama.context_length' = 0 is outside [1, 2147483647]"));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+    s = base_spec("llama");
+    s.eps = NAN;
+    build_model(&s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
+    CHECK(message_has("metadata 'llama.attention.layer_norm_rms_epsilon' = nan is not a finite number"));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+
     /* Missing file; NULL arguments; struct_size too small. */
     CHECK_RC(eliza_llm_open("/nonexistent/model.gguf", NULL, &llm), ELIZA_E_IO);
     CHECK_RC(eliza_llm_open(NULL, NULL, &llm), ELIZA_E_INVALID_ARG);
