@@ -29,12 +29,6 @@
  * register); the loop drafts less where that pays. */
 #define DEFAULT_DRAFT_MAX 15
 
-/* Does `field` lie inside the caller's struct (struct_size bytes)? A
- * struct_size too small for the first field after it is ELIZA_E_ABI; fields
- * past it are read (or written) only when they fit, so an older, shorter
- * struct gets defaults for what it lacks (docs/abi.md). */
-#define FITS(ptr, type, field) ((ptr)->struct_size >= offsetof(type, field) + sizeof((ptr)->field))
-
 struct eliza_llm {
     ez_llm_model *model;
     ez_tokenizer *tok;
@@ -89,18 +83,18 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     eliza_llm_default_params(p);
     p->kv_type_v = p->kv_type;
     if (!in) return ELIZA_OK;
-    if (!FITS(in, eliza_llm_params, n_threads))
+    if (!EZ_FITS(in, eliza_llm_params, n_threads))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_params.struct_size %" PRIu32 " is too small (%" PRIu64 ")", in->struct_size,
                        (uint64_t)sizeof(eliza_llm_params));
-    if (FITS(in, eliza_llm_params, n_threads)) p->n_threads = in->n_threads;
-    if (FITS(in, eliza_llm_params, context_size)) p->context_size = in->context_size;
-    if (FITS(in, eliza_llm_params, n_batch)) p->n_batch = in->n_batch;
-    if (FITS(in, eliza_llm_params, kv_type)) p->kv_type = in->kv_type;
+    if (EZ_FITS(in, eliza_llm_params, n_threads)) p->n_threads = in->n_threads;
+    if (EZ_FITS(in, eliza_llm_params, context_size)) p->context_size = in->context_size;
+    if (EZ_FITS(in, eliza_llm_params, n_batch)) p->n_batch = in->n_batch;
+    if (EZ_FITS(in, eliza_llm_params, kv_type)) p->kv_type = in->kv_type;
     p->kv_type_v = p->kv_type;
-    if (FITS(in, eliza_llm_params, kv_type_v) && in->kv_type_v != ELIZA_LLM_KV_AS_K) p->kv_type_v = in->kv_type_v;
-    if (FITS(in, eliza_llm_params, draft_kind)) p->draft_kind = in->draft_kind;
-    if (FITS(in, eliza_llm_params, draft_max_tokens)) p->draft_max_tokens = in->draft_max_tokens;
-    if (FITS(in, eliza_llm_params, draft_path)) p->draft_path = in->draft_path;
+    if (EZ_FITS(in, eliza_llm_params, kv_type_v) && in->kv_type_v != ELIZA_LLM_KV_AS_K) p->kv_type_v = in->kv_type_v;
+    if (EZ_FITS(in, eliza_llm_params, draft_kind)) p->draft_kind = in->draft_kind;
+    if (EZ_FITS(in, eliza_llm_params, draft_max_tokens)) p->draft_max_tokens = in->draft_max_tokens;
+    if (EZ_FITS(in, eliza_llm_params, draft_path)) p->draft_path = in->draft_path;
     if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", p->n_threads);
     if (p->context_size > MAX_CONTEXT)
         return ez_fail(ELIZA_E_INVALID_ARG, "context_size %" PRIu32 " is above %d", p->context_size, MAX_CONTEXT);
@@ -373,11 +367,11 @@ void eliza_llm_stream_default_config(eliza_llm_stream_config *config) {
 
 static int32_t read_config(const eliza_llm_stream_config *in, eliza_llm_stream_config *c) {
     eliza_llm_stream_default_config(c);
-    if (!FITS(in, eliza_llm_stream_config, flags))
+    if (!EZ_FITS(in, eliza_llm_stream_config, flags))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_stream_config.struct_size %" PRIu32 " is too small (%" PRIu64 ")",
                        in->struct_size, (uint64_t)sizeof(eliza_llm_stream_config));
 #define TAKE(f) \
-    if (FITS(in, eliza_llm_stream_config, f)) c->f = in->f
+    if (EZ_FITS(in, eliza_llm_stream_config, f)) c->f = in->f
     TAKE(flags);
     TAKE(prompt);
     TAKE(max_tokens);
@@ -490,12 +484,12 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
     ez_llm_gen_stats g;
     ez_clear_error();
     if (!s || !stats) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_stream_stats: NULL argument");
-    if (!FITS(stats, eliza_llm_stats, prompt_tokens))
+    if (!EZ_FITS(stats, eliza_llm_stats, prompt_tokens))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_stats.struct_size %" PRIu32 " is too small (%" PRIu64 ")", stats->struct_size,
                        (uint64_t)sizeof(eliza_llm_stats));
     ez_llm_stream_stats(s->st, &g);
 #define PUT(f, v) \
-    if (FITS(stats, eliza_llm_stats, f)) stats->f = (v)
+    if (EZ_FITS(stats, eliza_llm_stats, f)) stats->f = (v)
     PUT(prompt_tokens, g.n_prompt);
     PUT(generated_tokens, g.n_generated);
     PUT(stop_reason, g.stop_reason);
@@ -512,9 +506,9 @@ int32_t eliza_llm_stream_stats(const eliza_llm_stream *s, eliza_llm_stats *stats
 }
 
 static void set_piece(eliza_llm_piece *piece, int32_t token, const char *text, uint32_t len) {
-    if (FITS(piece, eliza_llm_piece, token)) piece->token = token;
-    if (FITS(piece, eliza_llm_piece, text)) piece->text = text;
-    if (FITS(piece, eliza_llm_piece, text_len)) piece->text_len = len;
+    if (EZ_FITS(piece, eliza_llm_piece, token)) piece->token = token;
+    if (EZ_FITS(piece, eliza_llm_piece, text)) piece->text = text;
+    if (EZ_FITS(piece, eliza_llm_piece, text_len)) piece->text_len = len;
 }
 
 int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
@@ -523,7 +517,7 @@ int32_t eliza_llm_stream_next(eliza_llm_stream *s, eliza_llm_piece *piece) {
 
     ez_clear_error();
     if (!s || !piece) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_stream_next: NULL argument");
-    if (!FITS(piece, eliza_llm_piece, token))
+    if (!EZ_FITS(piece, eliza_llm_piece, token))
         return ez_fail(ELIZA_E_ABI, "eliza_llm_piece.struct_size %" PRIu32 " is too small (%" PRIu64 ")", piece->struct_size,
                        (uint64_t)sizeof(eliza_llm_piece));
     rc = ez_llm_stream_next(s->st, &g);

@@ -719,7 +719,8 @@ int32_t ez_gguf_need_f32(const ez_gguf *g, const char *key, float lo, float hi, 
     int32_t rc;
     if (!ez_gguf_find_kv(g, key)) return missing(key);
     if ((rc = ez_gguf_get_f32(g, key, &v))) return rc;
-    if (!isfinite(v) || v < lo || v > hi)
+    if (!isfinite(v)) return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %g is not a finite number", key, (double)v);
+    if (v < lo || v > hi)
         return ez_fail(ELIZA_E_FORMAT, "metadata '%s' = %g is outside [%g, %g]", key, (double)v, (double)lo,
                        (double)hi);
     *out = v;
@@ -732,6 +733,10 @@ int32_t ez_gguf_opt_f32(const ez_gguf *g, const char *key, float lo, float hi, f
 
 int32_t ez_gguf_need_bool(const ez_gguf *g, const char *key, int *out) {
     return ez_gguf_find_kv(g, key) ? ez_gguf_get_bool(g, key, out) : missing(key);
+}
+
+int32_t ez_gguf_opt_bool(const ez_gguf *g, const char *key, int *out) {
+    return ez_gguf_find_kv(g, key) ? ez_gguf_get_bool(g, key, out) : ELIZA_OK;
 }
 
 int32_t ez_gguf_need_str(const ez_gguf *g, const char *key, ez_str *out) {

@@ -103,6 +103,7 @@ EZ_INTERNAL int32_t ez_gguf_opt_u32(const ez_gguf *g, const char *key, uint32_t 
 EZ_INTERNAL int32_t ez_gguf_need_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out);
 EZ_INTERNAL int32_t ez_gguf_opt_f32(const ez_gguf *g, const char *key, float lo, float hi, float *out);
 EZ_INTERNAL int32_t ez_gguf_need_bool(const ez_gguf *g, const char *key, int *out);
+EZ_INTERNAL int32_t ez_gguf_opt_bool(const ez_gguf *g, const char *key, int *out);
 EZ_INTERNAL int32_t ez_gguf_need_str(const ez_gguf *g, const char *key, ez_str *out);
 EZ_INTERNAL int32_t ez_gguf_opt_str(const ez_gguf *g, const char *key, ez_str *out);
 EZ_INTERNAL int32_t ez_gguf_need_arr(const ez_gguf *g, const char *key, uint32_t elem_type,

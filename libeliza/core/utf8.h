@@ -23,4 +23,23 @@ EZ_INTERNAL size_t ez_utf8_prev(const char *s, size_t end);
 /* The code point that s[0..n) holds exactly (one valid sequence of n bytes), or -1. */
 EZ_INTERNAL int64_t ez_utf8_one(const void *s, size_t n);
 
+/* Length (1..4) of the valid sequence at s[0..n) (n >= 1) with its code
+ * point in *cp, or 0 (*cp untouched): the decoder for text not yet checked. */
+EZ_INTERNAL size_t ez_utf8_decode(const void *s, size_t n, uint32_t *cp);
+
+/* Writes cp (<= U+10FFFF, not a surrogate) as UTF-8 to out (4 bytes of
+ * room); returns its length. */
+EZ_INTERNAL size_t ez_utf8_encode(uint32_t cp, void *out);
+
+/* For text that arrives in pieces (a token stream): the length of s[0..n)
+ * less an unfinished character at its end, the bytes that more text could
+ * still complete into a valid sequence. An invalid byte is never held. */
+EZ_INTERNAL size_t ez_utf8_complete(const void *s, size_t n);
+
+/* Copies s[0..n) to out as valid UTF-8, each maximal invalid subpart (a
+ * truncated sequence at the end included) replaced by one U+FFFD, as
+ * Python's errors="replace" does. out needs 3 n bytes; returns the length
+ * written (no terminator). */
+EZ_INTERNAL size_t ez_utf8_repair(void *out, const void *s, size_t n);
+
 #endif /* EZ_UTF8_H */

@@ -5,17 +5,17 @@
  * llama.cpp src/models/granite.cpp, transformers modeling_granite.py. */
 #include "arch.h"
 
+#include <float.h>
+
 #include "core/error.h"
 
 static int32_t granite_hparams(ez_llm_keys *k, ez_llm_hparams *hp) {
     float attn = 0.0f, embd = 0.0f, resid = 0.0f;
-    const char *key = ez_llm_key(k, "logit_scale");
     int32_t rc;
     hp->rope_neox = 0;
     hp->ffn_gelu = 0;
-    if (!ez_gguf_find_kv(k->g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
     /* llama.cpp: a scale of 0 (or absent) leaves that step alone. */
-    if ((rc = ez_llm_key_opt_f32(k, "logit_scale", &hp->logit_scale)) ||
+    if ((rc = ez_gguf_need_f32(k->g, ez_llm_key(k, "logit_scale"), -FLT_MAX, FLT_MAX, &hp->logit_scale)) ||
         (rc = ez_llm_key_opt_f32(k, "attention.scale", &attn)) ||
         (rc = ez_llm_key_opt_f32(k, "embedding_scale", &embd)) ||
         (rc = ez_llm_key_opt_f32(k, "residual_scale", &resid)))

@@ -4,6 +4,7 @@
  * since that is what wrote and runs these files; each is noted where used. */
 #include "model.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,36 +50,21 @@ const char *ez_llm_key(ez_llm_keys *k, const char *suffix) {
     return k->key;
 }
 
+/* core's checked getters under the architecture's prefix, into the int32
+ * fields of ez_llm_hparams (every hi here is at most INT32_MAX). */
 int32_t ez_llm_key_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
-    uint32_t v;
-    const char *key = ez_llm_key(k, suffix);
-    int32_t rc;
-    if (!ez_gguf_find_kv(k->g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
-    rc = ez_gguf_get_u32(k->g, key, &v);
-    if (rc) return rc == ELIZA_E_NOT_FOUND ? ELIZA_E_FORMAT : rc;
-    if (v < lo || v > hi)
-        return ez_fail(ELIZA_E_FORMAT, "LLM metadata '%s' = %" PRIu32 " is out of range [%" PRIu32 ", %" PRIu32 "]",
-                       key, v, lo, hi);
-    *out = (int32_t)v;
-    return ELIZA_OK;
+    uint32_t v = 0;
+    int32_t rc = ez_gguf_need_u32(k->g, ez_llm_key(k, suffix), lo, hi, &v);
+    if (rc == ELIZA_OK) *out = (int32_t)v;
+    return rc;
 }
 
-/* Absent keys keep *out. */
 int32_t ez_llm_key_opt_u32(ez_llm_keys *k, const char *suffix, uint32_t lo, uint32_t hi, int32_t *out) {
-    if (!ez_gguf_find_kv(k->g, ez_llm_key(k, suffix))) return ELIZA_OK;
-    return ez_llm_key_u32(k, suffix, lo, hi, out);
+    return ez_gguf_find_kv(k->g, ez_llm_key(k, suffix)) ? ez_llm_key_u32(k, suffix, lo, hi, out) : ELIZA_OK;
 }
 
 int32_t ez_llm_key_opt_f32(ez_llm_keys *k, const char *suffix, float *out) {
-    const char *key = ez_llm_key(k, suffix);
-    float v;
-    int32_t rc;
-    if (!ez_gguf_find_kv(k->g, key)) return ELIZA_OK;
-    rc = ez_gguf_get_f32(k->g, key, &v);
-    if (rc) return rc;
-    if (!isfinite(v)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata '%s' is not a finite number", key);
-    *out = v;
-    return ELIZA_OK;
+    return ez_gguf_opt_f32(k->g, ez_llm_key(k, suffix), -FLT_MAX, FLT_MAX, out);
 }
 
 static int str_is(ez_str s, const char *lit) {
@@ -103,21 +89,17 @@ static double yarn_corr_dim(int n_rot, int32_t n_ctx_orig, float rotations, floa
  * ignores the yarn_* keys; they are read here, as transformers honours
  * them). */
 static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
-    const char *key = ez_llm_key(k, "rope.scaling.type");
-    ez_str type;
+    ez_str type = {"linear", 6};
     float factor = 0.0f, attn_factor = 1.0f, beta_fast = 32.0f, beta_slow = 1.0f, ext = 1.0f, yarn_attn = 0.0f;
     int32_t rc;
-    hp->rope_scaling = EZ_ROPE_SCALING_LINEAR;
-    if (ez_gguf_find_kv(k->g, key)) {
-        rc = ez_gguf_get_str(k->g, key, &type);
-        if (rc) return rc;
-        if (str_is(type, "none")) hp->rope_scaling = EZ_ROPE_SCALING_NONE;
-        else if (str_is(type, "yarn")) hp->rope_scaling = EZ_ROPE_SCALING_YARN;
-        else if (str_is(type, "longrope")) hp->rope_scaling = EZ_ROPE_SCALING_LONGROPE;
-        else if (!str_is(type, "linear"))
-            return ez_fail(ELIZA_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear, yarn, longrope)",
-                           (int)EZ_MIN(type.len, 32u), type.ptr);
-    }
+    if ((rc = ez_gguf_opt_str(k->g, ez_llm_key(k, "rope.scaling.type"), &type))) return rc;
+    if (str_is(type, "none")) hp->rope_scaling = EZ_ROPE_SCALING_NONE;
+    else if (str_is(type, "linear")) hp->rope_scaling = EZ_ROPE_SCALING_LINEAR;
+    else if (str_is(type, "yarn")) hp->rope_scaling = EZ_ROPE_SCALING_YARN;
+    else if (str_is(type, "longrope")) hp->rope_scaling = EZ_ROPE_SCALING_LONGROPE;
+    else
+        return ez_fail(ELIZA_E_UNSUPPORTED, "rope scaling '%.*s' is not supported (none, linear, yarn, longrope)",
+                       (int)EZ_MIN(type.len, 32u), type.ptr);
     hp->n_ctx_orig = hp->n_ctx_train;
     if ((rc = ez_llm_key_opt_f32(k, "rope.scaling.factor", &factor)) ||
         (rc = ez_llm_key_opt_f32(k, "rope.scaling.attn_factor", &attn_factor)) ||
@@ -152,7 +134,6 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
     ez_str arch;
     size_t i;
     int32_t rc, n_embd_head_default;
-    const char *key;
 
     memset(hp, 0, sizeof *hp);
     if (!ez_gguf_find_kv(g, "general.architecture"))
@@ -199,11 +180,9 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
     if ((rc = ez_llm_key_opt_u32(&k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
     if (hp->n_rot % 2 != 0) return ez_fail(ELIZA_E_FORMAT, "rope.dimension_count %d is odd", hp->n_rot);
 
-    key = ez_llm_key(&k, "attention.layer_norm_rms_epsilon");
-    if (!ez_gguf_find_kv(g, key)) return ez_fail(ELIZA_E_FORMAT, "LLM metadata key '%s' is missing", key);
-    hp->norm_eps = -1.0f;
-    if ((rc = ez_llm_key_opt_f32(&k, "attention.layer_norm_rms_epsilon", &hp->norm_eps))) return rc;
-    if (!(hp->norm_eps >= 0.0f && hp->norm_eps < 1.0f))
+    if ((rc = ez_gguf_need_f32(g, ez_llm_key(&k, "attention.layer_norm_rms_epsilon"), 0.0f, 1.0f, &hp->norm_eps)))
+        return rc;
+    if (!(hp->norm_eps < 1.0f))
         return ez_fail(ELIZA_E_FORMAT, "RMSNorm epsilon %g is out of range", (double)hp->norm_eps);
 
     hp->rope_base = 10000.0f;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "llm/regex.h"
 #include "llm/unicode.h"
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/platform.h"
 #include "core/strbuf.h"
+#include "core/utf8.h"
 #include "spec.h"
 
 struct ez_llm_session {
@@ -336,68 +337,13 @@ static int32_t reserve(char **buf, size_t *cap, size_t need) {
     return ELIZA_OK;
 }
 
-/* Bytes of the UTF-8 sequence a lead byte starts (0 for a continuation or
- * an invalid byte). */
-static int utf8_len(unsigned char b) {
-    if (b < 0x80) return 1;
-    if (b >= 0xC2 && b <= 0xDF) return 2;
-    if (b >= 0xE0 && b <= 0xEF) return 3;
-    if (b >= 0xF0 && b <= 0xF4) return 4;
-    return 0;
-}
-
-/* Length of a valid sequence at s[0..n), 0 if invalid, -1 if s ends inside
- * a sequence that could still become valid. */
-static int utf8_seq(const unsigned char *s, size_t n) {
-    int len = utf8_len(s[0]);
-    if (len == 0) return 0;
-    for (int i = 1; i < len; i++) {
-        unsigned char lo = 0x80, hi = 0xBF;
-        if ((size_t)i >= n) return -1;
-        if (i == 1 && s[0] == 0xE0) lo = 0xA0;
-        if (i == 1 && s[0] == 0xED) hi = 0x9F;
-        if (i == 1 && s[0] == 0xF0) lo = 0x90;
-        if (i == 1 && s[0] == 0xF4) hi = 0x8F;
-        if (s[i] < lo || s[i] > hi) return 0;
-    }
-    return len;
-}
-
-/* How much of s[0..n) can go out now: everything but an unfinished
- * character at the end (unless `final`). */
-static size_t utf8_ready(const char *s, size_t n, int final) {
-    size_t i = 0;
-    if (final) return n;
-    while (i < n) {
-        int len = utf8_seq((const unsigned char *)s + i, n - i);
-        if (len < 0) return i;
-        i += len ? (size_t)len : 1;
-    }
-    return n;
-}
-
-/* Copies s[0..n) to the stream's out buffer as valid UTF-8 (invalid bytes
- * and a truncated final character become U+FFFD). */
+/* Copies s[0..n) to the stream's out buffer as valid UTF-8 (each invalid
+ * subpart, a truncated final character included, becomes U+FFFD). */
 static int32_t set_out(ez_llm_stream *st, const char *s, size_t n, size_t *out_len) {
-    size_t o = 0, i = 0;
     int32_t rc = reserve(&st->out, &st->out_cap, 3 * n + 1);
     if (rc) return rc;
-    while (i < n) {
-        int len = utf8_seq((const unsigned char *)s + i, n - i);
-        if (len <= 0) {
-            memcpy(st->out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-            /* A truncated sequence is one replacement, not one per byte. */
-            while (len < 0 && i < n && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
-            continue;
-        }
-        memcpy(st->out + o, s + i, (size_t)len);
-        o += (size_t)len;
-        i += (size_t)len;
-    }
-    st->out[o] = '\0';
-    *out_len = o;
+    *out_len = ez_utf8_repair(st->out, s, n);
+    st->out[*out_len] = '\0';
     return ELIZA_OK;
 }
 
@@ -434,7 +380,7 @@ static int32_t emit(ez_llm_stream *st, int32_t token, int final, ez_llm_gen_piec
     size_t ready = final ? st->pending_len : st->pending_len - stop_prefix_held(st);
     size_t out_len = 0;
     int32_t rc;
-    ready = utf8_ready(st->pending, ready, final);
+    if (!final) ready = ez_utf8_complete(st->pending, ready);
     if ((rc = set_out(st, st->pending, ready, &out_len))) return rc;
     memmove(st->pending, st->pending + ready, st->pending_len - ready);
     st->pending_len -= ready;

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "llm/tokenizer_impl.h"
-#include "llm/unicode.h"
 
 #define MAX_VOCAB (1 << 24)
 #define MAX_MERGES (1 << 24)
@@ -209,13 +209,6 @@ static uint32_t rd_u32(const uint8_t *p) {
            ((uint32_t)p[3] << 24);
 }
 
-/* A required key: a missing one is ELIZA_E_FORMAT. */
-static int32_t need(int32_t rc, const char *key) {
-    if (rc == ELIZA_E_NOT_FOUND)
-        return ez_fail(ELIZA_E_FORMAT, "tokenizer: key '%s' is missing", key);
-    return rc;
-}
-
 static int32_t load_texts(ez_tokenizer *tok, const ez_gguf *g) {
     const ez_gguf_kv *kv;
     ez_str *strs = NULL;
@@ -223,8 +216,7 @@ static int32_t load_texts(ez_tokenizer *tok, const ez_gguf *g) {
     char name[32];
     int32_t rc;
 
-    rc = need(ez_gguf_get_arr(g, "tokenizer.ggml.tokens", EZ_GGUF_STRING, &kv),
-              "tokenizer.ggml.tokens");
+    rc = ez_gguf_need_arr(g, "tokenizer.ggml.tokens", EZ_GGUF_STRING, &kv);
     if (rc) return rc;
     if (kv->arr_len == 0 || kv->arr_len > MAX_VOCAB)
         return ez_fail(ELIZA_E_FORMAT, "tokenizer: %" PRIu64 " tokens (1 to %d supported)",
@@ -365,8 +357,7 @@ static int32_t load_merges(ez_tokenizer *tok, const ez_gguf *g) {
     uint64_t total = 0, i;
     int32_t rc;
 
-    rc = need(ez_gguf_get_arr(g, "tokenizer.ggml.merges", EZ_GGUF_STRING, &kv),
-              "tokenizer.ggml.merges");
+    rc = ez_gguf_need_arr(g, "tokenizer.ggml.merges", EZ_GGUF_STRING, &kv);
     if (rc) return rc;
     if (kv->arr_len > MAX_MERGES)
         return ez_fail(ELIZA_E_FORMAT, "tokenizer: %" PRIu64 " merges (at most %d supported)",
@@ -505,15 +496,14 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
         {"solar-open", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"mellum2", EZ_PRE_STARCODER, 1, 0, 0, 0},
     };
-    ez_str pre;
+    ez_str pre = {"", 0};
     size_t i;
-    int32_t rc = ez_gguf_get_str(g, "tokenizer.ggml.pre", &pre);
+    int32_t rc = ez_gguf_opt_str(g, "tokenizer.ggml.pre", &pre);
 
-    if (rc == ELIZA_E_NOT_FOUND || (rc == ELIZA_OK && pre.len == 0)) {
+    if (rc) return rc;
+    if (pre.len == 0) {
         pre.ptr = "default";
         pre.len = 7;
-    } else if (rc) {
-        return rc;
     }
     for (i = 0; i < sizeof table / sizeof table[0]; i++) {
         if (strlen(table[i].name) == pre.len && memcmp(table[i].name, pre.ptr, pre.len) == 0) {
@@ -529,22 +519,11 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
                    (int)EZ_MIN(pre.len, 64u), pre.ptr);
 }
 
-static int32_t read_bool(const ez_gguf *g, const char *key, int *v) {
-    int b;
-    int32_t rc = ez_gguf_get_bool(g, key, &b);
-    if (rc == ELIZA_E_NOT_FOUND) return ELIZA_OK;
-    if (rc) return rc;
-    *v = b;
-    return ELIZA_OK;
-}
-
 /* A special id from its key: in range replaces *id, out of range keeps it. */
 static int32_t read_id(const ez_tokenizer *tok, const ez_gguf *g, const char *key, int32_t *id) {
-    uint32_t v;
-    int32_t rc;
+    uint32_t v = UINT32_MAX;
+    int32_t rc = ez_gguf_opt_u32(g, key, 0, UINT32_MAX, &v);
     if (*id >= tok->n_vocab) *id = -1;
-    rc = ez_gguf_get_u32(g, key, &v);
-    if (rc == ELIZA_E_NOT_FOUND) return ELIZA_OK;
     if (rc) return rc;
     if (v < (uint32_t)tok->n_vocab) *id = (int32_t)v;
     return ELIZA_OK;
@@ -815,7 +794,7 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
 
     if (!g || !out) return ez_fail(ELIZA_E_INVALID_ARG, "ez_tokenizer_load: NULL argument");
     *out = NULL;
-    rc = need(ez_gguf_get_str(g, "tokenizer.ggml.model", &model), "tokenizer.ggml.model");
+    rc = ez_gguf_need_str(g, "tokenizer.ggml.model", &model);
     if (rc) return rc;
     tok = (ez_tokenizer *)calloc(1, sizeof *tok);
     if (!tok) return ez_fail(ELIZA_E_NOMEM, "out of memory loading the tokenizer");
@@ -856,7 +835,7 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
     if (tok->type == EZ_TOK_BPE && (rc = pick_pre(tok, g)) != ELIZA_OK) goto fail;
     if (tok->type == EZ_TOK_BPE && (rc = ez_pretok_init(&tok->pretok, tok->pre)) != ELIZA_OK)
         goto fail;
-    if ((rc = read_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix)) ||
+    if ((rc = ez_gguf_opt_bool(g, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix)) ||
         (rc = load_texts(tok, g)) || (rc = load_scores_types(tok, g)))
         goto fail;
     if (tok->type == EZ_TOK_BPE && (rc = load_merges(tok, g)) != ELIZA_OK) goto fail;
@@ -874,13 +853,13 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
     }
     /* BERT's normalizer: lowercase by default, strip_accents as lowercase. */
     tok->lowercase = 1;
-    if ((rc = read_bool(g, "tokenizer.ggml.normalizer.lowercase", &tok->lowercase)) != ELIZA_OK)
+    if ((rc = ez_gguf_opt_bool(g, "tokenizer.ggml.normalizer.lowercase", &tok->lowercase)) != ELIZA_OK)
         goto fail;
     tok->strip_accents = tok->lowercase;
-    if ((rc = read_bool(g, "tokenizer.ggml.normalizer.strip_accents", &tok->strip_accents)) ||
-        (rc = read_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &tok->remove_extra_ws)) ||
-        (rc = read_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos)) ||
-        (rc = read_bool(g, "tokenizer.ggml.add_eos_token", &tok->add_eos)) ||
+    if ((rc = ez_gguf_opt_bool(g, "tokenizer.ggml.normalizer.strip_accents", &tok->strip_accents)) ||
+        (rc = ez_gguf_opt_bool(g, "tokenizer.ggml.remove_extra_whitespaces", &tok->remove_extra_ws)) ||
+        (rc = ez_gguf_opt_bool(g, "tokenizer.ggml.add_bos_token", &tok->add_bos)) ||
+        (rc = ez_gguf_opt_bool(g, "tokenizer.ggml.add_eos_token", &tok->add_eos)) ||
         (rc = classify_specials(tok, g)) || (rc = build_special_index(tok, g)) ||
         (rc = build_byte_tables(tok)))
         goto fail;
@@ -1093,7 +1072,7 @@ int32_t ez_tokenize(const ez_tokenizer *tok, const char *text, size_t len, int a
         return ez_fail(ELIZA_E_INVALID_ARG, "ez_tokenize: NULL argument");
     *out = NULL;
     *n_out = 0;
-    bad = ez_utf8_validate((const uint8_t *)text, len);
+    bad = ez_utf8_invalid_at((const uint8_t *)text, len);
     if (bad < len)
         return ez_fail(ELIZA_E_INVALID_ARG, "text is not valid UTF-8: byte 0x%02X at offset %zu"
                        " does not start a valid sequence", (uint8_t)text[bad], bad);

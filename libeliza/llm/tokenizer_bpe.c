@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "llm/regex.h"
 #include "llm/tokenizer_impl.h"
 #include "llm/unicode.h"

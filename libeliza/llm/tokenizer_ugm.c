@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "llm/tokenizer_impl.h"
-#include "llm/unicode.h"
 
 #define SP "\xE2\x96\x81" /* U+2581, SentencePiece's space */
 #define UNK_PENALTY 10.0f

@@ -696,6 +696,12 @@ static void test_gguf_checked_and_optional_getters(void) {
     CHECK_RC(ez_gguf_need_bool(g, "test.bool", &bl), ELIZA_OK);
     CHECK(bl == 1);
     CHECK_RC(ez_gguf_need_bool(g, "test.gone", &bl), ELIZA_E_FORMAT);
+    bl = 5;
+    CHECK_RC(ez_gguf_opt_bool(g, "test.gone", &bl), ELIZA_OK);
+    CHECK(bl == 5);
+    CHECK_RC(ez_gguf_opt_bool(g, "test.bool", &bl), ELIZA_OK);
+    CHECK(bl == 1);
+    CHECK_RC(ez_gguf_opt_bool(g, "test.u8", &bl), ELIZA_E_FORMAT);
     CHECK_RC(ez_gguf_need_str(g, "test.u8", &s), ELIZA_E_FORMAT);
     CHECK_RC(ez_gguf_need_arr(g, "test.arr_i32", EZ_GGUF_I32, &arr), ELIZA_OK);
     CHECK(arr && arr->arr_len == 10);
@@ -722,6 +728,33 @@ static void test_gguf_checked_and_optional_getters(void) {
 done:
     ez_gguf_close(g);
     free(f);
+}
+
+/* A NaN or infinite f32 is refused by its own message, whatever the range. */
+static void test_gguf_f32_getters_refuse_non_finite_values(void) {
+    static const float bad[2] = {NAN, -INFINITY};
+    for (int i = 0; i < 2; i++) {
+        builder b;
+        size_t size;
+        uint8_t *f;
+        ez_gguf *g = NULL;
+        float v = 3.0f;
+        b_init(&b);
+        kv_head(&b, "test.scale", EZ_GGUF_F32);
+        put_f32(&b.kv, bad[i]);
+        f = b_finish(&b, &size, NULL);
+        b_free(&b);
+        CHECK_RC(ez_gguf_open_memory(f, size, &g), ELIZA_OK);
+        if (g) {
+            CHECK_RC(ez_gguf_need_f32(g, "test.scale", -INFINITY, INFINITY, &v), ELIZA_E_FORMAT);
+            CHECK(strstr(ez_error_message(), "metadata 'test.scale'") != NULL);
+            CHECK(strstr(ez_error_message(), "is not a finite number") != NULL);
+            CHECK_RC(ez_gguf_opt_f32(g, "test.scale", -1.0f, 1.0f, &v), ELIZA_E_FORMAT);
+            CHECK(v == 3.0f);
+        }
+        ez_gguf_close(g);
+        free(f);
+    }
 }
 
 static void test_gguf_version_2_and_default_alignment(void) {
@@ -1471,6 +1504,7 @@ int main(int argc, char **argv) {
     static const test_case tests[] = {
         T(test_gguf_reference_file_parses),
         T(test_gguf_checked_and_optional_getters),
+        T(test_gguf_f32_getters_refuse_non_finite_values),
         T(test_gguf_version_2_and_default_alignment),
         T(test_gguf_dequantizes_known_types),
         T(test_gguf_info_json_document),

@@ -1312,6 +1312,20 @@ static int message_has(const char *needle) {
     return 0;
 }
 
+/* The file spec s builds fails to open with rc, the message holding needle (when not NULL). */
+static void expect_spec_refused(const spec *s, int32_t rc, const char *needle) {
+    ref_model r;
+    gguf_w w;
+    buf b;
+    build_model(s, &w, &r);
+    b = gguf_bytes(&w);
+    CHECK_RC(open_bytes(&b), rc);
+    if (needle) CHECK(message_has(needle));
+    free(b.p);
+    gguf_free(&w);
+    ref_free(&r);
+}
+
 static void test_llm_open_rejects_bad_files(void) {
     spec s = base_spec("llama");
     ref_model r;
@@ -1355,23 +1369,21 @@ static void test_llm_open_rejects_bad_files(void) {
 
     /* Not a language model. */
     s.arch = "kokoro";
-    build_model(&s, &w, &r);
-    b = gguf_bytes(&w);
-    CHECK_RC(open_bytes(&b), ELIZA_E_UNSUPPORTED);
-    CHECK(message_has("kokoro"));
-    free(b.p);
-    gguf_free(&w);
-    ref_free(&r);
+    expect_spec_refused(&s, ELIZA_E_UNSUPPORTED, "kokoro");
 
     /* Heads that do not divide. */
     s = base_spec("llama");
     s.n_head_kv = 3;
-    build_model(&s, &w, &r);
-    b = gguf_bytes(&w);
-    CHECK_RC(open_bytes(&b), ELIZA_E_FORMAT);
-    free(b.p);
-    gguf_free(&w);
-    ref_free(&r);
+    expect_spec_refused(&s, ELIZA_E_FORMAT, NULL);
+
+    /* Metadata out of range or not a number: the message names the key. */
+    s = base_spec("llama");
+    s.n_ctx_train = 0;
+    expect_spec_refused(&s, ELIZA_E_FORMAT, "metadata 'llama.context_length' = 0 is outside [1, 2147483647]");
+    s = base_spec("llama");
+    s.eps = NAN;
+    expect_spec_refused(&s, ELIZA_E_FORMAT,
+                        "metadata 'llama.attention.layer_norm_rms_epsilon' = nan is not a finite number");
 
     /* Missing file; NULL arguments; struct_size too small. */
     CHECK_RC(eliza_llm_open("/nonexistent/model.gguf", NULL, &llm), ELIZA_E_IO);

@@ -23,11 +23,11 @@
 #include "core/error.h"
 #include "core/gguf.h"
 #include "core/platform.h"
+#include "core/utf8.h"
 #include "eliza.h"
 #include "llm/regex.h"
 #include "llm/tokenizer.h"
 #include "llm/tokenizer_impl.h"
-#include "llm/unicode.h"
 #include "check.h"
 
 static void *xmalloc(size_t n) {
@@ -959,7 +959,7 @@ static void fuzz(const ez_tokenizer *tok, int round_trip, int iterations) {
         size_t len = random_text(s, sizeof s, raw), n = 0, n_text = 0, bad;
         int32_t *ids = NULL, rc;
         char *text = NULL;
-        bad = ez_utf8_validate((const uint8_t *)s, len);
+        bad = ez_utf8_invalid_at((const uint8_t *)s, len);
         rc = ez_tokenize(tok, s, len, (int)(rnd() & 1), special, &ids, &n);
         if (bad < len) {
             CHECK(rc == ELIZA_E_INVALID_ARG);

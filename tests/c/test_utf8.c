@@ -4,7 +4,8 @@
  * that many bytes. Every 1-, 2- and 3-byte string, and every 4-byte string
  * with a lead byte F0..F7 and continuation bytes of a sampled grid; then
  * the maximal-subpart lengths Python's errors="replace" uses, the scan, the
- * decoder and the step back. */
+ * decoder and the step back, the encoder, and the stream's pieces: the hold
+ * of an unfinished end and the U+FFFD repair. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,10 +117,67 @@ static void test_scan_decode_and_step_back(void) {
     CHECK(ez_utf8_one("ab", 2) == -1 && ez_utf8_one("", 0) == -1);
 }
 
+/* Every scalar value encodes to the bytes the definition decodes back, and
+ * ez_utf8_decode returns it with the length; invalid starts leave *cp. */
+static void test_encode_decode_round_trip(void) {
+    int64_t bad = 0;
+    for (uint32_t cp = 0; cp <= 0x10FFFF; cp++) {
+        unsigned char b[4];
+        uint32_t got = 0;
+        size_t n;
+        if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+        n = ez_utf8_encode(cp, b);
+        bad += by_definition(b, n) != n || decode_by_definition(b, n) != cp;
+        bad += ez_utf8_decode(b, n, &got) != n || got != cp;
+    }
+    CHECK_MSG(bad == 0, "%lld code points fail the round trip\n", (long long)bad);
+    uint32_t cp = 7;
+    CHECK(ez_utf8_decode("\xE2\x82", 2, &cp) == 0 && cp == 7);
+    CHECK(ez_utf8_decode("\xED\xA0\x80", 3, &cp) == 0 && cp == 7);
+    CHECK(ez_utf8_decode("\xC3\xA9z", 3, &cp) == 2 && cp == 0xE9);
+}
+
+/* A stream holds back only what more bytes could still complete. */
+static void test_complete_holds_an_unfinished_end(void) {
+    CHECK(ez_utf8_complete("ab", 2) == 2);
+    CHECK(ez_utf8_complete("", 0) == 0);
+    CHECK(ez_utf8_complete("a\xE2", 2) == 1);         /* truncated lead at the end */
+    CHECK(ez_utf8_complete("a\xE2\x82", 3) == 1);     /* truncated after one continuation */
+    CHECK(ez_utf8_complete("a\xF0\x9F\x98", 4) == 1); /* three of four bytes */
+    CHECK(ez_utf8_complete("a\xE2\x82\xAC", 4) == 4); /* finished */
+    CHECK(ez_utf8_complete("a\xFF", 2) == 2);         /* an invalid lead byte at the end goes out */
+    CHECK(ez_utf8_complete("a\x80", 2) == 2);         /* so does a stray continuation */
+    CHECK(ez_utf8_complete("a\xC0", 2) == 2);         /* and an overlong lead */
+    CHECK(ez_utf8_complete("a\xE0\x80", 3) == 3);     /* no continuation makes E0 80 valid */
+    CHECK(ez_utf8_complete("a\xED\xA0", 3) == 3);     /* a surrogate in the making */
+    CHECK(ez_utf8_complete("\xE2\x82x\xC3", 4) == 3); /* invalid inside, unfinished at the end */
+}
+
+static void expect_repair(const char *s, size_t n, const char *want) {
+    char out[64];
+    size_t len = ez_utf8_repair(out, s, n);
+    CHECK_MSG(len == strlen(want) && memcmp(out, want, len) == 0, "repair of %zu bytes gave %zu bytes\n", n, len);
+}
+
+/* Python's b"...".decode("utf-8", "replace").encode(). */
+static void test_repair_replaces_maximal_subparts(void) {
+    expect_repair("a\xC3\xA9", 3, "a\xC3\xA9");
+    expect_repair("a\xE2", 2, "a\xEF\xBF\xBD");                 /* truncated at the end: one U+FFFD */
+    expect_repair("a\xF0\x9F\x98", 4, "a\xEF\xBF\xBD");
+    expect_repair("a\xFF", 2, "a\xEF\xBF\xBD");                 /* invalid lead at the end */
+    expect_repair("\xE2\x82x", 3, "\xEF\xBF\xBDx");             /* one subpart of two bytes */
+    expect_repair("\xC0\x80", 2, "\xEF\xBF\xBD\xEF\xBF\xBD");  /* two subparts of one byte */
+    expect_repair("\xED\xA0\x80z", 4, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz");
+    expect_repair("", 0, "");
+}
+
 int main(void) {
     test_every_short_string_agrees_with_the_definition();
     test_maximal_subparts();
     test_scan_decode_and_step_back();
+    test_encode_decode_round_trip();
+    test_complete_holds_an_unfinished_end();
+    test_repair_replaces_maximal_subparts();
     if (g_failed) {
         fprintf(stderr, "test_utf8: FAILED (%d of %d checks)\n", g_failed, g_failed + g_passed);
         return 1;
