@@ -28,6 +28,7 @@
 #include "core/error.h"
 #include "core/gguf.h"
 #include "core/quant.h"
+#include "core/utf8.h"
 #include "tts/g2p_en.h"
 
 /* ---- phoneme strings ------------------------------------------------------ */
@@ -42,51 +43,17 @@ typedef struct {
 
 static const uint32_t PRIMARY = 0x2C8, SECONDARY = 0x2CC;
 
+/* The code point at s + *i (*i steps over it); 0 for a byte that starts no
+ * valid sequence, taken as one code point of its own value. */
 static int utf8_decode(const char *s, size_t n, size_t *i, uint32_t *cp) {
-    const unsigned char *p = (const unsigned char *)s + *i;
-    size_t left = n - *i;
-    if (p[0] < 0x80) {
-        *cp = p[0];
-        *i += 1;
-    } else if ((p[0] & 0xE0) == 0xC0 && left >= 2) {
-        *cp = ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
-        *i += 2;
-    } else if ((p[0] & 0xF0) == 0xE0 && left >= 3) {
-        *cp = ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-        *i += 3;
-    } else if ((p[0] & 0xF8) == 0xF0 && left >= 4) {
-        *cp = ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-              ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-        *i += 4;
-    } else {
-        *cp = p[0];
-        *i += 1;
-        return 0;
-    }
-    return 1;
-}
-
-static size_t utf8_encode(uint32_t c, char *o) {
-    if (c < 0x80) {
-        o[0] = (char)c;
+    const size_t len = ez_utf8_decode(s + *i, n - *i, cp);
+    if (len) {
+        *i += len;
         return 1;
     }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
+    *cp = (unsigned char)s[*i];
+    *i += 1;
+    return 0;
 }
 
 static void ps_none(ps *p) {
@@ -1691,7 +1658,7 @@ static void emit_ps(ez_strbuf *out, const ps *p) {
         uint32_t c = p->c[i];
         if (c == 0x27E) c = 'T'; /* version None: ɾ -> T, ʔ -> t */
         else if (c == 0x294) c = 't';
-        ez_sb_append(out, b, utf8_encode(c, b));
+        ez_sb_append(out, b, ez_utf8_encode(c, b));
     }
 }
 
