@@ -121,7 +121,7 @@ EZ_INTERNAL void ez_gpu_cmd_free(ez_gpu_cmd *c);
 
 /* ---- ops (each records one dispatch; offsets and sizes in floats) ------------------ */
 
-/* y[y_off + r] = W[r] . x[x_off ..], r < n_rows: F32, F16, BF16, Q4_0,
+/* y[y_off + r] = W[r] . x[x_off ..], r < n_rows: F32, F16, BF16, Q4_0, Q4_1,
  * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K weights times F32 activations. */
 EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
                                      ez_gpu_buf *y, uint32_t y_off);

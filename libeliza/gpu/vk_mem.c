@@ -173,6 +173,7 @@ int ez_gpu_has_matvec(uint32_t type) {
     case EZ_TYPE_F16:
     case EZ_TYPE_BF16:
     case EZ_TYPE_Q4_0:
+    case EZ_TYPE_Q4_1:
     case EZ_TYPE_Q5_0:
     case EZ_TYPE_Q8_0:
     case EZ_TYPE_Q4_K:

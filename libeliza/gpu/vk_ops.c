@@ -28,12 +28,22 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
     case EZ_TYPE_F16: return EZ_GPU_K_MV_F16;
     case EZ_TYPE_BF16: return EZ_GPU_K_MV_BF16;
     case EZ_TYPE_Q4_0: return EZ_GPU_K_MV_Q4_0;
+    case EZ_TYPE_Q4_1: return EZ_GPU_K_MV_Q4_1;
     case EZ_TYPE_Q5_0: return EZ_GPU_K_MV_Q5_0;
     case EZ_TYPE_Q8_0: return EZ_GPU_K_MV_Q8_0;
     case EZ_TYPE_Q4_K: return EZ_GPU_K_MV_Q4_K;
     case EZ_TYPE_Q5_K: return EZ_GPU_K_MV_Q5_K;
     default: return EZ_GPU_K_MV_Q6_K;
     }
+}
+
+/* Invocations per row: the largest power of two up to the row's units (32
+ * elements of a quant type, 8 of a float one), at most 32. */
+static uint32_t matvec_lanes(uint32_t type, uint32_t n_cols) {
+    const uint32_t units = n_cols / (type == EZ_TYPE_F32 || type == EZ_TYPE_F16 || type == EZ_TYPE_BF16 ? 8u : 32u);
+    uint32_t lanes = 1;
+    while (lanes * 2 <= units && lanes < 32) lanes *= 2;
+    return lanes;
 }
 
 int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
@@ -45,11 +55,13 @@ int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, u
     if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows, "matvec output")) != ELIZA_OK) return rc;
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
-        const uint32_t push[5] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
-                                  y_off + (uint32_t)w->part_row0[i]};
+        const uint32_t lanes = matvec_lanes(w->type, (uint32_t)w->n_cols);
+        const uint32_t push[6] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
+                                  y_off + (uint32_t)w->part_row0[i], lanes};
         ez_gpu_buf *bufs[3] = {w->parts[i], x, y};
+        const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes;
         uint32_t gx, gy;
-        grid(rows, &gx, &gy);
+        grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
         rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 3, push, sizeof push, gx, gy);
         if (rc != ELIZA_OK) return rc;
     }

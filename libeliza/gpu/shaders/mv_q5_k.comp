@@ -1,23 +1,21 @@
 #version 450
 // Q5_K (176 bytes): Q4_K's header, 32 bytes of fifth bits (bit k of byte l
-// for element l of sub-block k), then Q4_K's nibbles.
-#define BLOCK_ELEMS 256
-#define BLOCK_BYTES 176
+// for element l of sub-block k), then Q4_K's nibbles. A unit is one
+// sub-block.
+#define UNIT 32
 #include "matvec.glsl"
 #include "kquant.glsl"
 
-float block_dot(uint boff, uint xi) {
-    const float d = f16_at(boff), dmin = f16_at(boff + 2);
-    float s = 0.0;
-    for (uint k = 0; k < 8; k++) {
-        float sc, mn;
-        scale_min_k4(boff + 4, k, sc, mn);
-        const float dl = d * sc, ml = dmin * mn;
-        const uint q = boff + 48 + 32 * (k / 2), shift = 4 * (k % 2);
-        for (uint l = 0; l < 32; l++) {
-            const uint v = ((byte_at(q + l) >> shift) & 15u) | (((byte_at(boff + 16 + l) >> k) & 1u) << 4);
-            s += (dl * float(v) - ml) * x[xi + 32 * k + l];
-        }
+float unit_dot(uint base, uint u, uint xi) {
+    const uint o = base + 176 * (u / 8), k = u % 8, e = xi + 32 * u;
+    const vec2 dm = unpackHalf2x16(word_at(o));
+    const uint q = o + 48 + 32 * (k / 2), shift = 4 * (k % 2);
+    float sc, mn, s = 0.0, sx = 0.0;
+    scale_min_k4(o + 4, k, sc, mn);
+    for (uint j = 0; j < 8; j++) {
+        const uint hi = ((w[((o + 16) >> 2) + j] >> k) & 0x01010101u) << 4;
+        s += dot_u8x4(((w[(q >> 2) + j] >> shift) & 0x0f0f0f0fu) | hi, e + 4 * j);
+        sx += sum4(e + 4 * j);
     }
-    return s;
+    return dm.x * sc * s - dm.y * mn * sx;
 }
