@@ -1,17 +1,28 @@
-/* The experimental GPU decode step (llm/gpu_step.c) against the CPU engine
- * on a real model, token by token: max |logit difference| and top-1
- * agreement per position (the margin rule: a position counts when the CPU's
- * margin between its first and second choice passes twice the difference),
- * and the wall time per token of each.
+/* The GPU decode step (llm/gpu_step.c) against the CPU engine on a real
+ * model, then its speed:
  *
- *   bench_gpu_llm MODEL.gguf [N_TOKENS]      (default 8; ELIZA_GPU_DEVICE picks the device)
+ * 1. correctness, token by token over a fixed prompt: max |logit
+ *    difference| and top-1 agreement per position (the margin rule: a
+ *    position counts when the CPU's margin between its first and second
+ *    choice passes twice the difference), and the wall time per token of
+ *    each (the CPU engine with one thread per core and an F32 cache, as the
+ *    GPU step's cache is);
+ * 2. speed, device timestamps off: N_PROMPT prompt tokens, each one
+ *    replayed step (there is no batched prompt pass yet), then N_DECODE
+ *    greedy tokens, each step's choice (4 bytes read back) fed to the next:
+ *    tokens/s of each, as llama-bench's pp and tg report them;
+ * 3. where the time goes: one more decode step recorded with timestamps,
+ *    the milliseconds per kernel summed over the pass.
  *
- * Build: configure with -DELIZA_BUILD_BENCH=ON. The prompt is a fixed list
- * of token ids (BOS first), the same on both sides; the CPU engine runs with
- * one thread per core and an F32 cache, as the GPU step's cache is. */
+ *   bench_gpu_llm MODEL.gguf [N_CHECK [N_DECODE [N_PROMPT]]]   (defaults 8, 128, 512;
+ *                                                              ELIZA_GPU_DEVICE picks the device)
+ *
+ * Build: configure with -DELIZA_BUILD_BENCH=ON. Token ids are a fixed list
+ * taken modulo the vocabulary, the same on both sides. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if !defined(ELIZA_VULKAN)
 int main(void) {
@@ -30,51 +41,28 @@ int main(void) {
 #include "llm/session.h"
 
 static const int32_t PROMPT[] = {2, 818, 5279, 529, 7001, 563, 1018, 236761, 107, 818, 1374, 9869, 563, 496, 2295, 236761};
+#define N_PROMPT_IDS ((int)(sizeof PROMPT / sizeof PROMPT[0]))
+#define MAX_OPS 4096
 
-int main(int argc, char **argv) {
-    const int n_tok = argc > 2 ? atoi(argv[2]) : 8;
-    ez_gguf *gg = NULL;
-    ez_llm_model *m = NULL;
-    ez_pool *pool = NULL;
-    ez_llm_session *ctx = NULL;
-    ez_gpu *gpu = NULL;
-    ez_llm_gpu *st = NULL;
-    ez_gpu_params p;
-    float *cpu = NULL, *gl = NULL;
+static int32_t token_at(const ez_llm_model *m, int i) { return PROMPT[i % N_PROMPT_IDS] % m->hp.n_vocab; }
+
+/* Part 1: the GPU step against the CPU engine; returns 0 when every decided
+ * position agrees, 1 when one does not, -1 on an error. */
+static int check_against_cpu(const ez_llm_model *m, ez_llm_session *ctx, ez_llm_gpu *st, int n_tok) {
+    float *cpu = (float *)malloc((size_t)m->hp.n_vocab * sizeof(float));
+    float *gl = (float *)malloc((size_t)m->hp.n_vocab * sizeof(float));
     double cpu_s = 0.0, gpu_s = 0.0, worst = 0.0;
-    int agree = 0, decided = 0, rc, status = 1;
-    uint64_t t0;
-    if (argc < 2 || n_tok < 1 || n_tok > (int)(sizeof PROMPT / sizeof PROMPT[0])) {
-        fprintf(stderr, "usage: bench_gpu_llm MODEL.gguf [N_TOKENS <= %d]\n", (int)(sizeof PROMPT / sizeof PROMPT[0]));
-        return 2;
-    }
-    ez_gpu_params_default(&p);
-    p.allow_cpu = 1;
-    if ((rc = ez_gguf_open(argv[1], &gg)) || (rc = ez_llm_model_load(gg, &m)) ||
-        !(pool = ez_pool_create(ez_cpu_count())) || (rc = ez_llm_session_create(m, pool, 64, 1, ELIZA_LLM_KV_F32, ELIZA_LLM_KV_F32, &ctx)) ||
-        (rc = ez_gpu_open(&p, &gpu))) {
-        fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
-        goto done;
-    }
-    printf("model %s (%s), device '%s' (%s)\n", argv[1], m->hp.arch_name, ez_gpu_info(gpu)->name,
-           ez_gpu_info(gpu)->type);
-    t0 = ez_time_ns();
-    if ((rc = ez_llm_gpu_create(m, gpu, 64, &st))) {
-        fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
-        goto done;
-    }
-    printf("weights uploaded in %.2f s\n", (double)(ez_time_ns() - t0) * 1e-9);
-    cpu = (float *)malloc((size_t)m->hp.n_vocab * sizeof(float));
-    gl = (float *)malloc((size_t)m->hp.n_vocab * sizeof(float));
-    if (!cpu || !gl) goto done;
-    for (int t = 0; t < n_tok; t++) {
+    int agree = 0, decided = 0, rc = 0;
+    if (!cpu || !gl) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the logits");
+    for (int t = 0; t < n_tok && rc == 0; t++) {
+        const int32_t tok = token_at(m, t);
         double diff = 0.0;
         int cb = 0, c2 = -1, gb = 0;
-        t0 = ez_time_ns();
-        if ((rc = ez_llm_session_eval(ctx, &PROMPT[t], 1, cpu, 0, NULL, NULL))) break;
+        uint64_t t0 = ez_time_ns();
+        if ((rc = ez_llm_session_eval(ctx, &tok, 1, cpu, 0, NULL, NULL))) break;
         cpu_s += (double)(ez_time_ns() - t0) * 1e-9;
         t0 = ez_time_ns();
-        if ((rc = ez_llm_gpu_step(st, PROMPT[t], t, gl, NULL))) break;
+        if ((rc = ez_llm_gpu_step(st, tok, t, gl, NULL))) break;
         gpu_s += (double)(ez_time_ns() - t0) * 1e-9;
         for (int32_t i = 0; i < m->hp.n_vocab; i++) {
             const double e = fabs((double)gl[i] - (double)cpu[i]);
@@ -89,20 +77,118 @@ int main(int argc, char **argv) {
             agree += gb == cb;
         }
         worst = diff > worst ? diff : worst;
-        printf("  pos %2d token %6d: cpu top-1 %6d (margin %.3f), gpu top-1 %6d, max |diff| %.4f\n", t, PROMPT[t], cb,
+        printf("  pos %2d token %6d: cpu top-1 %6d (margin %.3f), gpu top-1 %6d, max |diff| %.4f\n", t, tok, cb,
                cpu[cb] - cpu[c2], gb, diff);
     }
-    if (rc) {
+    free(cpu);
+    free(gl);
+    if (rc) return -1;
+    printf("max |diff| %.4f; top-1 agrees at %d of %d decided positions (of %d)\n", worst, agree, decided, n_tok);
+    printf("per token with the logits read back: CPU engine %.2f ms (%d threads), GPU step %.2f ms\n",
+           cpu_s * 1e3 / n_tok, ez_cpu_count(), gpu_s * 1e3 / n_tok);
+    return agree == decided ? 0 : 1;
+}
+
+/* Part 2: prompt steps then greedy decode, timestamps off. */
+static int32_t measure_speed(ez_llm_gpu *st, const ez_llm_model *m, int n_prompt, int n_decode) {
+    int32_t rc = ELIZA_OK, tok = token_at(m, 0);
+    uint64_t t0;
+    /* A warm-up step, then the timed prompt from position 0 again. */
+    if ((rc = ez_llm_gpu_step(st, tok, 0, NULL, &tok))) return rc;
+    t0 = ez_time_ns();
+    for (int i = 0; i < n_prompt && rc == ELIZA_OK; i++) rc = ez_llm_gpu_step(st, token_at(m, i), i, NULL, &tok);
+    if (rc) return rc;
+    const double pp_s = (double)(ez_time_ns() - t0) * 1e-9;
+    t0 = ez_time_ns();
+    for (int i = 0; i < n_decode && rc == ELIZA_OK; i++) rc = ez_llm_gpu_step(st, tok, n_prompt + i, NULL, &tok);
+    if (rc) return rc;
+    const double tg_s = (double)(ez_time_ns() - t0) * 1e-9;
+    printf("speed: prompt %d tokens as single steps %.1f tokens/s (%.3f ms each); decode %d tokens after it "
+           "%.1f tokens/s (%.3f ms each)\n",
+           n_prompt, n_prompt / pp_s, pp_s * 1e3 / n_prompt, n_decode, n_decode / tg_s, tg_s * 1e3 / n_decode);
+    return ELIZA_OK;
+}
+
+/* Part 3: one decode step with timestamps, summed per kernel. */
+static int32_t print_breakdown(ez_llm_gpu *st, const ez_llm_model *m, int pos) {
+    static double ms[MAX_OPS];
+    static const char *names[MAX_OPS];
+    const char *kinds[64];
+    double sum[64], total = 0.0;
+    int count[64], n_kinds = 0, n;
+    int32_t best, rc = ez_llm_gpu_step(st, token_at(m, 1), pos, NULL, &best);
+    if (rc) return rc;
+    n = ez_llm_gpu_timings(st, ms, names, MAX_OPS);
+    if (n == 0) {
+        printf("no device timestamps on this device\n");
+        return ELIZA_OK;
+    }
+    for (int i = 0; i < n && i < MAX_OPS; i++) {
+        int k = 0;
+        while (k < n_kinds && strcmp(kinds[k], names[i]) != 0) k++;
+        if (k == n_kinds) {
+            if (n_kinds == 64) continue;
+            kinds[n_kinds] = names[i];
+            sum[n_kinds] = 0.0;
+            count[n_kinds++] = 0;
+        }
+        sum[k] += ms[i];
+        count[k]++;
+        total += ms[i];
+    }
+    printf("device time of one decode step at position %d, %d ops: %.3f ms in kernels\n", pos, n, total);
+    for (int k = 0; k < n_kinds; k++)
+        printf("  %-10s %4d ops %8.3f ms %5.1f%%\n", kinds[k], count[k], sum[k], 100.0 * sum[k] / total);
+    return ELIZA_OK;
+}
+
+int main(int argc, char **argv) {
+    const int n_check = argc > 2 ? atoi(argv[2]) : 8;
+    const int n_decode = argc > 3 ? atoi(argv[3]) : 128;
+    const int n_prompt = argc > 4 ? atoi(argv[4]) : 512;
+    const int32_t n_ctx = n_prompt + n_decode + 1;
+    ez_gguf *gg = NULL;
+    ez_llm_model *m = NULL;
+    ez_pool *pool = NULL;
+    ez_llm_session *ctx = NULL;
+    ez_gpu *gpu = NULL;
+    ez_llm_gpu *st = NULL;
+    ez_gpu_params p;
+    int rc, status = 1;
+    uint64_t t0;
+    if (argc < 2 || n_check < 0 || n_decode < 1 || n_prompt < 1 || n_prompt > 65536 || n_decode > 65536) {
+        fprintf(stderr, "usage: bench_gpu_llm MODEL.gguf [N_CHECK [N_DECODE [N_PROMPT]]]\n");
+        return 2;
+    }
+    ez_gpu_params_default(&p);
+    p.allow_cpu = 1;
+    if ((rc = ez_gguf_open(argv[1], &gg)) || (rc = ez_llm_model_load(gg, &m)) ||
+        !(pool = ez_pool_create(ez_cpu_count())) ||
+        (rc = ez_llm_session_create(m, pool, EZ_MAX(n_check, 1), 1, ELIZA_LLM_KV_F32, ELIZA_LLM_KV_F32, &ctx)) ||
+        (rc = ez_gpu_open(&p, &gpu))) {
         fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
         goto done;
     }
-    printf("max |diff| %.4f; top-1 agrees at %d of %d decided positions (of %d)\n", worst, agree, decided, n_tok);
-    printf("per token: CPU engine %.1f ms (%d threads), GPU step %.1f ms\n", cpu_s * 1e3 / n_tok, ez_cpu_count(),
-           gpu_s * 1e3 / n_tok);
-    status = agree == decided ? 0 : 1;
+    printf("model %s (%s, %d layers, n_embd %d, vocab %d), device '%s' (%s, driver %s)\n", argv[1], m->hp.arch_name,
+           (int)m->hp.n_layer, (int)m->hp.n_embd, (int)m->hp.n_vocab, ez_gpu_info(gpu)->name, ez_gpu_info(gpu)->type,
+           ez_gpu_info(gpu)->driver);
+    ez_gpu_set_timestamps(gpu, 0);
+    t0 = ez_time_ns();
+    if ((rc = ez_llm_gpu_create(m, gpu, n_ctx, &st))) goto fail;
+    printf("weights uploaded in %.2f s\n", (double)(ez_time_ns() - t0) * 1e-9);
+    status = n_check > 0 ? check_against_cpu(m, ctx, st, n_check) : 0;
+    if (status < 0 || (rc = measure_speed(st, m, n_prompt, n_decode))) goto fail;
+    ez_llm_gpu_free(st);
+    st = NULL;
+    ez_gpu_set_timestamps(gpu, 1);
+    if ((rc = ez_llm_gpu_create(m, gpu, n_ctx, &st)) || (rc = print_breakdown(st, m, 0)) ||
+        (rc = print_breakdown(st, m, n_prompt)))
+        goto fail;
+    goto done;
+fail:
+    fprintf(stderr, "bench_gpu_llm: %s\n", ez_error_message());
+    status = 1;
 done:
-    free(cpu);
-    free(gl);
     ez_llm_gpu_free(st);
     ez_gpu_close(gpu);
     ez_llm_session_free(ctx);

@@ -117,9 +117,20 @@ EZ_INTERNAL int32_t ez_gpu_cmd_run(ez_gpu_cmd *c);
  * timestamps: fills ms[0..min(n, cap)) and returns the op count n, or 0
  * when the device has no timestamps. */
 EZ_INTERNAL int ez_gpu_cmd_timings(const ez_gpu_cmd *c, double *ms, int cap);
+/* The shader name of recorded op i ("copy" for ez_gpu_op_copy), NULL past the end. */
+EZ_INTERNAL const char *ez_gpu_cmd_op_name(const ez_gpu_cmd *c, int i);
+/* Whether command buffers begun from now on write timestamps (on by
+ * default where the device has them): each op's pair costs a little. */
+EZ_INTERNAL void ez_gpu_set_timestamps(ez_gpu *g, int on);
 EZ_INTERNAL void ez_gpu_cmd_free(ez_gpu_cmd *c);
 
 /* ---- ops (each records one dispatch; offsets and sizes in floats) ------------------ */
+
+/* Copies `bytes` from src at byte src_off to dst at byte dst_off (a host
+ * input staged into device-local memory, a readback); the ranges stay
+ * inside the buffers. */
+EZ_INTERNAL int32_t ez_gpu_op_copy(ez_gpu_cmd *c, ez_gpu_buf *src, uint64_t src_off, ez_gpu_buf *dst,
+                                   uint64_t dst_off, uint64_t bytes);
 
 /* y[y_off + r] = W[r] . x[x_off ..], r < n_rows: F32, F16, BF16, Q4_0, Q4_1,
  * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K weights times F32 activations. */

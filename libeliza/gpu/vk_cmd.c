@@ -33,7 +33,7 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
  * buffer records more dispatches. */
 #define SETS_PER_POOL 32
 /* Dispatches past this many in one command buffer run without timestamps. */
-#define MAX_TIMED 512
+#define MAX_TIMED 1024
 
 struct ez_gpu_cmd {
     ez_gpu *g;
@@ -42,6 +42,8 @@ struct ez_gpu_cmd {
     int n_pools, sets_in_last;
     VkQueryPool queries;        /* VK_NULL_HANDLE without timestamps */
     int n_dispatch, ended;
+    const char **names;         /* [n_dispatch]: each op's shader, or "copy" */
+    int names_cap;
     double *last_ms;            /* per timed dispatch, from the last run */
     int n_timed;
 };
@@ -140,7 +142,7 @@ int32_t ez_gpu_cmd_begin(ez_gpu *g, ez_gpu_cmd **out) {
         free(c);
         return ez_vk_fail(r, "vkAllocateCommandBuffers");
     }
-    if (g->info.timestamps) {
+    if (g->info.timestamps && !g->timestamps_off) {
         VkQueryPoolCreateInfo qi = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
         qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
         qi.queryCount = 2 * MAX_TIMED;
@@ -187,6 +189,59 @@ static int32_t alloc_set(ez_gpu_cmd *c, VkDescriptorSetLayout layout, VkDescript
     return ELIZA_OK;
 }
 
+/* Before an op (a dispatch or a copy), every write of the ops before it is
+ * made visible to it; then the op's opening timestamp. Records its name. */
+static int32_t op_begin(ez_gpu_cmd *c, const char *name) {
+    ez_gpu *g = c->g;
+    if (c->n_dispatch == c->names_cap) {
+        const int cap = c->names_cap ? 2 * c->names_cap : 64;
+        const char **names = (const char **)realloc(c->names, (size_t)cap * sizeof *names);
+        if (!names) return ez_fail(ELIZA_E_NOMEM, "out of memory for a GPU command buffer");
+        c->names = names;
+        c->names_cap = cap;
+    }
+    c->names[c->n_dispatch] = name;
+    if (c->n_dispatch > 0) {
+        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                           VK_ACCESS_TRANSFER_WRITE_BIT;
+        g->vk.vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                                   NULL, 0, NULL);
+    }
+    if (c->queries && c->n_dispatch < MAX_TIMED)
+        g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->queries, 2 * (uint32_t)c->n_dispatch);
+    return ELIZA_OK;
+}
+
+/* The op's closing timestamp. */
+static void op_end(ez_gpu_cmd *c) {
+    if (c->queries && c->n_dispatch < MAX_TIMED)
+        c->g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries,
+                                     2 * (uint32_t)c->n_dispatch + 1);
+    c->n_dispatch++;
+}
+
+int32_t ez_gpu_op_copy(ez_gpu_cmd *c, ez_gpu_buf *src, uint64_t src_off, ez_gpu_buf *dst, uint64_t dst_off,
+                       uint64_t bytes) {
+    VkBufferCopy region;
+    int32_t rc;
+    if (c->ended) return ez_fail(ELIZA_E_STATE, "GPU command buffer already ended");
+    if (bytes == 0 || src_off > src->size || bytes > src->size - src_off || dst_off > dst->size ||
+        bytes > dst->size - dst_off)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU copy of %llu bytes from %llu of %llu to %llu of %llu",
+                       (unsigned long long)bytes, (unsigned long long)src_off, (unsigned long long)src->size,
+                       (unsigned long long)dst_off, (unsigned long long)dst->size);
+    if ((rc = op_begin(c, "copy")) != ELIZA_OK) return rc;
+    region.srcOffset = src_off;
+    region.dstOffset = dst_off;
+    region.size = bytes;
+    c->g->vk.vkCmdCopyBuffer(c->cb, src->buffer, dst->buffer, 1, &region);
+    op_end(c);
+    return ELIZA_OK;
+}
+
 int32_t ez_gpu_cmd_dispatch(ez_gpu_cmd *c, ez_gpu_kernel k, ez_gpu_buf *const *bufs, int n_bufs, const void *push,
                             uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y) {
     ez_gpu *g = c->g;
@@ -194,7 +249,6 @@ int32_t ez_gpu_cmd_dispatch(ez_gpu_cmd *c, ez_gpu_kernel k, ez_gpu_buf *const *b
     VkDescriptorBufferInfo infos[EZ_GPU_MAX_BINDINGS];
     VkWriteDescriptorSet writes[EZ_GPU_MAX_BINDINGS];
     VkDescriptorSet set;
-    const int timed = c->queries && c->n_dispatch < MAX_TIMED;
     int32_t rc;
     int i;
     if (c->ended) return ez_fail(ELIZA_E_STATE, "GPU command buffer already ended");
@@ -220,23 +274,12 @@ int32_t ez_gpu_cmd_dispatch(ez_gpu_cmd *c, ez_gpu_kernel k, ez_gpu_buf *const *b
         writes[i].pBufferInfo = &infos[i];
     }
     g->vk.vkUpdateDescriptorSets(g->device, (uint32_t)n_bufs, writes, 0, NULL);
-    if (c->n_dispatch > 0) {
-        VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        g->vk.vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                   0, 1, &mb, 0, NULL, 0, NULL);
-    }
-    if (timed)
-        g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->queries, 2 * (uint32_t)c->n_dispatch);
+    if ((rc = op_begin(c, KERNELS[k].shader)) != ELIZA_OK) return rc;
     g->vk.vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
     g->vk.vkCmdBindDescriptorSets(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
     if (push_bytes) g->vk.vkCmdPushConstants(c->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
     g->vk.vkCmdDispatch(c->cb, groups_x, groups_y, 1);
-    if (timed)
-        g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, c->queries,
-                                  2 * (uint32_t)c->n_dispatch + 1);
-    c->n_dispatch++;
+    op_end(c);
     return ELIZA_OK;
 }
 
@@ -246,9 +289,9 @@ int32_t ez_gpu_cmd_end(ez_gpu_cmd *c) {
     VkResult r;
     if (c->ended) return ez_fail(ELIZA_E_STATE, "GPU command buffer already ended");
     /* Results become visible to readback copies and to the host. */
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_HOST_READ_BIT;
-    g->vk.vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    g->vk.vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                                VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0,
                                NULL);
     r = g->vk.vkEndCommandBuffer(c->cb);
@@ -293,6 +336,12 @@ int ez_gpu_cmd_timings(const ez_gpu_cmd *c, double *ms, int cap) {
     return c->n_timed;
 }
 
+const char *ez_gpu_cmd_op_name(const ez_gpu_cmd *c, int i) {
+    return i >= 0 && i < c->n_dispatch ? c->names[i] : NULL;
+}
+
+void ez_gpu_set_timestamps(ez_gpu *g, int on) { g->timestamps_off = !on; }
+
 void ez_gpu_cmd_free(ez_gpu_cmd *c) {
     ez_gpu *g;
     int i;
@@ -302,6 +351,7 @@ void ez_gpu_cmd_free(ez_gpu_cmd *c) {
     if (c->queries) g->vk.vkDestroyQueryPool(g->device, c->queries, NULL);
     if (c->cb) g->vk.vkFreeCommandBuffers(g->device, g->pool, 1, &c->cb);
     free(c->pools);
+    free(c->names);
     free(c->last_ms);
     free(c);
 }

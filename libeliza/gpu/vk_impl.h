@@ -121,6 +121,7 @@ struct ez_gpu {
     ez_gpu_device_info info;
     uint64_t max_binding;       /* the limit buffers are held to */
     ez_gpu_pipe pipes[EZ_GPU_K_COUNT];
+    int timestamps_off;         /* ez_gpu_set_timestamps(g, 0): recordings without them */
     int validation_errors;      /* messages of error severity */
     int validation_reported;    /* errors already turned into a failed call */
     char validation_first[512]; /* the first error message */

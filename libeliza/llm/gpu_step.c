@@ -35,17 +35,22 @@ struct ez_llm_gpu {
     gpu_layer *layers;
     ez_gpu_matrix output;
     ez_gpu_buf *output_norm;
-    ez_gpu_buf *x;          /* [n_embd], host-visible: the step's input */
+    ez_gpu_buf *x;          /* [n_embd]: the residual stream */
     ez_gpu_buf *h, *o;      /* [n_embd] */
     ez_gpu_buf *q, *k, *att; /* [n_head * head_dim], [n_head_kv * head_dim], [n_head * head_dim] */
     ez_gpu_buf *f, *u;      /* [n_ff] */
     ez_gpu_buf *scores;     /* [n_head * n_ctx] */
     ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
-    ez_gpu_buf *angles;     /* [n_layer * n_rot], host-visible */
-    ez_gpu_buf *step;       /* host-visible uint32 STEP_WORDS */
-    ez_gpu_buf *logits;     /* [n_vocab], host-visible */
-    ez_gpu_buf *best;       /* uint32: the argmax of the logits, host-visible */
+    ez_gpu_buf *angles;     /* [n_layer * n_rot] */
+    ez_gpu_buf *step;       /* uint32 STEP_WORDS */
+    ez_gpu_buf *logits;     /* [n_vocab] */
+    /* Host-visible: what the host writes before each run (the input row, the
+     * angles, the step words), copied into the device-local buffers above
+     * first thing in the pass, so no kernel reads host memory; the greedy
+     * choice (4 bytes) and the logits when asked for. */
+    ez_gpu_buf *in_x, *in_angles, *in_step, *best, *out_logits;
     ez_gpu_cmd *cmd;        /* the recorded pass */
+    ez_gpu_cmd *read_cmd;   /* logits -> out_logits */
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
 };
@@ -135,7 +140,8 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
     }
     if (rc == ELIZA_OK && !((rc = upload_matrix(g, &m->output, &s->output)) ||
                             (rc = upload_vec(g, m->output_norm, hp->n_embd, &s->output_norm)) ||
-                            (rc = scratch(g, hp->n_embd, EZ_GPU_HOST, &s->x)) ||
+                            (rc = scratch(g, hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->x)) ||
+                            (rc = scratch(g, hp->n_embd, EZ_GPU_HOST, &s->in_x)) ||
                             (rc = scratch(g, hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->h)) ||
                             (rc = scratch(g, hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->o)) ||
                             (rc = scratch(g, q_row, EZ_GPU_DEVICE_LOCAL, &s->q)) ||
@@ -145,9 +151,12 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->u)) ||
                             (rc = scratch(g, (int64_t)hp->n_head * n_ctx, EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
                             (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
-                            (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->angles)) ||
-                            (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->step)) ||
-                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->logits)) ||
+                            (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_DEVICE_LOCAL, &s->angles)) ||
+                            (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->in_angles)) ||
+                            (rc = scratch(g, STEP_WORDS, EZ_GPU_DEVICE_LOCAL, &s->step)) ||
+                            (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->in_step)) ||
+                            (rc = scratch(g, hp->n_vocab, EZ_GPU_DEVICE_LOCAL, &s->logits)) ||
+                            (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->out_logits)) ||
                             (rc = scratch(g, 1, EZ_GPU_HOST, &s->best)) || (rc = record_pass(s)))) {
         *out = s;
         return ELIZA_OK;
@@ -159,6 +168,7 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
 void ez_llm_gpu_free(ez_llm_gpu *s) {
     if (!s) return;
     ez_gpu_cmd_free(s->cmd);
+    ez_gpu_cmd_free(s->read_cmd);
     for (int32_t il = 0; s->layers && il < s->m->hp.n_layer; il++) {
         gpu_layer *G = &s->layers[il];
         ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->down};
@@ -170,7 +180,8 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     ez_gpu_matrix_free(&s->output);
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores,
-                              s->v, s->angles, s->step, s->logits, s->best};
+                              s->v, s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
+                              s->out_logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
     }
     free(s->layers);
@@ -225,6 +236,10 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
 static int32_t record_pass(ez_llm_gpu *s) {
     const ez_llm_hparams *hp = &s->m->hp;
     int32_t rc = ez_gpu_cmd_begin(s->g, &s->cmd);
+    if (rc == ELIZA_OK && !(rc = ez_gpu_op_copy(s->cmd, s->in_x, 0, s->x, 0, (uint64_t)hp->n_embd * sizeof(float))) &&
+        !(rc = ez_gpu_op_copy(s->cmd, s->in_angles, 0, s->angles, 0,
+                              (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))))
+        rc = ez_gpu_op_copy(s->cmd, s->in_step, 0, s->step, 0, STEP_WORDS * sizeof(uint32_t));
     for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, s->cmd, il);
     if (rc == ELIZA_OK)
         rc = ez_gpu_op_rms_norm(s->cmd, s->x, s->output_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
@@ -233,6 +248,10 @@ static int32_t record_pass(ez_llm_gpu *s) {
         rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
     if (rc == ELIZA_OK) rc = ez_gpu_op_argmax(s->cmd, s->logits, (uint32_t)hp->n_vocab, s->best);
     if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->cmd);
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_begin(s->g, &s->read_cmd);
+    if (rc == ELIZA_OK)
+        rc = ez_gpu_op_copy(s->read_cmd, s->logits, 0, s->out_logits, 0, (uint64_t)hp->n_vocab * sizeof(float));
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->read_cmd);
     return rc;
 }
 
@@ -259,14 +278,22 @@ int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits
     words[STEP_GLOBAL + 1] = (uint32_t)pos + 1;
     words[STEP_SWA] = (uint32_t)swa_first;
     words[STEP_SWA + 1] = (uint32_t)(pos - swa_first + 1);
-    if ((rc = ez_gpu_upload(s->x, 0, s->embd_row, (uint64_t)hp->n_embd * sizeof(float))) ||
-        (rc = ez_gpu_upload(s->angles, 0, s->cs, (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))) ||
-        (rc = ez_gpu_upload(s->step, 0, words, sizeof words)) || (rc = ez_gpu_cmd_run(s->cmd)))
+    if ((rc = ez_gpu_upload(s->in_x, 0, s->embd_row, (uint64_t)hp->n_embd * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->in_angles, 0, s->cs, (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->in_step, 0, words, sizeof words)) || (rc = ez_gpu_cmd_run(s->cmd)))
         return rc;
     if (best) {
         uint32_t b = 0;
         if ((rc = ez_gpu_download(s->best, 0, &b, sizeof b))) return rc;
         *best = (int32_t)b;
     }
-    return logits ? ez_gpu_download(s->logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float)) : ELIZA_OK;
+    if (!logits) return ELIZA_OK;
+    if ((rc = ez_gpu_cmd_run(s->read_cmd))) return rc;
+    return ez_gpu_download(s->out_logits, 0, logits, (uint64_t)hp->n_vocab * sizeof(float));
+}
+
+int ez_llm_gpu_timings(const ez_llm_gpu *s, double *ms, const char **names, int cap) {
+    const int n = ez_gpu_cmd_timings(s->cmd, ms, cap);
+    for (int i = 0; i < n && i < cap; i++) names[i] = ez_gpu_cmd_op_name(s->cmd, i);
+    return n;
 }

@@ -27,4 +27,10 @@ EZ_INTERNAL void ez_llm_gpu_free(ez_llm_gpu *s);
  * back) unless best is NULL. */
 EZ_INTERNAL int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits, int32_t *best);
 
+/* Where the last step's time went: each recorded op's milliseconds from
+ * device timestamps and its kernel's name, in the pass's order; returns the
+ * op count (0 without timestamps, see ez_gpu_set_timestamps), filling at
+ * most cap of each array. */
+EZ_INTERNAL int ez_llm_gpu_timings(const ez_llm_gpu *s, double *ms, const char **names, int cap);
+
 #endif /* EZ_LLM_GPU_STEP_H */

@@ -507,20 +507,30 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
     static float x[K], w[K], normed[K], wq[ROWS * K], logits[ROWS];
     uint8_t q8[ROWS * (K / 32) * 34];
     ez_gpu_matrix m;
-    ez_gpu_buf *xb = host_buf(K), *wb = device_buf_from(w, K), *yb = host_buf(ROWS), *ob = host_buf(1);
-    ez_gpu_cmd *c = NULL;
+    ez_gpu_buf *xb = host_buf(K), *xd = device_buf_from(x, K), *wb = device_buf_from(w, K), *yb = host_buf(ROWS),
+               *ob = host_buf(1);
+    ez_gpu_cmd *c = NULL, *quiet = NULL;
     fill(w, K, 1.0f);
     if (wb) CHECK_RC(ez_gpu_upload(wb, 0, w, sizeof w), ELIZA_OK);
     fill(wq, ROWS * K, 1.0f);
     for (int r = 0; r < ROWS; r++) ez_llm_quant_q8_0_ref(wq + r * K, q8 + r * (K / 32) * 34, K);
     CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_Q8_0, ROWS, K, q8, &m), ELIZA_OK);
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
-    if (!c || !xb || !wb || !yb || !ob || !m.n_parts) goto done;
-    CHECK_RC(ez_gpu_op_rms_norm(c, xb, wb, xb, K, 1, 1e-6f), ELIZA_OK);
-    CHECK_RC(ez_gpu_op_matvec(c, &m, xb, 0, yb, 0), ELIZA_OK);
+    if (!c || !xb || !xd || !wb || !yb || !ob || !m.n_parts) goto done;
+    /* The host's input is staged into device-local memory by the first op. */
+    CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x + 4), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gpu_op_copy(c, xb, 4, xd, 0, sizeof x), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, 0), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_rms_norm(c, xd, wb, xd, K, 1, 1e-6f), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_matvec(c, &m, xd, 0, yb, 0), ELIZA_OK);
     CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_OK);
     CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
     CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_E_STATE);
+    CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x), ELIZA_E_STATE);
+    CHECK(strcmp(ez_gpu_cmd_op_name(c, 0), "copy") == 0 && strcmp(ez_gpu_cmd_op_name(c, 1), "rms_norm") == 0 &&
+          strcmp(ez_gpu_cmd_op_name(c, 2), "mv_q8_0") == 0 && strcmp(ez_gpu_cmd_op_name(c, 2 + m.n_parts), "argmax") == 0);
+    CHECK(ez_gpu_cmd_op_name(c, 3 + m.n_parts) == NULL && ez_gpu_cmd_op_name(c, -1) == NULL);
     for (int step = 0; step < 3; step++) {
         float wrow[K];
         uint32_t got = 0xffffffffu;
@@ -542,19 +552,33 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
         CHECK_MSG(got == (uint32_t)best, "replay %d: argmax %u, want %d", step, got, best);
         n_ms = ez_gpu_cmd_timings(c, ms, 8);
         if (ez_gpu_info(g_gpu)->timestamps) {
-            CHECK_MSG(n_ms == 2 + m.n_parts, "%d timed ops", n_ms);
+            CHECK_MSG(n_ms == 3 + m.n_parts, "%d timed ops", n_ms);
             for (int i = 0; i < n_ms && i < 8; i++) CHECK(ms[i] >= 0.0 && ms[i] < 1e4);
             if (step == 2)
                 printf("  replayed step: rms_norm %.3f ms, matvec %.3f ms, argmax %.3f ms (device timestamps)\n",
-                       ms[0], ms[1], ms[n_ms - 1]);
+                       ms[1], ms[2], ms[n_ms - 1]);
         } else {
             CHECK(n_ms == 0);
         }
     }
+    /* Timestamps off: a recording without them runs the same and times nothing. */
+    ez_gpu_set_timestamps(g_gpu, 0);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &quiet), ELIZA_OK);
+    ez_gpu_set_timestamps(g_gpu, 1);
+    if (quiet) {
+        double ms[1];
+        uint32_t got = 0xffffffffu;
+        CHECK_RC(ez_gpu_op_argmax(quiet, yb, ROWS, ob), ELIZA_OK);
+        CHECK_RC(run_one(quiet), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
+        CHECK(got < ROWS && ez_gpu_cmd_timings(quiet, ms, 1) == 0);
+    }
 done:
+    ez_gpu_cmd_free(quiet);
     ez_gpu_cmd_free(c);
     ez_gpu_matrix_free(&m);
     ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(xd);
     ez_gpu_buf_free(wb);
     ez_gpu_buf_free(yb);
     ez_gpu_buf_free(ob);
