@@ -159,15 +159,20 @@ EZ_INTERNAL int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_of
 EZ_INTERNAL int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap);
 /* Each of n_rows rows of n in place: softmax. */
 EZ_INTERNAL int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, uint32_t n_rows);
-/* out[0] = the first index of the largest of x[0..n), as a uint32. */
-EZ_INTERNAL int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *out);
+/* out[0] = the first index of the largest of x[0..n), as a uint32, in two
+ * dispatches (partial maxima over many workgroups, then one); scratch holds
+ * ez_gpu_argmax_scratch_words(n) words. */
+EZ_INTERNAL int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *scratch, ez_gpu_buf *out);
+EZ_INTERNAL uint32_t ez_gpu_argmax_scratch_words(uint32_t n);
 
 /* One query token over n_kv cached positions from row kv_first (a sliding
  * window's start). q: [n_head, head_dim]; k, v: rows [kv_first, kv_first +
  * n_kv) of [n_head_kv, head_dim] in F32 or F16 (kv_type), rows kv_stride
  * elements apart; query head h reads kv head h / (n_head / n_head_kv);
- * scores scaled by `scale`; out: [n_head, head_dim]; scratch holds
- * n_head * n_kv floats. With `step` set, kv_first and n_kv are read at run
+ * scores scaled by `scale`; out: [n_head, head_dim]; head_dim <= 512;
+ * scratch holds ez_gpu_attn_scratch_floats(a) floats. Split over the
+ * cache: chunks of 64 positions per workgroup, then a merge per head (two
+ * dispatches). With `step` set, kv_first and n_kv are read at run
  * time from its words step_word and step_word + 1 (a replayed step), and
  * the struct's n_kv is their largest sum (what the buffers must hold). */
 typedef struct {
@@ -180,5 +185,6 @@ typedef struct {
 } ez_gpu_attn;
 EZ_INTERNAL int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                         ez_gpu_buf *v, ez_gpu_buf *out, ez_gpu_buf *scratch);
+EZ_INTERNAL uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a);
 
 #endif /* EZ_GPU_H */

@@ -154,40 +154,68 @@ int32_t ez_gpu_op_softmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, uint32_t n_r
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_SOFTMAX, &x, 1, push, sizeof push, gx, gy);
 }
 
-int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *out) {
-    const uint32_t push[1] = {n};
-    ez_gpu_buf *bufs[2] = {x, out};
+/* Stage-0 workgroups of the argmax: about 4 elements per invocation of a
+ * 256-wide group, at most 256 groups (one stage-1 group reduces them). */
+static uint32_t argmax_groups(uint32_t n) {
+    const uint32_t g = (n + 1023u) / 1024u;
+    return g < 1u ? 1u : g > 256u ? 256u : g;
+}
+
+uint32_t ez_gpu_argmax_scratch_words(uint32_t n) { return 2u * argmax_groups(n); }
+
+int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *scratch, ez_gpu_buf *out) {
+    const uint32_t groups = argmax_groups(n);
+    const uint32_t push0[3] = {n, groups, 0}, push1[3] = {n, groups, 1};
+    ez_gpu_buf *bufs[3] = {x, scratch, out};
     int32_t rc;
     if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU argmax of 0 elements");
-    if ((rc = fits(x, n, "argmax input")) != ELIZA_OK || (rc = fits(out, 1, "argmax result")) != ELIZA_OK) return rc;
-    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ARGMAX, bufs, 2, push, sizeof push, 1, 1);
+    if ((rc = fits(x, n, "argmax input")) != ELIZA_OK || (rc = fits(out, 1, "argmax result")) != ELIZA_OK ||
+        (rc = fits(scratch, 2u * groups, "argmax scratch")) != ELIZA_OK)
+        return rc;
+    if ((rc = ez_gpu_cmd_dispatch(c, EZ_GPU_K_ARGMAX, bufs, 3, push0, sizeof push0, groups, 1)) != ELIZA_OK) return rc;
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ARGMAX, bufs, 3, push1, sizeof push1, 1, 1);
+}
+
+#define ATTN_MAX_HEAD_DIM 512   /* attention.glsl's MAX_HEAD_DIM */
+
+static uint32_t attn_chunks(const ez_gpu_attn *a) { return (a->n_kv + EZ_GPU_WORKGROUP - 1) / EZ_GPU_WORKGROUP; }
+
+uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a) {
+    return (uint64_t)a->n_head * attn_chunks(a) * ((uint64_t)a->head_dim + 2);
 }
 
 int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
                             ez_gpu_buf *out, ez_gpu_buf *scratch) {
-    uint32_t push[8] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first,
-                        a->step ? a->step_word : NO_STEP};
+    const uint32_t n_chunks = attn_chunks(a), step_word = a->step ? a->step_word : NO_STEP;
+    uint32_t push[9] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first, step_word,
+                        n_chunks};
+    const uint32_t merge_push[5] = {a->n_head, a->head_dim, a->n_kv, step_word, n_chunks};
     /* Without a step buffer its binding is never read: q fills it. */
-    ez_gpu_buf *bufs[6] = {q, k, v, out, scratch, a->step ? a->step : q};
+    ez_gpu_buf *bufs[5] = {q, k, v, scratch, a->step ? a->step : q};
+    ez_gpu_buf *merge_bufs[3] = {scratch, out, a->step ? a->step : q};
     const uint64_t kv_elems =
         ((uint64_t)a->kv_first + a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
     const uint64_t kv_floats = a->kv_type == EZ_TYPE_F16 ? (kv_elems + 1) / 2 : kv_elems;
     uint32_t gx, gy;
     int32_t rc;
-    if (a->n_head == 0 || a->n_head_kv == 0 || a->n_head % a->n_head_kv || a->head_dim == 0 || a->n_kv == 0 ||
-        a->kv_stride < a->n_head_kv * a->head_dim || (a->kv_type != EZ_TYPE_F32 && a->kv_type != EZ_TYPE_F16) ||
-        (a->kv_type == EZ_TYPE_F16 && a->kv_stride % 2))
+    if (a->n_head == 0 || a->n_head_kv == 0 || a->n_head % a->n_head_kv || a->head_dim == 0 ||
+        a->head_dim > ATTN_MAX_HEAD_DIM || a->n_kv == 0 || a->kv_stride < a->n_head_kv * a->head_dim ||
+        (a->kv_type != EZ_TYPE_F32 && a->kv_type != EZ_TYPE_F16) || (a->kv_type == EZ_TYPE_F16 && a->kv_stride % 2) ||
+        (uint64_t)a->n_head * n_chunks > 0xffffffffu)
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU attention: %u heads, %u kv heads of %u, %u positions, stride %u",
                        a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride);
     if ((rc = fits(q, (uint64_t)a->n_head * a->head_dim, "attention query")) != ELIZA_OK ||
         (rc = fits(k, kv_floats, "attention keys")) != ELIZA_OK ||
         (rc = fits(v, kv_floats, "attention values")) != ELIZA_OK ||
         (rc = fits(out, (uint64_t)a->n_head * a->head_dim, "attention output")) != ELIZA_OK ||
-        (rc = fits(scratch, (uint64_t)a->n_head * a->n_kv, "attention scratch")) != ELIZA_OK ||
+        (rc = fits(scratch, ez_gpu_attn_scratch_floats(a), "attention scratch")) != ELIZA_OK ||
         (a->step && (rc = fits(a->step, (uint64_t)a->step_word + 2, "attention step words")) != ELIZA_OK))
         return rc;
     memcpy(&push[5], &a->scale, sizeof a->scale);
+    grid(a->n_head * n_chunks, &gx, &gy);
+    rc = ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 5, push,
+                             sizeof push, gx, gy);
+    if (rc != ELIZA_OK) return rc;
     grid(a->n_head, &gx, &gy);
-    return ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 6, push,
-                               sizeof push, gx, gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_MERGE, merge_bufs, 3, merge_push, sizeof merge_push, gx, gy);
 }

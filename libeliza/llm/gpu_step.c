@@ -39,7 +39,8 @@ struct ez_llm_gpu {
     ez_gpu_buf *h, *o;      /* [n_embd] */
     ez_gpu_buf *q, *k, *att; /* [n_head * head_dim], [n_head_kv * head_dim], [n_head * head_dim] */
     ez_gpu_buf *f, *u;      /* [n_ff] */
-    ez_gpu_buf *scores;     /* [n_head * n_ctx] */
+    ez_gpu_buf *scores;     /* attention's per-chunk partials (ez_gpu_attn_scratch_floats) */
+    ez_gpu_buf *argmax_part; /* the argmax's partial maxima */
     ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
     ez_gpu_buf *angles;     /* [n_layer * n_rot] */
     ez_gpu_buf *step;       /* uint32 STEP_WORDS */
@@ -76,6 +77,16 @@ static int32_t upload_matrix(ez_gpu *g, const ez_llm_matrix *w, ez_gpu_matrix *o
 
 static int32_t scratch(ez_gpu *g, int64_t n, ez_gpu_mem mem, ez_gpu_buf **out) {
     return ez_gpu_buf_create(g, (uint64_t)n * sizeof(float), mem, out);
+}
+
+/* Floats of attention's scratch for a cache of n_ctx positions. */
+static uint64_t attn_scratch(const ez_llm_hparams *hp, int32_t n_ctx) {
+    ez_gpu_attn a;
+    memset(&a, 0, sizeof a);
+    a.n_head = (uint32_t)hp->n_head;
+    a.head_dim = (uint32_t)hp->head_dim;
+    a.n_kv = (uint32_t)n_ctx;
+    return ez_gpu_attn_scratch_floats(&a);
 }
 
 static int32_t check_supported(const ez_llm_model *m) {
@@ -149,7 +160,9 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, q_row, EZ_GPU_DEVICE_LOCAL, &s->att)) ||
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->f)) ||
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->u)) ||
-                            (rc = scratch(g, (int64_t)hp->n_head * n_ctx, EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
+                            (rc = scratch(g, (int64_t)attn_scratch(hp, n_ctx), EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
+                            (rc = scratch(g, ez_gpu_argmax_scratch_words((uint32_t)hp->n_vocab), EZ_GPU_DEVICE_LOCAL,
+                                          &s->argmax_part)) ||
                             (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_DEVICE_LOCAL, &s->angles)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->in_angles)) ||
@@ -179,7 +192,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     }
     ez_gpu_matrix_free(&s->output);
     {
-        ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores,
+        ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores, s->argmax_part,
                               s->v, s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
                               s->out_logits};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
@@ -246,7 +259,7 @@ static int32_t record_pass(ez_llm_gpu *s) {
     if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(s->cmd, &s->output, s->h, 0, s->logits, 0);
     if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
         rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
-    if (rc == ELIZA_OK) rc = ez_gpu_op_argmax(s->cmd, s->logits, (uint32_t)hp->n_vocab, s->best);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_argmax(s->cmd, s->logits, (uint32_t)hp->n_vocab, s->argmax_part, s->best);
     if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(s->cmd);
     if (rc == ELIZA_OK) rc = ez_gpu_cmd_begin(s->g, &s->read_cmd);
     if (rc == ELIZA_OK)

@@ -327,30 +327,38 @@ static void test_gpu_rope_matches_reference(void) {
     }
 }
 
+/* At 5000 elements and 8000 (5 and 8 partial maxima, within the tests'
+ * binding limit), the largest at the end, at the start, and tied between
+ * two places (the first wins). */
 static void test_gpu_argmax_picks_the_first_largest(void) {
-    enum { N = 5000 };
-    static float x[N];
-    static const uint32_t at[] = {4999, 17, 0};
-    for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
-        ez_gpu_buf *xb, *ob;
-        ez_gpu_cmd *c = NULL;
-        uint32_t got = 0xffffffffu;
-        fill(x, N, 1.0f);
-        x[at[k]] = 5.0f;
-        if (at[k] == 17) x[3000] = 5.0f; /* a tie: the first wins */
-        xb = device_buf_from(x, N);
-        ob = host_buf(1);
-        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
-        if (c && xb && ob) {
-            CHECK_RC(ez_gpu_op_argmax(c, xb, N, ob), ELIZA_OK);
-            CHECK_RC(run_one(c), ELIZA_OK);
-            CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
-            CHECK_MSG(got == at[k], "argmax: %u, want %u", got, at[k]);
+    static const uint32_t sizes[] = {5000, 8000};
+    float *x = (float *)malloc(8000 * sizeof(float));
+    for (size_t z = 0; z < 2 && x; z++) {
+        const uint32_t n = sizes[z], at[] = {n - 1, 17, 0};
+        for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+            ez_gpu_buf *xb, *ob, *sb = NULL;
+            ez_gpu_cmd *c = NULL;
+            uint32_t got = 0xffffffffu;
+            fill(x, n, 1.0f);
+            x[at[k]] = 5.0f;
+            if (at[k] == 17) x[n - 2000] = 5.0f;
+            xb = device_buf_from(x, n);
+            ob = host_buf(1);
+            CHECK_RC(ez_gpu_buf_create(g_gpu, 4u * ez_gpu_argmax_scratch_words(n), EZ_GPU_DEVICE_LOCAL, &sb), ELIZA_OK);
+            CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+            if (c && xb && ob && sb) {
+                CHECK_RC(ez_gpu_op_argmax(c, xb, n, sb, ob), ELIZA_OK);
+                CHECK_RC(run_one(c), ELIZA_OK);
+                CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
+                CHECK_MSG(got == at[k], "argmax of %u: %u, want %u", n, got, at[k]);
+            }
+            ez_gpu_cmd_free(c);
+            ez_gpu_buf_free(xb);
+            ez_gpu_buf_free(ob);
+            ez_gpu_buf_free(sb);
         }
-        ez_gpu_cmd_free(c);
-        ez_gpu_buf_free(xb);
-        ez_gpu_buf_free(ob);
     }
+    free(x);
 }
 
 /* ---- attention --------------------------------------------------------------------------- */
@@ -380,8 +388,10 @@ static void attention_ref(const ez_gpu_attn *a, const float *q, const float *k, 
     free(p);
 }
 
+/* 120 positions: two chunks of the split, the last one partial; one kv head
+ * for the four query heads. */
 static void test_gpu_attention_matches_reference(void) {
-    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 0};
+    ez_gpu_attn a = {4, 1, 64, 120, 64, EZ_TYPE_F32, 0.125f, 0, NULL, 0};
     const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
     float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
     uint16_t *k16 = (uint16_t *)malloc(n_kv_elems * 2), *v16 = (uint16_t *)malloc(n_kv_elems * 2);
@@ -401,9 +411,9 @@ static void test_gpu_attention_matches_reference(void) {
             }
         }
         a.kv_type = f16 ? EZ_TYPE_F16 : EZ_TYPE_F32;
-        /* The F16 pass reads a window: rows [5, 37) as a sliding layer would. */
+        /* The F16 pass reads a window: rows [5, 120) as a sliding layer would. */
         a.kv_first = f16 ? 5 : 0;
-        a.n_kv = f16 ? 32 : 37;
+        a.n_kv = f16 ? 115 : 120;
         attention_ref(&a, q, k + (size_t)a.kv_first * a.kv_stride, v + (size_t)a.kv_first * a.kv_stride, want);
         qb = device_buf_from(q, 4 * 64);
         if (f16) {
@@ -416,7 +426,7 @@ static void test_gpu_attention_matches_reference(void) {
             vb = device_buf_from(v, n_kv_elems);
         }
         ob = host_buf(4 * 64);
-        sb = host_buf((size_t)a.n_head * a.n_kv);
+        sb = host_buf((size_t)ez_gpu_attn_scratch_floats(&a));
         CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
         if (c && qb && kb && vb && ob && sb) {
             CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
@@ -445,11 +455,11 @@ static void test_gpu_attention_matches_reference(void) {
 /* Attention's window and a copy's destination row read from a step buffer:
  * one recording, run for two positions. */
 static void test_gpu_step_words_move_a_replayed_recording(void) {
-    ez_gpu_attn a = {4, 2, 64, 37, 2 * 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
+    ez_gpu_attn a = {4, 1, 64, 120, 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
     const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
     float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
     float q[4 * 64], want[4 * 64], got[4 * 64], row[8], rows[24];
-    static const uint32_t windows[2][2] = {{0, 10}, {5, 32}};
+    static const uint32_t windows[2][2] = {{0, 10}, {5, 115}};
     ez_gpu_buf *qb, *kb, *vb, *ob, *sb, *step, *rb, *db;
     ez_gpu_cmd *c = NULL;
     fill(q, 4 * 64, 2.0f);
@@ -463,7 +473,7 @@ static void test_gpu_step_words_move_a_replayed_recording(void) {
     rb = device_buf_from(row, 8);
     db = device_buf_from(rows, 24);
     ob = host_buf(4 * 64);
-    sb = host_buf((size_t)a.n_head * a.n_kv);
+    sb = host_buf((size_t)ez_gpu_attn_scratch_floats(&a));
     step = host_buf(4);
     a.step = step;
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
@@ -508,7 +518,7 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
     uint8_t q8[ROWS * (K / 32) * 34];
     ez_gpu_matrix m;
     ez_gpu_buf *xb = host_buf(K), *xd = device_buf_from(x, K), *wb = device_buf_from(w, K), *yb = host_buf(ROWS),
-               *ob = host_buf(1);
+               *ob = host_buf(1), *pb = host_buf(ez_gpu_argmax_scratch_words(ROWS));
     ez_gpu_cmd *c = NULL, *quiet = NULL;
     fill(w, K, 1.0f);
     if (wb) CHECK_RC(ez_gpu_upload(wb, 0, w, sizeof w), ELIZA_OK);
@@ -516,7 +526,7 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
     for (int r = 0; r < ROWS; r++) ez_llm_quant_q8_0_ref(wq + r * K, q8 + r * (K / 32) * 34, K);
     CHECK_RC(ez_gpu_matrix_upload(g_gpu, EZ_TYPE_Q8_0, ROWS, K, q8, &m), ELIZA_OK);
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
-    if (!c || !xb || !xd || !wb || !yb || !ob || !m.n_parts) goto done;
+    if (!c || !xb || !xd || !wb || !yb || !ob || !pb || !m.n_parts) goto done;
     /* The host's input is staged into device-local memory by the first op. */
     CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x + 4), ELIZA_E_INVALID_ARG);
     CHECK_RC(ez_gpu_op_copy(c, xb, 4, xd, 0, sizeof x), ELIZA_E_INVALID_ARG);
@@ -524,13 +534,14 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
     CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x), ELIZA_OK);
     CHECK_RC(ez_gpu_op_rms_norm(c, xd, wb, xd, K, 1, 1e-6f), ELIZA_OK);
     CHECK_RC(ez_gpu_op_matvec(c, &m, xd, 0, yb, 0), ELIZA_OK);
-    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_OK);
+    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, pb, ob), ELIZA_OK);
     CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
-    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, ob), ELIZA_E_STATE);
+    CHECK_RC(ez_gpu_op_argmax(c, yb, ROWS, pb, ob), ELIZA_E_STATE);
     CHECK_RC(ez_gpu_op_copy(c, xb, 0, xd, 0, sizeof x), ELIZA_E_STATE);
     CHECK(strcmp(ez_gpu_cmd_op_name(c, 0), "copy") == 0 && strcmp(ez_gpu_cmd_op_name(c, 1), "rms_norm") == 0 &&
-          strcmp(ez_gpu_cmd_op_name(c, 2), "mv_q8_0") == 0 && strcmp(ez_gpu_cmd_op_name(c, 2 + m.n_parts), "argmax") == 0);
-    CHECK(ez_gpu_cmd_op_name(c, 3 + m.n_parts) == NULL && ez_gpu_cmd_op_name(c, -1) == NULL);
+          strcmp(ez_gpu_cmd_op_name(c, 2), "mv_q8_0") == 0 && strcmp(ez_gpu_cmd_op_name(c, 2 + m.n_parts), "argmax") == 0 &&
+          strcmp(ez_gpu_cmd_op_name(c, 3 + m.n_parts), "argmax") == 0);
+    CHECK(ez_gpu_cmd_op_name(c, 4 + m.n_parts) == NULL && ez_gpu_cmd_op_name(c, -1) == NULL);
     for (int step = 0; step < 3; step++) {
         float wrow[K];
         uint32_t got = 0xffffffffu;
@@ -552,7 +563,7 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
         CHECK_MSG(got == (uint32_t)best, "replay %d: argmax %u, want %d", step, got, best);
         n_ms = ez_gpu_cmd_timings(c, ms, 8);
         if (ez_gpu_info(g_gpu)->timestamps) {
-            CHECK_MSG(n_ms == 3 + m.n_parts, "%d timed ops", n_ms);
+            CHECK_MSG(n_ms == 4 + m.n_parts, "%d timed ops", n_ms);
             for (int i = 0; i < n_ms && i < 8; i++) CHECK(ms[i] >= 0.0 && ms[i] < 1e4);
             if (step == 2)
                 printf("  replayed step: rms_norm %.3f ms, matvec %.3f ms, argmax %.3f ms (device timestamps)\n",
@@ -568,7 +579,7 @@ static void test_gpu_recorded_step_replays_with_new_inputs(void) {
     if (quiet) {
         double ms[1];
         uint32_t got = 0xffffffffu;
-        CHECK_RC(ez_gpu_op_argmax(quiet, yb, ROWS, ob), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_argmax(quiet, yb, ROWS, pb, ob), ELIZA_OK);
         CHECK_RC(run_one(quiet), ELIZA_OK);
         CHECK_RC(ez_gpu_download(ob, 0, &got, sizeof got), ELIZA_OK);
         CHECK(got < ROWS && ez_gpu_cmd_timings(quiet, ms, 1) == 0);
@@ -582,6 +593,7 @@ done:
     ez_gpu_buf_free(wb);
     ez_gpu_buf_free(yb);
     ez_gpu_buf_free(ob);
+    ez_gpu_buf_free(pb);
 }
 
 /* ---- device choice and errors ---------------------------------------------------------- */
