@@ -37,12 +37,11 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
     }
 }
 
-/* Invocations per row: the largest power of two up to the row's units (32
- * elements of a quant type, 8 of a float one), at most 32. */
-static uint32_t matvec_lanes(uint32_t type, uint32_t n_cols) {
-    const uint32_t units = n_cols / (type == EZ_TYPE_F32 || type == EZ_TYPE_F16 || type == EZ_TYPE_BF16 ? 8u : 32u);
+/* Invocations per row: the largest power of two up to the row's quads (4
+ * elements), at most 32. */
+static uint32_t matvec_lanes(uint32_t n_cols) {
     uint32_t lanes = 1;
-    while (lanes * 2 <= units && lanes < 32) lanes *= 2;
+    while (lanes * 2 <= n_cols / 4 && lanes < 32) lanes *= 2;
     return lanes;
 }
 
@@ -55,7 +54,7 @@ int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, u
     if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows, "matvec output")) != ELIZA_OK) return rc;
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
-        const uint32_t lanes = matvec_lanes(w->type, (uint32_t)w->n_cols);
+        const uint32_t lanes = matvec_lanes((uint32_t)w->n_cols);
         const uint32_t push[6] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
                                   y_off + (uint32_t)w->part_row0[i], lanes};
         ez_gpu_buf *bufs[3] = {w->parts[i], x, y};

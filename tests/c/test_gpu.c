@@ -124,9 +124,10 @@ static void random_rows(uint32_t type, int64_t rows, int64_t cols, uint8_t *dst)
 }
 
 /* One weight type at one shape: the GPU's product against the double sum
- * over the scalar dequantizer's rows, with x and y at odd offsets. */
-static void check_matvec(uint32_t type, int64_t rows, int64_t cols) {
-    const uint32_t x_off = 3, y_off = 5;
+ * over the scalar dequantizer's rows, x at x_off (a multiple of 4 takes the
+ * shader's vec4 loads), y at an odd offset. */
+static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_off) {
+    const uint32_t y_off = 5;
     const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
     float *x = (float *)malloc((size_t)(cols + x_off) * sizeof(float));
     float *wrow = (float *)malloc((size_t)cols * sizeof(float));
@@ -166,8 +167,8 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols) {
                   ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol_worst);
         CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
     }
-    printf("  matvec %-5s [%lld x %lld] in %d binding(s): max |gpu - ref| %.3g\n", ez_type_traits_of(type)->name,
-           (long long)rows, (long long)cols, m.n_parts, worst);
+    printf("  matvec %-5s [%lld x %lld] in %d binding(s), x at %u: max |gpu - ref| %.3g\n",
+           ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts, x_off, worst);
     ez_gpu_cmd_free(c);
     ez_gpu_matrix_free(&m);
 done:
@@ -180,17 +181,17 @@ done:
     free(w);
 }
 
-/* Every type at a row of 16 units and at one of 40 (a partial round of
+/* Every type at a row of 128 quads and at one of 320 (a partial round of
  * lanes), the row counts leaving the last workgroup partly idle; the float
- * types also at 203 columns (a tail past the last 8-element unit, rows at
- * odd byte offsets for F16 / BF16). */
+ * types also at 203 columns (a tail past the last quad, rows at odd byte
+ * offsets for F16 / BF16). */
 static void test_gpu_matvec_matches_reference(void) {
     static const uint32_t types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q4_1,
                                      EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        check_matvec(types[t], 37, 512);
-        check_matvec(types[t], 70, 1280);
-        if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203);
+        check_matvec(types[t], 37, 512, 4);
+        check_matvec(types[t], 70, 1280, 3);
+        if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203, 0);
     }
 }
 

@@ -1,17 +1,20 @@
 // y[y_off + r] = W[r] . x[x_off ..]: each workgroup takes WG / p.lanes rows,
 // p.lanes invocations per row (a power of two the host picks from the row's
-// length), each summing whole units (UNIT elements: a block of a 32-element
-// quant type, a 32-element sub-block of a K quant, 8 floats) read as 32-bit
-// words, then a shared-memory tree over the row's lanes (no subgroup
-// operation, so no assumption on the subgroup size). The weight buffer needs
-// no 8- or 16-bit storage feature; rows start at any even byte. The
-// including shader defines UNIT and unit_dot(byte offset of the row, unit
-// index, index of the row's first x element); float types also define
-// TAIL_DOT for the n_cols % UNIT elements past the last whole unit.
+// length). Invocation l of a row takes the quads (4 consecutive elements:
+// one 32-bit word of 8-bit quants, or the nibbles of one) l, l + lanes, ...,
+// so neighbouring invocations read neighbouring words of the weights and of
+// x (x as a vec4 where x_off is a multiple of 4); then a shared-memory tree
+// over the row's lanes (no subgroup operation, so no assumption on the
+// subgroup size). The weight buffer needs no 8- or 16-bit storage feature;
+// rows start at any even byte. The including shader defines
+// quad_dot(byte offset of the row, quad index, the quad's x) and, for the
+// float types, TAIL_DOT with tail_dot for the n_cols % 4 elements past the
+// last quad.
 #include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
+layout(std430, binding = 1) readonly buffer Input4 { vec4 x4[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
 
 layout(push_constant) uniform Push {
@@ -33,20 +36,15 @@ float f16_at(uint off) { return unpackHalf2x16(u16_at(off)).x; }
 // The byte at any offset (scales of the K quants).
 uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xffu; }
 
-// Four unsigned bytes of q (each 0..255) against x[xi .. xi + 3].
-float dot_u8x4(uint q, uint xi) {
-    return float(q & 0xffu) * x[xi] + float((q >> 8) & 0xffu) * x[xi + 1] + float((q >> 16) & 0xffu) * x[xi + 2] +
-           float(q >> 24) * x[xi + 3];
-}
-// The same for four signed bytes.
-float dot_s8x4(uint q, uint xi) {
+// The four unsigned bytes of q as floats, and the signed ones.
+vec4 u8x4(uint q) { return vec4(q & 0xffu, (q >> 8) & 0xffu, (q >> 16) & 0xffu, q >> 24); }
+vec4 s8x4(uint q) {
     const int v = int(q);
-    return float(bitfieldExtract(v, 0, 8)) * x[xi] + float(bitfieldExtract(v, 8, 8)) * x[xi + 1] +
-           float(bitfieldExtract(v, 16, 8)) * x[xi + 2] + float(bitfieldExtract(v, 24, 8)) * x[xi + 3];
+    return vec4(bitfieldExtract(v, 0, 8), bitfieldExtract(v, 8, 8), bitfieldExtract(v, 16, 8), bitfieldExtract(v, 24, 8));
 }
-float sum4(uint xi) { return x[xi] + x[xi + 1] + x[xi + 2] + x[xi + 3]; }
+float sum4(vec4 v) { return v.x + v.y + v.z + v.w; }
 
-float unit_dot(uint base, uint u, uint xi);
+float quad_dot(uint base, uint q, vec4 xq);
 #ifdef TAIL_DOT
 float tail_dot(uint base, uint i, uint xi);
 #endif
@@ -57,10 +55,18 @@ void main() {
     const uint row = group_index() * (WG / p.lanes) + t / p.lanes;
     float s = 0.0;
     if (row < p.n_rows) {
-        const uint base = row * p.row_bytes, nu = p.n_cols / UNIT;
-        for (uint u = lane; u < nu; u += p.lanes) s += unit_dot(base, u, p.x_off);
+        const uint base = row * p.row_bytes, nq = p.n_cols / 4;
+        if ((p.x_off & 3u) == 0u) {
+            const uint x0 = p.x_off / 4;
+            for (uint q = lane; q < nq; q += p.lanes) s += quad_dot(base, q, x4[x0 + q]);
+        } else {
+            for (uint q = lane; q < nq; q += p.lanes) {
+                const uint e = p.x_off + 4 * q;
+                s += quad_dot(base, q, vec4(x[e], x[e + 1], x[e + 2], x[e + 3]));
+            }
+        }
 #ifdef TAIL_DOT
-        for (uint i = nu * UNIT + lane; i < p.n_cols; i += p.lanes) s += tail_dot(base, i, p.x_off);
+        for (uint i = nq * 4 + lane; i < p.n_cols; i += p.lanes) s += tail_dot(base, i, p.x_off);
 #endif
     }
     red[t] = s;
