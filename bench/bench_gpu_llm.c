@@ -9,8 +9,9 @@
  *    GPU step's cache is);
  * 2. speed, device timestamps off: N_PROMPT prompt tokens, each one
  *    replayed step (there is no batched prompt pass yet), then N_DECODE
- *    greedy tokens, each step's choice (4 bytes read back) fed to the next:
- *    tokens/s of each, as llama-bench's pp and tg report them;
+ *    greedy tokens from position 0 again, each step's choice (4 bytes read
+ *    back) fed to the next: tokens/s of each, as llama-bench's pp and tg
+ *    (from an empty context) report them;
  * 3. where the time goes: one more decode step recorded with timestamps,
  *    the milliseconds per kernel summed over the pass.
  *
@@ -100,10 +101,10 @@ static int32_t measure_speed(ez_llm_gpu *st, const ez_llm_model *m, int n_prompt
     if (rc) return rc;
     const double pp_s = (double)(ez_time_ns() - t0) * 1e-9;
     t0 = ez_time_ns();
-    for (int i = 0; i < n_decode && rc == ELIZA_OK; i++) rc = ez_llm_gpu_step(st, tok, n_prompt + i, NULL, &tok);
+    for (int i = 0; i < n_decode && rc == ELIZA_OK; i++) rc = ez_llm_gpu_step(st, tok, i, NULL, &tok);
     if (rc) return rc;
     const double tg_s = (double)(ez_time_ns() - t0) * 1e-9;
-    printf("speed: prompt %d tokens as single steps %.1f tokens/s (%.3f ms each); decode %d tokens after it "
+    printf("speed: prompt %d tokens as single steps %.1f tokens/s (%.3f ms each); decode %d tokens from position 0 "
            "%.1f tokens/s (%.3f ms each)\n",
            n_prompt, n_prompt / pp_s, pp_s * 1e3 / n_prompt, n_decode, n_decode / tg_s, tg_s * 1e3 / n_decode);
     return ELIZA_OK;
@@ -146,7 +147,7 @@ int main(int argc, char **argv) {
     const int n_check = argc > 2 ? atoi(argv[2]) : 8;
     const int n_decode = argc > 3 ? atoi(argv[3]) : 128;
     const int n_prompt = argc > 4 ? atoi(argv[4]) : 512;
-    const int32_t n_ctx = n_prompt + n_decode + 1;
+    const int32_t n_ctx = EZ_MAX(n_prompt, n_decode) + 1;
     ez_gguf *gg = NULL;
     ez_llm_model *m = NULL;
     ez_pool *pool = NULL;

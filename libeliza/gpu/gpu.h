@@ -139,6 +139,11 @@ EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_g
 /* Each of n_rows rows of n: y = x / sqrt(mean(x^2) + eps) * w; y may be x. */
 EZ_INTERNAL int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_buf *y, uint32_t n,
                                        uint32_t n_rows, float eps);
+/* One row of n, one dispatch: o = rms_norm(o) * w_post where w_post is not
+ * NULL (o itself is left as it was), then x += o, then h = rms_norm(x) * w:
+ * the residual between two blocks and the next block's input norm. */
+EZ_INTERNAL int32_t ez_gpu_op_add_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *o, ez_gpu_buf *w_post, ez_gpu_buf *x,
+                                           ez_gpu_buf *w, ez_gpu_buf *h, uint32_t n, float eps);
 /* In place on n_heads heads of head_dim at x[x_off ..], rotating the first
  * n_rot dims by cs[cs_off + 2i], cs[cs_off + 2i + 1] (ez_rope_angles). */
 EZ_INTERNAL int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,

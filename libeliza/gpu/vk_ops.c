@@ -82,6 +82,22 @@ int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_b
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_RMS_NORM, bufs, 3, push, sizeof push, gx, gy);
 }
 
+int32_t ez_gpu_op_add_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *o, ez_gpu_buf *w_post, ez_gpu_buf *x, ez_gpu_buf *w,
+                               ez_gpu_buf *h, uint32_t n, float eps) {
+    uint32_t push[3] = {n, w_post ? 1u : 0u, 0};
+    /* Without a post norm its binding is never read: w fills it. */
+    ez_gpu_buf *bufs[5] = {o, w_post ? w_post : w, x, w, h};
+    int32_t rc;
+    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add_rms_norm of 0 elements");
+    if ((rc = fits(o, n, "add_rms_norm delta")) != ELIZA_OK ||
+        (w_post && (rc = fits(w_post, n, "add_rms_norm post weight")) != ELIZA_OK) ||
+        (rc = fits(x, n, "add_rms_norm residual")) != ELIZA_OK || (rc = fits(w, n, "add_rms_norm weight")) != ELIZA_OK ||
+        (rc = fits(h, n, "add_rms_norm output")) != ELIZA_OK)
+        return rc;
+    memcpy(&push[2], &eps, sizeof eps);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD_NORM, bufs, 5, push, sizeof push, 1, 1);
+}
+
 int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,
                        uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, int neox) {
     const uint32_t push[6] = {x_off, cs_off, n_heads, head_dim, n_rot, neox ? 1u : 0u};

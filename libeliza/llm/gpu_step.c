@@ -203,7 +203,10 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     free(s);
 }
 
-/* Records one decoder block, for whatever position the step words say. */
+/* Records one decoder block, for whatever position the step words say: its
+ * input norm h = attn_norm(x) is already recorded (by the pass for the
+ * first block, by the block before otherwise), and it ends with the next
+ * block's (or the output norm) fused into its last residual. */
 static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     const ez_llm_hparams *hp = &s->m->hp;
     const ez_llm_layer *L = &s->m->layers[il];
@@ -222,8 +225,8 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     a.scale = hp->attn_scale;
     a.step = s->step;
     a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
-    if ((rc = ez_gpu_op_rms_norm(c, s->x, G->attn_norm, s->h, d, 1, hp->norm_eps)) ||
-        (rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
+    ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
+    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
         (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
@@ -235,15 +238,12 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
-    if (G->post_attn_norm && (rc = ez_gpu_op_rms_norm(c, s->o, G->post_attn_norm, s->o, d, 1, hp->norm_eps))) return rc;
-    if ((rc = ez_gpu_op_add(c, s->o, 0, s->x, 0, d, 1)) ||
-        (rc = ez_gpu_op_rms_norm(c, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, hp->norm_eps)) ||
         (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) || (rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
         (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
         (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
         return rc;
-    if (G->post_ffw_norm && (rc = ez_gpu_op_rms_norm(c, s->o, G->post_ffw_norm, s->o, d, 1, hp->norm_eps))) return rc;
-    return ez_gpu_op_add(c, s->o, 0, s->x, 0, d, 1);
+    return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, hp->norm_eps);
 }
 
 static int32_t record_pass(ez_llm_gpu *s) {
@@ -253,9 +253,9 @@ static int32_t record_pass(ez_llm_gpu *s) {
         !(rc = ez_gpu_op_copy(s->cmd, s->in_angles, 0, s->angles, 0,
                               (uint64_t)hp->n_layer * hp->n_rot * sizeof(float))))
         rc = ez_gpu_op_copy(s->cmd, s->in_step, 0, s->step, 0, STEP_WORDS * sizeof(uint32_t));
-    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, s->cmd, il);
     if (rc == ELIZA_OK)
-        rc = ez_gpu_op_rms_norm(s->cmd, s->x, s->output_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
+        rc = ez_gpu_op_rms_norm(s->cmd, s->x, s->layers[0].attn_norm, s->h, (uint32_t)hp->n_embd, 1, hp->norm_eps);
+    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_block(s, s->cmd, il);
     if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(s->cmd, &s->output, s->h, 0, s->logits, 0);
     if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
         rc = ez_gpu_op_softcap(s->cmd, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);

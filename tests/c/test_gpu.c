@@ -197,6 +197,51 @@ static void test_gpu_matvec_matches_reference(void) {
 
 /* ---- element-wise and row ops ---------------------------------------------------------- */
 
+/* The fused block seam against the CPU ops composed: with Gemma's post norm
+ * (o normed first) and without (llama). */
+static void test_gpu_add_rms_norm_matches_composed_ops(void) {
+    const ez_llm_ops *ref = ez_llm_ops_ref();
+    enum { N = 1000 };
+    static float o[N], wp[N], x[N], w[N], on[N], xw[N], hw[N], got_x[N], got_h[N];
+    for (int post = 0; post < 2; post++) {
+        ez_gpu_buf *ob, *wpb, *xb, *wb, *hb = host_buf(N);
+        ez_gpu_cmd *c = NULL;
+        fill(o, N, 4.0f);
+        fill(wp, N, 2.0f);
+        fill(x, N, 3.0f);
+        fill(w, N, 2.0f);
+        if (post) {
+            ref->rms_norm(on, o, wp, N, 1e-6f);
+        } else {
+            memcpy(on, o, sizeof o);
+        }
+        for (int i = 0; i < N; i++) xw[i] = x[i] + on[i];
+        ref->rms_norm(hw, xw, w, N, 1e-6f);
+        ob = device_buf_from(o, N);
+        wpb = device_buf_from(wp, N);
+        xb = device_buf_from(x, N);
+        wb = device_buf_from(w, N);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && ob && wpb && xb && wb && hb) {
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, 0, 1e-6f), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, N + 1, 1e-6f), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, post ? wpb : NULL, xb, wb, hb, N, 1e-6f), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(xb, 0, got_x, sizeof got_x), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(hb, 0, got_h, sizeof got_h), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got_x, xw, N) <= 2e-5 && max_abs_diff(got_h, hw, N) <= 2e-5,
+                      "add_rms_norm (post %d): x %.3g, h %.3g", post, max_abs_diff(got_x, xw, N),
+                      max_abs_diff(got_h, hw, N));
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf_free(ob);
+        ez_gpu_buf_free(wpb);
+        ez_gpu_buf_free(xb);
+        ez_gpu_buf_free(wb);
+        ez_gpu_buf_free(hb);
+    }
+}
+
 static void test_gpu_row_and_elementwise_ops_match_reference(void) {
     const ez_llm_ops *ref = ez_llm_ops_ref();
     enum { N = 640, ROWS = 3, NG = 1000, NS = 300 };
@@ -711,6 +756,7 @@ int main(void) {
     test_gpu_matvec_matches_reference();
     test_gpu_row_and_elementwise_ops_match_reference();
     test_gpu_rope_matches_reference();
+    test_gpu_add_rms_norm_matches_composed_ops();
     test_gpu_argmax_picks_the_first_largest();
     test_gpu_attention_matches_reference();
     test_gpu_recorded_step_replays_with_new_inputs();
