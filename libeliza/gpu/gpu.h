@@ -148,6 +148,23 @@ EZ_INTERNAL int32_t ez_gpu_op_add_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *o, ez_gpu_
  * n_rot dims by cs[cs_off + 2i], cs[cs_off + 2i + 1] (ez_rope_angles). */
 EZ_INTERNAL int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,
                                    uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, int neox);
+/* A decode step's query and key heads in one dispatch: q [n_head,
+ * head_dim] and k [n_head_kv, head_dim] each get their per-head RMSNorm
+ * where q_norm / k_norm is not NULL ([head_dim] weights), then rope on the
+ * first n_rot dims by angles[cs_off ..] (as ez_gpu_op_rope); q is written
+ * back in place, k into k_cache from the element offset in word step_word
+ * of `step` (the caller keeps that row within k_cache). head_dim <= 512. */
+typedef struct {
+    uint32_t n_head, n_head_kv, head_dim, n_rot;
+    int neox;
+    uint32_t cs_off;
+    float eps;
+    ez_gpu_buf *q_norm, *k_norm;   /* NULL: no norm */
+    ez_gpu_buf *step;
+    uint32_t step_word;
+} ez_gpu_qk;
+EZ_INTERNAL int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_gpu_buf *k,
+                                      ez_gpu_buf *angles, ez_gpu_buf *k_cache);
 typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
 /* g[i] = act(g[i]) * u[i], i < n. */
 EZ_INTERNAL int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act);

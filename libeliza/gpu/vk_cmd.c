@@ -23,7 +23,7 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
     [EZ_GPU_K_MV_Q8_0] = {"mv_q8_0", 3, MV},   [EZ_GPU_K_MV_Q4_K] = {"mv_q4_k", 3, MV},
     [EZ_GPU_K_MV_Q5_K] = {"mv_q5_k", 3, MV},   [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 3, MV},
     [EZ_GPU_K_RMS_NORM] = {"rms_norm", 3, ROW}, [EZ_GPU_K_ADD_NORM] = {"add_norm", 5, ROW},
-    [EZ_GPU_K_ROPE] = {"rope", 2},
+    [EZ_GPU_K_ROPE] = {"rope", 2},             [EZ_GPU_K_QK_ROPE] = {"qk_rope", 7},
     [EZ_GPU_K_GLU] = {"glu", 2},               [EZ_GPU_K_SOFTMAX] = {"softmax", 1, ROW},
     [EZ_GPU_K_ARGMAX] = {"argmax", 3, ROW},    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 5},
     [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5},     [EZ_GPU_K_ATTN_MERGE] = {"attn_merge", 3},

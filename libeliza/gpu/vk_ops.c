@@ -113,6 +113,31 @@ int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf 
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ROPE, bufs, 2, push, sizeof push, gx, gy);
 }
 
+int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *angles,
+                          ez_gpu_buf *k_cache) {
+    uint32_t push[9] = {a->n_head, a->n_head_kv, a->head_dim, a->n_rot, a->neox ? 1u : 0u, a->cs_off,
+                        (a->q_norm ? 1u : 0u) | (a->k_norm ? 2u : 0u), 0, a->step_word};
+    /* Absent norms' bindings are never read: q fills them. */
+    ez_gpu_buf *bufs[7] = {q, k, a->q_norm ? a->q_norm : q, a->k_norm ? a->k_norm : q, angles, k_cache, a->step};
+    uint32_t gx, gy;
+    int32_t rc;
+    if (a->n_head == 0 || a->n_head_kv == 0 || a->head_dim == 0 || a->head_dim > 512 || a->n_rot % 2 ||
+        a->n_rot > a->head_dim || !a->step)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU qk_rope: %u + %u heads of %u, %u rotated", a->n_head, a->n_head_kv,
+                       a->head_dim, a->n_rot);
+    if ((rc = fits(q, (uint64_t)a->n_head * a->head_dim, "qk_rope queries")) != ELIZA_OK ||
+        (rc = fits(k, (uint64_t)a->n_head_kv * a->head_dim, "qk_rope keys")) != ELIZA_OK ||
+        (a->q_norm && (rc = fits(a->q_norm, a->head_dim, "qk_rope query norm")) != ELIZA_OK) ||
+        (a->k_norm && (rc = fits(a->k_norm, a->head_dim, "qk_rope key norm")) != ELIZA_OK) ||
+        (rc = fits(angles, (uint64_t)a->cs_off + a->n_rot, "qk_rope angles")) != ELIZA_OK ||
+        (rc = fits(k_cache, (uint64_t)a->n_head_kv * a->head_dim, "qk_rope cache")) != ELIZA_OK ||
+        (rc = fits(a->step, (uint64_t)a->step_word + 1, "qk_rope step word")) != ELIZA_OK)
+        return rc;
+    memcpy(&push[7], &a->eps, sizeof a->eps);
+    grid(a->n_head + a->n_head_kv, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_QK_ROPE, bufs, 7, push, sizeof push, gx, gy);
+}
+
 int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act) {
     const uint32_t push[2] = {n, (uint32_t)act};
     ez_gpu_buf *bufs[2] = {g, u};

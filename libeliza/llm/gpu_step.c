@@ -226,15 +226,13 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     a.step = s->step;
     a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
+    const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
+                          G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW};
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
         (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
-    if (G->q_norm && (rc = ez_gpu_op_rms_norm(c, s->q, G->q_norm, s->q, hd, nh, hp->norm_eps))) return rc;
-    if (G->k_norm && (rc = ez_gpu_op_rms_norm(c, s->k, G->k_norm, s->k, hd, nkv, hp->norm_eps))) return rc;
-    if ((rc = ez_gpu_op_rope(c, s->q, 0, s->angles, (uint32_t)il * nrot, nh, hd, nrot, hp->rope_neox)) ||
-        (rc = ez_gpu_op_rope(c, s->k, 0, s->angles, (uint32_t)il * nrot, nkv, hd, nrot, hp->rope_neox)) ||
-        (rc = ez_gpu_op_add_at(c, s->k, 0, G->k_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)) ||
+    if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;

@@ -373,6 +373,74 @@ static void test_gpu_rope_matches_reference(void) {
     }
 }
 
+/* The fused query / key step against the separate ops it replaces (each
+ * checked against the CPU above): per-head norms or none, GPT-J and NeoX
+ * pairs, a partial rotation, the key written into a cache row. */
+static void test_gpu_qk_rope_matches_separate_ops(void) {
+    enum { NH = 4, NKV = 2, HD = 64, ROW = 3 };
+    float q[NH * HD], k[NKV * HD], qn[HD], kn[HD], cs[HD], want_q[NH * HD], got_q[NH * HD];
+    float want_k[4 * NKV * HD], got_k[4 * NKV * HD];
+    const uint32_t words[1] = {ROW * NKV * HD};
+    for (int variant = 0; variant < 4; variant++) {
+        const int neox = variant & 1, normed = variant < 2;
+        const uint32_t n_rot = variant == 3 ? 32 : HD;
+        ez_gpu_buf *qa, *ka, *qb, *kb, *qnb, *knb, *cb, *ca, *cbk, *step = host_buf(1);
+        ez_gpu_cmd *c = NULL;
+        ez_gpu_qk an = {NH, NKV, HD, n_rot, neox, 0, 1e-6f, NULL, NULL, step, 0};
+        fill(q, NH * HD, 2.0f);
+        fill(k, NKV * HD, 2.0f);
+        fill(qn, HD, 2.0f);
+        fill(kn, HD, 2.0f);
+        memset(want_k, 0, sizeof want_k);
+        ez_rope_angles(cs, 77, (int32_t)n_rot, 10000.0f, 1.0f, NULL);
+        qa = device_buf_from(q, NH * HD);
+        ka = device_buf_from(k, NKV * HD);
+        qb = device_buf_from(q, NH * HD);
+        kb = device_buf_from(k, NKV * HD);
+        qnb = device_buf_from(qn, HD);
+        knb = device_buf_from(kn, HD);
+        cb = device_buf_from(cs, n_rot);
+        ca = device_buf_from(want_k, 4 * NKV * HD);
+        cbk = device_buf_from(want_k, 4 * NKV * HD);
+        if (normed) {
+            an.q_norm = qnb;
+            an.k_norm = knb;
+        }
+        if (step) CHECK_RC(ez_gpu_upload(step, 0, words, sizeof words), ELIZA_OK);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && qa && ka && qb && kb && qnb && knb && cb && ca && cbk && step) {
+            if (normed) {
+                CHECK_RC(ez_gpu_op_rms_norm(c, qa, qnb, qa, HD, NH, 1e-6f), ELIZA_OK);
+                CHECK_RC(ez_gpu_op_rms_norm(c, ka, knb, ka, HD, NKV, 1e-6f), ELIZA_OK);
+            }
+            CHECK_RC(ez_gpu_op_rope(c, qa, 0, cb, 0, NH, HD, n_rot, neox), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_rope(c, ka, 0, cb, 0, NKV, HD, n_rot, neox), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_add_at(c, ka, 0, ca, 0, NKV * HD, 0, step, 0), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_qk_rope(c, &an, qb, kb, cb, cbk), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(qa, 0, want_q, sizeof want_q), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(qb, 0, got_q, sizeof got_q), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ca, 0, want_k, sizeof want_k), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(cbk, 0, got_k, sizeof got_k), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got_q, want_q, NH * HD) <= 1e-6 && max_abs_diff(got_k, want_k, 4 * NKV * HD) <= 1e-6,
+                      "qk_rope variant %d: q %.3g, k %.3g", variant, max_abs_diff(got_q, want_q, NH * HD),
+                      max_abs_diff(got_k, want_k, 4 * NKV * HD));
+            CHECK(got_k[ROW * NKV * HD] != 0.0f && got_k[0] == 0.0f);
+        }
+        if (variant == 0) {
+            ez_gpu_qk bad = an;
+            bad.step = NULL;
+            CHECK_RC(ez_gpu_op_qk_rope(c, &bad, qb, kb, cb, cbk), ELIZA_E_INVALID_ARG);
+            bad = an;
+            bad.n_rot = 3;
+            CHECK_RC(ez_gpu_op_qk_rope(c, &bad, qb, kb, cb, cbk), ELIZA_E_INVALID_ARG);
+        }
+        ez_gpu_cmd_free(c);
+        ez_gpu_buf *all[] = {qa, ka, qb, kb, qnb, knb, cb, ca, cbk, step};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ez_gpu_buf_free(all[i]);
+    }
+}
+
 /* At 5000 elements and 8000 (5 and 8 partial maxima, within the tests'
  * binding limit), the largest at the end, at the start, and tied between
  * two places (the first wins). */
@@ -757,6 +825,7 @@ int main(void) {
     test_gpu_row_and_elementwise_ops_match_reference();
     test_gpu_rope_matches_reference();
     test_gpu_add_rms_norm_matches_composed_ops();
+    test_gpu_qk_rope_matches_separate_ops();
     test_gpu_argmax_picks_the_first_largest();
     test_gpu_attention_matches_reference();
     test_gpu_recorded_step_replays_with_new_inputs();
