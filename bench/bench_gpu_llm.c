@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
     const int n_check = argc > 2 ? atoi(argv[2]) : 8;
     const int n_decode = argc > 3 ? atoi(argv[3]) : 128;
     const int n_prompt = argc > 4 ? atoi(argv[4]) : 512;
-    const int32_t n_ctx = EZ_MAX(n_prompt, n_decode) + 1;
+    const int32_t n_ctx = EZ_MAX(EZ_MAX(n_prompt, n_decode), n_check) + 1;
     ez_gguf *gg = NULL;
     ez_llm_model *m = NULL;
     ez_pool *pool = NULL;
