@@ -38,10 +38,12 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
 }
 
 /* Invocations per row: the largest power of two up to the row's quads (4
- * elements), at most 32. */
+ * elements), at most the workgroup (a row of 2,048 elements then takes each
+ * invocation 4 quads: decode's matvecs are bound by memory latency, not by
+ * bandwidth, so more invocations per row finish sooner). */
 static uint32_t matvec_lanes(uint32_t n_cols) {
     uint32_t lanes = 1;
-    while (lanes * 2 <= n_cols / 4 && lanes < 32) lanes *= 2;
+    while (lanes * 2 <= n_cols / 4 && lanes < EZ_GPU_MV_WORKGROUP) lanes *= 2;
     return lanes;
 }
 

@@ -181,8 +181,9 @@ done:
     free(w);
 }
 
-/* Every type at a row of 128 quads and at one of 320 (a partial round of
- * lanes), the row counts leaving the last workgroup partly idle; the float
+/* Every type at rows of 128, 320 and 1088 quads (one per lane, a partial
+ * round, two unrolled rounds of four and a remainder), the row counts
+ * leaving the last workgroup partly idle; the float
  * types also at 203 columns (a tail past the last quad, rows at odd byte
  * offsets for F16 / BF16). */
 static void test_gpu_matvec_matches_reference(void) {
@@ -191,6 +192,7 @@ static void test_gpu_matvec_matches_reference(void) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         check_matvec(types[t], 37, 512, 4);
         check_matvec(types[t], 70, 1280, 3);
+        check_matvec(types[t], 21, 4352, 0);
         if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203, 0);
     }
 }

@@ -49,24 +49,29 @@ float quad_dot(uint base, uint q, vec4 xq);
 float tail_dot(uint base, uint i, uint xi);
 #endif
 
+// The x of quad q, as a vec4 where x's offset allows.
+vec4 x_quad(uint q) {
+    if ((p.x_off & 3u) == 0u) return x4[p.x_off / 4 + q];
+    const uint e = p.x_off + 4 * q;
+    return vec4(x[e], x[e + 1], x[e + 2], x[e + 3]);
+}
+
 void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint lane = t % p.lanes;
     const uint row = group_index() * (WG / p.lanes) + t / p.lanes;
     float s = 0.0;
     if (row < p.n_rows) {
-        const uint base = row * p.row_bytes, nq = p.n_cols / 4;
-        if ((p.x_off & 3u) == 0u) {
-            const uint x0 = p.x_off / 4;
-            for (uint q = lane; q < nq; q += p.lanes) s += quad_dot(base, q, x4[x0 + q]);
-        } else {
-            for (uint q = lane; q < nq; q += p.lanes) {
-                const uint e = p.x_off + 4 * q;
-                s += quad_dot(base, q, vec4(x[e], x[e + 1], x[e + 2], x[e + 3]));
-            }
-        }
+        const uint base = row * p.row_bytes, nq = p.n_cols / 4, l = p.lanes;
+        uint q = lane;
+        // Four quads per round, so each invocation has four quads' loads in
+        // flight before it needs the first (decode is latency bound).
+        for (; q + 3 * l < nq; q += 4 * l)
+            s += quad_dot(base, q, x_quad(q)) + quad_dot(base, q + l, x_quad(q + l)) +
+                 quad_dot(base, q + 2 * l, x_quad(q + 2 * l)) + quad_dot(base, q + 3 * l, x_quad(q + 3 * l));
+        for (; q < nq; q += l) s += quad_dot(base, q, x_quad(q));
 #ifdef TAIL_DOT
-        for (uint i = nq * 4 + lane; i < p.n_cols; i += p.lanes) s += tail_dot(base, i, p.x_off);
+        for (uint i = nq * 4 + lane; i < p.n_cols; i += l) s += tail_dot(base, i, p.x_off);
 #endif
     }
     red[t] = s;
