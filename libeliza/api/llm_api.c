@@ -42,7 +42,6 @@ struct eliza_llm {
     ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
     ez_drafter *drafter;        /* speculative decoding of the streams, or NULL */
     int32_t draft_max;          /* the most tokens a round drafts */
-    ez_gpu *gpu;                /* the device the session's model is on, or NULL */
     char *gpu_fallback;         /* why the GPU asked for is not used, or NULL */
 };
 
@@ -81,7 +80,6 @@ void eliza_llm_close(eliza_llm *llm) {
     if (llm->stream) detach_stream(llm->stream);
     ez_drafter_free(llm->drafter);
     ez_llm_session_free(llm->session);
-    ez_gpu_close(llm->gpu);
     free(llm->gpu_fallback);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
@@ -131,7 +129,7 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
 
 /* The session on the GPU: the checks that need no device first, then the
  * device, the weights' upload and the recorded step. An error says why
- * (ez_fail's message); llm->gpu is then NULL again. */
+ * (ez_fail's message). */
 static int32_t open_gpu_session(eliza_llm *llm, const eliza_llm_params *p) {
     const int32_t n_layer = llm->model->hp.n_layer;
     ez_gpu_params gp;
@@ -148,14 +146,8 @@ static int32_t open_gpu_session(eliza_llm *llm, const eliza_llm_params *p) {
                p->n_gpu_layers, n_layer, n_layer);
     ez_gpu_params_default(&gp);
     gp.device = p->gpu_device;
-    rc = ez_gpu_open(&gp, &llm->gpu);
-    if (rc == ELIZA_OK) rc = ez_llm_gpu_create(llm->model, llm->gpu, llm->n_ctx, &step);
-    if (rc == ELIZA_OK) rc = ez_llm_session_create_gpu(llm->model, step, llm->n_ctx, &llm->session);
-    if (rc) {
-        ez_gpu_close(llm->gpu);
-        llm->gpu = NULL;
-    }
-    return rc;
+    rc = ez_llm_gpu_open(llm->model, &gp, llm->n_ctx, &step);
+    return rc ? rc : ez_llm_session_create_gpu(llm->model, step, llm->n_ctx, &llm->session);
 }
 
 /* The GPU when asked for, else (or when it fails and is not required) the
@@ -165,7 +157,8 @@ static int32_t open_session(eliza_llm *llm, const eliza_llm_params *p) {
         const int32_t rc = open_gpu_session(llm, p);
         const size_t n = rc ? strlen(eliza_last_error()) : 0;
         if (rc == ELIZA_OK) {
-            ez_log(ELIZA_LOG_INFO, "LLM: %d layers on the GPU (%s)", llm->model->hp.n_layer, ez_gpu_info(llm->gpu)->name);
+            ez_log(ELIZA_LOG_INFO, "LLM: %d layers on the GPU (%s)", llm->model->hp.n_layer,
+                   ez_llm_session_gpu_device(llm->session));
             return ELIZA_OK;
         }
         llm->gpu_fallback = (char *)malloc(n + 1);
@@ -244,6 +237,7 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     ez_strbuf sb = {0};
     const ez_llm_hparams *hp;
     const ez_llm_profile *prof;
+    const char *device;
     char *json;
 
     ez_clear_error();
@@ -251,6 +245,7 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     if (!llm || !out_json) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_info_json: NULL argument");
     hp = &llm->model->hp;
     prof = ez_llm_session_profile(llm->session);
+    device = ez_llm_session_gpu_device(llm->session);
     ez_sb_printf(&sb, "{\"architecture\": \"%s\", \"n_vocab\": %d, \"n_ctx_train\": %d, \"context_size\": %d",
                  hp->arch_name, hp->n_vocab, hp->n_ctx_train, llm->n_ctx);
     ez_sb_printf(&sb, ", \"n_embd\": %d, \"n_layer\": %d, \"n_head\": %d, \"n_head_kv\": %d, \"head_dim\": %d",
@@ -267,14 +262,14 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
                  (uint64_t)ez_llm_session_kv_bytes(llm->session),
                  (uint64_t)ez_llm_session_kv_bytes_per_token(llm->session));
     ez_sb_puts(&sb, ", \"backend\": ");
-    if (llm->gpu) {
+    if (device) {
         char name[300];
-        snprintf(name, sizeof name, "vulkan: %s", ez_gpu_info(llm->gpu)->name);
+        snprintf(name, sizeof name, "vulkan: %s", device);
         ez_sb_json_str(&sb, name, strlen(name));
     } else {
         ez_sb_puts(&sb, "\"cpu\"");
     }
-    ez_sb_printf(&sb, ", \"gpu_layers\": %d, \"gpu_fallback\": ", llm->gpu ? hp->n_layer : 0);
+    ez_sb_printf(&sb, ", \"gpu_layers\": %d, \"gpu_fallback\": ", device ? hp->n_layer : 0);
     if (llm->gpu_fallback) ez_sb_json_str(&sb, llm->gpu_fallback, strlen(llm->gpu_fallback));
     else ez_sb_puts(&sb, "null");
     ez_sb_printf(&sb, ", \"profile\": {\"tokens\": %" PRIu64 ", \"batches\": %" PRIu64, prof->tokens, prof->batches);

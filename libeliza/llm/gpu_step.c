@@ -48,6 +48,7 @@ struct ez_llm_gpu {
     ez_gpu_cmd *cmd;        /* the recorded pass */
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
+    ez_gpu *own_g;          /* g when the step opened it (ez_llm_gpu_open) */
 };
 
 /* The step words: the cache row's first element, then (first row, rows)
@@ -217,8 +218,24 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     free(s->layers);
     free(s->embd_row);
     free(s->cs);
+    ez_gpu_close(s->own_g);
     free(s);
 }
+
+int32_t ez_llm_gpu_open(const ez_llm_model *m, const ez_gpu_params *p, int32_t n_ctx, ez_llm_gpu **out) {
+    ez_gpu *g = NULL;
+    int32_t rc;
+    *out = NULL;
+    if ((rc = ez_gpu_open(p, &g))) return rc;
+    if ((rc = ez_llm_gpu_create(m, g, n_ctx, out))) {
+        ez_gpu_close(g);
+        return rc;
+    }
+    (*out)->own_g = g;
+    return ELIZA_OK;
+}
+
+const char *ez_llm_gpu_device_name(const ez_llm_gpu *s) { return ez_gpu_info(s->g)->name; }
 
 /* Records one decoder block, for whatever position the step words say. */
 static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {

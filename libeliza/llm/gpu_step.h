@@ -24,6 +24,11 @@ typedef struct ez_llm_gpu ez_llm_gpu;
  * n_ctx positions. */
 EZ_INTERNAL int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_llm_gpu **out);
 EZ_INTERNAL void ez_llm_gpu_free(ez_llm_gpu *s);
+/* Opens the device p chooses (gpu.h's rules) and creates the model's step
+ * on it, which then owns the device (ez_llm_gpu_free closes it). */
+EZ_INTERNAL int32_t ez_llm_gpu_open(const ez_llm_model *m, const ez_gpu_params *p, int32_t n_ctx, ez_llm_gpu **out);
+/* The name of the step's device. */
+EZ_INTERNAL const char *ez_llm_gpu_device_name(const ez_llm_gpu *s);
 
 /* Evaluates `token` at position pos (after positions 0 .. pos-1 were);
  * writes its [n_vocab] logits unless logits is NULL, and the greedy choice

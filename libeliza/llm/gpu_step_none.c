@@ -17,6 +17,11 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
 
 void ez_llm_gpu_free(ez_llm_gpu *s) { (void)s; }
 
+int32_t ez_llm_gpu_open(const ez_llm_model *m, const ez_gpu_params *p, int32_t n_ctx, ez_llm_gpu **out) {
+    (void)p;
+    return ez_llm_gpu_create(m, NULL, n_ctx, out);
+}
+
 /* Never reached (no ez_llm_gpu exists in this build); here so the session links. */
 int32_t ez_llm_gpu_eval(ez_llm_gpu *s, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, int all_logits,
                         ez_atomic_int *cancel) {
@@ -33,4 +38,9 @@ int32_t ez_llm_gpu_best(ez_llm_gpu *s, int32_t *best) {
 uint64_t ez_llm_gpu_cache_bytes(const ez_llm_gpu *s) {
     (void)s;
     return 0;
+}
+
+const char *ez_llm_gpu_device_name(const ez_llm_gpu *s) {
+    (void)s;
+    return "";
 }

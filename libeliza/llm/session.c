@@ -108,6 +108,9 @@ int32_t ez_llm_session_create_gpu(const ez_llm_model *m, ez_llm_gpu *step, int32
 }
 
 int ez_llm_session_on_gpu(const ez_llm_session *s) { return s->gpu != NULL; }
+const char *ez_llm_session_gpu_device(const ez_llm_session *s) {
+    return s->gpu ? ez_llm_gpu_device_name(s->gpu) : NULL;
+}
 
 int32_t ez_llm_session_greedy(ez_llm_session *s, int32_t *best) {
     *best = -1;

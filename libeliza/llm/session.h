@@ -41,6 +41,8 @@ EZ_INTERNAL void ez_llm_session_free(ez_llm_session *s);
 EZ_INTERNAL int32_t ez_llm_session_create_gpu(const ez_llm_model *m, ez_llm_gpu *step, int32_t n_ctx,
                                               ez_llm_session **out);
 EZ_INTERNAL int ez_llm_session_on_gpu(const ez_llm_session *s);
+/* The GPU session's device name; NULL for a CPU session. */
+EZ_INTERNAL const char *ez_llm_session_gpu_device(const ez_llm_session *s);
 /* A GPU session's greedy choice for the last position evaluated (an eval
  * with logits NULL leaves it on the device: 4 bytes read back), as the
  * sampler's greedy pick of that position's logits. ELIZA_E_STATE on a CPU
