@@ -2031,6 +2031,11 @@ static void test_llm_gpu_engine_fallbacks(const char *device) {
     CHECK(json && strstr(json, "\"backend\": \"cpu\"") && strstr(json, "\"gpu_fallback\": null"));
     eliza_free(json);
     eliza_llm_close(llm);
+    /* A cache past what the device holds (4 GiB a layer: past the heap or
+     * one binding's range): refused before anything runs. */
+    llm = open_gpu(1 << 24, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK(rc == ELIZA_E_NOMEM || rc == ELIZA_E_UNSUPPORTED);
+    CHECK(llm == NULL && strstr(eliza_last_error(), "the GPU is required") != NULL);
     /* Bad values. */
     llm = open_gpu(32, -2, device, 0, ELIZA_LLM_KV_F32, &rc);
     CHECK_RC(rc, ELIZA_E_INVALID_ARG);
