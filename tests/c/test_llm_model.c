@@ -1825,9 +1825,9 @@ static char *info_of(const eliza_llm *llm) {
  * engine quantizes activations for block-quantized weights and the GPU
  * does not, so only float weights are held to a tight bound. */
 static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
-    static const char *const archs[] = {"gemma3", "llama", "qwen3", "gemma3"};
+    static const char *const archs[] = {"gemma3", "llama", "gemma3"};
     for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
-        enum { N_TOK = 20, N_CTX = 80 };
+        enum { N_TOK = 12, N_CTX = 64 };
         spec s = base_spec(archs[ai]);
         ref_model r;
         eliza_llm *cpu, *gpu;
@@ -1838,7 +1838,7 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
         size_t nc = 0, ng = 0;
         double diff = 0.0, top = 0.0, nll_c[N_TOK], nll_g[N_TOK], nll_diff = 0.0;
         char *json;
-        if (ai == 3) s.wtype = EZ_TYPE_F16;
+        if (ai == 2) s.wtype = EZ_TYPE_F16;
         write_model(&s, &r);
         ref_free(&r);
         cpu = open_model(N_CTX, 4, 2);
@@ -1871,7 +1871,7 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
 
         /* Greedy: the device's argmax (4 bytes a token) gives the CPU's text. */
         stream_config(&c, "hello world");
-        c.max_tokens = 24;
+        c.max_tokens = 16;
         rc_cpu = run_stream(cpu, &c);
         rg = run_stream(gpu, &c);
         CHECK_RC(rg.rc, ELIZA_DONE);
@@ -1883,9 +1883,9 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
         {
             char prompt[4200];
             run_result again_cpu, again_gpu;
-            snprintf(prompt, sizeof prompt, "hello world%.*s and more", (int)EZ_MIN(rg.text_len, 16), rg.text);
+            snprintf(prompt, sizeof prompt, "hello world%.*s and more", (int)EZ_MIN(rg.text_len, 12), rg.text);
             c.prompt = prompt;
-            c.max_tokens = 8;
+            c.max_tokens = 6;
             again_gpu = run_stream(gpu, &c);
             again_cpu = run_stream(cpu, &c);
             CHECK_RC(again_gpu.rc, ELIZA_DONE);
@@ -1894,7 +1894,7 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
                   memcmp(again_gpu.tokens, again_cpu.tokens, sizeof(int32_t) * (size_t)again_gpu.n_tokens) == 0);
             /* Back to the short prompt: a rewind inside what the GPU holds. */
             c.prompt = "hello world";
-            c.max_tokens = 24;
+            c.max_tokens = 16;
             again_gpu = run_stream(gpu, &c);
             CHECK(again_gpu.stats.prompt_evaluated == 1);
             CHECK(again_gpu.n_tokens == rc_cpu.n_tokens &&
@@ -1913,7 +1913,7 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
               memcmp(rg.tokens, rc_cpu.tokens, sizeof(int32_t) * (size_t)rg.n_tokens) == 0);
         printf("  GPU engine, %s %s weights: max |gpu - cpu| logit %.3g (logits up to %.3g), token_nll %.3g; "
                "greedy %d tokens equal, sampled %d equal\n",
-               archs[ai], ai == 3 ? "F16" : "F32", diff, top, nll_diff, rc_cpu.n_tokens, rg.n_tokens);
+               archs[ai], ai == 2 ? "F16" : "F32", diff, top, nll_diff, rc_cpu.n_tokens, rg.n_tokens);
         CHECK(diff <= 1e-4 * top);
         CHECK(nll_diff <= 1e-4);
         eliza_free(lc);
