@@ -4,7 +4,7 @@ same thread count, in one run.
 
     python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2]
                         [--prefill 256] [--decode 128] [--rounds 3] [--kv-type f32]
-                        [--kv-type-v T] [--decode-context N]
+                        [--kv-type-v T] [--decode-context N] [--gpu-layers -1 [--gpu-device NAME]]
     python bench/llm.py --draft ngram ...   speculative decoding: bench/llm_draft.py
 
 Measures, for each engine in its own process (so peak RSS is its own):
@@ -28,6 +28,11 @@ tbq4_0, tbq3_0; --kv-type-v for values of another type). llama.cpp runs through
 llama-cpp-python (KV cache F16, flash attention off)
 with use_extra_bufts = false by default: on VMs that report AMX without
 enabling it, its AMX buffer type faults (--llama-extra-bufts to try).
+
+--gpu-layers N puts libeliza's model on the GPU (Vulkan; -1 = all;
+--gpu-device picks the device, e.g. llvmpipe); the run fails rather than
+measuring the CPU when the GPU cannot take the model. The prompt runs token
+by token through the replayed decode step there (no batched prefill yet).
 """
 
 from __future__ import annotations
@@ -97,7 +102,8 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
     ctx = max(args.prefill, args.decode_context) + args.decode + 64
     with eliza.LLM(
         args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill, kv_type=args.kv_type,
-        kv_type_v=args.kv_type_v,
+        kv_type_v=args.kv_type_v, gpu_layers=args.gpu_layers, gpu_device=args.gpu_device,
+        gpu_required=args.gpu_layers != 0,
     ) as llm:
         ids = prefill_ids(lambda t: llm.tokenize(t), args.prefill)
         llm.logits(ids[:8])  # warm-up: page in, first-touch buffers
@@ -132,6 +138,7 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "profile_ms_per_token": profile,
             "prefill_profile_ms": prefill_profile,
             "text": text[:80],
+            "backend": llm.info["backend"],
         }
 
 
@@ -198,6 +205,10 @@ def child(engine: str, args: argparse.Namespace, env: dict[str, str] | None = No
            "--kv-type", args.kv_type, "--decode-context", str(args.decode_context)]
     if args.kv_type_v:
         cmd += ["--kv-type-v", args.kv_type_v]
+    if engine == "libeliza" and args.gpu_layers:
+        cmd += ["--gpu-layers", str(args.gpu_layers)]
+        if args.gpu_device:
+            cmd += ["--gpu-device", args.gpu_device]
     if args.llama_extra_bufts:
         cmd.append("--llama-extra-bufts")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
@@ -238,6 +249,9 @@ def main() -> int:
                     help="libeliza's value cache type when it differs")
     ap.add_argument("--decode-context", type=int, default=0, metavar="N",
                     help="decode after a prompt of N tokens (libeliza only); 0: a short prompt")
+    ap.add_argument("--gpu-layers", type=int, default=0, metavar="N",
+                    help="libeliza's layers on the GPU (-1 = all; 0 = the CPU, the default)")
+    ap.add_argument("--gpu-device", default=None, metavar="NAME", help="the Vulkan device for --gpu-layers")
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
     ap.add_argument("--llama-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types")
@@ -269,7 +283,7 @@ def main() -> int:
 
     print(f"model {args.model.name}, {args.threads} threads, prefill {args.prefill} tokens, "
           f"decode {args.decode} tokens, best of {args.rounds}, libeliza KV cache {args.kv_type} "
-          f"({results['libeliza']['kv_mb']:.1f} MB)")
+          f"({results['libeliza']['kv_mb']:.1f} MB), libeliza backend {results['libeliza']['backend']}")
     print(f"{'engine':12s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'peak RSS MB':>12s}")
     for e in engines:
         res = results[e]
@@ -279,6 +293,9 @@ def main() -> int:
         print(f"{'ratio':12s} {a['prefill_tok_s'] / b['prefill_tok_s']:13.2f}x "
               f"{a['decode_tok_s'] / b['decode_tok_s']:12.2f}x {a['rss_mb'] / b['rss_mb']:11.2f}x   "
               "(libeliza / llama.cpp; RSS lower is better)")
+    if results["libeliza"]["backend"] != "cpu":
+        # The GPU step is one recorded pass: bench/bench_gpu_llm.c has its kernel timestamps.
+        return 0
     phases: list[tuple[str, dict[str, float]]] = [
         ("libeliza decode, ms per token", results["libeliza"]["profile_ms_per_token"]),
         (f"libeliza prefill of {args.prefill} tokens, ms", results["libeliza"]["prefill_profile_ms"]),

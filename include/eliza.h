@@ -192,6 +192,25 @@ typedef struct eliza_llm_params {
                               * and below n_batch; default 15 */
     const char *draft_path;  /* the draft model's (MODEL) or the MTP
                               * assistant's (MTP) GGUF; NULL otherwise */
+    /* The GPU (Vulkan; docs/gpu.md). Layers on the GPU: 0 = none, the CPU
+     * engine (the default); -1, or n_layer or more, = all of them. The
+     * GPU takes a whole model or nothing: 1 .. n_layer - 1 also puts all
+     * layers there, with a log line saying so. Below -1:
+     * ELIZA_E_INVALID_ARG. Where the model cannot run on the GPU (no
+     * loader or device, a denylisted driver, out of device memory, an
+     * architecture, feature or weight type the GPU step lacks, a kv_type
+     * other than F32, an MTP drafter) it runs on the CPU, the reason
+     * logged (WARN) and in eliza_llm_info_json()'s "gpu_fallback". */
+    int32_t n_gpu_layers;
+    const char *gpu_device;  /* NULL = $ELIZA_GPU_DEVICE; "" the best GPU,
+                              * "none", an index into the Vulkan device
+                              * list, or a case-insensitive part of a device
+                              * name ("llvmpipe" picks Mesa's CPU driver) */
+    uint32_t gpu_required;   /* nonzero: eliza_llm_open fails with the
+                              * reason's code (ELIZA_E_UNSUPPORTED;
+                              * ELIZA_E_NOT_FOUND for a gpu_device no
+                              * device matches; ELIZA_E_NOMEM) and message
+                              * instead of running on the CPU */
 } eliza_llm_params;
 
 /* Who drafts the tokens a speculative stream verifies in one batched pass
@@ -256,7 +275,10 @@ ELIZA_API void eliza_llm_close(eliza_llm *llm);
  * "n_ctx_train", "context_size", "n_embd", "n_layer", "bos", "eos",
  * "n_threads", the cache's "kv_type" and "kv_type_v" (names such as "f16",
  * "tbq3_0"), "kv_bytes" (the whole cache) and "kv_bytes_per_token" (one
- * position's keys and values over all layers). Freed with eliza_free(). */
+ * position's keys and values over all layers), "backend" ("cpu", or
+ * "vulkan: " and the device's name), "gpu_layers" (layers on the GPU) and
+ * "gpu_fallback" (why the GPU asked for is not used, or null). Freed with
+ * eliza_free(). */
 ELIZA_API int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json);
 
 enum {

@@ -17,7 +17,7 @@
 #define ELIZA_PUBLIC_STRUCTS(S)                                                                  \
     S(eliza_gguf_info_params, F(struct_size) F(max_array_items) F(include_tensors) F(reserved))  \
     S(eliza_llm_params, F(struct_size) F(n_threads) F(context_size) F(n_batch) F(kv_type) F(kv_type_v) \
-      F(draft_kind) F(draft_max_tokens) F(draft_path))                                            \
+      F(draft_kind) F(draft_max_tokens) F(draft_path) F(n_gpu_layers) F(gpu_device) F(gpu_required)) \
     S(eliza_llm_stream_config, F(struct_size) F(flags) F(prompt) F(max_tokens) F(temperature)     \
       F(top_k) F(top_p) F(min_p) F(repeat_penalty) F(repeat_last_n) F(seed) F(stop) F(n_stop)    \
       F(context_size))                                                                            \

@@ -3,6 +3,7 @@
  * stop strings) is llm/session.c's. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,11 @@
 #include "core/gguf.h"
 #include "core/pool.h"
 #include "core/strbuf.h"
+#include "gpu/gpu.h"
 #include "llm/chat.h"
 #include "llm/check.h"
 #include "llm/draft.h"
+#include "llm/gpu_step.h"
 #include "llm/kv.h"
 #include "llm/model.h"
 #include "llm/session.h"
@@ -39,6 +42,7 @@ struct eliza_llm {
     ez_llm_flag cancel;         /* set by eliza_llm_cancel() for eliza_llm_logits() */
     ez_drafter *drafter;        /* speculative decoding of the streams, or NULL */
     int32_t draft_max;          /* the most tokens a round drafts */
+    char *gpu_fallback;         /* why the GPU asked for is not used, or NULL */
 };
 
 struct eliza_llm_stream {
@@ -62,6 +66,9 @@ void eliza_llm_default_params(eliza_llm_params *params) {
     params->draft_kind = ELIZA_LLM_DRAFT_NONE;
     params->draft_max_tokens = DEFAULT_DRAFT_MAX;
     params->draft_path = NULL;
+    params->n_gpu_layers = 0;
+    params->gpu_device = NULL;
+    params->gpu_required = 0;
 }
 
 static void detach_stream(eliza_llm_stream *s);
@@ -73,6 +80,7 @@ void eliza_llm_close(eliza_llm *llm) {
     if (llm->stream) detach_stream(llm->stream);
     ez_drafter_free(llm->drafter);
     ez_llm_session_free(llm->session);
+    free(llm->gpu_fallback);
     ez_pool_destroy(llm->pool);
     ez_tokenizer_free(llm->tok);
     ez_llm_model_free(llm->model);
@@ -95,6 +103,11 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     if (EZ_FITS(in, eliza_llm_params, draft_kind)) p->draft_kind = in->draft_kind;
     if (EZ_FITS(in, eliza_llm_params, draft_max_tokens)) p->draft_max_tokens = in->draft_max_tokens;
     if (EZ_FITS(in, eliza_llm_params, draft_path)) p->draft_path = in->draft_path;
+    if (EZ_FITS(in, eliza_llm_params, n_gpu_layers)) p->n_gpu_layers = in->n_gpu_layers;
+    if (EZ_FITS(in, eliza_llm_params, gpu_device)) p->gpu_device = in->gpu_device;
+    if (EZ_FITS(in, eliza_llm_params, gpu_required)) p->gpu_required = in->gpu_required;
+    if (p->n_gpu_layers < -1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "n_gpu_layers %d is below -1 (-1 = all, 0 = none)", p->n_gpu_layers);
     if (p->n_threads < 0) return ez_fail(ELIZA_E_INVALID_ARG, "n_threads %d is negative", p->n_threads);
     if (p->context_size > MAX_CONTEXT)
         return ez_fail(ELIZA_E_INVALID_ARG, "context_size %" PRIu32 " is above %d", p->context_size, MAX_CONTEXT);
@@ -112,6 +125,50 @@ static int32_t read_params(const eliza_llm_params *in, eliza_llm_params *p) {
     if ((p->draft_kind == ELIZA_LLM_DRAFT_MODEL || p->draft_kind == ELIZA_LLM_DRAFT_MTP) && !p->draft_path)
         return ez_fail(ELIZA_E_INVALID_ARG, "draft kind '%s' needs draft_path", ez_draft_kind_name((int)p->draft_kind));
     return ELIZA_OK;
+}
+
+/* The session on the GPU: the checks that need no device first, then the
+ * device, the weights' upload and the recorded step. An error says why
+ * (ez_fail's message). */
+static int32_t open_gpu_session(eliza_llm *llm, const eliza_llm_params *p) {
+    const int32_t n_layer = llm->model->hp.n_layer;
+    ez_gpu_params gp;
+    ez_llm_gpu *step = NULL;
+    int32_t rc;
+    if (p->kv_type != ELIZA_LLM_KV_F32 || p->kv_type_v != ELIZA_LLM_KV_F32)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "the GPU cache holds F32 keys and values only (kv_type %s, kv_type_v %s)",
+                       ez_kv_type_name((int)p->kv_type), ez_kv_type_name((int)p->kv_type_v));
+    if (p->draft_kind == ELIZA_LLM_DRAFT_MTP)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "an MTP drafter reads hidden states, which the GPU step does not read back");
+    if ((rc = ez_llm_gpu_supports(llm->model))) return rc;
+    if (p->n_gpu_layers > 0 && p->n_gpu_layers < n_layer)
+        ez_log(ELIZA_LOG_INFO, "LLM: n_gpu_layers %d of %d: the GPU takes the whole model, all %d layers go there",
+               p->n_gpu_layers, n_layer, n_layer);
+    ez_gpu_params_default(&gp);
+    gp.device = p->gpu_device;
+    rc = ez_llm_gpu_open(llm->model, &gp, llm->n_ctx, &step);
+    return rc ? rc : ez_llm_session_create_gpu(llm->model, step, llm->n_ctx, &llm->session);
+}
+
+/* The GPU when asked for, else (or when it fails and is not required) the
+ * CPU engine's session. */
+static int32_t open_session(eliza_llm *llm, const eliza_llm_params *p) {
+    if (p->n_gpu_layers != 0) {
+        const int32_t rc = open_gpu_session(llm, p);
+        const size_t n = rc ? strlen(eliza_last_error()) : 0;
+        if (rc == ELIZA_OK) {
+            ez_log(ELIZA_LOG_INFO, "LLM: %d layers on the GPU (%s)", llm->model->hp.n_layer,
+                   ez_llm_session_gpu_device(llm->session));
+            return ELIZA_OK;
+        }
+        llm->gpu_fallback = (char *)malloc(n + 1);
+        if (!llm->gpu_fallback) return ez_fail(ELIZA_E_NOMEM, "out of memory opening the model");
+        memcpy(llm->gpu_fallback, eliza_last_error(), n + 1);
+        if (p->gpu_required) return ez_fail(rc, "the GPU is required and not usable: %s", llm->gpu_fallback);
+        ez_log(ELIZA_LOG_WARN, "LLM: the GPU is not used, the model runs on the CPU: %s", llm->gpu_fallback);
+    }
+    return ez_llm_session_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p->kv_type, (int)p->kv_type_v,
+                                 &llm->session);
 }
 
 int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_llm **out) {
@@ -148,8 +205,7 @@ int32_t eliza_llm_open(const char *path, const eliza_llm_params *params, eliza_l
     }
     if (rc == ELIZA_OK) {
         llm->n_threads = ez_pool_threads(llm->pool);
-        rc = ez_llm_session_create(llm->model, llm->pool, llm->n_ctx, llm->n_batch, (int)p.kv_type, (int)p.kv_type_v,
-                                   &llm->session);
+        rc = open_session(llm, &p);
     }
     if (rc == ELIZA_OK && p.draft_kind != ELIZA_LLM_DRAFT_NONE) {
         ez_draft_open_params dp;
@@ -181,6 +237,7 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     ez_strbuf sb = {0};
     const ez_llm_hparams *hp;
     const ez_llm_profile *prof;
+    const char *device;
     char *json;
 
     ez_clear_error();
@@ -188,6 +245,7 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     if (!llm || !out_json) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_llm_info_json: NULL argument");
     hp = &llm->model->hp;
     prof = ez_llm_session_profile(llm->session);
+    device = ez_llm_session_gpu_device(llm->session);
     ez_sb_printf(&sb, "{\"architecture\": \"%s\", \"n_vocab\": %d, \"n_ctx_train\": %d, \"context_size\": %d",
                  hp->arch_name, hp->n_vocab, hp->n_ctx_train, llm->n_ctx);
     ez_sb_printf(&sb, ", \"n_embd\": %d, \"n_layer\": %d, \"n_head\": %d, \"n_head_kv\": %d, \"head_dim\": %d",
@@ -203,6 +261,17 @@ int32_t eliza_llm_info_json(const eliza_llm *llm, char **out_json) {
     ez_sb_printf(&sb, ", \"kv_bytes\": %" PRIu64 ", \"kv_bytes_per_token\": %" PRIu64,
                  (uint64_t)ez_llm_session_kv_bytes(llm->session),
                  (uint64_t)ez_llm_session_kv_bytes_per_token(llm->session));
+    ez_sb_puts(&sb, ", \"backend\": ");
+    if (device) {
+        char name[300];
+        snprintf(name, sizeof name, "vulkan: %s", device);
+        ez_sb_json_str(&sb, name, strlen(name));
+    } else {
+        ez_sb_puts(&sb, "\"cpu\"");
+    }
+    ez_sb_printf(&sb, ", \"gpu_layers\": %d, \"gpu_fallback\": ", device ? hp->n_layer : 0);
+    if (llm->gpu_fallback) ez_sb_json_str(&sb, llm->gpu_fallback, strlen(llm->gpu_fallback));
+    else ez_sb_puts(&sb, "null");
     ez_sb_printf(&sb, ", \"profile\": {\"tokens\": %" PRIu64 ", \"batches\": %" PRIu64, prof->tokens, prof->batches);
     for (int i = 0; i < EZ_LLM_PHASE_COUNT; i++) {
         ez_sb_printf(&sb, ", \"%s_ms\": ", ez_llm_phase_name(i));

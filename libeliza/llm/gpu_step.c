@@ -54,6 +54,7 @@ struct ez_llm_gpu {
     ez_gpu_cmd *read_cmd;   /* logits -> out_logits */
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
+    ez_gpu *own_g;          /* g when the step opened it (ez_llm_gpu_open) */
 };
 
 /* The step words: the cache row's first element, then (first row, rows)
@@ -108,7 +109,48 @@ static int32_t check_supported(const ez_llm_model *m) {
     if (m->hp.head_dim_v != m->hp.head_dim)
         return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: value heads of %d, key heads of %d", (int)m->hp.head_dim_v,
                        (int)m->hp.head_dim);
+    if (hp->attn_softcap != 0.0f || hp->residual_scale != 1.0f || hp->logit_scale != 1.0f ||
+        hp->n_embd_per_layer > 0 || m->rope_factors_long || m->rope_factors_short)
+        return ez_fail(ELIZA_E_UNSUPPORTED,
+                       "GPU step: %s with attention soft-capping, scaled residuals or logits, per-layer inputs or "
+                       "LongRoPE", hp->arch_name);
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const ez_llm_layer *L = &m->layers[il];
+        if (L->no_rope || L->kv_alias >= 0 || L->state_bytes || (L->head_dim && L->head_dim != hp->head_dim) ||
+            L->out_scale != 1.0f)
+            return ez_fail(ELIZA_E_UNSUPPORTED,
+                           "GPU step: %s layer %d skips rope, shares another layer's cache, keeps recurrent state, "
+                           "has its own head size or scales its output", hp->arch_name, (int)il);
+    }
     return ELIZA_OK;
+}
+
+static int32_t check_type(const ez_llm_matrix *w) {
+    if (ez_gpu_has_matvec(w->type)) return ELIZA_OK;
+    return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: no GPU kernel for %s's type %s", w->name ? w->name : "a matrix",
+                   ez_type_traits_of(w->type)->name);
+}
+
+/* Every matrix the pass reads has a GPU kernel for its stored type, and
+ * the embedding a host dequantizer. */
+static int32_t check_types(const ez_llm_model *m) {
+    int32_t rc;
+    if (!ez_kernels_ref(m->tok_embd.type))
+        return ez_fail(ELIZA_E_UNSUPPORTED, "GPU step: no dequantizer for the embedding's type %s",
+                       ez_type_traits_of(m->tok_embd.type)->name);
+    for (int32_t il = 0; il < m->hp.n_layer; il++) {
+        const ez_llm_layer *L = &m->layers[il];
+        if ((rc = check_type(&L->wq)) || (rc = check_type(&L->wk)) || (rc = check_type(&L->wv)) ||
+            (rc = check_type(&L->wo)) || (rc = check_type(&L->ffn_gate)) || (rc = check_type(&L->ffn_up)) ||
+            (rc = check_type(&L->ffn_down)))
+            return rc;
+    }
+    return check_type(&m->output);
+}
+
+int32_t ez_llm_gpu_supports(const ez_llm_model *m) {
+    const int32_t rc = check_supported(m);
+    return rc ? rc : check_types(m);
 }
 
 int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_llm_gpu **out) {
@@ -117,7 +159,7 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
     ez_llm_gpu *s;
     int32_t rc;
     *out = NULL;
-    if ((rc = check_supported(m)) != ELIZA_OK) return rc;
+    if ((rc = ez_llm_gpu_supports(m)) != ELIZA_OK) return rc;
     if (n_ctx < 1) return ez_fail(ELIZA_E_INVALID_ARG, "GPU step: context of %d", (int)n_ctx);
     s = (ez_llm_gpu *)calloc(1, sizeof *s);
     if (!s) return ez_fail(ELIZA_E_NOMEM, "out of memory for the GPU step");
@@ -200,8 +242,24 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     free(s->layers);
     free(s->embd_row);
     free(s->cs);
+    ez_gpu_close(s->own_g);
     free(s);
 }
+
+int32_t ez_llm_gpu_open(const ez_llm_model *m, const ez_gpu_params *p, int32_t n_ctx, ez_llm_gpu **out) {
+    ez_gpu *g = NULL;
+    int32_t rc;
+    *out = NULL;
+    if ((rc = ez_gpu_open(p, &g))) return rc;
+    if ((rc = ez_llm_gpu_create(m, g, n_ctx, out))) {
+        ez_gpu_close(g);
+        return rc;
+    }
+    (*out)->own_g = g;
+    return ELIZA_OK;
+}
+
+const char *ez_llm_gpu_device_name(const ez_llm_gpu *s) { return ez_gpu_info(s->g)->name; }
 
 /* Records one decoder block, for whatever position the step words say: its
  * input norm h = attn_norm(x) is already recorded (by the pass for the
@@ -307,4 +365,31 @@ int ez_llm_gpu_timings(const ez_llm_gpu *s, double *ms, const char **names, int 
     const int n = ez_gpu_cmd_timings(s->cmd, ms, cap);
     for (int i = 0; i < n && i < cap; i++) names[i] = ez_gpu_cmd_op_name(s->cmd, i);
     return n;
+}
+
+int32_t ez_llm_gpu_eval(ez_llm_gpu *s, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, int all_logits,
+                        ez_atomic_int *cancel) {
+    const size_t n_vocab = (size_t)s->m->hp.n_vocab;
+    if (n < 1 || pos0 < 0 || (int64_t)pos0 + n > s->n_ctx)
+        return ez_fail(ELIZA_E_CONTEXT_FULL, "%d tokens at position %d do not fit the GPU cache of %d", (int)n,
+                       (int)pos0, (int)s->n_ctx);
+    for (int32_t i = 0; i < n; i++) {
+        float *row = logits && all_logits ? logits + (size_t)i * n_vocab : logits && i == n - 1 ? logits : NULL;
+        int32_t rc;
+        if (cancel && ez_atomic_int_load(cancel)) return ez_fail(ELIZA_E_CANCELLED, "cancelled");
+        if ((rc = ez_llm_gpu_step(s, tokens[i], pos0 + i, row, NULL))) return rc;
+    }
+    return ELIZA_OK;
+}
+
+int32_t ez_llm_gpu_best(ez_llm_gpu *s, int32_t *best) {
+    uint32_t b = 0;
+    const int32_t rc = ez_gpu_download(s->best, 0, &b, sizeof b);
+    *best = (int32_t)b;
+    return rc;
+}
+
+uint64_t ez_llm_gpu_cache_bytes(const ez_llm_gpu *s) {
+    return 2u * (uint64_t)s->m->hp.n_layer * (uint64_t)s->n_ctx * (uint64_t)s->m->hp.n_head_kv *
+           (uint64_t)s->m->hp.head_dim * sizeof(float);
 }

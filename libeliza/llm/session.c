@@ -22,6 +22,13 @@ struct ez_llm_session {
     uint8_t *starts;            /* [n_ctx] 1 where a held position began a forward pass */
     int recurrent;              /* some layer holds recurrent state (it cannot rewind) */
     ez_kv_snapshot *spec_snap;  /* recurrent models: the states before a speculative pass */
+    /* A session on the GPU: the step holds the weights and the cache (kv,
+     * be and fwd are NULL); n_pos_gpu positions are held, prof counts its
+     * tokens and passes (one per token; the whole step is one dispatch
+     * chain, so no phase times). */
+    ez_llm_gpu *gpu;
+    int32_t n_pos_gpu;
+    ez_llm_profile prof;
 };
 
 int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch, int kv_type_k,
@@ -77,8 +84,44 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
     return ELIZA_OK;
 }
 
+int32_t ez_llm_session_create_gpu(const ez_llm_model *m, ez_llm_gpu *step, int32_t n_ctx, ez_llm_session **out) {
+    ez_llm_session *s;
+    *out = NULL;
+    if (n_ctx < 1) {
+        ez_llm_gpu_free(step);
+        return ez_fail(ELIZA_E_INVALID_ARG, "context %d must be >= 1", n_ctx);
+    }
+    s = (ez_llm_session *)calloc(1, sizeof *s);
+    if (s) s->tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_ctx);
+    if (!s || !s->tokens) {
+        free(s);
+        ez_llm_gpu_free(step);
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
+    }
+    s->m = m;
+    s->gpu = step;
+    s->n_ctx = n_ctx;
+    s->n_batch = 1;
+    s->kv_type_k = s->kv_type_v = EZ_KV_F32;
+    *out = s;
+    return ELIZA_OK;
+}
+
+int ez_llm_session_on_gpu(const ez_llm_session *s) { return s->gpu != NULL; }
+const char *ez_llm_session_gpu_device(const ez_llm_session *s) {
+    return s->gpu ? ez_llm_gpu_device_name(s->gpu) : NULL;
+}
+
+int32_t ez_llm_session_greedy(ez_llm_session *s, int32_t *best) {
+    *best = -1;
+    if (!s->gpu) return ez_fail(ELIZA_E_STATE, "the greedy choice is read back from GPU sessions only");
+    if (s->n_pos_gpu == 0) return ez_fail(ELIZA_E_STATE, "no position evaluated yet");
+    return ez_llm_gpu_best(s->gpu, best);
+}
+
 void ez_llm_session_free(ez_llm_session *s) {
     if (!s) return;
+    ez_llm_gpu_free(s->gpu);
     ez_llm_fwd_free(s->fwd);
     if (s->be) s->be->ops->free(s->be);
     ez_kv_snapshot_free(s->spec_snap);
@@ -91,24 +134,54 @@ void ez_llm_session_free(ez_llm_session *s) {
 const ez_llm_model *ez_llm_session_model(const ez_llm_session *s) { return s->m; }
 ez_kv_cache *ez_llm_session_cache(ez_llm_session *s) { return s->kv; }
 int ez_llm_session_kv_type(const ez_llm_session *s, int values) { return values ? s->kv_type_v : s->kv_type_k; }
-size_t ez_llm_session_kv_bytes(const ez_llm_session *s) { return s->kv->bytes; }
-size_t ez_llm_session_kv_bytes_per_token(const ez_llm_session *s) { return ez_kv_cache_bytes_per_token(s->kv); }
-const ez_llm_profile *ez_llm_session_profile(const ez_llm_session *s) { return &s->fwd->prof; }
-int32_t ez_llm_session_n_pos(const ez_llm_session *s) { return s->kv->n_pos; }
+size_t ez_llm_session_kv_bytes(const ez_llm_session *s) {
+    return s->gpu ? (size_t)ez_llm_gpu_cache_bytes(s->gpu) : s->kv->bytes;
+}
+size_t ez_llm_session_kv_bytes_per_token(const ez_llm_session *s) {
+    return s->gpu ? (size_t)(ez_llm_gpu_cache_bytes(s->gpu) / (uint64_t)s->n_ctx) : ez_kv_cache_bytes_per_token(s->kv);
+}
+const ez_llm_profile *ez_llm_session_profile(const ez_llm_session *s) { return s->gpu ? &s->prof : &s->fwd->prof; }
+int32_t ez_llm_session_n_pos(const ez_llm_session *s) { return s->gpu ? s->n_pos_gpu : s->kv->n_pos; }
 const int32_t *ez_llm_session_tokens(const ez_llm_session *s) { return s->tokens; }
-void ez_llm_session_clear(ez_llm_session *s) { ez_kv_cache_clear(s->kv); }
-int32_t ez_llm_session_rewind(ez_llm_session *s, int32_t n) { return ez_kv_cache_rewind(s->kv, n); }
+void ez_llm_session_clear(ez_llm_session *s) {
+    if (s->gpu) s->n_pos_gpu = 0;
+    else ez_kv_cache_clear(s->kv);
+}
+int32_t ez_llm_session_rewind(ez_llm_session *s, int32_t n) {
+    if (!s->gpu) return ez_kv_cache_rewind(s->kv, n);
+    /* The GPU cache keeps every position's row: any rewind is valid. */
+    if (n < 0 || n > s->n_pos_gpu)
+        return ez_fail(ELIZA_E_INVALID_ARG, "rewind of %d positions; %d are held", n, s->n_pos_gpu);
+    s->n_pos_gpu -= n;
+    return ELIZA_OK;
+}
+
+/* Eval on the GPU: every token one replayed step; an error holds none of
+ * the call's tokens (their cache rows are written again by the next eval). */
+static int32_t eval_gpu(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits, int all_logits,
+                        float *hidden, ez_llm_flag *cancel) {
+    const int32_t pos0 = s->n_pos_gpu;
+    int32_t rc;
+    if (hidden) return ez_fail(ELIZA_E_UNSUPPORTED, "the GPU step does not read back hidden states");
+    if ((rc = ez_llm_gpu_eval(s->gpu, tokens, n, pos0, logits, all_logits, cancel))) return rc;
+    memcpy(s->tokens + pos0, tokens, sizeof(int32_t) * (size_t)n);
+    s->n_pos_gpu += n;
+    s->prof.tokens += (uint64_t)n;
+    s->prof.batches += (uint64_t)n;
+    return ELIZA_OK;
+}
 
 int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits, int all_logits,
                             float *hidden, ez_llm_flag *cancel) {
     const int64_t n_vocab_embd = s->m->tok_embd.n_rows;
-    const int32_t pos0 = s->kv->n_pos;
+    const int32_t pos0 = ez_llm_session_n_pos(s);
     if (n < 1 || (int64_t)pos0 + n > s->n_ctx)
         return ez_fail(ELIZA_E_CONTEXT_FULL, "%d tokens at position %d do not fit a context of %d", n, pos0, s->n_ctx);
     for (int32_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab_embd)
             return ez_fail(ELIZA_E_INVALID_ARG, "token %d at index %d is outside the vocabulary (%" PRId64 ")",
                            tokens[i], i, n_vocab_embd);
+    if (s->gpu) return eval_gpu(s, tokens, n, logits, all_logits, hidden, cancel);
     for (int32_t b0 = 0; b0 < n; b0 += s->n_batch) {
         const int32_t nb = EZ_MIN(s->n_batch, n - b0);
         const int last = b0 + nb == n;
@@ -128,11 +201,18 @@ int32_t ez_llm_session_eval(ez_llm_session *s, const int32_t *tokens, int32_t n,
 
 int32_t ez_llm_session_eval_prompt(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits,
                                    float *hidden, ez_llm_flag *cancel, int32_t *n_reused) {
-    const int32_t held = s->kv->n_pos;
+    const int32_t held = ez_llm_session_n_pos(s);
     int32_t keep = 0, rc;
     *n_reused = 0;
     if (n < 1) return ez_fail(ELIZA_E_INVALID_ARG, "the prompt has no tokens");
     while (keep < held && keep < n - 1 && s->tokens[keep] == tokens[keep]) keep++;
+    if (s->gpu) {
+        /* One step per token: the logits of a position do not depend on
+         * how the tokens before it were batched, so any prefix stays. */
+        s->n_pos_gpu = keep;
+        *n_reused = keep;
+        return ez_llm_session_eval(s, tokens + keep, n - keep, logits, 0, hidden, cancel);
+    }
     /* Going back inside what the cache holds, start again where a pass
      * began: the passes from there are those that ran before, so the same
      * prompt twice gives the same logits (a pass's kernels depend on its
@@ -195,6 +275,10 @@ struct ez_llm_stream {
                                 * then the spec's rows; the row that predicted the
                                 * pending token is `last_hidden` */
     const float *last_hidden;
+    /* A GPU session decoding greedily without penalties reads back only
+     * the device's argmax: `best` is the next token then, not the logits. */
+    int device_greedy;
+    int32_t best;
 };
 
 static void stream_release(ez_llm_stream *st) {
@@ -245,6 +329,8 @@ int32_t ez_llm_stream_open(ez_llm_session *s, const ez_tokenizer *tok, const cha
     st->max_tokens = p->max_tokens;
     st->last_text_token = -1;
     st->state = STREAM_PROMPT;
+    st->device_greedy = ez_llm_session_on_gpu(s) && !p->drafter && p->sampling.temperature <= 0.0f &&
+                        (p->sampling.repeat_penalty == 1.0f || p->sampling.repeat_last_n == 0);
 
     rc = copy_stop_strings(st, p);
     if (rc == ELIZA_OK) rc = ez_sampler_create(&p->sampling, n_vocab, &st->sampler);
@@ -468,8 +554,9 @@ static int32_t advance(ez_llm_stream *st) {
             st->hidden = (float *)malloc(sizeof(float) * st->n_prompt * (size_t)n_embd);
             if (!st->hidden) return ez_fail(ELIZA_E_NOMEM, "out of memory for the prompt's hidden states");
         }
-        rc = ez_llm_session_eval_prompt(st->s, st->tokens, (int32_t)st->n_prompt, st->logits, st->hidden,
-                                        &st->cancel, &st->n_reused);
+        rc = ez_llm_session_eval_prompt(st->s, st->tokens, (int32_t)st->n_prompt,
+                                        st->device_greedy ? NULL : st->logits, st->hidden, &st->cancel, &st->n_reused);
+        if (rc == ELIZA_OK && st->device_greedy) rc = ez_llm_session_greedy(st->s, &st->best);
         st->prefill_ns += ez_time_ns() - t0;
         if (rc) return rc;
         if (st->hidden) st->last_hidden = st->hidden + (st->n_prompt - (size_t)st->n_reused - 1) * (size_t)n_embd;
@@ -479,7 +566,9 @@ static int32_t advance(ez_llm_stream *st) {
         if (rc) return rc;
         st->decode_evals += (uint32_t)st->n_queue;
     } else {
-        rc = ez_llm_session_eval(st->s, &st->tokens[st->n_tokens - 1], 1, st->logits, 0, NULL, &st->cancel);
+        rc = ez_llm_session_eval(st->s, &st->tokens[st->n_tokens - 1], 1, st->device_greedy ? NULL : st->logits, 0,
+                                 NULL, &st->cancel);
+        if (rc == ELIZA_OK && st->device_greedy) rc = ez_llm_session_greedy(st->s, &st->best);
         st->decode_ns += ez_time_ns() - t0;
         if (rc) return rc;
         st->decode_evals++;
@@ -527,8 +616,9 @@ static int32_t generate_one(ez_llm_stream *st, ez_llm_gen_piece *piece) {
     size_t at;
     int32_t id, rc;
 
-    id = st->i_queue < st->n_queue ? st->queue[st->i_queue++]
-                                   : ez_sampler_sample(st->sampler, st->logits, st->tokens, st->n_tokens);
+    if (st->i_queue < st->n_queue) id = st->queue[st->i_queue++];
+    else if (st->device_greedy) id = st->best;
+    else id = ez_sampler_sample(st->sampler, st->logits, st->tokens, st->n_tokens);
     if (ez_tokenizer_is_eog(st->tok, id)) {
         finish(st, ELIZA_STOP_EOS);
         return ELIZA_DONE; /* nothing of this token to show; the caller flushes */

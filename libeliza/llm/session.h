@@ -16,6 +16,7 @@
 #include "core/pool.h"
 #include "draft.h"
 #include "forward.h"
+#include "gpu_step.h"
 #include "kv.h"
 #include "model.h"
 #include "sampler.h"
@@ -30,6 +31,23 @@ typedef struct ez_llm_session ez_llm_session;
 EZ_INTERNAL int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ctx, int32_t n_batch,
                                           int kv_type_k, int kv_type_v, ez_llm_session **out);
 EZ_INTERNAL void ez_llm_session_free(ez_llm_session *s);
+
+/* A session whose model runs on the GPU: step (gpu_step.h; owned by the
+ * session from here, also on failure) holds the weights and a cache of
+ * n_ctx positions (its context). Eval runs every token as one replayed
+ * step (all_logits reads every row back); there is no CPU cache
+ * (ez_llm_session_cache is NULL), no hidden states (ELIZA_E_UNSUPPORTED),
+ * and any held position can be rewound to. ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_llm_session_create_gpu(const ez_llm_model *m, ez_llm_gpu *step, int32_t n_ctx,
+                                              ez_llm_session **out);
+EZ_INTERNAL int ez_llm_session_on_gpu(const ez_llm_session *s);
+/* The GPU session's device name; NULL for a CPU session. */
+EZ_INTERNAL const char *ez_llm_session_gpu_device(const ez_llm_session *s);
+/* A GPU session's greedy choice for the last position evaluated (an eval
+ * with logits NULL leaves it on the device: 4 bytes read back), as the
+ * sampler's greedy pick of that position's logits. ELIZA_E_STATE on a CPU
+ * session or before any eval. */
+EZ_INTERNAL int32_t ez_llm_session_greedy(ez_llm_session *s, int32_t *best);
 
 /* The cache, for snapshots (kv.h; the speculative loop's recurrent state). */
 EZ_INTERNAL const ez_llm_model *ez_llm_session_model(const ez_llm_session *s);

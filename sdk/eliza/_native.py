@@ -89,6 +89,9 @@ class LlmParams(ctypes.Structure):
         ("draft_kind", _u32),
         ("draft_max_tokens", _i32),
         ("draft_path", _str),
+        ("n_gpu_layers", _i32),
+        ("gpu_device", _str),
+        ("gpu_required", _u32),
     ]
 
 

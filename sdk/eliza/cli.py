@@ -177,8 +177,21 @@ def _print_gguf(path: str, as_json: bool, all_metadata: bool, n_listed: int) -> 
 def _cmd_info(args: argparse.Namespace) -> int:
     if args.model is None:
         _print_capabilities(args.json)
-    else:
-        _print_gguf(args.model, args.json, args.all_metadata, args.tensors)
+        return 0
+    if args.gpu_layers is not None:
+        from .llm import LLM
+
+        # The model opened as generate would open it: which backend runs it.
+        with LLM(args.model, context_size=args.ctx, gpu_layers=args.gpu_layers,
+                 gpu_device=args.gpu_device) as llm:
+            info = llm.info
+        if args.json:
+            print(json.dumps(info, indent=2, ensure_ascii=False))
+        else:
+            print(f"{args.model}: {info['architecture']}, {info['n_layer']} layers, "
+                  f"{info['gpu_layers']} on the GPU, {_backend_text(info)}")
+        return 0
+    _print_gguf(args.model, args.json, args.all_metadata, args.tensors)
     return 0
 
 
@@ -314,7 +327,10 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         kv_type_v=args.kv_type_v,
         draft=args.draft,
         draft_max_tokens=args.draft_max,
+        gpu_layers=args.gpu_layers,
+        gpu_device=args.gpu_device,
     ) as llm:
+        backend = _backend_text(llm.info)
         pieces = llm.stream(_read_prompt(args), _generate_options(args), stop=args.stop or ())
         for piece in pieces:
             out.write(piece.encode("utf-8"))
@@ -332,7 +348,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(
             f"eliza: {stats.prompt_tokens} prompt tokens ({stats.prefill_tokens_per_s:.1f} tok/s), "
             f"{stats.generated_tokens} generated ({stats.decode_tokens_per_s:.1f} tok/s), "
-            f"stop: {stats.stop_reason.name.lower()}{drafts}",
+            f"stop: {stats.stop_reason.name.lower()}{drafts}, {backend}",
             file=sys.stderr,
         )
     return 0
@@ -367,7 +383,27 @@ def _add_generate_command(commands: argparse._SubParsersAction[argparse.Argument
                      help="context size in tokens; 0 = the model's, at most 4096 (default)")
     _add_kv_type_arguments(gen)
     _add_draft_arguments(gen)
+    _add_gpu_arguments(gen)
     gen.set_defaults(func=_cmd_generate)
+
+
+def _add_gpu_arguments(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--gpu-layers", type=int, default=0, metavar="N",
+                     help="layers on the GPU (Vulkan): 0 = none (default), -1 = all; the GPU takes the "
+                     "whole model, so any other positive N puts all there too; a model the GPU cannot "
+                     "run falls back to the CPU, saying why")
+    cmd.add_argument("--gpu-device", metavar="NAME", default=None,
+                     help="the Vulkan device: an index or part of its name (llvmpipe: Mesa's CPU "
+                     "driver); default $ELIZA_GPU_DEVICE, else the best GPU")
+
+
+def _backend_text(info: dict[str, Any]) -> str:
+    """What runs the model: "backend: cpu", "backend: vulkan: DEVICE", or the
+    CPU with the reason the GPU asked for is not used."""
+    text = f"backend: {info.get('backend', 'cpu')}"
+    if info.get("gpu_fallback"):
+        text += f" (GPU not used: {info['gpu_fallback']})"
+    return text
 
 
 def _add_kv_type_arguments(cmd: argparse.ArgumentParser) -> None:
@@ -401,13 +437,15 @@ def _cmd_perplexity(args: argparse.Namespace) -> int:
         n_batch=args.batch,
         kv_type=args.kv_type,
         kv_type_v=args.kv_type_v,
+        gpu_layers=args.gpu_layers,
+        gpu_device=args.gpu_device,
     ) as llm:
         result = llm.perplexity(text, n_ctx=args.ctx)
         info = llm.info
     print(
         f"perplexity {result.ppl:.4f} +/- {result.ppl_error:.5f} over {len(result.nll)} tokens "
         f"({result.n_chunks} chunks of {result.n_ctx}), KV cache {info['kv_type']}/{info['kv_type_v']} "
-        f"{info['kv_bytes_per_token']} bytes per token"
+        f"{info['kv_bytes_per_token']} bytes per token, {_backend_text(info)}"
     )
     return 0
 
@@ -425,6 +463,7 @@ def _add_perplexity_command(commands: argparse._SubParsersAction[argparse.Argume
     cmd.add_argument("--batch", type=int, default=0, metavar="N", help="tokens per pass; 0 = 256 (default)")
     cmd.add_argument("--threads", type=int, default=0, metavar="N", help="0 = one per core (default)")
     _add_kv_type_arguments(cmd)
+    _add_gpu_arguments(cmd)
     cmd.set_defaults(func=_cmd_perplexity)
 
 
@@ -460,12 +499,13 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     interactive = sys.stdin.isatty()
     with LLM(args.model, n_threads=args.threads, context_size=args.ctx, kv_type=args.kv_type,
-             kv_type_v=args.kv_type_v, draft=args.draft, draft_max_tokens=args.draft_max) as llm:
+             kv_type_v=args.kv_type_v, draft=args.draft, draft_max_tokens=args.draft_max,
+             gpu_layers=args.gpu_layers, gpu_device=args.gpu_device) as llm:
         history: list[dict[str, str]] = []
         if args.system:
             history.append({"role": "system", "content": args.system})
         if interactive:
-            print(f"eliza chat: {args.model}; {_CHAT_HELP}", file=sys.stderr)
+            print(f"eliza chat: {args.model} ({_backend_text(llm.info)}); {_CHAT_HELP}", file=sys.stderr)
         while True:
             try:
                 line = input("> " if interactive else "")
@@ -511,6 +551,7 @@ def _add_chat_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     chat.add_argument("--ctx", type=int, default=0, metavar="N",
                       help="context size in tokens; 0 = the model's, at most 4096 (default)")
     _add_kv_type_arguments(chat)
+    _add_gpu_arguments(chat)
     _add_draft_arguments(chat)
     chat.set_defaults(func=_cmd_chat)
 
@@ -838,6 +879,14 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument(
         "--tensors", type=_count, default=10, metavar="N", help="list the first N tensors (default 10)"
     )
+    info.add_argument("--gpu-layers", type=int, default=None, metavar="N",
+                      help="open the language model with N layers on the GPU (-1 = all) and say which "
+                      "backend runs it (vulkan: DEVICE, or the CPU and why) instead of the file's contents")
+    info.add_argument("--gpu-device", metavar="NAME", default=None,
+                      help="the Vulkan device for --gpu-layers (default $ELIZA_GPU_DEVICE, else the best "
+                      "GPU)")
+    info.add_argument("--ctx", type=int, default=512, metavar="N",
+                      help="context size for --gpu-layers (default 512)")
     info.set_defaults(func=_cmd_info)
     _add_generate_command(commands)
     _add_perplexity_command(commands)

@@ -403,6 +403,14 @@ class LLM(NativeModel["_Stream"]):
     drafting up to ``draft_max_tokens`` tokens per verification pass; greedy
     output stays token for token the same, sampled output keeps its
     distribution, and :class:`LLMStats` counts drafted and accepted tokens.
+    ``gpu_layers`` puts the model on the GPU (Vulkan): 0 (the default) runs
+    it on the CPU, -1 (or any other positive count: the GPU takes the whole
+    model) on the device ``gpu_device`` names (None: ``$ELIZA_GPU_DEVICE``,
+    else the best GPU; ``"llvmpipe"`` picks Mesa's CPU driver). A model the
+    GPU cannot run falls back to the CPU, the reason logged and in
+    ``info["gpu_fallback"]``; ``gpu_required=True`` raises the reason's
+    error instead. ``info["backend"]`` says what runs: ``"cpu"`` or
+    ``"vulkan: DEVICE"``.
     Use it as a context manager (or call
     :meth:`close`) to free the weights' mapping and the cache at a known
     point. One thread at a time may use it; :meth:`cancel` is the exception.
@@ -433,6 +441,9 @@ class LLM(NativeModel["_Stream"]):
         kv_type_v: str | None = None,
         draft: str | None = None,
         draft_max_tokens: int = 15,
+        gpu_layers: int = 0,
+        gpu_device: str | None = None,
+        gpu_required: bool = False,
     ) -> None:
         super().__init__(os.fspath(path))
         self._last_stats: LLMStats | None = None
@@ -448,6 +459,9 @@ class LLM(NativeModel["_Stream"]):
         params.draft_kind = draft_kind
         params.draft_max_tokens = draft_max_tokens
         params.draft_path = os.fsencode(draft_path) if draft_path is not None else None
+        params.n_gpu_layers = gpu_layers
+        params.gpu_device = gpu_device.encode("utf-8") if gpu_device is not None else None
+        params.gpu_required = 1 if gpu_required else 0
         handle = ctypes.c_void_p()
         check(lib().eliza_llm_open(os.fsencode(self.path), ctypes.byref(params), ctypes.byref(handle)))
         self._handle = handle
@@ -464,7 +478,8 @@ class LLM(NativeModel["_Stream"]):
     def info(self) -> dict[str, Any]:
         """``eliza_llm_info_json``: architecture, n_vocab, n_ctx_train,
         context_size, n_embd, n_layer, bos, eos, n_threads, kv_type, kv_type_v, kv_bytes,
-        kv_bytes_per_token."""
+        kv_bytes_per_token, backend ("cpu" or "vulkan: DEVICE"), gpu_layers,
+        gpu_fallback (why the GPU asked for is not used, or None)."""
         out = ctypes.c_char_p()
         with self._calling() as handle:
             check(lib().eliza_llm_info_json(handle, ctypes.byref(out)))

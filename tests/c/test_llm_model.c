@@ -5,6 +5,7 @@
  * load errors; the stream's contract (context full, max tokens, stop strings,
  * EOS, cancel from another thread, seeds, struct sizes). Runs under
  * -DELIZA_SANITIZE=ON too. */
+#define _POSIX_C_SOURCE 200809L /* setenv: the GPU engine test turns the validation layer on */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -1766,6 +1767,345 @@ done:
     ref_free(&r);
 }
 
+#if defined(ELIZA_VULKAN)
+/* ---- the engine on the GPU (eliza_llm_params.n_gpu_layers) ------------------------------- */
+
+static void set_env(const char *name, const char *value) {
+#if defined(_WIN32)
+    _putenv_s(name, value);
+#else
+    setenv(name, value, 1);
+#endif
+}
+
+/* The log lines the library sent, for the fallback's reason. */
+static char g_log[8192];
+static size_t g_log_len;
+static void capture_log(int32_t level, const char *message, void *user) {
+    const size_t n = strlen(message);
+    (void)level;
+    (void)user;
+    if (g_log_len + n + 2 < sizeof g_log) {
+        memcpy(g_log + g_log_len, message, n);
+        g_log_len += n;
+        g_log[g_log_len++] = '\n';
+        g_log[g_log_len] = '\0';
+    }
+}
+
+static eliza_llm *open_gpu(int32_t n_ctx, int32_t n_gpu_layers, const char *device, uint32_t required,
+                           uint32_t kv_type, int32_t *rc) {
+    eliza_llm_params p;
+    eliza_llm *llm = NULL;
+    eliza_llm_default_params(&p);
+    p.context_size = (uint32_t)n_ctx;
+    p.n_batch = 4;
+    p.n_threads = 2;
+    p.kv_type = kv_type;
+    p.n_gpu_layers = n_gpu_layers;
+    p.gpu_device = device;
+    p.gpu_required = required;
+    *rc = eliza_llm_open(k_path, &p, &llm);
+    return llm;
+}
+
+static char *info_of(const eliza_llm *llm) {
+    char *json = NULL;
+    CHECK_RC(eliza_llm_info_json(llm, &json), ELIZA_OK);
+    return json;
+}
+
+/* The tiny models through eliza_llm_open with every layer on the GPU,
+ * against the same file on the CPU: the logits of every position (past
+ * gemma3's 5-token window), greedy text, seeded sampling (the logits agree
+ * to ~1e-6 of their range, far inside the gaps between the cumulative
+ * probabilities a draw lands on, so the same seed draws the same tokens),
+ * prefix reuse of a second prompt, token_nll, n-gram speculative decoding,
+ * and closing the model under an open stream. F32 and F16 weights: the CPU
+ * engine quantizes activations for block-quantized weights and the GPU
+ * does not, so only float weights are held to a tight bound. */
+static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
+    static const char *const archs[] = {"gemma3", "llama", "gemma3"};
+    for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
+        enum { N_TOK = 12, N_CTX = 64 };
+        spec s = base_spec(archs[ai]);
+        ref_model r;
+        eliza_llm *cpu, *gpu;
+        eliza_llm_stream_config c;
+        run_result rc_cpu, rg;
+        int32_t tokens[N_TOK], rc;
+        float *lc = NULL, *lg = NULL;
+        size_t nc = 0, ng = 0;
+        double diff = 0.0, top = 0.0, nll_c[N_TOK], nll_g[N_TOK], nll_diff = 0.0;
+        char *json;
+        if (ai == 2) s.wtype = EZ_TYPE_F16;
+        write_model(&s, &r);
+        ref_free(&r);
+        cpu = open_model(N_CTX, 4, 2);
+        gpu = open_gpu(N_CTX, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+        CHECK_RC(rc, ELIZA_OK);
+        if (!cpu || !gpu) {
+            eliza_llm_close(cpu);
+            eliza_llm_close(gpu);
+            continue;
+        }
+        json = info_of(gpu);
+        CHECK(json && strstr(json, "\"backend\": \"vulkan: ") && strstr(json, "\"gpu_layers\": 3") &&
+              strstr(json, "\"gpu_fallback\": null"));
+        eliza_free(json);
+
+        g_rng = 99;
+        random_tokens(tokens, N_TOK);
+        CHECK_RC(eliza_llm_logits(cpu, tokens, N_TOK, 1, &lc, &nc), ELIZA_OK);
+        CHECK_RC(eliza_llm_logits(gpu, tokens, N_TOK, 1, &lg, &ng), ELIZA_OK);
+        CHECK(nc == ng && nc == (size_t)N_TOK * N_VOCAB);
+        for (size_t i = 0; lc && lg && i < nc; i++) {
+            const double e = fabs((double)lg[i] - lc[i]);
+            diff = e > diff || e != e ? e : diff;
+            top = fabs((double)lc[i]) > top ? fabs((double)lc[i]) : top;
+        }
+        CHECK_RC(eliza_llm_token_nll(cpu, tokens, N_TOK, 2, nll_c), ELIZA_OK);
+        CHECK_RC(eliza_llm_token_nll(gpu, tokens, N_TOK, 2, nll_g), ELIZA_OK);
+        for (int i = 0; i < N_TOK - 3; i++)
+            nll_diff = fabs(nll_g[i] - nll_c[i]) > nll_diff ? fabs(nll_g[i] - nll_c[i]) : nll_diff;
+
+        /* Greedy: the device's argmax (4 bytes a token) gives the CPU's text. */
+        stream_config(&c, "hello world");
+        c.max_tokens = 16;
+        rc_cpu = run_stream(cpu, &c);
+        rg = run_stream(gpu, &c);
+        CHECK_RC(rg.rc, ELIZA_DONE);
+        CHECK(rg.n_tokens == rc_cpu.n_tokens && rg.n_tokens > 0 &&
+              memcmp(rg.tokens, rc_cpu.tokens, sizeof(int32_t) * (size_t)rg.n_tokens) == 0);
+        CHECK(rg.text_len == rc_cpu.text_len && memcmp(rg.text, rc_cpu.text, rg.text_len) == 0);
+        /* A longer prompt that begins with the first one and its output:
+         * the GPU session keeps that prefix and evaluates only the rest. */
+        {
+            char prompt[4200];
+            run_result again_cpu, again_gpu;
+            snprintf(prompt, sizeof prompt, "hello world%.*s and more", (int)EZ_MIN(rg.text_len, 12), rg.text);
+            c.prompt = prompt;
+            c.max_tokens = 6;
+            again_gpu = run_stream(gpu, &c);
+            again_cpu = run_stream(cpu, &c);
+            CHECK_RC(again_gpu.rc, ELIZA_DONE);
+            CHECK(again_gpu.stats.prompt_evaluated < again_gpu.stats.prompt_tokens);
+            CHECK(again_gpu.n_tokens == again_cpu.n_tokens &&
+                  memcmp(again_gpu.tokens, again_cpu.tokens, sizeof(int32_t) * (size_t)again_gpu.n_tokens) == 0);
+            /* Back to the short prompt: a rewind inside what the GPU holds. */
+            c.prompt = "hello world";
+            c.max_tokens = 16;
+            again_gpu = run_stream(gpu, &c);
+            CHECK(again_gpu.stats.prompt_evaluated == 1);
+            CHECK(again_gpu.n_tokens == rc_cpu.n_tokens &&
+                  memcmp(again_gpu.tokens, rc_cpu.tokens, sizeof(int32_t) * (size_t)rc_cpu.n_tokens) == 0);
+        }
+        /* Sampling with a seed reads the logits back and draws as the CPU does. */
+        c.temperature = 0.9f;
+        c.top_k = 0;
+        c.top_p = 1.0f;
+        c.min_p = 0.0f;
+        c.repeat_penalty = 1.1f;
+        c.seed = 31337;
+        rc_cpu = run_stream(cpu, &c);
+        rg = run_stream(gpu, &c);
+        CHECK(rg.n_tokens == rc_cpu.n_tokens && rg.n_tokens > 0 &&
+              memcmp(rg.tokens, rc_cpu.tokens, sizeof(int32_t) * (size_t)rg.n_tokens) == 0);
+        printf("  GPU engine, %s %s weights: max |gpu - cpu| logit %.3g (logits up to %.3g), token_nll %.3g; "
+               "greedy %d tokens equal, sampled %d equal\n",
+               archs[ai], ai == 2 ? "F16" : "F32", diff, top, nll_diff, rc_cpu.n_tokens, rg.n_tokens);
+        CHECK(diff <= 1e-4 * top);
+        CHECK(nll_diff <= 1e-4);
+        eliza_free(lc);
+        eliza_free(lg);
+        eliza_llm_close(cpu);
+
+        /* Closing the model under an open stream: the stream fails with
+         * ELIZA_E_STATE and still closes. */
+        {
+            eliza_llm_stream *st = NULL;
+            eliza_llm_piece piece;
+            stream_config(&c, "hello");
+            CHECK_RC(eliza_llm_stream_open(gpu, &c, &st), ELIZA_OK);
+            memset(&piece, 0, sizeof piece);
+            piece.struct_size = sizeof piece;
+            CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_OK);
+            eliza_llm_close(gpu);
+            CHECK_RC(eliza_llm_stream_next(st, &piece), ELIZA_E_STATE);
+            eliza_llm_stream_close(st);
+        }
+    }
+}
+
+/* Copies the file at from to to; nonzero on success. */
+static int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    char buf[65536];
+    size_t n;
+    int ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok;
+}
+
+/* Speculative decoding on the GPU, n-gram and draft-model (the same file as
+ * its own drafter, which runs on the CPU): each verification pass runs its
+ * tokens as steps and reads every row back; the greedy output is the plain
+ * one. */
+static void test_llm_gpu_engine_speculative_greedy(const char *device) {
+    static const char *const draft_path = "test_llm_tmp_draft.gguf";
+    static const uint32_t kinds[] = {ELIZA_LLM_DRAFT_NGRAM, ELIZA_LLM_DRAFT_MODEL};
+    spec s = base_spec("llama");
+    ref_model r;
+    eliza_llm *plain = NULL;
+    eliza_llm_stream_config c;
+    run_result a;
+    int32_t rc;
+    write_model(&s, &r);
+    ref_free(&r);
+    CHECK(copy_file(k_path, draft_path));
+    plain = open_gpu(64, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+    stream_config(&c, "abcabcabcabc");
+    c.max_tokens = 24;
+    a = run_stream(plain, &c);
+    CHECK_RC(a.rc, ELIZA_DONE);
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        eliza_llm_params p;
+        eliza_llm *spec_llm = NULL;
+        run_result b;
+        eliza_llm_default_params(&p);
+        p.context_size = 64;
+        p.n_batch = 8;
+        p.n_gpu_layers = -1;
+        p.gpu_device = device;
+        p.gpu_required = 1;
+        p.draft_kind = kinds[k];
+        p.draft_path = kinds[k] == ELIZA_LLM_DRAFT_MODEL ? draft_path : NULL;
+        p.draft_max_tokens = 4;
+        CHECK_RC(eliza_llm_open(k_path, &p, &spec_llm), ELIZA_OK);
+        if (!spec_llm) continue;
+        b = run_stream(spec_llm, &c);
+        CHECK_RC(b.rc, ELIZA_DONE);
+        CHECK(a.n_tokens == b.n_tokens && memcmp(a.tokens, b.tokens, sizeof(int32_t) * (size_t)a.n_tokens) == 0);
+        /* Whether a round drafts is the loop's timed choice (a GPU pass of
+         * k + 1 tokens costs k + 1 steps, so it often does not pay): the
+         * check is the output, the rounds are reported. */
+        printf("  GPU engine, %s drafts: %u rounds, %u of %u drafted tokens accepted\n",
+               kinds[k] == ELIZA_LLM_DRAFT_NGRAM ? "n-gram" : "draft-model", b.stats.draft_rounds,
+               b.stats.draft_accepted, b.stats.draft_tokens);
+        eliza_llm_close(spec_llm);
+    }
+    eliza_llm_close(plain);
+    remove(draft_path);
+}
+
+/* What cannot run on the GPU runs on the CPU with the reason logged and in
+ * the info, or fails with it when the GPU is required; bad values. */
+static void test_llm_gpu_engine_fallbacks(const char *device) {
+    spec s = base_spec("gemma3");
+    ref_model r;
+    eliza_llm *llm;
+    int32_t rc;
+    char *json;
+    write_model(&s, &r);
+    ref_free(&r);
+    eliza_set_log_callback(capture_log, ELIZA_LOG_INFO, NULL);
+
+    /* No device ("none", as ELIZA_GPU_DEVICE=none): the CPU, saying why. */
+    g_log_len = 0;
+    g_log[0] = '\0';
+    llm = open_gpu(32, -1, "none", 0, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_OK);
+    json = llm ? info_of(llm) : NULL;
+    CHECK(json && strstr(json, "\"backend\": \"cpu\"") && strstr(json, "\"gpu_layers\": 0") &&
+          strstr(json, "\"gpu_fallback\": \"") && !strstr(json, "\"gpu_fallback\": null"));
+    CHECK(strstr(g_log, "the GPU is not used, the model runs on the CPU") != NULL);
+    eliza_free(json);
+    eliza_llm_close(llm);
+    /* ... and required: the error, saying why. */
+    llm = open_gpu(32, -1, "none", 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_E_UNSUPPORTED);
+    CHECK(llm == NULL && strstr(eliza_last_error(), "the GPU is required") != NULL);
+    /* A device name that matches nothing. */
+    llm = open_gpu(32, -1, "no-such-gpu-anywhere", 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_E_NOT_FOUND);
+    CHECK(llm == NULL);
+    /* A quantized KV cache: the GPU's is F32 only. */
+    g_log_len = 0;
+    llm = open_gpu(32, -1, device, 0, ELIZA_LLM_KV_F16, &rc);
+    CHECK_RC(rc, ELIZA_OK);
+    json = llm ? info_of(llm) : NULL;
+    CHECK(json && strstr(json, "\"backend\": \"cpu\"") && strstr(json, "F32 keys and values only"));
+    CHECK(strstr(g_log, "F32 keys and values only") != NULL);
+    eliza_free(json);
+    eliza_llm_close(llm);
+    llm = open_gpu(32, -1, device, 1, ELIZA_LLM_KV_F16, &rc);
+    CHECK_RC(rc, ELIZA_E_UNSUPPORTED);
+    /* Partial offload: the whole model goes, a log line says so. */
+    g_log_len = 0;
+    llm = open_gpu(32, 1, device, 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_OK);
+    json = llm ? info_of(llm) : NULL;
+    CHECK(json && strstr(json, "\"gpu_layers\": 3"));
+    CHECK(strstr(g_log, "n_gpu_layers 1 of 3") != NULL);
+    eliza_free(json);
+    eliza_llm_close(llm);
+    /* n_gpu_layers 0: the CPU, no fallback to report. */
+    llm = open_gpu(32, 0, device, 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_OK);
+    json = llm ? info_of(llm) : NULL;
+    CHECK(json && strstr(json, "\"backend\": \"cpu\"") && strstr(json, "\"gpu_fallback\": null"));
+    eliza_free(json);
+    eliza_llm_close(llm);
+    /* A cache past what the device holds (4 GiB a layer: past the heap or
+     * one binding's range): refused before anything runs. */
+    llm = open_gpu(1 << 24, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK(rc == ELIZA_E_NOMEM || rc == ELIZA_E_UNSUPPORTED);
+    CHECK(llm == NULL && strstr(eliza_last_error(), "the GPU is required") != NULL);
+    /* Bad values. */
+    llm = open_gpu(32, -2, device, 0, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_E_INVALID_ARG);
+    CHECK(llm == NULL);
+    /* An architecture the GPU step lacks (qwen2's biases). */
+    s = base_spec("qwen2");
+    write_model(&s, &r);
+    ref_free(&r);
+    llm = open_gpu(32, -1, device, 0, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_OK);
+    json = llm ? info_of(llm) : NULL;
+    CHECK(json && strstr(json, "\"backend\": \"cpu\"") && strstr(json, "biases"));
+    eliza_free(json);
+    eliza_llm_close(llm);
+    llm = open_gpu(32, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+    CHECK_RC(rc, ELIZA_E_UNSUPPORTED);
+    eliza_set_log_callback(NULL, 0, NULL);
+}
+
+static void test_llm_gpu_engine(void) {
+    ez_gpu_params p;
+    ez_gpu *probe = NULL;
+    char device[256];
+    if (!g_keep_driver_loaded) {
+        printf("test_llm_gpu_engine: skipped (no Vulkan device)\n");
+        return;
+    }
+    /* The device the step test used, by name; the validation layer on
+     * where it is installed (its errors fail the next GPU call, so a test
+     * step fails). */
+    snprintf(device, sizeof device, "%s", ez_gpu_info(g_keep_driver_loaded)->name);
+    ez_gpu_params_default(&p);
+    p.device = device;
+    p.validation = 1;
+    if (ez_gpu_open(&p, &probe) == ELIZA_OK) set_env("ELIZA_GPU_VALIDATION", "1");
+    else printf("test_llm_gpu_engine: %s: running without validation\n", eliza_last_error());
+    ez_gpu_close(probe);
+    test_llm_gpu_engine_matches_the_cpu_engine(device);
+    test_llm_gpu_engine_speculative_greedy(device);
+    test_llm_gpu_engine_fallbacks(device);
+}
+#endif
+
 int main(void) {
     test_llm_forward_matches_reference_per_arch();
     test_llm_forward_quantized_weights_close_to_reference();
@@ -1784,6 +2124,9 @@ int main(void) {
     test_llm_session_rewind_matches_a_fresh_session();
     test_llm_session_prompt_reuses_the_held_prefix();
     test_llm_forward_runs_through_the_backend_seam();
+#if defined(ELIZA_VULKAN)
+    test_llm_gpu_engine();
+#endif
     remove(k_path);
     if (g_failed) {
         fprintf(stderr, "test_llm_model: FAILED\n");
