@@ -110,7 +110,7 @@ static void ssm_heads(void *ctx, int64_t h0, int64_t h1, int thread_index) {
                      j->f->ssm_y, (int)h0, (int)h1);
         return;
     }
-    ez_ssm_scan(j->f->ops, &j->sh, j->state, xbc, C, xbc + d_in, xbc + d_in + GN, C, dt, ld_z, j->L->ssm_dt_b,
+    ez_ssm_scan(j->f->pool, j->f->ops, &j->sh, j->state, xbc, C, xbc + d_in, xbc + d_in + GN, C, dt, ld_z, j->L->ssm_dt_b,
                 j->L->ssm_a, j->L->ssm_d, j->f->ssm_y, d_in, j->n, (int)h0, (int)h1,
                 j->f->ssm_work + (size_t)thread_index * (size_t)ez_ssm_scan_work_floats(&j->sh));
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/gemm.h"
 
 /* Frame s of a conv input: rows of the state for s < 0, of x after. */
 static inline const float *conv_frame(const float *state, const float *x, int64_t ld_x, int n_ch, int d_conv, int s) {
@@ -58,17 +59,20 @@ void ez_ssm_conv(const ez_ssm_ops *ops, float *state, const float *x, int64_t ld
 /* ---- chunked scan -------------------------------------------------------------------- */
 
 int64_t ez_ssm_scan_work_floats(const ez_ssm_shape *s) {
-    (void)s;
-    /* dt_h and cumulative a per token, one output's weights, and the
-     * chunk's C B^T of one group (shared by its H / G heads) */
-    return 3 * (int64_t)EZ_SSM_CHUNK + (int64_t)EZ_SSM_CHUNK * EZ_SSM_CHUNK;
+    /* dt_h and cumulative a per token, the state update's weights, the
+     * chunk's C B^T of one group (shared by its H / G heads), one head's
+     * weighted C B^T, and its weighted X^T */
+    return 3 * (int64_t)EZ_SSM_CHUNK + 2 * (int64_t)EZ_SSM_CHUNK * EZ_SSM_CHUNK +
+           (int64_t)s->head_dim * EZ_SSM_CHUNK;
 }
 
-void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, const float *x, int64_t ld_x,
-                 const float *B, const float *C, int64_t ld_bc, const float *dt, int64_t ld_dt, const float *dt_bias,
-                 const float *A, const float *D, float *y, int64_t ld_y, int n_tok, int h0, int h1, float *work) {
+void ez_ssm_scan(ez_pool *pool, const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, const float *x,
+                 int64_t ld_x, const float *B, const float *C, int64_t ld_bc, const float *dt, int64_t ld_dt,
+                 const float *dt_bias, const float *A, const float *D, float *y, int64_t ld_y, int n_tok, int h0,
+                 int h1, float *work) {
     const int P = s->head_dim, N = s->d_state, heads_per_group = s->n_head / s->n_group;
     float *dth = work, *cum = work + EZ_SSM_CHUNK, *m = work + 2 * EZ_SSM_CHUNK, *cb = work + 3 * EZ_SSM_CHUNK;
+    float *wcb = cb + EZ_SSM_CHUNK * EZ_SSM_CHUNK, *xt = wcb + EZ_SSM_CHUNK * EZ_SSM_CHUNK;
     for (int c0 = 0; c0 < n_tok; c0 += EZ_SSM_CHUNK) {
         const int L = n_tok - c0 < EZ_SSM_CHUNK ? n_tok - c0 : EZ_SSM_CHUNK;
         int cb_group = -1;
@@ -89,39 +93,31 @@ void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, cons
                 run += dth[t] * A[h];
                 cum[t] = run;
             }
+            /* what the chunk's initial state contributes: exp(cum_t) C_t S^T,
+             * the [L x N] . [N x P] product for all tokens at once */
+            ez_gemm_f32(pool, L, P, N, C + (int64_t)c0 * ld_bc + go, ld_bc, S, N, 1, y + (int64_t)c0 * ld_y + ho, ld_y,
+                        0);
             for (int t = 0; t < L; t++) {
-                const float *Ct = C + (int64_t)(c0 + t) * ld_bc + go, *xt = x + (int64_t)(c0 + t) * ld_x + ho;
+                const float *xtok = x + (int64_t)(c0 + t) * ld_x + ho;
                 float *yt = y + (int64_t)(c0 + t) * ld_y + ho;
                 const float carry = expf(cum[t]);
-                /* what the chunk's initial state contributes: exp(cum_t) C_t S^T
-                 * (four state rows per read of C_t) */
-                int p = 0;
-                for (; p + 4 <= P; p += 4) {
-                    float sc[4];
-                    vo->dot4(S + (int64_t)p * N, N, Ct, N, sc);
-                    for (int r = 0; r < 4; r++) yt[p + r] = carry * sc[r] + D[h] * xt[p + r];
-                }
-                for (; p < P; p++) yt[p] = carry * vo->dot(S + (int64_t)p * N, Ct, N) + D[h] * xt[p];
-                /* within the chunk: sum_u<=t (C_t . B_u) exp(cum_t - cum_u) dt_u x_u */
-                for (int u = 0; u <= t; u++) m[u] = cb[t * EZ_SSM_CHUNK + u] * expf(cum[t] - cum[u]) * dth[u];
-                for (int u = 0; u <= t; u++) vo->axpy(yt, m[u], x + (int64_t)(c0 + u) * ld_x + ho, P);
+                for (int p = 0; p < P; p++) yt[p] = carry * yt[p] + D[h] * xtok[p];
+                /* within the chunk: sum_u<=t (C_t . B_u) exp(cum_t - cum_u) dt_u x_u,
+                 * the weights a lower-triangular [L x L] times X [L x P] */
+                for (int u = 0; u < L; u++)
+                    wcb[t * L + u] = u <= t ? cb[t * EZ_SSM_CHUNK + u] * expf(cum[t] - cum[u]) * dth[u] : 0.0f;
             }
-            /* S <- exp(cum_end) S + X^T diag(dt_u exp(cum_end - cum_u)) B */
+            ez_gemm_f32(pool, L, P, L, wcb, L, x + (int64_t)c0 * ld_x + ho, ld_x, 0, y + (int64_t)c0 * ld_y + ho, ld_y,
+                        1);
+            /* S <- exp(cum_end) S + X^T diag(dt_u exp(cum_end - cum_u)) B: the
+             * weighted X^T [P x L] times the chunk's B [L x N] */
             {
                 const float end = cum[L - 1], decay = expf(end);
                 for (int u = 0; u < L; u++) m[u] = dth[u] * expf(end - cum[u]);
-                int p = 0;
+                for (int p = 0; p < P; p++)
+                    for (int u = 0; u < L; u++) xt[p * L + u] = m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p];
                 for (int64_t i = 0; i < (int64_t)P * N; i++) S[i] *= decay;
-                for (; p + 4 <= P; p += 4) /* four state rows per read of B_u */
-                    for (int u = 0; u < L; u++) {
-                        const float *xu = x + (int64_t)(c0 + u) * ld_x + ho + p;
-                        const float w[4] = {m[u] * xu[0], m[u] * xu[1], m[u] * xu[2], m[u] * xu[3]};
-                        vo->axpy4(S + (int64_t)p * N, N, w, B + (int64_t)(c0 + u) * ld_bc + go, N);
-                    }
-                for (; p < P; p++)
-                    for (int u = 0; u < L; u++)
-                        vo->axpy(S + (int64_t)p * N, m[u] * x[(int64_t)(c0 + u) * ld_x + ho + p],
-                                 B + (int64_t)(c0 + u) * ld_bc + go, N);
+                ez_gemm_f32(pool, P, N, L, xt, L, B + (int64_t)c0 * ld_bc + go, ld_bc, 0, S, N, 1);
             }
         }
     }

@@ -79,15 +79,17 @@ EZ_INTERNAL int64_t ez_ssm_scan_work_floats(const ez_ssm_shape *s);
  *   Y = (L_h o (C B^T)) (dt o X) + diag(exp(cum a)) C S^T + D X
  * and its state S <- exp(a_total) S + X^T diag(dt exp(a_total - cum a)) B
  * (a = dt * A; L_h[t][u] = exp(cum a_t - cum a_u) for u <= t, else 0):
- * products of [L x N], [N x L], [L x P] blocks through vo's dot and axpy,
- * no per-token pass over the state. Token t's x is x + t * ld_x (head h at
+ * the chunk's C S^T, (L_h o C B^T) X and X^T B products through
+ * ez_gemm_f32 (on `pool`, which is the caller's when called from inside one
+ * of its loops; NULL runs inline), C B^T through vo's dot, no per-token
+ * pass over the state. Token t's x is x + t * ld_x (head h at
  * h * P), its B and C are B + t * ld_bc and C + t * ld_bc (group g at
  * g * N), its dt is dt + t * ld_dt; y + t * ld_y receives the outputs.
  * work: ez_ssm_scan_work_floats(s) floats. Equal to n_tok ops->step calls
  * up to float rounding. */
-EZ_INTERNAL void ez_ssm_scan(const ez_llm_ops *vo, const ez_ssm_shape *s, float *state, const float *x, int64_t ld_x,
-                             const float *B, const float *C, int64_t ld_bc, const float *dt, int64_t ld_dt,
-                             const float *dt_bias, const float *A, const float *D, float *y, int64_t ld_y, int n_tok,
-                             int h0, int h1, float *work);
+EZ_INTERNAL void ez_ssm_scan(ez_pool *pool, const ez_llm_ops *vo, const ez_ssm_shape *s, float *state,
+                             const float *x, int64_t ld_x, const float *B, const float *C, int64_t ld_bc,
+                             const float *dt, int64_t ld_dt, const float *dt_bias, const float *A, const float *D,
+                             float *y, int64_t ld_y, int n_tok, int h0, int h1, float *work);
 
 #endif /* EZ_LLM_SSM_H */

@@ -4,7 +4,8 @@
  *
  * The bodies are in ops_fft_impl.h, compiled twice: by ops_fft.c for the
  * baseline ISA (the compiler vectorizes the 8-lane loops with what it has)
- * and by ops_fft_avx2.c with AVX2 + FMA, chosen at run time.
+ * and by ops_fft_avx2.c with AVX2 + FMA; ops_fft_avx512.c widens the AVX2
+ * ones to two samples per vector. Chosen at run time.
  *
  * Conventions (N the transform size, M = N / 2):
  *  - A signal is N samples of EZ_FFT_LANES floats: lane l of every sample
@@ -83,6 +84,9 @@ EZ_INTERNAL void ez_fft_plan_init(ez_fft_plan *p, int n);
  * when this build or architecture has none; the caller checks the CPU). */
 EZ_INTERNAL const ez_fft_kernels *ez_fft_kernels_portable(void);
 EZ_INTERNAL const ez_fft_kernels *ez_fft_kernels_avx2(void);
+/* AVX-512 (NULL off x86-64; the caller checks the level): uses the AVX2
+ * kernels for the moves in and out of lanes. */
+EZ_INTERNAL const ez_fft_kernels *ez_fft_kernels_avx512(void);
 
 /* ez_tts_conv1d_fft with the given transform kernels (tests run the
  * portable ones on any CPU). */

@@ -246,9 +246,9 @@ static void test_ssm_scan_equals_the_recurrence(void) {
                 float *s = copy_vec(init, ns), *y = calloc((size_t)(T * ld_y), sizeof(float));
                 double es, ey = 0;
                 const int split = H > 1 ? 1 : H;
-                ez_ssm_scan(vector_tables[v], &m.s, s, row, ld, row + H * P, row + H * P + G * N, ld,
+                ez_ssm_scan(NULL, vector_tables[v], &m.s, s, row, ld, row + H * P, row + H * P + G * N, ld,
                             row + H * P + 2 * G * N, ld, m.dt_bias, m.A, m.D, y, ld_y, T, 0, split, work);
-                ez_ssm_scan(vector_tables[v], &m.s, s, row, ld, row + H * P, row + H * P + G * N, ld,
+                ez_ssm_scan(NULL, vector_tables[v], &m.s, s, row, ld, row + H * P, row + H * P + G * N, ld,
                             row + H * P + 2 * G * N, ld, m.dt_bias, m.A, m.D, y, ld_y, T, split, H, work);
                 for (int tok = 0; tok < T; tok++) {
                     double r = rel_err(y + tok * ld_y, want_y + tok * ld_y, H * P, 1.0);

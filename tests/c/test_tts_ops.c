@@ -295,56 +295,66 @@ static void test_conv1d_fft_portable_kernels_match_reference(void) {
         check_conv1d_fft_with(shapes[i], 1, ez_fft_kernels_portable());
 }
 
-/* The portable transforms (used where there is no AVX2) against a plain
- * DFT in double, and the AVX2 ones against the portable ones. */
+/* Every transform kernel set this CPU runs (portable, AVX2, AVX-512)
+ * against a plain DFT in double, at every transform size. */
 static void test_fft_kernels_match_dft(void) {
-    const ez_fft_kernels *kernels[2] = {ez_fft_kernels_portable(), NULL};
-    ez_fft_plan plan;
-    const int n = 64, m = 32, step = 3 * EZ_FFT_LANES, count = 50;
-    float *in = random_floats((int64_t)n * step, 1.0f), *y = random_floats(3 * 8 * (int64_t)m, 1.0f);
-    double worst_fwd = 0, worst_inv = 0;
+    const ez_fft_kernels *kernels[3] = {ez_fft_kernels_portable(), NULL, NULL};
+    const int step = 3 * EZ_FFT_LANES, slot = 3 * EZ_FFT_LANES;
+    float *in = random_floats((int64_t)EZ_FFT_MAX_N * step, 1.0f);
+    float *y = random_floats((int64_t)slot * (EZ_FFT_MAX_N / 2), 1.0f);
+    float *x = (float *)malloc(sizeof(float) * (size_t)slot * (EZ_FFT_MAX_N / 2));
+    float *out = (float *)malloc(sizeof(float) * (size_t)step * EZ_FFT_MAX_N);
+    double worst_fwd = 0, worst_inv = 0, bound = 0;
     if (ez_simd_at_least(EZ_SIMD_AVX2)) kernels[1] = ez_fft_kernels_avx2();
-    ez_fft_plan_init(&plan, n);
-    for (int kk = 0; kk < 2 && kernels[kk]; kk++) {
-        /* x: slot f at f * 24 floats, parts 8 apart (Re, Im, Re + Im); y
-         * likewise (Re, Im) */
-        float x[32 * 24], out[64 * 3 * EZ_FFT_LANES];
-        kernels[kk]->forward_block(&plan, in, step, x, 24, 8);
-        for (int f = 0; f <= m; f++)
-            for (int l = 0; l < EZ_FFT_LANES; l++) {
-                double re = 0, im = 0, top = 0, got_re, got_im;
-                for (int u = 0; u < n; u++) {
-                    double v = in[u * step + l], a = 6.283185307179586 * f * u / n;
-                    re += v * cos(a);
-                    im -= v * sin(a);
-                    top += fabs(v);
+    if (ez_simd_at_least(EZ_SIMD_AVX512)) kernels[2] = ez_fft_kernels_avx512();
+    for (int n = 8; n <= EZ_FFT_MAX_N; n *= 2) {
+        const int m = n / 2, count = n - 3;
+        ez_fft_plan plan;
+        ez_fft_plan_init(&plan, n);
+        bound = 8 * FLT_EPSILON * log2(n);
+        for (int kk = 0; kk < 3; kk++) {
+            double fwd = 0, inv = 0;
+            if (!kernels[kk]) continue;
+            /* x: slot f at f * 24 floats, parts 8 apart (Re, Im, Re + Im); y
+             * likewise (Re, Im) */
+            kernels[kk]->forward_block(&plan, in, step, x, slot, 8);
+            for (int f = 0; f <= m; f++)
+                for (int l = 0; l < EZ_FFT_LANES; l++) {
+                    double re = 0, im = 0, top = 0, got_re, got_im, e;
+                    for (int u = 0; u < n; u++) {
+                        double v = in[u * step + l], a = 6.283185307179586 * f * u / n;
+                        re += v * cos(a);
+                        im -= v * sin(a);
+                        top += fabs(v);
+                    }
+                    got_re = f == 0 ? x[l] : f == m ? x[8 + l] : x[f * slot + l];
+                    got_im = f == 0 || f == m ? 0.0 : x[f * slot + 8 + l];
+                    e = (fabs(got_re - 2 * re) + fabs(got_im - 2 * im)) / (2 * top);
+                    if (f > 0 && f < m) e += fabs(x[f * slot + 16 + l] - (got_re + got_im)) / (2 * top);
+                    if (e > fwd) fwd = e;
                 }
-                got_re = f == 0 ? x[l] : f == m ? x[8 + l] : x[f * 24 + l];
-                got_im = f == 0 || f == m ? 0.0 : x[f * 24 + 8 + l];
-                double e = (fabs(got_re - 2 * re) + fabs(got_im - 2 * im)) / (2 * top);
-                if (f > 0 && f < m) e += fabs(x[f * 24 + 16 + l] - (got_re + got_im)) / (2 * top);
-                if (e > worst_fwd) worst_fwd = e;
-            }
-        kernels[kk]->inverse_block(&plan, y, 24, 8, out, 3 * EZ_FFT_LANES, count);
-        for (int r = 0; r < count; r++)
-            for (int l = 0; l < EZ_FFT_LANES; l++) {
-                /* the sum over the Hermitian spectrum: Y0 + (-1)^r YM + 2 sum Re(Y e^{+...}) */
-                double acc = y[l] + (r & 1 ? -y[8 + l] : y[8 + l]), top = fabs(y[l]) + fabs(y[8 + l]);
-                for (int f = 1; f < m; f++) {
-                    double yr = y[f * 24 + l], yi = y[f * 24 + 8 + l];
-                    double a = 6.283185307179586 * f * r / n;
-                    acc += 2 * (yr * cos(a) - yi * sin(a));
-                    top += 2 * (fabs(yr) + fabs(yi));
+            kernels[kk]->inverse_block(&plan, y, slot, 8, out, step, count);
+            for (int r = 0; r < count; r++)
+                for (int l = 0; l < EZ_FFT_LANES; l++) {
+                    /* the sum over the Hermitian spectrum: Y0 + (-1)^r YM + 2 sum Re(Y e^{+...}) */
+                    double acc = y[l] + (r & 1 ? -y[8 + l] : y[8 + l]), top = fabs(y[l]) + fabs(y[8 + l]);
+                    for (int f = 1; f < m; f++) {
+                        double yr = y[f * slot + l], yi = y[f * slot + 8 + l];
+                        double a = 6.283185307179586 * f * r / n;
+                        acc += 2 * (yr * cos(a) - yi * sin(a));
+                        top += 2 * (fabs(yr) + fabs(yi));
+                    }
+                    if (fabs(out[r * step + l] - acc) / top > inv) inv = fabs(out[r * step + l] - acc) / top;
                 }
-                if (fabs(out[r * 3 * EZ_FFT_LANES + l] - acc) / top > worst_inv)
-                    worst_inv = fabs(out[r * 3 * EZ_FFT_LANES + l] - acc) / top;
-            }
+            CHECK_MSG(fwd <= bound, "kernels %d, N = %d: forward transform off the DFT by %.3g of sum |x|", kk, n, fwd);
+            CHECK_MSG(inv <= bound, "kernels %d, N = %d: inverse transform off the DFT by %.3g of sum |Y|", kk, n, inv);
+            if (fwd > worst_fwd) worst_fwd = fwd;
+            if (inv > worst_inv) worst_inv = inv;
+        }
     }
-    printf("fft kernels: forward %.3g, inverse %.3g of sum |x| (bound %.3g)\n", worst_fwd, worst_inv,
-           8 * FLT_EPSILON * log2(n));
-    CHECK_MSG(worst_fwd <= 8 * FLT_EPSILON * log2(n), "forward transform off the DFT by %.3g of sum |x|", worst_fwd);
-    CHECK_MSG(worst_inv <= 8 * FLT_EPSILON * log2(n), "inverse transform off the DFT by %.3g of sum |Y|", worst_inv);
-    free(in), free(y);
+    printf("fft kernels: forward %.3g, inverse %.3g of sum |x| (bound %.3g at N = %d)\n", worst_fwd, worst_inv,
+           bound, EZ_FFT_MAX_N);
+    free(in), free(y), free(x), free(out);
 }
 
 /* ---- conv_transpose1d --------------------------------------------------------------- */

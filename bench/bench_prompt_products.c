@@ -1,0 +1,95 @@
+/* The LLM's prompt products (ez_llm_matmul: the x8 kernels of the level in
+ * use) per weight type: M activation rows against a 2048 x 1024 matrix of
+ * random codes, in ms of process CPU time (ISO C clock(): all threads; the
+ * best of the runs), which other load on the machine inflates less than
+ * wall time.
+ *
+ *   bench_prompt_products [threads, default 1] [rows M, default 256]
+ *
+ * ELIZA_SIMD=avx2 / avx512 compares the levels. Built by the
+ * ELIZA_BUILD_BENCH CMake option; links the static library. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cpu.h"
+#include "core/pool.h"
+#include "core/quant.h"
+#include "llm/model.h"
+#include "llm/ops.h"
+
+#define ROWS 2048
+#define COLS 1024
+#define RUNS 8
+
+static uint64_t g_rng = 0x1234567887654321ull;
+
+static uint64_t rng_u64(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+
+static double cpu_s(void) { return (double)clock() / CLOCKS_PER_SEC; }
+
+/* Random codes; every block scale (Q4_K: d and dmin, Q6_K: d) 2^-8. */
+static uint8_t *random_matrix(uint32_t type, size_t row_bytes) {
+    const ez_type_traits *tr = ez_type_traits_of(type);
+    const size_t bytes = row_bytes * ROWS;
+    const uint16_t scale = ez_f32_to_f16(1.0f / 256);
+    uint8_t *w = (uint8_t *)malloc(bytes);
+    if (!w) return NULL;
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)rng_u64();
+    for (size_t b = 0; b < bytes / tr->type_size; b++) {
+        uint8_t *blk = w + b * tr->type_size;
+        if (type == EZ_TYPE_Q6_K) {
+            memcpy(blk + tr->type_size - 2, &scale, 2);
+        } else {
+            memcpy(blk, &scale, 2);
+            if (type == EZ_TYPE_Q4_K) memcpy(blk + 2, &scale, 2);
+        }
+    }
+    return w;
+}
+
+int main(int argc, char **argv) {
+    static const uint32_t types[] = {EZ_TYPE_Q8_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
+    const int threads = argc > 1 ? atoi(argv[1]) : 1;
+    const int64_t M = argc > 2 ? atoll(argv[2]) : 256;
+    ez_pool *pool = ez_pool_create(threads);
+    float *x = (float *)malloc(sizeof(float) * (size_t)(M * COLS)), *y = (float *)malloc(sizeof(float) * (size_t)(M * ROWS));
+    if (!pool || !x || !y || M < 1) {
+        fprintf(stderr, "bench_prompt_products: bad arguments or out of memory\n");
+        return 1;
+    }
+    for (int64_t i = 0; i < M * COLS; i++) x[i] = (float)((double)(rng_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    printf("simd level %s, %d thread(s), %lld activation rows x %d x %d\n", ez_simd_level_name(ez_simd_level_active()),
+           threads, (long long)M, ROWS, COLS);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        ez_llm_matrix w = {"w", types[t], ROWS, COLS, (size_t)ez_row_bytes(types[t], COLS), NULL};
+        ez_llm_mm mm = {&w, y, ROWS};
+        ez_llm_acts acts;
+        double best = 1e30;
+        uint8_t *data = random_matrix(types[t], w.row_bytes);
+        if (!data) return 1;
+        w.data = data;
+        ez_llm_acts_init(&acts);
+        for (int r = 0; r < RUNS; r++) {
+            const double c0 = cpu_s();
+            double s;
+            if (ez_llm_matmul(pool, &acts, x, M, &mm, 1) != ELIZA_OK) return 1;
+            s = cpu_s() - c0;
+            if (s < best) best = s;
+        }
+        printf("%-5s %8.2f ms CPU  %6.1f G multiply-adds per CPU second\n", ez_type_traits_of(types[t])->name,
+               best * 1e3, (double)M * ROWS * COLS / best * 1e-9);
+        ez_llm_acts_free(&acts);
+        free(data);
+    }
+    ez_pool_destroy(pool);
+    free(x);
+    free(y);
+    return 0;
+}
