@@ -838,6 +838,39 @@ static float dot_iq2_s_q8_k_avx2(int64_t n, const void *w, const void *x) {
     return sum * 0.125f;
 }
 
+/* IQ3_XXS: eight 4-byte grid rows (values below 64) per sub-block, one
+ * sign byte per 8 elements, one scale; the reference's unit is 1/4. */
+static float dot_iq3_xxs_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq3_xxs *a = (const ez_block_iq3_xxs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq3_xxs));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 8 * ib;
+            uint32_t aux, r[8];
+            int k;
+            __m256i g, ys;
+            memcpy(&aux, a[i].qs + 64 + 4 * ib, sizeof aux);
+            for (k = 0; k < 8; k++) memcpy(&r[k], ez_iq3xxs_grid[q[k]], sizeof r[k]);
+            g = _mm256_loadu_si256((const __m256i *)r);
+            ys = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)),
+                                  sign_bytes(ez_ksigns_iq2xs[aux & 127], ez_ksigns_iq2xs[aux >> 7 & 127],
+                                             ez_ksigns_iq2xs[aux >> 14 & 127], ez_ksigns_iq2xs[aux >> 21 & 127]));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(g, ys),
+                                                          _mm256_set1_epi16((short)(2 * (int)(aux >> 28) + 1))));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.25f;
+}
+
 static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_avx2},
     [EZ_TYPE_F16] = {dequant_f16_avx2, NULL, dot_f16_avx2},
@@ -861,6 +894,7 @@ static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_IQ2_XXS] = {ez_dequant_iq2_xxs_ref, NULL, dot_iq2_xxs_q8_k_avx2},
     [EZ_TYPE_IQ2_XS] = {ez_dequant_iq2_xs_ref, NULL, dot_iq2_xs_q8_k_avx2},
     [EZ_TYPE_IQ2_S] = {ez_dequant_iq2_s_ref, NULL, dot_iq2_s_q8_k_avx2},
+    [EZ_TYPE_IQ3_XXS] = {ez_dequant_iq3_xxs_ref, NULL, dot_iq3_xxs_q8_k_avx2},
 };
 
 const ez_type_kernels *ez_kernels_avx2(uint32_t type) {
