@@ -215,3 +215,28 @@ def test_eog_sets_match_live_llama_cpp(eog_models: dict[str, Path], gemma_path: 
     for path in [*eog_models.values(), gemma_path]:
         with lib.vocab(path) as v:
             assert _tool_eog(path) == v.eog_ids(), path.name
+
+
+@pytest.mark.parametrize("pre, bos_first", [("gemma4", True), ("granite-embed-multi-311m", True), ("sarvam-moe", False)])
+def test_gemma4_always_adds_bos(pre: str, bos_first: bool, models: dict[str, Path], tmp_path: Path) -> None:
+    """llama.cpp turns add_bos_token on for the gemma4 pre-tokenizer whatever
+    the file says (the test vocabulary's file says nothing: off for gpt2)."""
+    exe = c_tools.require("test_tokenizer")
+    bos = gen.stored_raw_vocab()["tokens"].index("<|im_start|>")
+    got = tokenize_with_tool(exe, models[pre], tmp_path, ["Hello world"], add_bos=True)[0]
+    assert isinstance(got, list) and (got[0] == bos) == bos_first
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("pre", gen.RAW_NAMES)
+def test_raw_names_add_special_as_llama_cpp(pre: str, models: dict[str, Path], tmp_path: Path) -> None:
+    from tools.libllama import LibLlama
+
+    lib = LibLlama.load()
+    if lib is None:
+        pytest.skip("llama.cpp is not built (tests/tools/llama_cpp.py)")
+    exe = c_tools.require("test_tokenizer")
+    cases = ["Hello world", "two\n\nlines", ""]
+    got = tokenize_with_tool(exe, models[pre], tmp_path, cases, add_bos=True)
+    with lib.vocab(models[pre]) as v:
+        assert got == [v.tokenize(t, True, True) for t in cases]
