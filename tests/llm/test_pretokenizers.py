@@ -217,7 +217,9 @@ def test_eog_sets_match_live_llama_cpp(eog_models: dict[str, Path], gemma_path: 
             assert _tool_eog(path) == v.eog_ids(), path.name
 
 
-@pytest.mark.parametrize("pre, bos_first", [("gemma4", True), ("granite-embed-multi-311m", True), ("sarvam-moe", False)])
+@pytest.mark.parametrize(
+    "pre, bos_first", [("gemma4", True), ("granite-embed-multi-311m", True), ("sarvam-moe", False)]
+)
 def test_gemma4_always_adds_bos(pre: str, bos_first: bool, models: dict[str, Path], tmp_path: Path) -> None:
     """llama.cpp turns add_bos_token on for the gemma4 pre-tokenizer whatever
     the file says (the test vocabulary's file says nothing: off for gpt2)."""
