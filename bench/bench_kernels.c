@@ -33,6 +33,8 @@ static const shape g_shapes[] = {
     {EZ_TYPE_Q8_0, 640, 2048, "ffn_down"},   {EZ_TYPE_Q8_0, 2048, 640, "ffn_up"},
     {EZ_TYPE_Q8_0, 262144, 640, "lm_head"},  {EZ_TYPE_Q4_K, 640, 2048, "ffn_down"},
     {EZ_TYPE_Q5_K, 640, 2048, "ffn_down"},   {EZ_TYPE_Q6_K, 640, 2048, "ffn_down"},
+    {EZ_TYPE_IQ2_XXS, 640, 2048, "ffn_down"}, {EZ_TYPE_IQ2_XS, 640, 2048, "ffn_down"},
+    {EZ_TYPE_IQ2_S, 640, 2048, "ffn_down"},   {EZ_TYPE_IQ3_XXS, 640, 2048, "ffn_down"},
 };
 
 static uint64_t g_rng = 0x1234567887654321ull;

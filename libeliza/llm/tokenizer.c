@@ -495,12 +495,20 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
         {"minimax-m2", EZ_PRE_GPT4O, 0, 0, 0, 0},
         {"solar-open", EZ_PRE_QWEN2, 0, 0, 0, 0},
         {"mellum2", EZ_PRE_STARCODER, 1, 0, 0, 0},
+        {"gemma4", EZ_PRE_GEMMA4, 1, 0, 0, 0},
+        {"granite-embed-multi-311m", EZ_PRE_GEMMA4, 1, 0, 0, 0},
+        {"sarvam-moe", EZ_PRE_SARVAM_MOE, 0, 0, 0, 0},
+        {"whitespace", EZ_PRE_WHITESPACE, 1, 0, 0, 0},
     };
     ez_str pre = {"", 0};
     size_t i;
     int32_t rc = ez_gguf_opt_str(g, "tokenizer.ggml.pre", &pre);
 
     if (rc) return rc;
+    if (tok->gemma4_model) { /* tokenizer.ggml.model "gemma4" names its pre-tokenizer */
+        pre.ptr = "gemma4";
+        pre.len = 6;
+    }
     if (pre.len == 0) {
         pre.ptr = "default";
         pre.len = 7;
@@ -512,6 +520,10 @@ static int32_t pick_pre(ez_tokenizer *tok, const ez_gguf *g) {
             tok->ignore_merges = table[i].ignore_merges;
             if (table[i].add_bos) tok->add_bos = 1;
             if (table[i].no_bos) tok->bos = -1;
+            /* Vocabularies of raw UTF-8 (no GPT-2 byte code points). */
+            tok->raw_utf8 = tok->pre >= EZ_PRE_GEMMA4;
+            tok->escape_spaces = tok->pre == EZ_PRE_GEMMA4 || tok->pre == EZ_PRE_SARVAM_MOE;
+            tok->newline_words = tok->pre == EZ_PRE_GEMMA4;
             return ELIZA_OK;
         }
     }
@@ -812,6 +824,16 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         tok->bos = 11;
         tok->eos = 11;
         tok->unk = -1;
+    } else if (model.len == 6 && memcmp(model.ptr, "gemma4", 6) == 0) {
+        /* Gemma 4's BPE (llama.cpp's converter writes it so): no default ids. */
+        tok->type = EZ_TOK_BPE;
+        tok->gemma4_model = 1;
+        tok->bos = tok->eos = tok->unk = -1;
+    } else if (model.len == 10 && memcmp(model.ptr, "whitespace", 10) == 0) {
+        tok->type = EZ_TOK_BPE;
+        tok->whitespace_model = 1;
+        tok->bos = tok->eos = 11;
+        tok->unk = -1;
     } else if (model.len == 4 && memcmp(model.ptr, "bert", 4) == 0) {
         tok->type = EZ_TOK_WPM;
         tok->bos = 101;
@@ -828,7 +850,8 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         tok->add_eos = 1;
     } else {
         rc = ez_fail(ELIZA_E_UNSUPPORTED, "tokenizer model '%.*s' is not supported (\"llama\""
-                     " SentencePiece, \"gpt2\" BPE, \"bert\" WordPiece and \"t5\" unigram are)",
+                     " SentencePiece, \"gpt2\", \"gemma4\" and \"whitespace\" BPE, \"bert\""
+                     " WordPiece and \"t5\" unigram are)",
                      (int)EZ_MIN(model.len, 64u), model.ptr);
         goto fail;
     }
@@ -852,7 +875,7 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         if ((rc = read_id(tok, g, id_keys[k], ids[k])) != ELIZA_OK) goto fail;
     }
     /* BERT's normalizer: lowercase by default, strip_accents as lowercase. */
-    tok->lowercase = 1;
+    tok->lowercase = tok->pre != EZ_PRE_WHITESPACE;
     if ((rc = ez_gguf_opt_bool(g, "tokenizer.ggml.normalizer.lowercase", &tok->lowercase)) != ELIZA_OK)
         goto fail;
     tok->strip_accents = tok->lowercase;
@@ -863,6 +886,7 @@ int32_t ez_tokenizer_load(const ez_gguf *g, ez_tokenizer **out) {
         (rc = classify_specials(tok, g)) || (rc = build_special_index(tok, g)) ||
         (rc = build_byte_tables(tok)))
         goto fail;
+    if (tok->pre == EZ_PRE_GEMMA4) tok->add_bos = 1; /* llama.cpp overrides the key for Gemma 4 */
     if ((tok->type == EZ_TOK_WPM || tok->type == EZ_TOK_UGM) && tok->unk < 0) {
         rc = ez_fail(ELIZA_E_FORMAT, "tokenizer: this %s vocabulary has no unknown token (%s"
                      " needs one for text it cannot cover)",
@@ -1190,7 +1214,7 @@ static void render(const ez_tokenizer *tok, int32_t id, sink *s) {
     if (a & RENDERED_AS_TEXT) {
         put(s, t, n);
     } else if (a & EZ_TA_NORMAL) {
-        if (tok->type == EZ_TOK_BPE) {
+        if (tok->type == EZ_TOK_BPE && !tok->escape_spaces) {
             put_bpe_text(s, t, n);
             return;
         }

@@ -422,6 +422,11 @@ static const char *const k_pre_regexes[EZ_PRE_COUNT][EZ_PRE_MAX_PASSES] = {
         "\\p{N}{1,3}",
         "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
         NULL},
+    /* gemma4, sarvam_moe: only newlines cut (the merges run on whole lines) */
+    [EZ_PRE_GEMMA4] = {"[^\\n]+|[\\n]+", NULL},
+    [EZ_PRE_SARVAM_MOE] = {"[^\\n]+|[\\n]+", NULL},
+    /* whitespace */
+    [EZ_PRE_WHITESPACE] = {"\\S+", NULL},
 };
 
 typedef enum { PASS_GPT2, PASS_LLAMA3, PASS_QWEN2, PASS_QWEN35, PASS_KIMI, PASS_DIGIT_GROUPS,
@@ -619,6 +624,29 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 1;
 }
 
+/* The length of the UTF-8 sequence that lead byte b starts (1 for a
+ * continuation byte), as llama.cpp's unicode_len_utf8. */
+static size_t utf8_lead_len(uint8_t b) {
+    static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+    return len[b >> 4];
+}
+
+/* The token of one byte of a piece the vocabulary lacks: its one-byte text,
+ * or for raw UTF-8 vocabularies only its <0xHH> token; -1 if none. */
+static int32_t byte_fallback(const ez_tokenizer *tok, uint8_t b) {
+    static const char hexd[] = "0123456789ABCDEF";
+    const char name[6] = {'<', '0', 'x', hexd[b >> 4], hexd[b & 15], '>'};
+    return tok->raw_utf8 ? ez_vocab_find(tok, name, sizeof name) : tok->char_token[b];
+}
+
+static int all_newlines(const char *word, size_t len) {
+    size_t i;
+    for (i = 0; i < len; i++) {
+        if (word[i] != '\n') return 0;
+    }
+    return 1;
+}
+
 /* Tokenizes one word (raw bytes). Returns 0 on allocation failure. */
 static int bpe_word(session *s, const char *word, size_t len, ez_idvec *out) {
     const ez_tokenizer *tok = s->tok;
@@ -628,16 +656,29 @@ static int bpe_word(session *s, const char *word, size_t len, ez_idvec *out) {
     if (!grow((void **)&s->enc, &s->cap_enc, 2 * len, 1) ||
         !grow((void **)&s->sym, &s->cap_sym, 2 * len, sizeof *s->sym))
         return 0;
-    for (i = 0; i < len; i++) {
+    for (i = 0; i < len;) {
         uint8_t utf8[4];
-        size_t n = ez_utf8_encode(ez_bpe_byte_to_cp((uint8_t)word[i]), utf8);
+        size_t n, step;
+        if (tok->raw_utf8) {
+            /* One UTF-8 character (the lead byte's length, cut at the word's end). */
+            step = n = EZ_MIN(len - i, utf8_lead_len((uint8_t)word[i]));
+            memcpy(utf8, word + i, n);
+        } else {
+            n = ez_utf8_encode(ez_bpe_byte_to_cp((uint8_t)word[i]), utf8);
+            step = 1;
+        }
+        i += step;
         s->sym[n_sym].prev = (int32_t)n_sym - 1;
-        s->sym[n_sym].next = i + 1 == len ? -1 : (int32_t)n_sym + 1;
+        s->sym[n_sym].next = i == len ? -1 : (int32_t)n_sym + 1;
         s->sym[n_sym].start = (uint32_t)n_enc;
         s->sym[n_sym].n = (uint32_t)n;
         n_sym++;
         memcpy(s->enc + n_enc, utf8, n);
         n_enc += n;
+    }
+    if (tok->newline_words && all_newlines(word, len)) {
+        id = ez_vocab_find(tok, s->enc, n_enc);
+        if (id >= 0) return ez_idvec_push(out, id);
     }
     if (tok->ignore_merges) {
         id = ez_vocab_find(tok, s->enc, n_enc);
@@ -667,23 +708,53 @@ static int bpe_word(session *s, const char *word, size_t len, ez_idvec *out) {
             continue;
         }
         for (i = 0; i < sy->n; i++) {
-            id = tok->char_token[(uint8_t)s->enc[sy->start + i]];
+            id = byte_fallback(tok, (uint8_t)s->enc[sy->start + i]);
             if (id >= 0 && !ez_idvec_push(out, id)) return 0;
         }
     }
     return 1;
 }
 
-int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len, ez_idvec *out) {
+/* text with every " " as U+2581 (llama.cpp's llama_escape_whitespace), in
+ * a malloc'd copy. */
+static int32_t escape_spaces(const char *text, size_t len, char **out, size_t *n_out) {
+    size_t i, n = 0, spaces = 0;
+    char *t;
+    for (i = 0; i < len; i++) spaces += text[i] == ' ';
+    t = (char *)malloc(len + 2 * spaces + 1);
+    if (!t) return ez_fail(ELIZA_E_NOMEM, "out of memory tokenizing %zu bytes", len);
+    for (i = 0; i < len; i++) {
+        if (text[i] == ' ') {
+            memcpy(t + n, "\xE2\x96\x81", 3);
+            n += 3;
+        } else {
+            t[n++] = text[i];
+        }
+    }
+    t[n] = '\0';
+    *out = t;
+    *n_out = n;
+    return ELIZA_OK;
+}
+
+static int32_t bpe_fragment(const ez_tokenizer *tok, const char *text, size_t len, ez_idvec *out) {
     session s;
     size_t *lens = NULL, n_words = 0, w, at = 0;
+    char *escaped = NULL;
     int32_t rc;
 
-    if (len > (size_t)(INT32_MAX / 2))
+    if (len > (size_t)(INT32_MAX / (tok->escape_spaces ? 6 : 2)))
         return ez_fail(ELIZA_E_INVALID_ARG, "text fragment of %zu bytes is too long to tokenize",
                        len);
+    if (tok->escape_spaces) {
+        if ((rc = escape_spaces(text, len, &escaped, &len)) != ELIZA_OK) return rc;
+        text = escaped;
+    }
     rc = ez_pretok_split(&tok->pretok, text, len, &lens, &n_words);
-    if (rc) return rc;
+    if (rc) {
+        free(escaped);
+        return rc;
+    }
     memset(&s, 0, sizeof s);
     s.tok = tok;
     for (w = 0; w < n_words; w++) {
@@ -697,5 +768,40 @@ int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len, e
     free(s.sym);
     free(s.enc);
     free(lens);
+    free(escaped);
     return rc;
+}
+
+/* tokenizer.ggml.model "whitespace" (llama.cpp's whitespace session): the
+ * text without its White_Space code points, each run between them (lowercased
+ * where the normalizer says so) tokenized on its own. */
+static int32_t whitespace_fragment(const ez_tokenizer *tok, const char *text, size_t len,
+                                   ez_idvec *out) {
+    char *seg = (char *)malloc(len + 1);
+    size_t i = 0, n = 0;
+    int32_t rc = ELIZA_OK;
+    if (!seg) return ez_fail(ELIZA_E_NOMEM, "out of memory tokenizing %zu bytes", len);
+    while (i <= len && rc == ELIZA_OK) {
+        uint32_t cp = 0;
+        size_t k = i < len ? ez_utf8_decode((const uint8_t *)text + i, len - i, &cp) : 0;
+        if (i < len && k == 0) {
+            rc = ez_fail(ELIZA_E_INVALID_ARG, "invalid UTF-8 at byte offset %zu", i);
+            break;
+        }
+        if (i == len || (flags_of(cp) & F_SPACE)) {
+            if (n > 0) rc = bpe_fragment(tok, seg, n, out);
+            n = 0;
+            i += i == len ? 1 : k;
+            continue;
+        }
+        n += ez_utf8_encode(tok->lowercase ? ez_unicode_tolower(cp) : cp, (uint8_t *)seg + n);
+        i += k;
+    }
+    free(seg);
+    return rc;
+}
+
+int32_t ez_bpe_tokenize(const ez_tokenizer *tok, const char *text, size_t len, ez_idvec *out) {
+    return tok->whitespace_model ? whitespace_fragment(tok, text, len, out)
+                                 : bpe_fragment(tok, text, len, out);
 }

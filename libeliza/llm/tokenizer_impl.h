@@ -56,6 +56,9 @@ typedef enum {
     EZ_PRE_LAGUNA,
     EZ_PRE_EXAONE_MOE,
     EZ_PRE_MINICPM5,
+    EZ_PRE_GEMMA4,      /* [^\n]+|[\n]+ over raw UTF-8 with spaces as U+2581 (gemma4, granite-embed-multi-311m) */
+    EZ_PRE_SARVAM_MOE,  /* the same split and escape, without gemma4's newline rule */
+    EZ_PRE_WHITESPACE,  /* \S+ over raw UTF-8 */
     EZ_PRE_COUNT
 } ez_pre_type;
 
@@ -117,6 +120,12 @@ struct ez_tokenizer {
     int add_bos, add_eos;
     int add_space_prefix;    /* SPM, UGM: " " before text that starts a fragment */
     int ignore_merges;       /* BPE: a word that is a token is taken whole */
+    int raw_utf8;            /* BPE: merges run on UTF-8 characters, not GPT-2's byte code points;
+                                a piece without a token falls back to <0xHH> tokens */
+    int escape_spaces;       /* BPE: " " is U+2581 before the split, and again " " when rendered */
+    int newline_words;       /* BPE: a word of newlines only that is a token is taken whole (gemma4) */
+    int gemma4_model;        /* tokenizer.ggml.model "gemma4": BPE, pre-tokenizer gemma4 */
+    int whitespace_model;    /* tokenizer.ggml.model "whitespace": BPE of the text's non-space runs */
     int clean_spaces;        /* BPE, WPM detokenize: " ." -> "." and similar */
 
     /* WPM: BERT's normalizer (tokenizer.ggml.normalizer.*). */

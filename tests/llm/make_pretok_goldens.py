@@ -8,7 +8,8 @@ reference tests/llm/test_pretokenizers.py holds libeliza to.
 
 One byte-level BPE vocabulary, trained with `tokenizers` on the tokenizer
 corpus (the one stored in llm_tokenizer_goldens.json, 1,000 tokens + 3
-control + 1 user-defined), is written as a vocab-only GGUF once per
+control + 1 user-defined), or for RAW_NAMES one of raw UTF-8 (stored here
+as "raw_vocab"), is written as a vocab-only GGUF once per
 pre-tokenizer name and tokenized by llama.cpp (libllama through ctypes) with
 add_special off and parse_special on, over the texts of `texts()`: the
 corpus (code, CJK, emoji, Arabic/Hebrew, Hindi, Thai, whitespace runs, digits,
@@ -60,8 +61,12 @@ PRE_NAMES = (
     "hunyuan-dense", "hy_v4", "joyai-llm", "kimi-k2", "ufakzeka", "grok-2", "afmoe", "laguna",
     "minimax-m2", "solar-open", "mellum2",
 )
-# Names llama.cpp knows that libeliza refuses (raw UTF-8 BPE vocabularies).
-UNSUPPORTED = ("gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace")
+# The names whose vocabularies are raw UTF-8, not GPT-2 byte code points
+# (gemma4, granite-embed-multi-311m and sarvam-moe with spaces as U+2581): a
+# second vocabulary, trained SentencePiece-style and stored in the goldens.
+RAW_NAMES = ("gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace")
+BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
+RAW_VOCAB_SIZE = 1500
 
 # Lines for the rules the corpus reaches less: digit grouping, long space
 # runs, scripts with marks, the chameleon and superbpe special cases.
@@ -92,7 +97,39 @@ def ids_crc(ids: list[int]) -> int:
 
 
 def write_gguf(path: Path, vocab: dict[str, Any], pre: str) -> None:
-    gen.write_bpe_gguf(path, vocab["tokens"], vocab["merges"], pre)
+    """The vocabulary as a GGUF for pre; "whitespace" under llama.cpp's
+    whitespace tokenizer model (with model gpt2 its merges assert on a run of
+    two spaces)."""
+    model = "whitespace" if pre == "whitespace" else "gpt2"
+    gen.write_bpe_gguf(path, vocab["tokens"], vocab["merges"], pre, model)
+
+
+def train_raw_vocab(corpus: list[str]) -> dict[str, Any]:
+    """A BPE over raw UTF-8 with spaces as U+2581, lines cut at newlines and
+    <0xHH> byte fallback tokens (the shape of Gemma 4's tokenizer.json),
+    trained with `tokenizers` on the corpus: {"tokens", "merges"}."""
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(byte_fallback=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("\n+"), behavior="isolated")
+    specials = [*gen.BPE_SPECIAL, gen.BPE_USER_DEFINED, *BYTE_TOKENS]
+    trainer = trainers.BpeTrainer(vocab_size=RAW_VOCAB_SIZE, special_tokens=specials, show_progress=False)
+    tok.train_from_iterator(corpus, trainer)
+    vocab = tok.get_vocab()
+    tokens = sorted(vocab, key=vocab.__getitem__)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return {"tokens": tokens, "merges": [m if isinstance(m, str) else " ".join(m) for m in merges]}
+
+
+def stored_raw_vocab() -> dict[str, Any]:
+    """The raw UTF-8 vocabulary the goldens were made with."""
+    data: dict[str, Any] = json.loads(GOLDENS.read_text(encoding="utf-8"))["raw_vocab"]
+    return data
+
+
+def vocab_for(pre: str) -> dict[str, Any]:
+    return stored_raw_vocab() if pre in RAW_NAMES else stored_vocab()
 
 
 def stored_vocab() -> dict[str, Any]:
@@ -161,11 +198,12 @@ def main() -> int:
     corpus = gen.load_corpus()
     cases = texts(corpus)
     vocab = stored_vocab()
+    raw_vocab = train_raw_vocab(corpus)
     groups: dict[tuple[int, ...], list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for pre in PRE_NAMES:
+        for pre in (*PRE_NAMES, *RAW_NAMES):
             path = Path(tmp) / f"{pre}.gguf"
-            write_gguf(path, vocab, pre)
+            write_gguf(path, raw_vocab if pre in RAW_NAMES else vocab, pre)
             crcs = tuple(ids_crc(ids) for ids in live_ids(lib, path, cases))
             groups.setdefault(crcs, []).append(pre)
         eog: dict[str, list[int]] = {}
@@ -186,9 +224,10 @@ def main() -> int:
         "groups": [{"names": names, "crc32": " ".join(f"{c:08x}" for c in crcs)}
                    for crcs, names in groups.items()],
         "eog": eog,
+        "raw_vocab": raw_vocab,
     }
     GOLDENS.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{len(cases)} texts, {len(PRE_NAMES)} names in {len(groups)} groups -> {GOLDENS}")
+    print(f"{len(cases)} texts, {len(PRE_NAMES) + len(RAW_NAMES)} names in {len(groups)} groups -> {GOLDENS}")
     return 0
 
 

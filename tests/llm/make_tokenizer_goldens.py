@@ -261,8 +261,9 @@ def train_bpe(corpus: list[str]) -> tuple[list[str], list[str]]:
     return tokens, merges
 
 
-def write_bpe_gguf(path: Path, tokens: list[str], merges: list[str], pre: str) -> None:
-    """A vocab-only GGUF llama.cpp loads (llama architecture, no tensors)."""
+def write_bpe_gguf(path: Path, tokens: list[str], merges: list[str], pre: str, model: str = "gpt2") -> None:
+    """A vocab-only GGUF llama.cpp loads (llama architecture, no tensors;
+    tokenizer.ggml.model `model`)."""
     import gguf
 
     types = []
@@ -280,7 +281,7 @@ def write_bpe_gguf(path: Path, tokens: list[str], merges: list[str], pre: str) -
     w.add_feed_forward_length(16)
     w.add_head_count(1)
     w.add_layer_norm_rms_eps(1e-5)
-    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_model(model)
     w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
     w.add_token_types(types)

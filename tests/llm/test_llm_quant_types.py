@@ -193,3 +193,59 @@ def test_llama_quantized_model_matches_llama_cpp(ftype: str) -> None:
     assert worst <= LLAMA_MAX_DIFF, f"{ftype}: max |ours - llama.cpp| {worst:.3f}"
     srt = np.sort(ref, axis=1)
     _check_argmax(ours, np.argmax(ref, axis=1), srt[:, -1] - srt[:, -2], ftype)
+
+
+# The "Q8_0 differs from llama.cpp by 0.07 while the F32 twin matches to
+# 0.002" of earlier runs: those ran llama.cpp with its default F16 KV cache
+# (llama-cpp-python) against ours in F32. The F16 rounding of K and V is a
+# perturbation of ~1e-3 relative; where every matrix product quantizes its
+# activations to 8 bits it moves some of them across a rounding boundary, a
+# whole step (amax / 127) each, and the logits move ~20x more than in the F32
+# model, whose products are continuous in their inputs. With llama.cpp's KV
+# cache in F32 (flash attention off) the same Q8_0 file gives llama.cpp's
+# logits to float rounding. Measured on the Zen 5 machine, 24 tokens x 512
+# logits, ours F32 KV: llama-quantize's Q8_0 file 7e-7 (F32 KV) / 0.072 (F16
+# KV); the F32 model 3e-6 / 0.0032. Not explained yet (with F32 KV): a
+# Q4_1 or Q5_1 token_embd gives 0.04 / 0.02 in prefill and per token (the
+# same file with an F32 or IQ4_NL token_embd: 5e-7; the F32 model with a Q4_1
+# or Q5_1 token_embd: 2.5e-6, so the lookup itself agrees and the gap needs
+# the 8-bit activations to grow), a Q5_0 token_embd 0.04 in
+# prefill only, and llama-quantize's IQ4_NL file 0.037 in prefill at avx2 and
+# avx512 but 1e-6 under ELIZA_FORCE_SCALAR.
+Q8_0_GAP_BOUNDS = {"F32": (1e-4, 0.01), "Q8_0": (1e-4, 0.02)}  # (F32 KV at most, F16 KV; see the test)
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("ftype", sorted(Q8_0_GAP_BOUNDS))
+def test_q8_0_gap_to_llama_cpp_is_its_f16_kv_cache(ftype: str) -> None:
+    import subprocess
+
+    import make_quant_goldens as mg
+
+    from tools.libllama import LibLlama
+
+    lib_llama = LibLlama.load()
+    root = _llama_cpp_build()
+    if lib_llama is None or root is None:
+        pytest.skip("llama.cpp is not built (python tests/tools/llama_cpp.py)")
+    path = qm.base_f32()
+    if ftype != "F32":
+        path = path.with_name(f"llama-tiny-llama-quantize-{ftype}.gguf")
+        run = subprocess.run(
+            [str(root / "build" / "bin" / "llama-quantize"), str(qm.base_f32()), str(path), ftype],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-2000:]
+    ids = mg.token_ids()
+    ours = _logits(path, ids, 0)
+    with lib_llama.model(path, 2) as m:
+        ref_f32 = np.array(m.logits(ids), dtype=np.float32)
+        ref_f16 = np.array(m.logits(ids, kv_f16=True), dtype=np.float32)
+    exact, f16_gap = Q8_0_GAP_BOUNDS[ftype]
+    worst_f32 = float(np.abs(ours - ref_f32).max())
+    worst_f16 = float(np.abs(ours - ref_f16).max())
+    assert worst_f32 <= exact, f"{ftype}: llama.cpp with an F32 KV cache differs by {worst_f32:.3g}"
+    if ftype == "F32":
+        assert worst_f16 <= f16_gap, f"F32 model: llama.cpp's F16 KV moves its logits {worst_f16:.3g}"
+    else:
+        assert worst_f16 >= f16_gap, f"{ftype}: llama.cpp's F16 KV moves its logits only {worst_f16:.3g}"

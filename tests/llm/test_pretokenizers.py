@@ -38,6 +38,7 @@ def _load(name: str, path: Path) -> Any:
 
 
 gen = _load("make_pretok_goldens", Path(__file__).with_name("make_pretok_goldens.py"))
+NAMES = (*gen.PRE_NAMES, *gen.RAW_NAMES)
 
 
 def tokenize_with_tool(exe: Path, model: Path, tmp: Path, texts: Sequence[str],
@@ -73,11 +74,10 @@ def texts() -> list[str]:
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pytest.importorskip("gguf")
     tmp = tmp_path_factory.mktemp("pretok")
-    vocab = gen.stored_vocab()
     paths = {}
-    for pre in (*gen.PRE_NAMES, *gen.UNSUPPORTED):
+    for pre in NAMES:
         paths[pre] = tmp / f"{pre}.gguf"
-        gen.write_gguf(paths[pre], vocab, pre)
+        gen.write_gguf(paths[pre], gen.vocab_for(pre), pre)
     return paths
 
 
@@ -94,10 +94,10 @@ def test_goldens_are_for_these_texts(goldens: dict[str, Any], texts: list[str]) 
     h = goldens["header"]
     assert h["n_texts"] == len(texts) >= 500
     assert h["texts_sha256"] == hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    assert sorted(n for g in goldens["groups"] for n in g["names"]) == sorted(gen.PRE_NAMES)
+    assert sorted(n for g in goldens["groups"] for n in g["names"]) == sorted(NAMES)
 
 
-@pytest.mark.parametrize("pre", gen.PRE_NAMES)
+@pytest.mark.parametrize("pre", NAMES)
 def test_pre_tokenizer_ids_match_llama_cpp(pre: str, goldens: dict[str, Any], texts: list[str],
                                            models: dict[str, Path], tmp_path: Path) -> None:
     exe = c_tools.require("test_tokenizer")
@@ -109,13 +109,30 @@ def test_pre_tokenizer_ids_match_llama_cpp(pre: str, goldens: dict[str, Any], te
                      + "; ".join(f"{texts[i][:50]!r} -> {got[i]}" for i in bad[:3]))
 
 
-@pytest.mark.parametrize("pre", gen.UNSUPPORTED)
-def test_raw_utf8_pre_tokenizers_are_refused(pre: str, models: dict[str, Path], tmp_path: Path) -> None:
+def test_unknown_pre_tokenizer_is_refused(tmp_path: Path) -> None:
+    pytest.importorskip("gguf")
     exe = c_tools.require("test_tokenizer")
+    path = tmp_path / "unknown.gguf"
+    gen.write_gguf(path, gen.stored_vocab(), "no-such-pre")
     (tmp_path / "in.bin").write_bytes(b"")
-    r = subprocess.run([str(exe), "tokenize", str(models[pre]), str(tmp_path / "in.bin"),
+    r = subprocess.run([str(exe), "tokenize", str(path), str(tmp_path / "in.bin"),
                         str(tmp_path / "out.txt")], capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and f"BPE pre-tokenizer '{pre}' is not supported" in r.stderr
+    assert r.returncode != 0 and "BPE pre-tokenizer 'no-such-pre' is not supported" in r.stderr
+
+
+@pytest.mark.parametrize("pre", ["gemma4", "sarvam-moe"])
+def test_spm_style_bpe_renders_u2581_as_space(pre: str, models: dict[str, Path], tmp_path: Path) -> None:
+    """Gemma 4's BPE: spaces become U+2581 before the merges and come back as
+    spaces in the text (llama.cpp's escape_whitespaces)."""
+    exe = c_tools.require("test_tokenizer")
+    text = "Hello world,  two  spaces\n\nand a line"
+    inp, out = tmp_path / "in.bin", tmp_path / "out.txt"
+    data = text.encode("utf-8")
+    inp.write_bytes(struct.pack("<IB", len(data), 2) + data)
+    subprocess.run([str(exe), "tokenize", str(models[pre]), str(inp), str(out)], check=True, timeout=60)
+    lines = out.read_text(encoding="utf-8").split("\n")
+    ids = [int(x) for x in lines[0].split()[1:]]
+    assert len(ids) < len(data) and bytes.fromhex(lines[1].split(" ", 1)[1]).decode("utf-8") == text
 
 
 @pytest.mark.parametrize("merge, missing", [("zq qz", "zq"), ("a zqz", "zqz"), ("( (", "((")])
@@ -134,7 +151,7 @@ def test_merges_of_missing_tokens_are_refused(merge: str, missing: str, tmp_path
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("pre", gen.PRE_NAMES)
+@pytest.mark.parametrize("pre", NAMES)
 def test_pre_tokenizer_ids_match_live_llama_cpp(pre: str, texts: list[str], models: dict[str, Path],
                                                 tmp_path: Path) -> None:
     from tools.libllama import LibLlama
@@ -198,3 +215,30 @@ def test_eog_sets_match_live_llama_cpp(eog_models: dict[str, Path], gemma_path: 
     for path in [*eog_models.values(), gemma_path]:
         with lib.vocab(path) as v:
             assert _tool_eog(path) == v.eog_ids(), path.name
+
+
+@pytest.mark.parametrize(
+    "pre, bos_first", [("gemma4", True), ("granite-embed-multi-311m", True), ("sarvam-moe", False)]
+)
+def test_gemma4_always_adds_bos(pre: str, bos_first: bool, models: dict[str, Path], tmp_path: Path) -> None:
+    """llama.cpp turns add_bos_token on for the gemma4 pre-tokenizer whatever
+    the file says (the test vocabulary's file says nothing: off for gpt2)."""
+    exe = c_tools.require("test_tokenizer")
+    bos = gen.stored_raw_vocab()["tokens"].index("<|im_start|>")
+    got = tokenize_with_tool(exe, models[pre], tmp_path, ["Hello world"], add_bos=True)[0]
+    assert isinstance(got, list) and (got[0] == bos) == bos_first
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("pre", gen.RAW_NAMES)
+def test_raw_names_add_special_as_llama_cpp(pre: str, models: dict[str, Path], tmp_path: Path) -> None:
+    from tools.libllama import LibLlama
+
+    lib = LibLlama.load()
+    if lib is None:
+        pytest.skip("llama.cpp is not built (tests/tools/llama_cpp.py)")
+    exe = c_tools.require("test_tokenizer")
+    cases = ["Hello world", "two\n\nlines", ""]
+    got = tokenize_with_tool(exe, models[pre], tmp_path, cases, add_bos=True)
+    with lib.vocab(models[pre]) as v:
+        assert got == [v.tokenize(t, True, True) for t in cases]

@@ -195,17 +195,17 @@ class Model:
             self._lib.c.llama_model_free(self._model)
             self._model = None
 
-    def logits(self, ids: Sequence[int], n_ctx: int | None = None) -> list[list[float]]:
+    def logits(self, ids: Sequence[int], n_ctx: int | None = None, kv_f16: bool = False) -> list[list[float]]:
         """The logits of every position of ``ids`` from position 0 in one
         fresh context of n_ctx (default: the length) and one batch (F32 KV
-        cache, flash attention off), [len(ids)][n_vocab]."""
+        cache, or F16 with kv_f16; flash attention off), [len(ids)][n_vocab]."""
         c = self._lib.c
         n = len(ids)
         params = c.llama_context_default_params()
         params.n_batch = params.n_ubatch = max(n, 16)
         params.n_ctx = max(n, 16) if n_ctx is None else n_ctx
         params.n_threads = params.n_threads_batch = self.n_threads
-        params.type_k = params.type_v = 0  # GGML_TYPE_F32
+        params.type_k = params.type_v = 1 if kv_f16 else 0  # GGML_TYPE_F16 / GGML_TYPE_F32
         params.no_perf = True
         params.flash_attn_type = 0  # LLAMA_FLASH_ATTN_TYPE_DISABLED: F32 products throughout
         ctx = c.llama_init_from_model(self._model, params)

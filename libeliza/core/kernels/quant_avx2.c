@@ -721,6 +721,156 @@ static float dot_tq2_0_q8_k_avx2(int64_t n, const void *w, const void *x) {
 }
 #undef PICK_16PAIRS
 
+/* ---- grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S) ---------------------------------
+ * Each 32-element sub-block is four 8-byte grid rows (unsigned values below
+ * 64) with a sign byte per row: the rows are gathered into one vector, the
+ * signs move onto the activation (_mm256_sign_epi8) and the unsigned-by-
+ * signed products pair up in maddubs, then take the sub-block's scale in
+ * madd. Integer sums per super-block, scaled as the reference does. */
+
+static inline uint64_t grid_row(const uint8_t *row) {
+    uint64_t v;
+    memcpy(&v, row, sizeof v);
+    return v;
+}
+
+/* +1 / -1 bytes: bit j of sign byte k negates element 8k + j. */
+static inline __m256i sign_bytes(uint32_t s0, uint32_t s1, uint32_t s2, uint32_t s3) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)(s0 | s1 << 8 | s2 << 16 | s3 << 24)), spread);
+    const __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+    return _mm256_or_si256(neg, _mm256_set1_epi8(1));
+}
+
+/* sum over the sub-block of ls * v * y, ls0 for elements 0-15, ls1 for 16-31. */
+static inline __m256i grid_sub32(uint64_t r0, uint64_t r1, uint64_t r2, uint64_t r3, __m256i signs,
+                                 const int8_t *y, int ls0, int ls1) {
+    const __m256i q = _mm256_setr_epi64x((long long)r0, (long long)r1, (long long)r2, (long long)r3);
+    const __m256i ys = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)y), signs);
+    const __m256i ls = _mm256_setr_m128i(_mm_set1_epi16((short)ls0), _mm_set1_epi16((short)ls1));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, ys), ls);
+}
+
+static float dot_iq2_xxs_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_xxs *a = (const ez_block_iq2_xxs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq2_xxs));
+        for (ib = 0; ib < 8; ib++) {
+            uint32_t g, s;
+            int ls;
+            memcpy(&g, &a[i].qs[4 * ib], sizeof g);
+            memcpy(&s, &a[i].qs[4 * ib + 2], sizeof s);
+            ls = 2 * (int)(s >> 28) + 1;
+            acc = _mm256_add_epi32(
+                acc, grid_sub32(grid_row(ez_iq2xxs_grid[g & 255]), grid_row(ez_iq2xxs_grid[g >> 8 & 255]),
+                                grid_row(ez_iq2xxs_grid[g >> 16 & 255]), grid_row(ez_iq2xxs_grid[g >> 24]),
+                                sign_bytes(ez_ksigns_iq2xs[s & 127], ez_ksigns_iq2xs[s >> 7 & 127],
+                                           ez_ksigns_iq2xs[s >> 14 & 127], ez_ksigns_iq2xs[s >> 21 & 127]),
+                                b[i].qs + 32 * ib, ls, ls));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq2_xs_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_xs *a = (const ez_block_iq2_xs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq2_xs));
+        for (ib = 0; ib < 8; ib++) {
+            uint16_t q[4];
+            memcpy(q, &a[i].qs[4 * ib], sizeof q);
+            acc = _mm256_add_epi32(
+                acc, grid_sub32(grid_row(ez_iq2xs_grid[q[0] & 511]), grid_row(ez_iq2xs_grid[q[1] & 511]),
+                                grid_row(ez_iq2xs_grid[q[2] & 511]), grid_row(ez_iq2xs_grid[q[3] & 511]),
+                                sign_bytes(ez_ksigns_iq2xs[q[0] >> 9], ez_ksigns_iq2xs[q[1] >> 9],
+                                           ez_ksigns_iq2xs[q[2] >> 9], ez_ksigns_iq2xs[q[3] >> 9]),
+                                b[i].qs + 32 * ib, 2 * (a[i].scales[ib] & 15) + 1, 2 * (a[i].scales[ib] >> 4) + 1));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq2_s_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_s *a = (const ez_block_iq2_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq2_s));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *qs = a[i].qs + 4 * ib, *sg = a[i].qs + 32 + 4 * ib;
+            const unsigned h = a[i].qh[ib];
+            acc = _mm256_add_epi32(
+                acc, grid_sub32(grid_row(ez_iq2s_grid[qs[0] | (h << 8 & 0x300)]),
+                                grid_row(ez_iq2s_grid[qs[1] | (h << 6 & 0x300)]),
+                                grid_row(ez_iq2s_grid[qs[2] | (h << 4 & 0x300)]),
+                                grid_row(ez_iq2s_grid[qs[3] | (h << 2 & 0x300)]),
+                                sign_bytes(sg[0], sg[1], sg[2], sg[3]), b[i].qs + 32 * ib,
+                                2 * (a[i].scales[ib] & 15) + 1, 2 * (a[i].scales[ib] >> 4) + 1));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.125f;
+}
+
+/* IQ3_XXS: eight 4-byte grid rows (values below 64) per sub-block, one
+ * sign byte per 8 elements, one scale; the reference's unit is 1/4. */
+static float dot_iq3_xxs_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq3_xxs *a = (const ez_block_iq3_xxs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq3_xxs));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 8 * ib;
+            uint32_t aux, r[8];
+            int k;
+            __m256i g, ys;
+            memcpy(&aux, a[i].qs + 64 + 4 * ib, sizeof aux);
+            for (k = 0; k < 8; k++) memcpy(&r[k], ez_iq3xxs_grid[q[k]], sizeof r[k]);
+            g = _mm256_loadu_si256((const __m256i *)r);
+            ys = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)),
+                                  sign_bytes(ez_ksigns_iq2xs[aux & 127], ez_ksigns_iq2xs[aux >> 7 & 127],
+                                             ez_ksigns_iq2xs[aux >> 14 & 127], ez_ksigns_iq2xs[aux >> 21 & 127]));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(g, ys),
+                                                          _mm256_set1_epi16((short)(2 * (int)(aux >> 28) + 1))));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.25f;
+}
+
 static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_avx2},
     [EZ_TYPE_F16] = {dequant_f16_avx2, NULL, dot_f16_avx2},
@@ -741,6 +891,10 @@ static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q3_K] = {ez_dequant_q3_k_ref, NULL, dot_q3_k_q8_k_avx2},
     [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k_avx2},
     [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k_avx2},
+    [EZ_TYPE_IQ2_XXS] = {ez_dequant_iq2_xxs_ref, NULL, dot_iq2_xxs_q8_k_avx2},
+    [EZ_TYPE_IQ2_XS] = {ez_dequant_iq2_xs_ref, NULL, dot_iq2_xs_q8_k_avx2},
+    [EZ_TYPE_IQ2_S] = {ez_dequant_iq2_s_ref, NULL, dot_iq2_s_q8_k_avx2},
+    [EZ_TYPE_IQ3_XXS] = {ez_dequant_iq3_xxs_ref, NULL, dot_iq3_xxs_q8_k_avx2},
 };
 
 const ez_type_kernels *ez_kernels_avx2(uint32_t type) {

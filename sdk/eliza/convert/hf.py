@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import struct
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,7 +102,7 @@ class ConversionReport:
     n_tensors: int
     n_params: int
     n_vocab: int
-    tokenizer_model: str  # tokenizer.ggml.model: "llama" or "gpt2"
+    tokenizer_model: str  # tokenizer.ggml.model: "llama", "gpt2" or "gemma4"
     tensor_types: dict[str, int] = field(default_factory=dict)  # GGML type name -> tensor count
 
 
@@ -896,7 +897,7 @@ def _check_checkpoint(ckpt: _Checkpoint, plan: list[_TensorSpec], hp: _HParams, 
 
 @dataclass
 class _Vocab:
-    model: str  # "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+    model: str  # "llama" (SentencePiece), "gpt2" (byte-level BPE) or "gemma4" (Gemma 4's BPE)
     pre: str
     tokens: list[str]
     types: list[int]
@@ -1110,6 +1111,71 @@ def _vocab_bpe(path: Path, hp: _VocabTarget, tok_json: Json, tok_cfg: Json) -> _
     return _Vocab(model="gpt2", pre=pre, tokens=filled, types=types, merges=merges)
 
 
+# Gemma 4's tokens that llama.cpp's converter marks USER_DEFINED so that they
+# always render (its chat parser reads them).
+_GEMMA4_VISIBLE = {
+    "<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>",
+    '<|"|>',
+}  # fmt: skip
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+
+
+def _is_gemma4_bpe(tok_json: Json) -> bool:
+    """tokenizer.json holds a SentencePiece-style BPE (raw UTF-8 pieces,
+    spaces as U+2581, <0xHH> byte fallback), the shape of Gemma 4's."""
+    model = tok_json.get("model") or {}
+    decoder = tok_json.get("decoder") or {}
+    return (
+        model.get("type") == "BPE" and bool(model.get("byte_fallback")) and decoder.get("type") == "Sequence"
+    )
+
+
+def _vocab_gemma4_bpe(path: Path, hp: _VocabTarget, tok_json: Json, tok_cfg: Json) -> _Vocab:
+    """Gemma 4's tokenizer.json as llama.cpp's converter writes it
+    (gguf.LlamaHfVocab + Gemma4Model.set_vocab): tokenizer model "gemma4",
+    the vocabulary in id order then the added tokens beyond it, every score
+    -1000, <0xHH> pieces BYTE, the special tokens CONTROL, Gemma 4's visible
+    markers USER_DEFINED, the merges, BOS on, no space prefix."""
+    model = tok_json["model"]
+    base: dict[int, str] = {}
+    for text, tid in model["vocab"].items():
+        base[int(tid)] = text
+    added = _added_tokens(tok_json, tok_cfg)
+    special_texts = {text for text, special in added.values() if special}
+    for name in _SPECIAL_TOKEN_KEYS:
+        entry = tok_cfg.get(f"{name}_token")
+        text = entry.get("content") if isinstance(entry, dict) else entry
+        if isinstance(text, str):
+            special_texts.add(text)
+    n_base = max(base) + 1 if base else 0
+    texts = {**{tid: text for tid, (text, _) in added.items() if tid >= n_base}, **base}
+    if sorted(texts) != list(range(len(texts))):
+        raise _format(f"{path}: the token ids are not 0..{len(texts) - 1} without gaps")
+    tokens = [texts[i] for i in range(len(texts))]
+    types = []
+    for text in tokens:
+        if _BYTE_TOKEN.fullmatch(text):
+            types.append(TOKEN_BYTE)
+        elif text in _GEMMA4_VISIBLE:
+            types.append(TOKEN_USER_DEFINED)
+        elif text in special_texts:
+            types.append(TOKEN_CONTROL)
+        else:
+            types.append(TOKEN_NORMAL)
+    scores = [-1000.0] * len(tokens)
+    _pad_vocab(hp.n_vocab, tokens, types, scores, path)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    return _Vocab(
+        model="gemma4",
+        pre="gemma4",
+        tokens=tokens,
+        types=types,
+        scores=scores,
+        merges=merges,
+        add_space_prefix=False,
+    )
+
+
 def _chat_template(model_dir: Path, tok_cfg: Json) -> str | None:
     template = tok_cfg.get("chat_template")
     if isinstance(template, list):
@@ -1128,6 +1194,8 @@ def _load_vocab(model_dir: Path, hp: _VocabTarget, cfg: Json) -> _Vocab:
     tok_cfg = _read_json(tok_cfg_path) if tok_cfg_path.is_file() else {}
     if (model_dir / "tokenizer.model").is_file():
         vocab = _vocab_sentencepiece(model_dir / "tokenizer.model", hp, tok_json, tok_cfg)
+    elif tok_json is not None and hp.arch.startswith("gemma4") and _is_gemma4_bpe(tok_json):
+        vocab = _vocab_gemma4_bpe(tok_json_path, hp, tok_json, tok_cfg)
     elif tok_json is not None:
         vocab = _vocab_bpe(tok_json_path, hp, tok_json, tok_cfg)
     else:
@@ -1144,6 +1212,8 @@ def _load_vocab(model_dir: Path, hp: _VocabTarget, cfg: Json) -> _Vocab:
         else:
             # SentencePiece models prepend BOS unless told otherwise.
             setattr(vocab, attr, first and vocab.model == "llama" and tid is not None)
+    if vocab.model == "gemma4":
+        vocab.add_bos = True  # as llama.cpp's converter writes it (and its loader forces)
     vocab.add_sep = tok_cfg.get("add_sep_token") is True and "sep" in vocab.special
     vocab.chat_template = _chat_template(model_dir, tok_cfg)
     return vocab
