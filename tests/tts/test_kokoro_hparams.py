@@ -16,7 +16,7 @@ TINY = Path(__file__).resolve().parents[1] / "data" / "kokoro_tiny.gguf"
 GGUF_UINT32, GGUF_INT32, GGUF_FLOAT32, GGUF_STRING, GGUF_ARRAY = 4, 5, 6, 8, 9
 
 
-def _value_at(data: bytes, key: str) -> int:
+def _value_at(data: bytes | bytearray, key: str) -> int:
     """The offset of the value type that follows metadata key ``key``."""
     name = key.encode()
     at = data.find(struct.pack("<Q", len(name)) + name)
