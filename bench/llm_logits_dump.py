@@ -9,11 +9,13 @@ was checked so: 98 arrays equal).
         python bench/llm_logits_dump.py after.npz --against before.npz
 
 Covers the real Gemma 3 270M file (~/.cache/eliza/models, or
-ELIZA_MODEL_CACHE) and the tiny random models of tests/llm/tiny_models.py
-(F32 and Q8_0, copied to --tiny-dir once so both runs read the same bytes):
+ELIZA_MODEL_CACHE) and the tiny random models of every architecture
+(tests/llm/tiny_models.py, tiny_archs.py, gemma4_models.py; F32 and Q8_0,
+copied to --tiny-dir once so both runs read the same bytes):
 all-position and last-position logits, token NLLs, greedy and seeded
 generations, F16 / Q8_0 / TBQ4_0 caches with batches of 5, and batches of 3
-in a 64-token context (sliding-window rings wrapping)."""
+in a 64-token context (sliding-window rings wrapping); for the Gemma 4
+targets also greedy generations drafted by their MTP assistants."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -30,20 +33,34 @@ sys.path.insert(0, str(REPO / "tests" / "llm"))
 
 import eliza  # noqa: E402
 
-VARIANTS = ("llama", "llama3", "qwen2", "qwen3", "gemma3")
+MTP_DRAFTERS = ("gemma4_assistant", "gemma4_assistant_masked")  # drafters of the gemma4 target
+
+
+def _tiny_sources() -> dict[str, Callable[[str, str], Path]]:
+    import gemma4_models
+    import tiny_archs
+    import tiny_models
+
+    src: dict[str, Callable[[str, str], Path]] = {}
+    for v in tiny_models.VARIANTS + tiny_models.FALCON_H1_VARIANTS:
+        src[v] = tiny_models.gguf_file
+    for v in tiny_archs.VARIANTS:
+        src[v] = tiny_archs.gguf_file
+    for v in gemma4_models.TARGETS + MTP_DRAFTERS:
+        src[v] = gemma4_models.gguf_file
+    return src
 
 
 def models(tiny_dir: Path) -> dict[str, Path]:
     cache = Path(os.environ.get("ELIZA_MODEL_CACHE", Path.home() / ".cache" / "eliza" / "models"))
     out = {"gemma": cache / "gemma-3-270m-q4_k_m.gguf"}
     tiny_dir.mkdir(parents=True, exist_ok=True)
-    for v in VARIANTS:
+    sources = _tiny_sources()
+    for v, make in sources.items():
         for t in ("f32", "q8_0"):
             p = tiny_dir / f"{v}-{t}.gguf"
             if not p.exists():
-                import tiny_models
-
-                shutil.copy(tiny_models.gguf_file(v, t), p)
+                shutil.copy(make(v, t), p)
             out[f"{v}-{t}"] = p
     return out
 
@@ -56,6 +73,8 @@ def dump(paths: dict[str, Path]) -> dict[str, np.ndarray]:
     res: dict[str, np.ndarray] = {}
     rng = np.random.default_rng(0)
     for name, path in paths.items():
+        if name.startswith(MTP_DRAFTERS):
+            continue
         big = name == "gemma"
         with eliza.LLM(path, n_threads=2) as llm:
             n_vocab = int(llm.info["n_vocab"])
@@ -75,6 +94,19 @@ def dump(paths: dict[str, Path]) -> dict[str, np.ndarray]:
         with eliza.LLM(path, n_threads=1, n_batch=3, context_size=64) as llm:
             res[f"{name}/b3"] = llm.logits(ids[:30], all_positions=True)
             res[f"{name}/b3gen"] = text(llm.generate("Hello world, this is", max_tokens=20, temperature=0.0))
+        if name.startswith("gemma4-"):
+            for drafter in MTP_DRAFTERS:
+                res.update(mtp_dump(f"{name}/{drafter}", path, paths[drafter + name[len("gemma4"):]]))
+    return res
+
+
+def mtp_dump(name: str, target: Path, drafter: Path) -> dict[str, np.ndarray]:
+    """Greedy generations drafted by the MTP assistant (the draft counts
+    are left out: the session picks draft lengths from measured costs)."""
+    res: dict[str, np.ndarray] = {}
+    for k in (1, 4):
+        with eliza.LLM(target, n_threads=2, draft=f"mtp:{drafter}", draft_max_tokens=k) as llm:
+            res[f"{name}/mtp{k}"] = text(llm.generate("The quick brown fox", max_tokens=24, temperature=0.0))
     return res
 
 

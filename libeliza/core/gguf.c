@@ -756,6 +756,37 @@ int32_t ez_gguf_opt_arr(const ez_gguf *g, const char *key, uint32_t elem_type, c
     return ez_gguf_find_kv(g, key) ? ez_gguf_get_arr(g, key, elem_type, out) : ELIZA_OK;
 }
 
+int32_t ez_gguf_arr_int(const ez_gguf_kv *kv, uint64_t i, int64_t *out) {
+    const uint8_t *p;
+    uint64_t u;
+    if (!kv || kv->type != EZ_GGUF_ARRAY)
+        return ez_fail(ELIZA_E_INVALID_ARG, "key '%s' is not an array", kv ? show_z(kv->key).s : "(null)");
+    if (kv->arr_type != EZ_GGUF_BOOL && !is_signed(kv->arr_type) && !is_unsigned(kv->arr_type))
+        return wrong_type(kv, "integers or bools");
+    if (i >= kv->arr_len)
+        return ez_fail(ELIZA_E_INVALID_ARG, "key '%s': element %" PRIu64 " of %" PRIu64, show_z(kv->key).s, i,
+                       kv->arr_len);
+    /* Validated at open: the elements are in the file. */
+    p = kv->arr_data + i * vtype_size(kv->arr_type);
+    switch (kv->arr_type) {
+    case EZ_GGUF_BOOL: *out = p[0] != 0; break;
+    case EZ_GGUF_U8: *out = p[0]; break;
+    case EZ_GGUF_I8: *out = (int8_t)p[0]; break;
+    case EZ_GGUF_U16: *out = (uint16_t)(p[0] | p[1] << 8); break;
+    case EZ_GGUF_I16: *out = (int16_t)(uint16_t)(p[0] | p[1] << 8); break;
+    case EZ_GGUF_U32: *out = le32(p); break;
+    case EZ_GGUF_I32: *out = (int32_t)le32(p); break;
+    case EZ_GGUF_I64: *out = (int64_t)le64(p); break;
+    default: /* U64 */
+        u = le64(p);
+        if (u > (uint64_t)INT64_MAX)
+            return ez_fail(ELIZA_E_FORMAT, "key '%s': element %" PRIu64 " is %" PRIu64 ", past INT64_MAX",
+                           show_z(kv->key).s, i, u);
+        *out = (int64_t)u;
+    }
+    return ELIZA_OK;
+}
+
 int32_t ez_gguf_arr_strings(const ez_gguf_kv *kv, ez_str **out) {
     const uint8_t *p;
     ez_str *tab;

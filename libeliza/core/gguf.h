@@ -111,6 +111,12 @@ EZ_INTERNAL int32_t ez_gguf_need_arr(const ez_gguf *g, const char *key, uint32_t
 EZ_INTERNAL int32_t ez_gguf_opt_arr(const ez_gguf *g, const char *key, uint32_t elem_type,
                                     const ez_gguf_kv **out);
 
+/* Element i of an array of integers or bools (any width, signed or not;
+ * a bool reads as 0 or 1), widened to int64. ELIZA_E_FORMAT naming the key
+ * for another element type or a U64 element past INT64_MAX,
+ * ELIZA_E_INVALID_ARG for i past the end. */
+EZ_INTERNAL int32_t ez_gguf_arr_int(const ez_gguf_kv *kv, uint64_t i, int64_t *out);
+
 /* The strings of a STRING array, as a malloc'd table the caller free()s. */
 EZ_INTERNAL int32_t ez_gguf_arr_strings(const ez_gguf_kv *kv, ez_str **out);
 

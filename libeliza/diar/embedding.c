@@ -34,6 +34,7 @@
 #define ROUND16(n) (((n) + 15) / 16 * 16)
 
 struct ez_emb_model {
+    ez_gguf *gguf;                    /* the file, mapped: the LSTMs read their weights there */
     int sample_rate, n_fft, hop, n_mels, n_bins;
     int partial_frames, frame_step;  /* frames per partial, frames between partials */
     float min_coverage;
@@ -53,6 +54,7 @@ void ez_emb_free(ez_emb_model *m) {
     free(m->lin_w);
     free(m->lin_b);
     ez_nn_arena_free(&m->work);
+    ez_gguf_close(m->gguf);
     free(m);
 }
 
@@ -175,8 +177,8 @@ int32_t ez_emb_load(const char *path, ez_emb_model **out) {
         ez_gguf_close(g);
         return ez_fail(ELIZA_E_NOMEM, "no memory for the embedding model");
     }
+    m->gguf = g;
     rc = load(m, g);
-    ez_gguf_close(g);
     if (rc) {
         ez_emb_free(m);
         return rc;

@@ -36,12 +36,15 @@ int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what) {
     return ELIZA_OK;
 }
 
-int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, float **out) {
+int32_t ez_nn_tensor_view(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, const float **out,
+                          float **own) {
     const ez_gguf_tensor *t = ez_gguf_find_tensor(g, name);
     char want[96] = "", have[96] = "";
     size_t wl = 0, hl = 0;
+    const float *v;
     int ok;
     *out = NULL;
+    *own = NULL;
     if (!t) return ez_fail(ELIZA_E_FORMAT, "tensor '%s' is missing", name);
     ok = (int)t->n_dims == n_dims && t->type == EZ_TYPE_F32;
     for (int i = 0; i < n_dims; i++) {
@@ -59,15 +62,39 @@ int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64
     if (!ok)
         return ez_fail(ELIZA_E_FORMAT, "tensor '%s': %s [%s], expected F32 [%s]", name,
                        t->type == EZ_TYPE_F32 ? "F32" : "type other than F32", have, want);
-    *out = (float *)malloc((size_t)t->n_elements * sizeof(float) + 1);
-    if (!*out) return ez_fail(ELIZA_E_NOMEM, "tensor '%s': no memory for %" PRIu64 " floats", name, t->n_elements);
-    memcpy(*out, t->data, (size_t)t->nbytes);
+    v = (const float *)(const void *)t->data;
+    if ((uintptr_t)t->data % sizeof(float)) { /* a file aligned to less than a float */
+        *own = (float *)malloc((size_t)t->n_elements * sizeof(float) + 1);
+        if (!*own)
+            return ez_fail(ELIZA_E_NOMEM, "tensor '%s': no memory for %" PRIu64 " floats", name, t->n_elements);
+        memcpy(*own, t->data, (size_t)t->nbytes);
+        v = *own;
+    }
     for (uint64_t i = 0; i < t->n_elements; i++)
-        if (!isfinite((*out)[i])) {
-            free(*out);
-            *out = NULL;
+        if (!isfinite(v[i])) {
+            free(*own);
+            *own = NULL;
             return ez_fail(ELIZA_E_FORMAT, "tensor '%s': element %" PRIu64 " is not finite", name, i);
         }
+    *out = v;
+    return ELIZA_OK;
+}
+
+int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, float **out) {
+    const float *v;
+    float *own;
+    size_t n = 1;
+    int32_t rc = ez_nn_tensor_view(g, name, n_dims, dims, &v, &own);
+    *out = NULL;
+    if (rc) return rc;
+    if (own) {
+        *out = own;
+        return ELIZA_OK;
+    }
+    for (int i = 0; i < n_dims; i++) n *= (size_t)dims[i];
+    *out = (float *)malloc(n * sizeof(float) + 1);
+    if (!*out) return ez_fail(ELIZA_E_NOMEM, "tensor '%s': no memory for %zu floats", name, n);
+    memcpy(*out, v, n * sizeof(float));
     return ELIZA_OK;
 }
 
@@ -119,19 +146,52 @@ static void reorder_gates(const float *src, float *dst, const int perm[4], int64
                (size_t)(rows * cols) * sizeof(float));
 }
 
+static int identity_order(const int perm[4]) { return perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3; }
+
 void ez_nn_lstm_free(ez_nn_lstm *l) {
     if (!l) return;
-    free(l->w_ih);
+    free(l->own_ih);
+    free(l->own_hh);
     free(l->bias);
-    free(l->w_hh);
     free(l->w_hh_t);
     memset(l, 0, sizeof *l);
+}
+
+/* Whether the recurrence of hidden size H runs the fast (panel) kernels. */
+static int lstm_fast(int H) {
+#if EZ_ARCH_X86_64
+    return ez_simd_at_least(EZ_SIMD_AVX2) && H % 16 == 0;
+#elif EZ_ARCH_AARCH64
+    return ez_simd_level_active() != EZ_SIMD_SCALAR && H % 16 == 0;
+#else
+    (void)H;
+    return 0;
+#endif
+}
+
+/* A weight of n_dirs directions, [4H, cols] each, in i, f, g, o order: the
+ * file's rows in place when it stores that order, else a reordered copy in
+ * *own. */
+static int32_t gate_rows(const float *file, const int perm[4], int n_dirs, int64_t H, int64_t cols,
+                         const char *what, const float **out, float **own) {
+    const int64_t n = 4 * H * cols;
+    *own = NULL;
+    *out = file;
+    if (identity_order(perm)) return ELIZA_OK;
+    *own = (float *)malloc((size_t)(n_dirs * n) * sizeof(float));
+    if (!*own) return ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its weights", what);
+    for (int d = 0; d < n_dirs; d++) reorder_gates(file + d * n, *own + d * n, perm, H, cols);
+    *out = *own;
+    return ELIZA_OK;
 }
 
 int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_order, int n_dirs, int n_in,
                         int H, ez_nn_lstm *out) {
     char name[96];
-    float *w_ih = NULL, *w_hh = NULL, *b_ih = NULL, *b_hh = NULL;
+    const float *w_ih, *w_hh, *b_ih, *b_hh;
+    float *own[4] = {NULL, NULL, NULL, NULL}; /* copies of tensors the file does not align for floats */
+    const float *hh = NULL;
+    float *hh_own = NULL;
     int perm[4];
     int64_t G = 4 * (int64_t)H;
     int32_t rc;
@@ -140,45 +200,60 @@ int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_o
     {
         int64_t d_ih[3] = {n_dirs, G, n_in}, d_hh[3] = {n_dirs, G, H}, d_b[2] = {n_dirs, G};
         snprintf(name, sizeof name, "%s.weight_ih", prefix);
-        if ((rc = ez_nn_tensor(g, name, 3, d_ih, &w_ih))) goto done;
+        if ((rc = ez_nn_tensor_view(g, name, 3, d_ih, &w_ih, &own[0]))) goto done;
         snprintf(name, sizeof name, "%s.weight_hh", prefix);
-        if ((rc = ez_nn_tensor(g, name, 3, d_hh, &w_hh))) goto done;
+        if ((rc = ez_nn_tensor_view(g, name, 3, d_hh, &w_hh, &own[1]))) goto done;
         snprintf(name, sizeof name, "%s.bias_ih", prefix);
-        if ((rc = ez_nn_tensor(g, name, 2, d_b, &b_ih))) goto done;
+        if ((rc = ez_nn_tensor_view(g, name, 2, d_b, &b_ih, &own[2]))) goto done;
         snprintf(name, sizeof name, "%s.bias_hh", prefix);
-        if ((rc = ez_nn_tensor(g, name, 2, d_b, &b_hh))) goto done;
+        if ((rc = ez_nn_tensor_view(g, name, 2, d_b, &b_hh, &own[3]))) goto done;
     }
     out->n_in = n_in;
     out->H = H;
     out->n_dirs = n_dirs;
-    out->w_ih = (float *)malloc((size_t)(n_dirs * G * n_in) * sizeof(float));
-    out->w_hh = (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float));
-    out->w_hh_t = H % 16 == 0 ? (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float)) : NULL;
+    /* The input projection reads w_ih as stored; the recurrence reads w_hh
+     * as stored (the reference) or in panels (the fast kernels), never both. */
+    if ((rc = gate_rows(w_ih, perm, n_dirs, H, n_in, prefix, &out->w_ih, &out->own_ih)) ||
+        (rc = gate_rows(w_hh, perm, n_dirs, H, H, prefix, &hh, &hh_own)))
+        goto done;
+    if (own[0] && !out->own_ih) out->own_ih = own[0], own[0] = NULL;
+    if (own[1] && !hh_own) hh_own = own[1], own[1] = NULL;
     out->bias = (float *)malloc((size_t)(n_dirs * G) * sizeof(float));
-    if (!out->w_ih || !out->w_hh || (H % 16 == 0 && !out->w_hh_t) || !out->bias) {
+    if (!out->bias) {
+        rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its biases", prefix);
+        goto done;
+    }
+    for (int d = 0; d < n_dirs; d++)
+        for (int k = 0; k < 4; k++)
+            for (int64_t j = 0; j < H; j++) {
+                const int64_t src = d * G + perm[k] * (int64_t)H + j;
+                out->bias[d * G + k * (int64_t)H + j] = b_ih[src] + b_hh[src];
+            }
+    if (!lstm_fast(H)) {
+        out->w_hh = hh;
+        out->own_hh = hh_own;
+        hh_own = NULL;
+        rc = ELIZA_OK;
+        goto done;
+    }
+    out->w_hh_t = (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float));
+    if (!out->w_hh_t) {
         rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its weights", prefix);
         goto done;
     }
+    /* Panels of 16 gate rows: panel p holds w_hh[16p .. 16p + 16, k] for
+     * k = 0 .. H-1, 16 consecutive floats per k, so the fast path streams
+     * each panel sequentially. */
     for (int d = 0; d < n_dirs; d++) {
-        float *hh = out->w_hh + d * G * H, *bias = out->bias + d * G;
-        reorder_gates(w_ih + d * G * n_in, out->w_ih + d * G * n_in, perm, H, n_in);
-        reorder_gates(w_hh + d * G * H, hh, perm, H, H);
-        for (int64_t r = 0; r < G; r++) b_ih[d * G + r] += b_hh[d * G + r];
-        reorder_gates(b_ih + d * G, bias, perm, H, 1);
-        float *hh_t = out->w_hh_t ? out->w_hh_t + d * G * H : NULL;
-        if (!hh_t) continue;
-        /* Panels of 16 gate rows: panel p holds w_hh[16p .. 16p + 16, k] for
-         * k = 0 .. H-1, 16 consecutive floats per k, so the fast path
-         * streams each panel sequentially. */
+        const float *w = hh + d * G * H;
+        float *hh_t = out->w_hh_t + d * G * H;
         for (int64_t r = 0; r < G; r++)
-            for (int64_t k = 0; k < H; k++) hh_t[((r / 16) * H + k) * 16 + r % 16] = hh[r * H + k];
+            for (int64_t k = 0; k < H; k++) hh_t[((r / 16) * H + k) * 16 + r % 16] = w[r * H + k];
     }
     rc = ELIZA_OK;
 done:
-    free(w_ih);
-    free(w_hh);
-    free(b_ih);
-    free(b_hh);
+    for (int i = 0; i < 4; i++) free(own[i]);
+    free(hh_own);
     if (rc) ez_nn_lstm_free(out);
     return rc;
 }
@@ -284,12 +359,12 @@ int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, in
     job.group = (B + job.n_groups - 1) / job.n_groups;
     job.n_groups = (B + job.group - 1) / job.group;
 #if EZ_ARCH_X86_64
-    job.fast = ez_simd_at_least(EZ_SIMD_AVX2) && l->H % 16 == 0 && l->w_hh_t;
+    job.fast = lstm_fast(l->H) && l->w_hh_t;
     job.step = !job.fast                             ? ez_nn_lstm_step_ref
                : ez_simd_at_least(EZ_SIMD_AVX512) ? ez_nn_lstm_step_avx512
                                                   : ez_nn_lstm_step_avx2;
 #elif EZ_ARCH_AARCH64
-    job.fast = ez_simd_level_active() != EZ_SIMD_SCALAR && l->H % 16 == 0 && l->w_hh_t;
+    job.fast = lstm_fast(l->H) && l->w_hh_t;
     job.step = job.fast ? ez_nn_lstm_step_neon : ez_nn_lstm_step_ref;
 #else
     job.fast = 0;

@@ -21,8 +21,14 @@ EZ_INTERNAL int32_t ez_nn_key_str(const ez_gguf *g, const char *key, char *out, 
 /* ELIZA_E_UNSUPPORTED unless general.architecture is `arch` (FORMAT if absent). */
 EZ_INTERNAL int32_t ez_nn_check_arch(const ez_gguf *g, const char *arch, const char *what);
 
-/* A malloc'd copy of the F32 tensor `name`, whose shape (outermost first,
- * as numpy writes it) must be dims[0..n_dims). */
+/* The F32 tensor `name`, whose shape (outermost first, as numpy writes
+ * it) must be dims[0..n_dims) and whose values must be finite, read in
+ * place: *out points into g's mapping (g must outlive its use), or, where
+ * the file aligns it to less than a float, to a malloc'd copy that *own
+ * also holds for the caller to free (*own is NULL otherwise). */
+EZ_INTERNAL int32_t ez_nn_tensor_view(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
+                                      const float **out, float **own);
+/* The same checks, and a malloc'd copy: for weights a loader re-lays out. */
 EZ_INTERNAL int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
                                  float **out);
 
@@ -40,14 +46,21 @@ EZ_INTERNAL void ez_nn_arena_free(ez_nn_arena *a);
 
 /* ---- LSTM ------------------------------------------------------------------ */
 
+/* The weights a file stores in the internal gate order are read in place
+ * from its mapping (w_ih always, w_hh on the reference path); a file of
+ * another order is reordered once into copies (own_ih, own_hh). The fast
+ * kernels read w_hh in panels, a copy made at load (w_hh is NULL then):
+ * each step streams every panel once with h broadcast, where the stored
+ * rows would need a horizontal sum per gate row (docs/diarization.md). */
 typedef struct {
     int n_in, H, n_dirs;
-    float *w_ih;    /* [n_dirs * 4H, n_in], gate blocks i, f, g, o per direction */
-    float *bias;    /* [n_dirs * 4H], b_ih + b_hh */
-    float *w_hh;    /* [n_dirs, 4H, H], the reference's layout */
-    float *w_hh_t;  /* [n_dirs, 4H / 16, H, 16]: w_hh in panels of 16 rows, each
-                     * stored k-major (the fast path's layout); NULL unless
-                     * H % 16 == 0 */
+    const float *w_ih;  /* [n_dirs * 4H, n_in], gate blocks i, f, g, o per direction */
+    float *bias;        /* [n_dirs * 4H], b_ih + b_hh */
+    const float *w_hh;  /* [n_dirs, 4H, H], the reference's layout; NULL on the fast path */
+    float *w_hh_t;      /* [n_dirs, 4H / 16, H, 16]: w_hh in panels of 16 rows, each
+                         * stored k-major (the fast path's layout); NULL on the reference
+                         * path (ELIZA_FORCE_SCALAR, no AVX2 / NEON, H % 16 != 0) */
+    float *own_ih, *own_hh; /* the copies w_ih, w_hh point to, or NULL (freed with the layer) */
 } ez_nn_lstm;
 
 /* Parses a gate order: four distinct letters of i, f, o and c (or g, the
@@ -57,7 +70,7 @@ EZ_INTERNAL int32_t ez_nn_gate_order(const char *order, int perm[4]);
 
 /* Loads `prefix`.{weight_ih, weight_hh, bias_ih, bias_hh} of shapes
  * [n_dirs, 4H, n_in], [n_dirs, 4H, H], [n_dirs, 4H], [n_dirs, 4H], gate
- * blocks in the file's `gate_order`. */
+ * blocks in the file's `gate_order`. g must outlive the layer. */
 EZ_INTERNAL int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_order, int n_dirs,
                                     int n_in, int H, ez_nn_lstm *out);
 EZ_INTERNAL void ez_nn_lstm_free(ez_nn_lstm *l);

@@ -37,6 +37,7 @@
 #define STATS_FLOATS(m) ROUND16(6 * (size_t)EZ_MAX((m)->chan[0], EZ_MAX((m)->chan[1], (m)->chan[2])))
 
 struct ez_seg_model {
+    ez_gguf *gguf;                    /* the file, mapped: the LSTMs read their weights there */
     int sample_rate, chunk_samples;
     int frame_step, receptive_field;  /* samples, as the file states and the layers imply */
     int stride, pool;                 /* SincNet conv stride, max-pool kernel = stride */
@@ -89,6 +90,7 @@ void ez_seg_free(ez_seg_model *m) {
     free(m->powerset);
     ez_nn_arena_free(&m->work);
     ez_nn_arena_free(&m->span_work);
+    ez_gguf_close(m->gguf);
     free(m);
 }
 
@@ -363,8 +365,8 @@ int32_t ez_seg_load(const char *path, ez_seg_model **out) {
         ez_gguf_close(g);
         return ez_fail(ELIZA_E_NOMEM, "no memory for the segmentation model");
     }
+    m->gguf = g;
     rc = load(m, g);
-    ez_gguf_close(g);
     if (rc) {
         ez_seg_free(m);
         return rc;

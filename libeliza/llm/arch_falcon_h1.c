@@ -88,62 +88,28 @@ static int32_t falcon_h1_weights(ez_llm_model *m) {
 
 /* ---- the mixer ------------------------------------------------------------------------- */
 
-typedef struct {
-    ez_llm_fwd *f;
-    const ez_llm_layer *L;
-    const ez_ssm_ops *ops;
-    ez_ssm_shape sh;
-    float *state; /* [H][P][N] */
-    int32_t n;
-} ssm_job;
-
-/* Heads [h0, h1) of the batch: the recurrent step for one token, else the
- * chunked scan. */
-static void ssm_heads(void *ctx, int64_t h0, int64_t h1, int thread_index) {
-    const ssm_job *j = (const ssm_job *)ctx;
-    const ez_llm_hparams *hp = &j->f->m->hp;
-    const int64_t d_in = hp->ssm_d_inner, GN = (int64_t)hp->ssm_n_group * hp->ssm_d_state, C = d_in + 2 * GN,
-                  ld_z = d_in + C + hp->ssm_n_head;
-    const float *xbc = j->f->ssm_xbc, *dt = j->f->ssm_zxbcdt + d_in + C;
-    if (j->n == 1) {
-        j->ops->step(&j->sh, j->state, xbc, xbc + d_in, xbc + d_in + GN, dt, j->L->ssm_dt_b, j->L->ssm_a, j->L->ssm_d,
-                     j->f->ssm_y, (int)h0, (int)h1);
-        return;
-    }
-    ez_ssm_scan(j->f->pool, j->f->ops, &j->sh, j->state, xbc, C, xbc + d_in, xbc + d_in + GN, C, dt, ld_z, j->L->ssm_dt_b,
-                j->L->ssm_a, j->L->ssm_d, j->f->ssm_y, d_in, j->n, (int)h0, (int)h1,
-                j->f->ssm_work + (size_t)thread_index * (size_t)ez_ssm_scan_work_floats(&j->sh));
-}
-
 /* f->ssm_o = mamba2(f->h) for the n tokens, advancing layer il's states. */
 static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
     const ez_llm_layer *L = &f->m->layers[il];
     const int64_t d_in = hp->ssm_d_inner, H = hp->ssm_n_head, G = hp->ssm_n_group, N = hp->ssm_d_state,
                   K = hp->ssm_d_conv, C = d_in + 2 * G * N, ld_z = d_in + C + H;
+    const ez_ssm_shape sh = {(int)H, (int)(d_in / H), (int)G, (int)N};
     float *conv_state = (float *)(void *)f->kv->layers[il].state, *ssm_state = conv_state + (K - 1) * C;
     ez_llm_mm in = {&L->ssm_in, f->ssm_zxbcdt, ld_z}, out = {&L->ssm_out, f->ssm_o, hp->n_embd};
-    ssm_job job = {f, L, ez_ssm_ops_active(), {(int)H, (int)(d_in / H), (int)G, (int)N}, ssm_state, n};
+    ez_llm_backend *be = f->be;
     int32_t rc;
 
-    if ((rc = f->be->ops->matmul(f->be, f->h, n, &in, 1))) return rc;
+    if ((rc = be->ops->matmul(be, f->h, n, &in, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_IN);
-    ez_ssm_conv(job.ops, conv_state, f->ssm_zxbcdt + d_in, ld_z, L->ssm_conv1d, L->ssm_conv1d_b, f->ssm_xbc, C, n,
-                (int)C, (int)K);
+    be->ops->ssm_conv(be, conv_state, f->ssm_zxbcdt + d_in, ld_z, L->ssm_conv1d, L->ssm_conv1d_b, f->ssm_xbc, n,
+                      (int)C, (int)K);
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_CONV);
-    ez_pool_for(f->pool, H, 1, ssm_heads, &job);
-    /* y silu(z) (llama.cpp's swiglu_split(z, y)), then the grouped norm */
-    for (int32_t t = 0; t < n; t++) {
-        float *z = f->ssm_zxbcdt + t * ld_z, *y = f->ssm_y + t * d_in;
-        f->ops->silu_mul(z, y, d_in);
-        if (L->ssm_norm)
-            for (int64_t g = 0; g < G; g++)
-                f->ops->rms_norm(z + g * (d_in / G), z + g * (d_in / G), L->ssm_norm + g * (d_in / G), d_in / G,
-                                 hp->norm_eps);
-        memcpy(y, z, sizeof(float) * (size_t)d_in);
-    }
+    be->ops->ssm_scan(be, &sh, ssm_state, f->ssm_xbc, f->ssm_zxbcdt + d_in + C, ld_z, L->ssm_dt_b, L->ssm_a,
+                      L->ssm_d, f->ssm_y, n);
+    be->ops->ssm_gate_norm(be, f->ssm_y, f->ssm_zxbcdt, ld_z, L->ssm_norm, n, d_in, (int)G, hp->norm_eps);
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_SCAN);
-    if ((rc = f->be->ops->matmul(f->be, f->ssm_y, n, &out, 1))) return rc;
+    if ((rc = be->ops->matmul(be, f->ssm_y, n, &out, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_OUT);
     return ELIZA_OK;
 }
@@ -160,7 +126,9 @@ static int32_t falcon_h1_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     ez_fwd_attention(f, il, n, pos0);
     if ((rc = ez_fwd_attn_out(f, L, n))) return rc;
     if ((rc = mamba2(f, il, n))) return rc;
-    for (int64_t i = 0; i < n_elems; i++) f->x[i] += f->o[i] + f->ssm_o[i];
+    /* x + (o + ssm_o), as the reference sums them */
+    f->be->ops->add(f->be, f->o, f->ssm_o, n_elems);
+    f->be->ops->add(f->be, f->x, f->o, n_elems);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 
     ez_fwd_norm(f, f->h, f->x, L->ffn_norm, n);

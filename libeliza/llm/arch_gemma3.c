@@ -41,16 +41,14 @@ int32_t ez_llm_load_swa_pattern(const ez_gguf *g, const ez_llm_hparams *hp, ez_l
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", hp->arch_name);
     kv = ez_gguf_find_kv(g, key);
     if (kv && kv->type == EZ_GGUF_ARRAY) {
-        if (kv->arr_type != EZ_GGUF_BOOL && kv->arr_type != EZ_GGUF_U8 && kv->arr_type != EZ_GGUF_I8 &&
-            kv->arr_type != EZ_GGUF_U32 && kv->arr_type != EZ_GGUF_I32)
-            return ez_fail(ELIZA_E_FORMAT, "'%s' must be an array of bools", key);
         if (kv->arr_len != (uint64_t)hp->n_layer)
             return ez_fail(ELIZA_E_FORMAT, "'%s' has %" PRIu64 " entries for %d layers", key, kv->arr_len,
                            hp->n_layer);
         for (il = 0; il < hp->n_layer; il++) {
-            size_t w = (kv->arr_type == EZ_GGUF_U32 || kv->arr_type == EZ_GGUF_I32) ? 4 : 1;
-            const uint8_t *p = kv->arr_data + (size_t)il * w;
-            layers[il].is_swa = w == 1 ? p[0] != 0 : (p[0] | p[1] | p[2] | p[3]) != 0;
+            int64_t v;
+            int32_t rc = ez_gguf_arr_int(kv, (uint64_t)il, &v);
+            if (rc) return rc;
+            layers[il].is_swa = v != 0;
         }
         return ELIZA_OK;
     }

@@ -151,39 +151,19 @@ static int32_t gemma4_prepare(ez_llm_fwd *f, const int32_t *tokens, int32_t n) {
     const float proj_scale = 1.0f / sqrtf((float)hp->n_embd), embd_scale = sqrtf((float)ple),
                 mix = 0.70710678118654752f; /* 2^-0.5 */
     ez_llm_mm proj = {&m->ple_model_proj, f->ple, n_ple};
-    ez_dequant_fn dequant;
+    ez_llm_backend *be = f->be;
     int32_t rc;
     if (ple == 0) return ELIZA_OK;
-    if ((rc = f->be->ops->matmul(f->be, f->x, n, &proj, 1))) return rc;
-    dequant = ez_kernels(m->ple_embd.type)->dequant;
+    if ((rc = be->ops->matmul(be, f->x, n, &proj, 1))) return rc;
+    /* f->ple is [n * n_layer, ple]: each token's row of each layer */
+    be->ops->scale(be, f->ple, n * n_ple, proj_scale);
+    be->ops->rms_norm(be, f->ple, f->ple, m->ple_proj_norm, (int64_t)n * hp->n_layer, ple, hp->norm_eps);
     for (int32_t r = 0; r < n; r++) {
-        float *row = f->ple + (int64_t)r * n_ple, *tok = f->ple_act;
-        dequant(m->ple_embd.data + (size_t)tokens[r] * m->ple_embd.row_bytes, tok, n_ple);
-        for (int64_t l = 0; l < hp->n_layer; l++) {
-            float *c = row + l * ple;
-            for (int64_t i = 0; i < ple; i++) c[i] *= proj_scale;
-            f->ops->rms_norm(c, c, m->ple_proj_norm, ple, hp->norm_eps);
-            for (int64_t i = 0; i < ple; i++) c[i] = (c[i] + tok[l * ple + i] * embd_scale) * mix;
-        }
+        be->ops->embed(be, &m->ple_embd, tokens + r, 1, 1.0f, f->ple_act);
+        be->ops->add_scaled(be, f->ple + (int64_t)r * n_ple, f->ple_act, n_ple, embd_scale);
     }
+    be->ops->scale(be, f->ple, n * n_ple, mix);
     return ELIZA_OK;
-}
-
-/* Per-head RMSNorm of rows of n_heads heads of hd values, times w; w NULL:
- * no scale (Gemma 4's v_norm). */
-static void head_norm(const ez_llm_fwd *f, float *x, int64_t n_heads, int64_t hd, const float *w) {
-    const float eps = f->m->hp.norm_eps;
-    for (int64_t r = 0; r < n_heads; r++) {
-        float *h = x + r * hd;
-        if (w) {
-            f->ops->rms_norm(h, h, w, hd, eps);
-        } else {
-            double ss = 0.0;
-            for (int64_t i = 0; i < hd; i++) ss += (double)h[i] * (double)h[i];
-            const float s = 1.0f / sqrtf((float)(ss / (double)hd) + eps);
-            for (int64_t i = 0; i < hd; i++) h[i] *= s;
-        }
-    }
 }
 
 /* q (and k, v where the layer has them) of the batch, normed and rotated. */
@@ -191,19 +171,20 @@ static int32_t gemma4_qkv(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
     const int64_t hd = L->head_dim, n_q = (int64_t)hp->n_head * hd, n_k = (int64_t)hp->n_head_kv * hd;
     const int own_kv = L->wk.data != NULL;
-    const int n_rot = L->is_swa ? hp->n_rot_swa : hp->n_rot;
-    const float *cs = f->rope_cs + (L->is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
     ez_llm_mm qkv[3] = {{&L->wq, f->q, n_q}, {&L->wk, f->k, n_k}, {&L->wv, f->v, n_k}};
-    int32_t rc = f->be->ops->matmul(f->be, f->h, n, qkv, own_kv ? 3 : 1);
+    ez_llm_backend *be = f->be;
+    int n_rot;
+    const float *cs = ez_fwd_rope_table(f, L->is_swa, &n_rot);
+    int32_t rc = be->ops->matmul(be, f->h, n, qkv, own_kv ? 3 : 1);
     if (rc) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_QKV);
-    head_norm(f, f->q, (int64_t)n * hp->n_head, hd, L->q_norm);
-    for (int32_t i = 0; i < n; i++) ez_rope(f->q + i * n_q, hp->n_head, (int)hd, n_rot, cs + (size_t)i * hp->n_rot, 1);
+    /* per-head norms; v's has no weight */
+    be->ops->rms_norm(be, f->q, f->q, L->q_norm, (int64_t)n * hp->n_head, hd, hp->norm_eps);
+    be->ops->rope(be, f->q, n, hp->n_head, (int)hd, n_rot, cs, 1);
     if (own_kv) {
-        head_norm(f, f->k, (int64_t)n * hp->n_head_kv, hd, L->k_norm);
-        head_norm(f, f->v, (int64_t)n * hp->n_head_kv, hd, NULL);
-        for (int32_t i = 0; i < n; i++)
-            ez_rope(f->k + i * n_k, hp->n_head_kv, (int)hd, n_rot, cs + (size_t)i * hp->n_rot, 1);
+        be->ops->rms_norm(be, f->k, f->k, L->k_norm, (int64_t)n * hp->n_head_kv, hd, hp->norm_eps);
+        be->ops->rms_norm(be, f->v, f->v, NULL, (int64_t)n * hp->n_head_kv, hd, hp->norm_eps);
+        be->ops->rope(be, f->k, n, hp->n_head_kv, (int)hd, n_rot, cs, 1);
     }
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
     return ELIZA_OK;
@@ -226,9 +207,7 @@ int32_t ez_llm_gemma4_attention(ez_llm_fwd *f, const ez_kv_cache *kv, int il, in
 
 /* x *= s over n rows. */
 static void scale_rows(ez_llm_fwd *f, float s, int32_t n) {
-    const int64_t n_elems = (int64_t)n * f->m->hp.n_embd;
-    if (s == 1.0f) return;
-    for (int64_t i = 0; i < n_elems; i++) f->x[i] *= s;
+    if (s != 1.0f) f->be->ops->scale(f->be, f->x, (int64_t)n * f->m->hp.n_embd, s);
 }
 
 /* The attention sublayer's output in f->o (before its post norm), the FFN
@@ -255,8 +234,7 @@ static int32_t per_layer_input(ez_llm_fwd *f, const ez_llm_layer *L, int il, int
     ez_llm_mm gate = {&L->ple_gate, f->ple_act, ple}, proj = {&L->ple_proj, f->o, hp->n_embd};
     int32_t rc;
     if ((rc = f->be->ops->matmul(f->be, f->x, n, &gate, 1))) return rc;
-    for (int32_t r = 0; r < n; r++)
-        f->ops->gelu_tanh_mul(f->ple_act + (int64_t)r * ple, f->ple + (int64_t)r * n_ple + (int64_t)il * ple, ple);
+    f->be->ops->glu(f->be, f->ple_act, f->ple + (int64_t)il * ple, n_ple, n, ple, 1);
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_ACT);
     if ((rc = f->be->ops->matmul(f->be, f->ple_act, n, &proj, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_DOWN);

@@ -17,6 +17,9 @@ typedef struct {
     const ez_llm_ops *ops;
     ez_llm_acts acts;       /* quantized activations, reused across products */
     ez_attn attn;
+    const ez_ssm_ops *ssm;
+    float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] for Mamba2 mixers, or NULL */
+    int64_t ssm_work_floats; /* of one thread */
 } cpu_backend;
 
 static cpu_backend *cpu(ez_llm_backend *be) { return (cpu_backend *)be; }
@@ -25,6 +28,7 @@ static void cpu_free(ez_llm_backend *be) {
     cpu_backend *c = cpu(be);
     ez_llm_acts_free(&c->acts);
     ez_aligned_free(c->attn.scratch);
+    ez_aligned_free(c->ssm_work);
     free(c);
 }
 
@@ -44,10 +48,23 @@ static int32_t cpu_matmul(ez_llm_backend *be, const float *x, int64_t M, const e
     return ez_llm_matmul(cpu(be)->pool, &cpu(be)->acts, x, M, mm, n_mm);
 }
 
+/* y = x / rms(x), the sum of squares in double (transformers' Gemma 4
+ * v_norm, a weightless RMSNorm). */
+static void rms_norm_plain(float *y, const float *x, int64_t n, float eps) {
+    double ss = 0.0;
+    float s;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * (double)x[i];
+    s = 1.0f / sqrtf((float)(ss / (double)n) + eps);
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * s;
+}
+
 static void cpu_rms_norm(ez_llm_backend *be, float *y, const float *x, const float *w, int64_t n_rows, int64_t n,
                          float eps) {
     const ez_llm_ops *ops = cpu(be)->ops;
-    for (int64_t r = 0; r < n_rows; r++) ops->rms_norm(y + r * n, x + r * n, w, n, eps);
+    for (int64_t r = 0; r < n_rows; r++) {
+        if (w) ops->rms_norm(y + r * n, x + r * n, w, n, eps);
+        else rms_norm_plain(y + r * n, x + r * n, n, eps);
+    }
 }
 
 static void cpu_add_bias(ez_llm_backend *be, float *y, const float *b, int64_t n_rows, int64_t n) {
@@ -72,7 +89,7 @@ typedef struct {
     const ez_llm_ops *ops;
     float *g;
     const float *u;
-    int64_t n;
+    int64_t ld_u, n;
     int gelu;
 } glu_job;
 
@@ -80,13 +97,13 @@ static void glu_rows(void *ctx, int64_t r0, int64_t r1, int thread_index) {
     const glu_job *job = (const glu_job *)ctx;
     (void)thread_index;
     for (int64_t r = r0; r < r1; r++) {
-        if (job->gelu) job->ops->gelu_tanh_mul(job->g + r * job->n, job->u + r * job->n, job->n);
-        else job->ops->silu_mul(job->g + r * job->n, job->u + r * job->n, job->n);
+        if (job->gelu) job->ops->gelu_tanh_mul(job->g + r * job->n, job->u + r * job->ld_u, job->n);
+        else job->ops->silu_mul(job->g + r * job->n, job->u + r * job->ld_u, job->n);
     }
 }
 
-static void cpu_glu(ez_llm_backend *be, float *g, const float *u, int64_t n_rows, int64_t n, int gelu) {
-    glu_job job = {cpu(be)->ops, g, u, n, gelu};
+static void cpu_glu(ez_llm_backend *be, float *g, const float *u, int64_t ld_u, int64_t n_rows, int64_t n, int gelu) {
+    glu_job job = {cpu(be)->ops, g, u, ld_u, n, gelu};
     ez_pool_for(cpu(be)->pool, n_rows, EZ_MAX((int64_t)1, 8192 / n), glu_rows, &job);
 }
 
@@ -122,16 +139,97 @@ static void cpu_softcap(ez_llm_backend *be, float *x, int64_t n, float cap) {
     for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
 }
 
+static void cpu_scale(ez_llm_backend *be, float *x, int64_t n, float s) {
+    (void)be;
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+static void cpu_add_scaled(ez_llm_backend *be, float *y, const float *x, int64_t n, float s) {
+    (void)be;
+    for (int64_t i = 0; i < n; i++) y[i] += x[i] * s;
+}
+
+static void cpu_ssm_conv(ez_llm_backend *be, float *state, const float *x, int64_t ld_x, const float *w,
+                         const float *b, float *y, int32_t n, int n_ch, int d_conv) {
+    ez_ssm_conv(cpu(be)->ssm, state, x, ld_x, w, b, y, n_ch, n, n_ch, d_conv);
+}
+
+typedef struct {
+    cpu_backend *c;
+    const ez_ssm_shape *s;
+    float *state;
+    const float *xbc, *dt, *dt_bias, *A, *D;
+    int64_t ld_dt;
+    float *y;
+    int32_t n;
+} scan_job;
+
+/* Heads [h0, h1): the recurrent step for one token, else the chunked scan. */
+static void scan_heads(void *ctx, int64_t h0, int64_t h1, int thread_index) {
+    const scan_job *j = (const scan_job *)ctx;
+    const int64_t d_in = (int64_t)j->s->n_head * j->s->head_dim, GN = (int64_t)j->s->n_group * j->s->d_state,
+                  ld = d_in + 2 * GN;
+    const float *x = j->xbc, *B = j->xbc + d_in, *C = j->xbc + d_in + GN;
+    if (j->n == 1) {
+        j->c->ssm->step(j->s, j->state, x, B, C, j->dt, j->dt_bias, j->A, j->D, j->y, (int)h0, (int)h1);
+        return;
+    }
+    ez_ssm_scan(j->c->pool, j->c->ops, j->s, j->state, x, ld, B, C, ld, j->dt, j->ld_dt, j->dt_bias, j->A, j->D, j->y, d_in,
+                j->n, (int)h0, (int)h1, j->c->ssm_work + (size_t)thread_index * (size_t)j->c->ssm_work_floats);
+}
+
+static void cpu_ssm_scan(ez_llm_backend *be, const ez_ssm_shape *s, float *state, const float *xbc, const float *dt,
+                         int64_t ld_dt, const float *dt_bias, const float *A, const float *D, float *y, int32_t n) {
+    scan_job job = {cpu(be), s, state, xbc, dt, dt_bias, A, D, ld_dt, y, n};
+    ez_pool_for(cpu(be)->pool, s->n_head, 1, scan_heads, &job);
+}
+
+static void cpu_ssm_gate_norm(ez_llm_backend *be, float *y, float *z, int64_t ld_z, const float *w, int64_t n_rows,
+                              int64_t n, int n_group, float eps) {
+    const ez_llm_ops *ops = cpu(be)->ops;
+    const int64_t gs = n / n_group;
+    for (int64_t r = 0; r < n_rows; r++) {
+        float *zr = z + r * ld_z, *yr = y + r * n;
+        /* llama.cpp's swiglu_split(z, y) */
+        ops->silu_mul(zr, yr, n);
+        if (w)
+            for (int64_t g = 0; g < n_group; g++) ops->rms_norm(zr + g * gs, zr + g * gs, w + g * gs, gs, eps);
+        memcpy(yr, zr, sizeof(float) * (size_t)n);
+    }
+}
+
 static const ez_llm_backend_ops CPU_OPS = {
-    "cpu",       cpu_free, cpu_embed, cpu_matmul,    cpu_rms_norm, cpu_add_bias, cpu_add,
-    cpu_rope,    cpu_glu,  cpu_attention, cpu_softcap,
+    "cpu",        cpu_free,       cpu_embed,    cpu_matmul,   cpu_rms_norm,     cpu_add_bias,
+    cpu_add,      cpu_rope,       cpu_glu,      cpu_attention, cpu_softcap,     cpu_scale,
+    cpu_add_scaled, cpu_ssm_conv, cpu_ssm_scan, cpu_ssm_gate_norm,
 };
+
+/* The Mamba2 scan's per-thread scratch, for models with mixers. */
+static int32_t alloc_ssm_work(cpu_backend *c, const ez_llm_hparams *hp) {
+    ez_ssm_shape sh;
+    size_t n;
+    c->ssm = ez_ssm_ops_active();
+    if (hp->ssm_d_inner <= 0) return ELIZA_OK;
+    sh.n_head = hp->ssm_n_head;
+    sh.head_dim = hp->ssm_d_inner / hp->ssm_n_head;
+    sh.n_group = hp->ssm_n_group;
+    sh.d_state = hp->ssm_d_state;
+    c->ssm_work_floats = ez_ssm_scan_work_floats(&sh);
+    n = (size_t)ez_pool_threads(c->pool) * (size_t)c->ssm_work_floats;
+    c->ssm_work = (float *)ez_aligned_alloc(n * sizeof(float) + 64);
+    if (!c->ssm_work)
+        return ez_fail(ELIZA_E_NOMEM, "LLM buffers: cannot allocate %" PRIu64 " bytes of SSM scan workspace",
+                       (uint64_t)(n * sizeof(float)));
+    memset(c->ssm_work, 0, n * sizeof(float));
+    return ELIZA_OK;
+}
 
 int32_t ez_llm_backend_cpu_create(ez_pool *pool, const ez_llm_hparams *hp, const ez_kv_cache *kv,
                                   ez_llm_backend **out) {
     cpu_backend *c;
     int32_t max_cap = 0;
     int quantized = 0;
+    int32_t rc;
     size_t n;
     *out = NULL;
     c = (cpu_backend *)calloc(1, sizeof *c);
@@ -164,6 +262,10 @@ int32_t ez_llm_backend_cpu_create(ez_pool *pool, const ez_llm_hparams *hp, const
                        (uint64_t)(n * sizeof(float)));
     }
     memset(c->attn.scratch, 0, n * sizeof(float));
+    if ((rc = alloc_ssm_work(c, hp))) {
+        cpu_free(&c->base);
+        return rc;
+    }
     *out = &c->base;
     return ELIZA_OK;
 }

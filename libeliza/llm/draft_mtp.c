@@ -88,7 +88,7 @@ static int32_t masked_argmax(mtp_drafter *t) {
     const ez_llm_model *m = t->m;
     const int64_t d = m->hp.n_embd, n_c = m->centroids.n_rows, per = m->hp.n_vocab / n_c;
     const ez_type_kernels *kc = ez_kernels(m->centroids.type), *ke = ez_kernels(m->tok_embd.type);
-    const ez_llm_ops *ops = t->f->ops;
+    const ez_llm_ops *ops = ez_llm_ops_active();
     float *cl = t->logits; /* the centroid scores, [n_c] */
     int32_t best = -1;
     float best_v = 0.0f;
@@ -131,13 +131,12 @@ static int32_t mtp_step(mtp_drafter *t, const ez_kv_cache *kv, int32_t tok, int3
               post = {&m->nextn_post, t->h, d_out};
     int32_t rc;
 
-    ez_kernels(tg->tok_embd.type)->dequant(tg->tok_embd.data + (size_t)tok * tg->tok_embd.row_bytes, t->xh, d_out);
-    for (int64_t i = 0; i < d_out; i++) t->xh[i] *= tg->hp.embd_scale;
+    f->be->ops->embed(f->be, &tg->tok_embd, &tok, 1, tg->hp.embd_scale, t->xh);
     memcpy(t->xh + d_out, t->h, sizeof(float) * (size_t)d_out);
     if ((rc = f->be->ops->matmul(f->be, t->xh, 1, &pre, 1))) return rc;
     for (int il = 0; il < hp->n_layer; il++)
         if ((rc = ez_llm_gemma4_assistant_layer(f, kv, il, t->src[m->layers[il].is_swa], pos))) return rc;
-    f->ops->rms_norm(t->y, f->x, m->output_norm, d, hp->norm_eps);
+    f->be->ops->rms_norm(f->be, t->y, f->x, m->output_norm, 1, d, hp->norm_eps);
     if (m->centroids.data) {
         *out = masked_argmax(t);
     } else {
@@ -170,7 +169,7 @@ static int32_t mtp_propose(ez_drafter *d, const ez_draft_target *tv, int32_t k_m
         t->f = NULL;
         t->be = NULL;
         if ((rc = ez_llm_backend_cpu_create(t->pool, &t->m->hp, kv, &t->be)) ||
-            (rc = ez_llm_fwd_create(t->m, t->be, t->pool, kv, 1, &t->f)))
+            (rc = ez_llm_fwd_create(t->m, t->be, kv, 1, &t->f)))
             return rc;
         t->f_kv = kv;
     }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "arch.h"
-#include "ssm.h"
 #include "core/error.h"
 #include "core/platform.h"
 
@@ -33,8 +32,8 @@ static float *alloc_floats(size_t n, int32_t *rc) {
     return p;
 }
 
-int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *pool, ez_kv_cache *kv,
-                          int32_t n_batch, ez_llm_fwd **out) {
+int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_kv_cache *kv, int32_t n_batch,
+                          ez_llm_fwd **out) {
     const ez_llm_hparams *hp = &m->hp;
     const size_t nb = (size_t)n_batch;
     int32_t rc = ELIZA_OK;
@@ -45,8 +44,6 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *po
     if (!f) return ez_fail(ELIZA_E_NOMEM, "out of memory for the LLM context");
     f->m = m;
     f->be = be;
-    f->ops = ez_llm_ops_active();
-    f->pool = pool;
     f->n_batch = n_batch;
     f->kv = kv;
     /* LongRoPE: llama.cpp picks the long factors when the context exceeds
@@ -67,13 +64,11 @@ int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *po
     f->up = alloc_floats(nb * (size_t)hp->n_ff, &rc);
     f->rope_cs = alloc_floats(2 * nb * (size_t)hp->n_rot, &rc);
     if (hp->ssm_d_inner > 0) {
-        const ez_ssm_shape sh = {hp->ssm_n_head, hp->ssm_d_inner / hp->ssm_n_head, hp->ssm_n_group, hp->ssm_d_state};
         const size_t n_conv = (size_t)hp->ssm_d_inner + 2 * (size_t)hp->ssm_n_group * (size_t)hp->ssm_d_state;
         f->ssm_zxbcdt = alloc_floats(nb * ((size_t)hp->ssm_d_inner + n_conv + (size_t)hp->ssm_n_head), &rc);
         f->ssm_xbc = alloc_floats(nb * n_conv, &rc);
         f->ssm_y = alloc_floats(nb * (size_t)hp->ssm_d_inner, &rc);
         f->ssm_o = alloc_floats(nb * (size_t)hp->n_embd, &rc);
-        f->ssm_work = alloc_floats((size_t)ez_pool_threads(f->pool) * (size_t)ez_ssm_scan_work_floats(&sh), &rc);
     }
     if (hp->n_embd_per_layer > 0) {
         f->ple = alloc_floats(nb * (size_t)hp->n_layer * (size_t)hp->n_embd_per_layer, &rc);
@@ -104,7 +99,6 @@ void ez_llm_fwd_free(ez_llm_fwd *f) {
     ez_aligned_free(f->ssm_xbc);
     ez_aligned_free(f->ssm_y);
     ez_aligned_free(f->ssm_o);
-    ez_aligned_free(f->ssm_work);
     ez_aligned_free(f->ple);
     ez_aligned_free(f->ple_act);
     free(f);
@@ -162,12 +156,19 @@ void ez_fwd_qk_norm_rows(ez_llm_fwd *f, const float *w_q, const float *w_k, int3
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
+const float *ez_fwd_rope_table(const ez_llm_fwd *f, int is_swa, int *n_rot) {
+    const ez_llm_hparams *hp = &f->m->hp;
+    *n_rot = is_swa && hp->n_rot_swa > 0 ? hp->n_rot_swa : hp->n_rot;
+    return f->rope_cs + (is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
+}
+
 void ez_fwd_rope(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
-    const float *cs = f->rope_cs + (L->is_swa ? (size_t)f->n_batch * (size_t)hp->n_rot : 0);
+    int n_rot;
+    const float *cs = ez_fwd_rope_table(f, L->is_swa, &n_rot);
     if (L->no_rope) return;
-    f->be->ops->rope(f->be, f->q, n, hp->n_head, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
-    f->be->ops->rope(f->be, f->k, n, hp->n_head_kv, hp->head_dim, hp->n_rot, cs, hp->rope_neox);
+    f->be->ops->rope(f->be, f->q, n, hp->n_head, hp->head_dim, n_rot, cs, hp->rope_neox);
+    f->be->ops->rope(f->be, f->k, n, hp->n_head_kv, hp->head_dim, n_rot, cs, hp->rope_neox);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
@@ -195,7 +196,7 @@ int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu) {
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_UP);
     add_bias(f, f->gate, L->b_gate, n, n_ff);
     add_bias(f, f->up, L->b_up, n, n_ff);
-    f->be->ops->glu(f->be, f->gate, f->up, n, n_ff, gelu);
+    f->be->ops->glu(f->be, f->gate, f->up, n_ff, n, n_ff, gelu);
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_ACT);
     if ((rc = f->be->ops->matmul(f->be, f->gate, n, &down, 1))) return rc;
     ez_fwd_tick(f, EZ_LLM_PHASE_FFN_DOWN);
@@ -206,10 +207,8 @@ int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, int gelu) {
 void ez_fwd_residual(ez_llm_fwd *f, int32_t n) {
     const int64_t n_elems = (int64_t)n * f->m->hp.n_embd;
     const float scale = f->m->hp.residual_scale;
-    if (scale == 1.0f)
-        f->be->ops->add(f->be, f->x, f->o, n_elems);
-    else /* granite, on the host: the seam has no scaled add yet */
-        for (int64_t i = 0; i < n_elems; i++) f->x[i] += f->o[i] * scale;
+    if (scale == 1.0f) f->be->ops->add(f->be, f->x, f->o, n_elems);
+    else f->be->ops->add_scaled(f->be, f->x, f->o, n_elems, scale);
     ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
 }
 
@@ -232,8 +231,8 @@ static void rope_tables(ez_llm_fwd *f, int32_t n, int32_t pos0) {
             ez_rope_angles(f->rope_cs + (size_t)i * nr, pos0 + i, nr, hp->rope_base, hp->rope_freq_scale,
                            f->rope_factors);
         if (hp->n_swa > 0)
-            ez_rope_angles(f->rope_cs + ((size_t)f->n_batch + i) * nr, pos0 + i, nr_swa, hp->rope_base_swa, 1.0f,
-                           hp->n_rot_swa > 0 ? NULL : f->m->rope_factors);
+            ez_rope_angles(f->rope_cs + (size_t)f->n_batch * nr + (size_t)i * nr_swa, pos0 + i, nr_swa,
+                           hp->rope_base_swa, 1.0f, hp->n_rot_swa > 0 ? NULL : f->m->rope_factors);
     }
 }
 
@@ -253,10 +252,8 @@ static int32_t output(ez_llm_fwd *f, int32_t n, int all_logits, float *logits, f
         const float *rows = f->h + (all_logits || !hidden ? 0 : (int64_t)(n - 1) * d);
         if ((rc = f->be->ops->matmul(f->be, rows, n_rows, &proj, 1))) return rc;
         add_bias(f, logits, m->output_bias, n_rows, nv);
-        if (m->hp.logit_scale != 1.0f) { /* granite; llama.cpp multiplies by the inverse */
-            const float inv = 1.0f / m->hp.logit_scale;
-            for (int64_t i = 0; i < (int64_t)n_rows * nv; i++) logits[i] *= inv;
-        }
+        if (m->hp.logit_scale != 1.0f) /* granite; llama.cpp multiplies by the inverse */
+            f->be->ops->scale(f->be, logits, (int64_t)n_rows * nv, 1.0f / m->hp.logit_scale);
         if (cap > 0.0f) f->be->ops->softcap(f->be, logits, (int64_t)n_rows * nv, cap);
     }
     ez_fwd_tick(f, EZ_LLM_PHASE_OUTPUT);

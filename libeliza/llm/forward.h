@@ -54,11 +54,6 @@ typedef struct {
 typedef struct ez_llm_fwd {
     const ez_llm_model *m;
     ez_llm_backend *be;     /* every step runs through it */
-    /* The host kernels and pool of the steps the seam does not cover yet:
-     * falcon-h1's Mamba2 mixer (conv, scan, gated norm), gemma4's per-layer
-     * inputs and head norms, the MTP drafter's norms. */
-    const ez_llm_ops *ops;
-    ez_pool *pool;
     int32_t n_batch;
     ez_kv_cache *kv;
 
@@ -71,13 +66,13 @@ typedef struct ez_llm_fwd {
     float *o;               /* [n_batch, n_embd] sublayer output */
     float *gate;            /* [n_batch, n_ff] */
     float *up;              /* [n_batch, n_ff] */
-    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global, sliding layers (n_rot_swa of each n_rot) */
+    float *rope_cs;         /* [2][n_batch][n_rot] cos/sin pairs: global layers' rows n_rot apart, then
+                             * sliding layers' rows n_rot_swa apart (n_rot without it) */
     /* Mamba2 mixers (NULL without): C = d_inner + 2 G N */
     float *ssm_zxbcdt;      /* [n_batch, d_inner + C + H] in_proj output */
     float *ssm_xbc;         /* [n_batch, C] conv output */
     float *ssm_y;           /* [n_batch, d_inner] scan output */
     float *ssm_o;           /* [n_batch, n_embd] mixer output */
-    float *ssm_work;        /* [threads][ez_ssm_scan_work_floats] */
     float *ple;             /* [n_batch, n_layer * n_embd_per_layer] per-layer inputs (gemma4), or NULL */
     float *ple_act;         /* [n_batch, n_embd_per_layer], or NULL */
     const float *rope_factors; /* the model's frequency divisors for this context (phi3: long or short), or NULL */
@@ -88,8 +83,8 @@ typedef struct ez_llm_fwd {
 
 /* Buffers for batches of up to n_batch tokens over the cache kv, run by
  * the backend be (both must outlive the result). ELIZA_E_NOMEM. */
-EZ_INTERNAL int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_pool *pool, ez_kv_cache *kv,
-                                      int32_t n_batch, ez_llm_fwd **out);
+EZ_INTERNAL int32_t ez_llm_fwd_create(const ez_llm_model *m, ez_llm_backend *be, ez_kv_cache *kv, int32_t n_batch,
+                                      ez_llm_fwd **out);
 EZ_INTERNAL void ez_llm_fwd_free(ez_llm_fwd *f);
 
 /* Evaluates tokens[0..n) (n <= n_batch, valid ids) at the cache's next
@@ -123,6 +118,9 @@ EZ_INTERNAL int32_t ez_fwd_ffn(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n, 
 /* RMSNorm of each token's whole q row (w_q [n_head * head_dim]) and k row
  * (w_k [n_head_kv * head_dim]) (olmo2). */
 EZ_INTERNAL void ez_fwd_qk_norm_rows(ez_llm_fwd *f, const float *w_q, const float *w_k, int32_t n);
+/* The rope table of a global or sliding layer: cos/sin rows for the batch,
+ * *n_rot dims each. */
+EZ_INTERNAL const float *ez_fwd_rope_table(const ez_llm_fwd *f, int is_swa, int *n_rot);
 /* x += o (granite: x += o * residual_scale). */
 EZ_INTERNAL void ez_fwd_residual(ez_llm_fwd *f, int32_t n);
 

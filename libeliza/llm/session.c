@@ -70,7 +70,7 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
     for (int il = 0; il < hp->n_layer; il++) s->recurrent |= specs[il].state_bytes > 0;
     free(specs);
     if (rc == ELIZA_OK) rc = ez_llm_backend_cpu_create(pool, hp, s->kv, &s->be);
-    if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, s->be, pool, s->kv, n_batch, &s->fwd);
+    if (rc == ELIZA_OK) rc = ez_llm_fwd_create(m, s->be, s->kv, n_batch, &s->fwd);
     if (rc == ELIZA_OK) {
         s->tokens = (int32_t *)malloc(sizeof(int32_t) * (size_t)n_ctx);
         s->starts = (uint8_t *)malloc((size_t)n_ctx);

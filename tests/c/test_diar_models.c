@@ -133,9 +133,11 @@ static void fill_layer(ez_nn_lstm *l, int n_dirs, int n_in, int H) {
     l->n_in = n_in;
     l->H = H;
     l->n_dirs = n_dirs;
-    l->w_ih = random_floats((size_t)n_dirs * G * n_in, 0.3f);
+    l->own_ih = random_floats((size_t)n_dirs * G * n_in, 0.3f);
+    l->w_ih = l->own_ih;
     l->bias = random_floats((size_t)n_dirs * G, 0.5f);
-    l->w_hh = random_floats((size_t)n_dirs * G * H, 1.0f / sqrtf((float)H));
+    l->own_hh = random_floats((size_t)n_dirs * G * H, 1.0f / sqrtf((float)H));
+    l->w_hh = l->own_hh;
     l->w_hh_t = (float *)malloc(sizeof(float) * (size_t)n_dirs * G * H);
     for (int d = 0; d < n_dirs; d++) {
         float *p = panels(l->w_hh + (size_t)d * G * H, H);

@@ -757,6 +757,72 @@ static void test_gguf_f32_getters_refuse_non_finite_values(void) {
     }
 }
 
+/* Elements of integer and bool arrays of every width, widened to int64 and
+ * sign-extended where signed; other element types, a U64 past INT64_MAX
+ * and an index past the end refused. */
+static void test_gguf_arr_int_reads_every_integer_width(void) {
+    builder b;
+    size_t size;
+    uint8_t *f;
+    ez_gguf *g = NULL;
+    const ez_gguf_kv *kv;
+    int64_t v = 0;
+    b_init(&b);
+    arr_head(&b, "a.bool", EZ_GGUF_BOOL, 2);
+    put_u8(&b.kv, 0);
+    put_u8(&b.kv, 1);
+    arr_head(&b, "a.i8", EZ_GGUF_I8, 1);
+    put_u8(&b.kv, 0xfe);
+    arr_head(&b, "a.u16", EZ_GGUF_U16, 2);
+    put_u16(&b.kv, 1);
+    put_u16(&b.kv, 0xfffe);
+    arr_head(&b, "a.i16", EZ_GGUF_I16, 1);
+    put_u16(&b.kv, 0xfffe);
+    arr_head(&b, "a.u32", EZ_GGUF_U32, 1);
+    put_u32(&b.kv, 0xfffffffeu);
+    arr_head(&b, "a.i32", EZ_GGUF_I32, 1);
+    put_u32(&b.kv, 0xfffffffeu);
+    arr_head(&b, "a.i64", EZ_GGUF_I64, 1);
+    put_u64(&b.kv, (uint64_t)-3);
+    arr_head(&b, "a.u64", EZ_GGUF_U64, 2);
+    put_u64(&b.kv, 1ull << 40);
+    put_u64(&b.kv, ~0ull);
+    arr_head(&b, "a.f32", EZ_GGUF_F32, 1);
+    put_f32(&b.kv, 1.0f);
+    kv_u32(&b, "a.scalar", 4);
+    f = b_finish(&b, &size, NULL);
+    b_free(&b);
+    CHECK_RC(ez_gguf_open_memory(f, size, &g), ELIZA_OK);
+    if (!g) goto done;
+#define ARR_INT(key, i, want)                                                          \
+    do {                                                                               \
+        kv = ez_gguf_find_kv(g, key);                                                  \
+        CHECK_RC(ez_gguf_arr_int(kv, i, &v), ELIZA_OK);                                \
+        CHECK_MSG(v == (want), "%s[%d] = %" PRId64 ", want %" PRId64, key, i, v, (int64_t)(want)); \
+    } while (0)
+    ARR_INT("a.bool", 0, 0);
+    ARR_INT("a.bool", 1, 1);
+    ARR_INT("a.i8", 0, -2);
+    ARR_INT("a.u16", 1, 0xfffe);
+    ARR_INT("a.i16", 0, -2);
+    ARR_INT("a.u32", 0, 0xfffffffe);
+    ARR_INT("a.i32", 0, -2);
+    ARR_INT("a.i64", 0, -3);
+    ARR_INT("a.u64", 0, (int64_t)1 << 40);
+#undef ARR_INT
+    v = 9;
+    CHECK_RC(ez_gguf_arr_int(ez_gguf_find_kv(g, "a.u64"), 1, &v), ELIZA_E_FORMAT);
+    CHECK(strstr(ez_error_message(), "past INT64_MAX") != NULL && v == 9);
+    CHECK_RC(ez_gguf_arr_int(ez_gguf_find_kv(g, "a.f32"), 0, &v), ELIZA_E_FORMAT);
+    CHECK(strstr(ez_error_message(), "'a.f32' is an array of FLOAT32") != NULL);
+    CHECK_RC(ez_gguf_arr_int(ez_gguf_find_kv(g, "a.u16"), 2, &v), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gguf_arr_int(ez_gguf_find_kv(g, "a.scalar"), 0, &v), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_gguf_arr_int(NULL, 0, &v), ELIZA_E_INVALID_ARG);
+done:
+    ez_gguf_close(g);
+    free(f);
+}
+
 static void test_gguf_version_2_and_default_alignment(void) {
     builder b;
     ref_opts o = {0, 2};
@@ -1505,6 +1571,7 @@ int main(int argc, char **argv) {
         T(test_gguf_reference_file_parses),
         T(test_gguf_checked_and_optional_getters),
         T(test_gguf_f32_getters_refuse_non_finite_values),
+        T(test_gguf_arr_int_reads_every_integer_width),
         T(test_gguf_version_2_and_default_alignment),
         T(test_gguf_dequantizes_known_types),
         T(test_gguf_info_json_document),

@@ -22,6 +22,7 @@
 #include "llm/forward.h"
 #include "llm/model.h"
 #include "llm/session.h"
+#include "rec_backend.h"
 #if defined(ELIZA_VULKAN)
 #include "gpu/gpu.h"
 #include "llm/gpu_step.h"
@@ -1651,61 +1652,10 @@ static void test_llm_session_prompt_reuses_the_held_prefix(void) {
 }
 
 /* The backend seam: a backend that records each step and hands it to the
- * CPU one sees the whole pass (every product, every layer's attention, the
- * embedding and the softcap) and gives the session's logits bit for bit; a
+ * CPU one (rec_backend.h) sees the whole pass (every product, every layer's
+ * attention, the embedding and the softcap) and gives the session's logits
+ * bit for bit; a
  * failing product fails the pass with its code and nothing is held. */
-enum { REC_EMBED, REC_MATMUL, REC_NORM, REC_BIAS, REC_ADD, REC_ROPE, REC_GLU, REC_ATTN, REC_SOFTCAP, REC_COUNT };
-
-typedef struct {
-    ez_llm_backend base;
-    ez_llm_backend *cpu;
-    int calls[REC_COUNT];
-    int32_t fail_matmul;    /* returned by every product when nonzero */
-} rec_backend;
-
-static rec_backend *rec(ez_llm_backend *be) { return (rec_backend *)be; }
-static void rec_free(ez_llm_backend *be) { (void)be; }
-static void rec_embed(ez_llm_backend *be, const ez_llm_matrix *e, const int32_t *t, int32_t n, float sc, float *x) {
-    rec(be)->calls[REC_EMBED]++;
-    rec(be)->cpu->ops->embed(rec(be)->cpu, e, t, n, sc, x);
-}
-static int32_t rec_matmul(ez_llm_backend *be, const float *x, int64_t M, const ez_llm_mm *mm, int n_mm) {
-    rec(be)->calls[REC_MATMUL]++;
-    if (rec(be)->fail_matmul) return ez_fail(rec(be)->fail_matmul, "recording backend: product refused");
-    return rec(be)->cpu->ops->matmul(rec(be)->cpu, x, M, mm, n_mm);
-}
-static void rec_norm(ez_llm_backend *be, float *y, const float *x, const float *w, int64_t r, int64_t n, float eps) {
-    rec(be)->calls[REC_NORM]++;
-    rec(be)->cpu->ops->rms_norm(rec(be)->cpu, y, x, w, r, n, eps);
-}
-static void rec_bias(ez_llm_backend *be, float *y, const float *b, int64_t r, int64_t n) {
-    rec(be)->calls[REC_BIAS]++;
-    rec(be)->cpu->ops->add_bias(rec(be)->cpu, y, b, r, n);
-}
-static void rec_add(ez_llm_backend *be, float *y, const float *x, int64_t n) {
-    rec(be)->calls[REC_ADD]++;
-    rec(be)->cpu->ops->add(rec(be)->cpu, y, x, n);
-}
-static void rec_rope(ez_llm_backend *be, float *x, int64_t r, int nh, int hd, int nr, const float *cs, int neox) {
-    rec(be)->calls[REC_ROPE]++;
-    rec(be)->cpu->ops->rope(rec(be)->cpu, x, r, nh, hd, nr, cs, neox);
-}
-static void rec_glu(ez_llm_backend *be, float *g, const float *u, int64_t r, int64_t n, int gelu) {
-    rec(be)->calls[REC_GLU]++;
-    rec(be)->cpu->ops->glu(rec(be)->cpu, g, u, r, n, gelu);
-}
-static void rec_attn(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q, float *k, float *v, float *out, int32_t n,
-                     int32_t pos0) {
-    rec(be)->calls[REC_ATTN]++;
-    rec(be)->cpu->ops->attention(rec(be)->cpu, kv, il, q, k, v, out, n, pos0);
-}
-static void rec_softcap(ez_llm_backend *be, float *x, int64_t n, float cap) {
-    rec(be)->calls[REC_SOFTCAP]++;
-    rec(be)->cpu->ops->softcap(rec(be)->cpu, x, n, cap);
-}
-static const ez_llm_backend_ops REC_OPS = {"recording", rec_free, rec_embed, rec_matmul, rec_norm, rec_bias,
-                                           rec_add,     rec_rope, rec_glu,   rec_attn,   rec_softcap};
-
 static void test_llm_forward_runs_through_the_backend_seam(void) {
     spec s = base_spec("gemma3");
     ref_model r;
@@ -1734,7 +1684,7 @@ static void test_llm_forward_runs_through_the_backend_seam(void) {
     }
     CHECK_RC(ez_kv_cache_create(specs, l.m->hp.n_layer, 40, 8, &kv), ELIZA_OK);
     if (kv) CHECK_RC(ez_llm_backend_cpu_create(l.pool, &l.m->hp, kv, &rb.cpu), ELIZA_OK);
-    if (rb.cpu) CHECK_RC(ez_llm_fwd_create(l.m, &rb.base, l.pool, kv, 8, &fwd), ELIZA_OK);
+    if (rb.cpu) CHECK_RC(ez_llm_fwd_create(l.m, &rb.base, kv, 8, &fwd), ELIZA_OK);
     CHECK_RC(ez_llm_session_create(l.m, l.pool, 40, 8, EZ_KV_F32, EZ_KV_F32, &sess), ELIZA_OK);
     if (!fwd || !sess) goto done;
     /* passes of 8 then 2, the last with every row's logits */

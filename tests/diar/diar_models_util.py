@@ -172,17 +172,21 @@ def rewrite_gguf(
     kv: Mapping[str, Any] | None = None,
     drop: tuple[str, ...] = (),
     tensors: Mapping[str, Callable[[F32], F32 | None]] | None = None,
+    alignment: int | None = None,
 ) -> Path:
     """Copies the GGUF file src to dst with metadata keys replaced or added
     (``kv``: strings, bools, ints as u32, floats as f32, int lists as u8
-    arrays), keys or tensors in ``drop`` left out, and tensors passed through
-    ``tensors[name]`` (returning None drops the tensor)."""
+    arrays), keys or tensors in ``drop`` left out, tensors passed through
+    ``tensors[name]`` (returning None drops the tensor), and the tensor data
+    aligned to ``alignment`` bytes (general.alignment) instead of 32."""
     import gguf
 
     r = gguf.GGUFReader(str(src))
     arch = str(bytes(r.fields["general.architecture"].parts[-1]), "utf-8")
     w = gguf.GGUFWriter(str(dst), arch)
-    skip = {"GGUF.version", "GGUF.tensor_count", "GGUF.kv_count", "general.architecture"}
+    if alignment is not None:
+        w.add_custom_alignment(alignment)
+    skip = {"GGUF.version", "GGUF.tensor_count", "GGUF.kv_count", "general.architecture", "general.alignment"}
     kv = dict(kv or {})
     for name, field in r.fields.items():
         if name in skip or name in drop or name in kv:

@@ -200,6 +200,7 @@ MALFORMED: dict[str, dict[str, Any]] = {
     "powerset length": {"kv": {"pyannote.powerset.mapping": [0, 1, 0]}, "match": "powerset"},
     "powerset value": {"kv": {"pyannote.powerset.mapping": [2] * 21}, "match": "powerset"},
     "not bidirectional": {"kv": {"pyannote.lstm.bidirectional": False}, "match": "bidirectional"},
+    "powerset speakers": {"kv": {"pyannote.powerset.max_speakers_per_frame": 1}, "match": "above 1"},
 }
 
 
@@ -215,6 +216,22 @@ def test_segmentation_malformed_file_refused(paths: tuple[Path, Path], tmp_path:
     )
     with pytest.raises(eliza.FormatError, match=spec["match"]):
         u.Handle(bad, paths[1])
+
+
+def test_models_read_unaligned_weights_as_aligned_ones(paths: tuple[Path, Path], tmp_path: Path) -> None:
+    # Tensor data aligned to 1 byte: every shift of the data start reads
+    # through the loaders' copy path what the 32-byte-aligned files read in
+    # place (nn.c's ez_nn_tensor_view), bit for bit.
+    x = u.speech_like(11, 3.0)
+    with u.Handle(*paths) as h:
+        want_seg, want_emb = h.segment(x), h.embed(x)
+    for pad in range(4):
+        kv = {"test.pad": "x" * pad}
+        seg = u.rewrite_gguf(paths[0], tmp_path / f"seg{pad}.gguf", kv=kv, alignment=1)
+        emb = u.rewrite_gguf(paths[1], tmp_path / f"emb{pad}.gguf", kv=kv, alignment=1)
+        with u.Handle(seg, emb) as h:
+            np.testing.assert_array_equal(h.segment(x), want_seg)
+            np.testing.assert_array_equal(h.embed(x), want_emb)
 
 
 def test_segmentation_truncated_file_refused(paths: tuple[Path, Path], tmp_path: Path) -> None:

@@ -212,9 +212,7 @@ def checkpoint(variant: str) -> Path:
 @functools.cache
 def gguf_file(variant: str, outtype: str = "f32") -> Path:
     """``variant`` converted with eliza.convert to ``outtype``, once per process."""
-    from eliza.convert import convert_hf
-
-    return convert_hf(checkpoint(variant), tm._root() / f"{variant}-{outtype}.gguf", outtype).path
+    return tm.convert(checkpoint(variant), variant, outtype)
 
 
 @functools.cache
@@ -246,18 +244,7 @@ def reference_logits(variant: str, ids: Sequence[int]) -> npt.NDArray[np.float32
 
 def reference_greedy(variant: str, ids: Sequence[int], n_new: int) -> list[int]:
     """transformers' plain greedy continuation of ``ids``, EOS ignored."""
-    import torch
-
-    with torch.no_grad():
-        out = reference_model(variant).generate(
-            torch.tensor([list(ids)]),
-            max_new_tokens=n_new,
-            min_new_tokens=n_new,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    return [int(t) for t in out[0, len(ids) :]]
+    return tm.reference_greedy_of(reference_model(variant), ids, n_new)
 
 
 def reference_assisted(drafter: str, ids: Sequence[int], n_new: int, k: int) -> dict[str, Any]:

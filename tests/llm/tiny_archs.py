@@ -128,9 +128,7 @@ def checkpoint(variant: str) -> Path:
 @functools.cache
 def gguf_file(variant: str, outtype: str) -> Path:
     """``variant`` converted with eliza.convert to ``outtype``, once per process."""
-    from eliza.convert import convert_hf
-
-    return convert_hf(checkpoint(variant), tm._root() / f"arch-{variant}-{outtype}.gguf", outtype).path
+    return tm.convert(checkpoint(variant), f"arch-{variant}", outtype)
 
 
 @functools.cache

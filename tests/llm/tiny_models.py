@@ -420,12 +420,19 @@ def checkpoint(variant: str) -> Path:
     return build(variant, _root() / variant)
 
 
+def convert(checkpoint_dir: Path, stem: str, outtype: str) -> Path:
+    """``checkpoint_dir`` converted with eliza.convert to ``outtype``, as
+    ``stem-outtype.gguf`` in the process's cache (tiny_archs and
+    gemma4_models keep their files there too)."""
+    from eliza.convert import convert_hf
+
+    return convert_hf(checkpoint_dir, _root() / f"{stem}-{outtype}.gguf", outtype).path
+
+
 @functools.cache
 def gguf_file(variant: str, outtype: str) -> Path:
     """``variant`` converted with eliza.convert to ``outtype``, once per process."""
-    from eliza.convert import convert_hf
-
-    return convert_hf(checkpoint(variant), _root() / f"{variant}-{outtype}.gguf", outtype).path
+    return convert(checkpoint(variant), variant, outtype)
 
 
 @functools.cache

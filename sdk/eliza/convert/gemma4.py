@@ -22,13 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ._output import gguf_file
 from .hf import (
     F32,
-    OUTTYPES,
     ConversionReport,
     Json,
-    _add_tokenizer_metadata,
+    _check_outtype,
     _Checkpoint,
     _file_type,
     _format,
@@ -36,7 +34,7 @@ from .hf import (
     _load_vocab,
     _TensorSpec,
     _unsupported,
-    _write_tensors,
+    _write_gguf,
 )
 
 SLIDING, FULL = "sliding_attention", "full_attention"
@@ -364,8 +362,7 @@ def convert_gemma4(
 ) -> ConversionReport:
     """Converts the Gemma 4 (or Gemma 4 assistant) checkpoint ``src`` whose
     config.json is ``cfg`` into ``out``; see :func:`eliza.convert.convert_hf`."""
-    if outtype not in OUTTYPES:
-        raise _unsupported(f"outtype {outtype!r}; choose one of {', '.join(OUTTYPES)}")
+    _check_outtype(outtype)
     archs = cfg.get("architectures") or []
     arch = "gemma4-assistant" if "Gemma4AssistantForCausalLM" in archs else "gemma4"
     hp = _hparams(cfg, arch)
@@ -374,17 +371,8 @@ def convert_gemma4(
     _check(ckpt, plan, hp, src)
     vocab = _load_vocab(src, hp, cfg.get("text_config") or cfg)
     total = 1 + len(plan) + (1 if hp.n_centroids else 0)
-    with gguf_file(out, hp.arch, use_temp_file=True) as writer:
-        _add_metadata(writer, hp, name or src.resolve().name, _file_type(outtype))
-        _add_tokenizer_metadata(writer, vocab)
-        counts, n_params = _write_tensors(writer, _tensors(ckpt, plan, hp), total, outtype, progress)
-    return ConversionReport(
-        path=out,
-        architecture=hp.arch,
-        outtype=outtype,
-        n_tensors=sum(counts.values()),
-        n_params=n_params,
-        n_vocab=hp.n_vocab,
-        tokenizer_model=vocab.model,
-        tensor_types=counts,
+    file_type, gguf_name = _file_type(outtype), name or src.resolve().name
+    return _write_gguf(
+        out, hp.arch, hp.n_vocab, lambda w: _add_metadata(w, hp, gguf_name, file_type), vocab,
+        _tensors(ckpt, plan, hp), total, outtype, progress,
     )

@@ -1224,7 +1224,7 @@ def _load_vocab(model_dir: Path, hp: _VocabTarget, cfg: Json) -> _Vocab:
 # ---------------------------------------------------------------------------
 
 
-def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int) -> None:
+def _add_metadata(w: Any, hp: _HParams, name: str, file_type: int) -> None:
     import gguf
 
     a = hp.arch
@@ -1289,7 +1289,6 @@ def _add_metadata(w: Any, hp: _HParams, vocab: _Vocab, name: str, file_type: int
         w.add_logit_scale(logit_scale)
     w.add_file_type(file_type)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    _add_tokenizer_metadata(w, vocab)
 
 
 def _add_tokenizer_metadata(w: Any, vocab: _Vocab) -> None:
@@ -1354,8 +1353,7 @@ def convert_hf(
         convert_hf("tiny-llama/", "tiny-llama-f32.gguf", outtype="f32")
     """
 
-    if outtype not in OUTTYPES:
-        raise _unsupported(f"outtype {outtype!r}; choose one of {', '.join(OUTTYPES)}")
+    _check_outtype(outtype)
     src = Path(model_dir)
     if not (src / "config.json").is_file():
         raise ElizaIOError(Status.E_IO, f"{src}: no config.json (not a transformers checkpoint directory)")
@@ -1370,22 +1368,46 @@ def convert_hf(
     _check_checkpoint(ckpt, plan, hp, src)
     vocab = _load_vocab(src, hp, cfg)
 
-    out = Path(out_path)
-    with gguf_file(out, hp.arch, use_temp_file=True) as writer:
-        _add_metadata(writer, hp, vocab, name or src.resolve().name, _file_type(outtype))
-        extra = [("rope_freqs.weight", _llama3_rope_factors(hp))] if hp.rope_llama3 is not None else []
-        if hp.longrope is not None:
-            extra += _longrope_factors(hp)
-        counts, n_params = _write_tensors(
-            writer, _tensors(ckpt, plan, extra), len(plan) + len(extra), outtype, progress
-        )
+    extra = [("rope_freqs.weight", _llama3_rope_factors(hp))] if hp.rope_llama3 is not None else []
+    if hp.longrope is not None:
+        extra += _longrope_factors(hp)
+    file_type, gguf_name = _file_type(outtype), name or src.resolve().name
+    return _write_gguf(
+        Path(out_path), hp.arch, hp.n_vocab, lambda w: _add_metadata(w, hp, gguf_name, file_type), vocab,
+        _tensors(ckpt, plan, extra), len(plan) + len(extra), outtype, progress,
+    )
+
+
+def _check_outtype(outtype: str) -> None:
+    if outtype not in OUTTYPES:
+        raise _unsupported(f"outtype {outtype!r}; choose one of {', '.join(OUTTYPES)}")
+
+
+def _write_gguf(
+    out: Path,
+    arch: str,
+    n_vocab: int,
+    add_metadata: Callable[[Any], None],
+    vocab: _Vocab,
+    tensors: Iterator[tuple[str, F32]],
+    total: int,
+    outtype: str,
+    progress: Callable[[int, int, str], None] | None,
+) -> ConversionReport:
+    """Writes the GGUF file ``out`` of ``arch``: the keys ``add_metadata``
+    adds, the vocabulary's, then ``tensors`` (``total`` of them) in their
+    stored types; the report of what it holds."""
+    with gguf_file(out, arch, use_temp_file=True) as writer:
+        add_metadata(writer)
+        _add_tokenizer_metadata(writer, vocab)
+        counts, n_params = _write_tensors(writer, tensors, total, outtype, progress)
     return ConversionReport(
         path=out,
-        architecture=hp.arch,
+        architecture=arch,
         outtype=outtype,
         n_tensors=sum(counts.values()),
         n_params=n_params,
-        n_vocab=hp.n_vocab,
+        n_vocab=n_vocab,
         tokenizer_model=vocab.model,
         tensor_types=counts,
     )
