@@ -1,7 +1,7 @@
 /* Kokoro-82M: the model (weights, voices, hyperparameters from one GGUF,
  * docs/kokoro.md) and its forward pass, phoneme ids -> 24 kHz audio.
- * The api layer (api/tts_api.c) owns G2P, voice blending, chunking and
- * streaming; this module knows one chunk of at most 510 phonemes. */
+ * G2P, chunking and streaming are tts/stream.c's, voice blending
+ * tts/voices.c's; this module knows one chunk of at most 510 phonemes. */
 #ifndef EZ_TTS_KOKORO_H
 #define EZ_TTS_KOKORO_H
 
