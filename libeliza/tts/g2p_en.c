@@ -1717,6 +1717,13 @@ static void punct_phonemes(token *t) {
 
 /* G2P.preprocess (no markdown features), spaCy's tokens and tags as
  * approximated here, and G2P.retokenize's pieces. */
+/* The last character boundary of s at or before `at` (> from): a cut
+ * there keeps the characters whole. */
+static size_t utf8_floor(const char *s, size_t from, size_t at) {
+    while (at > from + 1 && ((unsigned char)s[at] & 0xC0) == 0x80) at--;
+    return at;
+}
+
 static int32_t tokenize(const ez_g2p_en *en, const char *text, size_t len, tokens *ts) {
     pieces pc = {0};
     size_t i = 0;
@@ -1724,14 +1731,19 @@ static int32_t tokenize(const ez_g2p_en *en, const char *text, size_t len, token
     const char **wtag = NULL;
 
     while (i < len) {
-        piece tmp[64];
+        /* every piece is at least a byte: room for all of a part's */
+        piece tmp[WORD_MAX + 1];
         int np;
         size_t e;
         while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) i++;
         if (i >= len) break;
         e = i;
         while (e < len && text[e] != ' ' && text[e] != '\t' && text[e] != '\r' && text[e] != '\n') e++;
-        np = split_chunk(en, text + i, e - i, &squote, tmp, 64);
+        /* A run of WORD_MAX bytes or more without whitespace is read in
+         * parts of fewer, cut between characters, as if spaces split it:
+         * no text is dropped, and every piece fits a token. */
+        if (e - i >= WORD_MAX) e = utf8_floor(text, i, i + WORD_MAX - 1);
+        np = split_chunk(en, text + i, e - i, &squote, tmp, WORD_MAX + 1);
         if (!push_pieces(&pc, tmp, np, e < len)) goto oom;
         i = e;
     }
@@ -1754,9 +1766,8 @@ static int32_t tokenize(const ez_g2p_en *en, const char *text, size_t len, token
     for (int k = 0; k < pc.n; k++) {
         const piece *p = &pc.p[k];
         char word[WORD_MAX];
-        size_t st[64], en_[64];
+        size_t st[WORD_MAX], en_[WORD_MAX]; /* a subtoken is at least a byte */
         int ns, hyphenated;
-        if (p->n >= WORD_MAX) continue;
         if (p->tag) {
             token *t = push_token(ts);
             if (!t) goto oom;
@@ -1773,7 +1784,7 @@ static int32_t tokenize(const ez_g2p_en *en, const char *text, size_t len, token
             continue;
         }
         piece_text(p, word);
-        ns = subtokenize(word, strlen(word), st, en_, 64);
+        ns = subtokenize(word, strlen(word), st, en_, WORD_MAX);
         hyphenated = strchr(word, '-') != NULL && !has_digit(word);
         for (int j = 0; j < ns; j++) {
             token *t = push_token(ts);

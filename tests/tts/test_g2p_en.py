@@ -213,6 +213,24 @@ def test_english_g2p_survives_odd_text(tool: Path, lexicon: Path, tmp_path: Path
     assert not [g for g in got if g.startswith("ERROR")]
 
 
+def test_english_g2p_never_drops_long_words(tool: Path, lexicon: Path, tmp_path: Path) -> None:
+    """A run of 256 bytes or more without spaces is read in parts (it was
+    dropped), and a word of more than 64 pieces or subtokens keeps its end
+    (it was cut): what follows and what ends them is still spoken."""
+    long_word = "abc" * 100  # 300 bytes
+    hyphens = "-".join(["cat"] * 70 + ["zebra"])
+    digits = "a1" * 40 + "zebra"  # 81 letter/digit subtokens
+    texts = ["zebra", f"{long_word} zebra", f"{long_word}zebra", f"hello {hyphens}", f"hello {digits}"]
+    texts += ["\u00e9" * 200 + " zebra"]  # 400 bytes of two-byte characters: cut between them
+    zebra, *got = run_tool(tool, tmp_path, lexicon, "us", texts)
+    assert not [g for g in [zebra, *got] if g.startswith("ERROR")]
+    for text, ph in zip(texts[1:], got):
+        # zebra ends each text (in the glued one, as the end of its last part)
+        assert ph.endswith(zebra if " zebra" in text or "-" in text else zebra[-3:]), (text[:40], ph[-40:])
+    # the 300-byte word is spoken in parts: more than zebra alone
+    assert len(got[0]) > len(zebra) + 50
+
+
 TINY = HERE.parent / "data" / "kokoro_tiny.gguf"
 
 
