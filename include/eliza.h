@@ -609,6 +609,10 @@ typedef struct eliza_diarize_options {
     float min_duration_off;   /* gaps shorter than this (s) within one speaker are
                                * filled; default 0 */
     int32_t batch_size;       /* windows per segmentation batch; default 8 */
+    int32_t exclusive;        /* 1: at most one speaker at any time (where several
+                               * overlap, the most active one), for aligning turns
+                               * with a transcript; default 0: overlapping speech
+                               * gives overlapping turns */
 } eliza_diarize_options;
 
 /* Fills *options with defaults (options->struct_size set by the library). */
@@ -631,6 +635,14 @@ typedef struct eliza_diarize_turn {
 ELIZA_API int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_samples,
                                 int32_t sample_rate, const eliza_diarize_options *options,
                                 eliza_diarize_turn **out_turns, size_t *out_count);
+
+/* The speakers of the last successful eliza_diarize() on this handle:
+ * *out_centroids (freed with eliza_free()) holds *out_count x *out_dim
+ * floats, row s the unit-norm centroid of speaker s of the turns (the mean
+ * direction of the speaker-embedding of its stretches, comparable with
+ * eliza_diarizer_embed()). Before any run: ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diarizer_centroids(eliza_diarizer *diarizer, float **out_centroids, size_t *out_count,
+                                           size_t *out_dim);
 
 /* Asks a running eliza_diarize() to stop as soon as possible. Safe from any
  * thread; a later eliza_diarize() starts afresh. */

@@ -24,6 +24,8 @@ struct eliza_diarizer {
     ez_atomic_int cancel;      /* set by eliza_diarizer_cancel() */
     ez_atomic_int progress;    /* of the running eliza_diarize(), in 1/1e6 */
     ez_atomic_i64 busy;        /* DIAR_IDLE, DIAR_IN_CALL or DIAR_CLOSING */
+    ez_diar_speakers last;     /* the speakers of the last successful eliza_diarize() */
+    int have_last;
 };
 
 /* The handle's one call at a time, and a close that waits for it: a call
@@ -67,6 +69,7 @@ void eliza_diarizer_close(eliza_diarizer *diarizer) {
         ez_sleep_ms(1);
     }
     ez_pool_destroy(diarizer->pool);
+    ez_diar_speakers_free(&diarizer->last);
     ez_seg_free(diarizer->seg);
     ez_emb_free(diarizer->emb);
     free(diarizer);
@@ -203,6 +206,7 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
     if (EZ_FITS(in, eliza_diarize_options, min_duration_on)) o->min_duration_on = in->min_duration_on;
     if (EZ_FITS(in, eliza_diarize_options, min_duration_off)) o->min_duration_off = in->min_duration_off;
     if (EZ_FITS(in, eliza_diarize_options, batch_size)) o->batch_size = in->batch_size;
+    if (EZ_FITS(in, eliza_diarize_options, exclusive)) o->exclusive = in->exclusive;
 
     if (!(o->step >= MIN_STEP && o->step <= chunk_seconds))
         return ez_fail(ELIZA_E_INVALID_ARG, "step %g s is outside %g..%g s (the window)", (double)o->step,
@@ -228,6 +232,8 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
         return ez_fail(ELIZA_E_INVALID_ARG, "min_duration_off %g s is not a duration", (double)o->min_duration_off);
     if (o->batch_size < 1 || o->batch_size > MAX_BATCH)
         return ez_fail(ELIZA_E_INVALID_ARG, "batch_size %d is outside 1..%d", o->batch_size, MAX_BATCH);
+    if (o->exclusive != 0 && o->exclusive != 1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "exclusive %d is not 0 or 1", o->exclusive);
     return ELIZA_OK;
 }
 
@@ -259,6 +265,7 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     eliza_diarize_options opt;
     ez_diar_models m;
     ez_diar_control ctl;
+    ez_diar_speakers speakers;
     int32_t rc;
 
     if (!pcm && n_samples)
@@ -299,7 +306,12 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     ez_atomic_int_store(&diarizer->cancel, 0);
     ctl.cancel = &diarizer->cancel;
     ctl.progress = &diarizer->progress;
-    return ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+    rc = ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count, &speakers);
+    if (rc) return rc;
+    ez_diar_speakers_free(&diarizer->last);
+    diarizer->last = speakers;
+    diarizer->have_last = 1;
+    return ELIZA_OK;
 }
 
 
@@ -318,6 +330,36 @@ int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_sampl
     rc = diarize_entered(diarizer, pcm, n_samples, sample_rate, options, out_turns, out_count);
     leave(diarizer);
     return rc;
+}
+
+int32_t eliza_diarizer_centroids(eliza_diarizer *diarizer, float **out_centroids, size_t *out_count,
+                                 size_t *out_dim) {
+    size_t n;
+    float *buf = NULL;
+    int32_t rc;
+    ez_clear_error();
+    if (out_centroids) *out_centroids = NULL;
+    if (out_count) *out_count = 0;
+    if (out_dim) *out_dim = 0;
+    if (!diarizer || !out_centroids || !out_count || !out_dim)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_centroids: a required pointer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_centroids"))) return rc;
+    if (!diarizer->have_last) {
+        leave(diarizer);
+        return ez_fail(ELIZA_E_STATE, "eliza_diarizer_centroids: no eliza_diarize() has succeeded on this diarizer");
+    }
+    n = (size_t)diarizer->last.n_speakers * (size_t)diarizer->last.dim;
+    buf = (float *)malloc(sizeof(float) * EZ_MAX(n, (size_t)1));
+    if (!buf) {
+        leave(diarizer);
+        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_centroids: no memory for %zu floats", n);
+    }
+    if (n) memcpy(buf, diarizer->last.centroids, sizeof(float) * n);
+    *out_centroids = buf;
+    *out_count = (size_t)diarizer->last.n_speakers;
+    *out_dim = (size_t)diarizer->last.dim;
+    leave(diarizer);
+    return ELIZA_OK;
 }
 
 void eliza_diarizer_cancel(eliza_diarizer *diarizer) {

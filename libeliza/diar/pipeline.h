@@ -127,6 +127,9 @@ typedef struct {
     double frame_duration;        /* seconds */
     double duration;              /* of the audio, seconds: turns end there */
     double min_duration_on, min_duration_off;
+    int exclusive;                /* at most one speaker per frame: the most active */
+    int32_t *speaker_of;          /* out, [n_clusters] or NULL: each cluster's speaker number in
+                                   * the turns, -1 for a cluster left without turns */
 } ez_diar_recon;
 
 /* Frame-level reconstruction and binarization into turns sorted by start,
@@ -134,10 +137,21 @@ typedef struct {
  * success) holds *n_out turns. ELIZA_E_NOMEM. */
 EZ_INTERNAL int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out);
 
+/* Who the speakers of a run are, by their number in the turns. */
+typedef struct {
+    int n_speakers;
+    int dim;
+    float *centroids;   /* [n_speakers, dim], unit norm: the mean direction of the
+                         * embeddings of the local speakers in the speaker's cluster */
+} ez_diar_speakers;
+
+EZ_INTERNAL void ez_diar_speakers_free(ez_diar_speakers *s);
+
 /* The whole pipeline on n samples of pcm (finite, checked by the caller) at
- * sample_rate (checked), with validated options. */
+ * sample_rate (checked), with validated options. speakers (NULL: not
+ * wanted) receives the speakers of the turns. */
 EZ_INTERNAL int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
                                 const eliza_diarize_options *opt, const ez_diar_control *ctl,
-                                eliza_diarize_turn **out, size_t *n_out);
+                                eliza_diarize_turn **out, size_t *n_out, ez_diar_speakers *speakers);
 
 #endif /* EZ_DIAR_PIPELINE_H */

@@ -212,6 +212,7 @@ class DiarizeOptions(ctypes.Structure):
         ("min_duration_on", _f32),
         ("min_duration_off", _f32),
         ("batch_size", _i32),
+        ("exclusive", _i32),
     ]
 
 
@@ -300,6 +301,7 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         _i32,
         (_handle, _P(_f32), _size, _i32, _P(DiarizeOptions), _P(_P(DiarizeTurn)), _P(_size)),
     ),
+    "eliza_diarizer_centroids": (_i32, (_handle, _P(_P(_f32)), _P(_size), _P(_size))),
     "eliza_diarizer_cancel": (None, (_handle,)),
     "eliza_diarizer_progress": (_f32, (_handle,)),
     "eliza_diarizer_segment": (

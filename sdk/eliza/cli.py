@@ -706,6 +706,7 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 step=args.step,
                 min_duration_on=args.min_duration_on,
                 min_duration_off=args.min_duration_off,
+                exclusive=args.exclusive,
                 progress=lambda fraction: bar.to(round(100 * fraction)),
             )
         elapsed = time.perf_counter() - t0
@@ -753,6 +754,8 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.add_argument("--step", type=float, metavar="S", help="window step in seconds (default 1)")
     dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
     dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
+    dia.add_argument("--exclusive", action="store_true",
+                     help="one speaker at a time (the most active where several overlap)")
     dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")
     dia.add_argument("--plot", metavar="OUT.png",
                      help="also draw the speaker timeline over the waveform (needs matplotlib)")

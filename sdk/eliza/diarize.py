@@ -18,7 +18,7 @@ import os
 import struct
 import threading
 import wave
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -201,16 +201,46 @@ class Diarization(list[Turn]):
     ``pyannote.core.Annotation`` (labels ``SPEAKER_NN``, one track per
     turn), :meth:`from_rttm` reads turns back from RTTM text or a file.
 
+    ``centroids`` ([speakers, dim], unit rows, row s for speaker s; empty
+    for turns read from RTTM) are the speakers' embeddings, comparable with
+    :meth:`Diarizer.embed`; :meth:`overlaps` gives the stretches where
+    several speakers talk at once.
+
     Example::
 
         d = diarizer.diarize("meeting.flac")
         annotation = d.to_annotation(uri="meeting")       # pyannote.metrics scores it
         again = eliza.Diarization.from_rttm(d.to_rttm("meeting"))
+        print(d.overlaps(), d.centroids.shape)
     """
+
+    def __init__(self, turns: Iterable[Turn] = (), centroids: npt.NDArray[np.float32] | None = None) -> None:
+        super().__init__(turns)
+        self.centroids: npt.NDArray[np.float32] = (
+            np.zeros((0, 0), np.float32) if centroids is None else np.asarray(centroids, np.float32)
+        )
 
     @property
     def speakers(self) -> list[int]:
         return sorted({t.speaker for t in self})
+
+    def overlaps(self) -> list[tuple[float, float]]:
+        """The stretches (start, end) where two or more turns overlap,
+        sorted and merged (pyannote's ``get_overlap``)."""
+        # At one instant an end sorts before a start: turns that touch do not overlap.
+        events = sorted([(t.start, 1) for t in self] + [(t.end, -1) for t in self])
+        out: list[tuple[float, float]] = []
+        active, opened = 0, 0.0
+        for time, delta in events:
+            if delta > 0 and active == 1:
+                opened = time
+            elif delta < 0 and active == 2 and time > opened:
+                if out and out[-1][1] >= opened:
+                    out[-1] = (out[-1][0], time)
+                else:
+                    out.append((opened, time))
+            active += delta
+        return out
 
     def to_rttm(self, uri: str = "audio") -> str:
         return to_rttm(self, uri)
@@ -330,6 +360,7 @@ class Diarizer(NativeModel[Any]):
         min_duration_on: float | None = None,
         min_duration_off: float | None = None,
         batch_size: int | None = None,
+        exclusive: bool = False,
         progress: ProgressFn | None = None,
     ) -> Diarization:
         """Who spoke when. ``audio``: a path to any file libsndfile reads
@@ -340,8 +371,10 @@ class Diarizer(NativeModel[Any]):
         library's defaults (``default_options()``). ``progress(fraction)`` is
         called on this thread about ten times a second while the library
         works on another. Returns turns sorted by start; overlapping speech
-        gives overlapping turns, as a :class:`Diarization` (a list of
-        turns with ``to_annotation``/``to_rttm``).
+        gives overlapping turns (``exclusive=True``: one speaker at a time,
+        the most active, for aligning with a transcript), as a
+        :class:`Diarization` (a list of turns with ``to_annotation``/
+        ``to_rttm``, the speakers' ``centroids`` and ``overlaps()``).
         """
         if isinstance(audio, (str, os.PathLike)):
             from .audio import read_audio
@@ -369,6 +402,7 @@ class Diarizer(NativeModel[Any]):
         for name, value in given.items():
             if value is not None:
                 setattr(opts, name, value)
+        opts.exclusive = int(bool(exclusive))
         return self._run(samples, rate, opts, progress)
 
     def _run(
@@ -388,12 +422,13 @@ class Diarizer(NativeModel[Any]):
                     )
                 )
                 try:
-                    return Diarization(
+                    turns = [
                         Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
                         for t in turns_ptr[: count.value]
-                    )
+                    ]
                 finally:
                     lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+                return Diarization(turns, centroids=self._centroids(handle))
 
             def tick() -> None:
                 if progress is not None:
@@ -403,6 +438,19 @@ class Diarizer(NativeModel[Any]):
                         tick=tick if progress is not None else None)
             tick()  # the final value (1.0), however fast the run was
             return turns
+
+    @staticmethod
+    def _centroids(handle: ctypes.c_void_p) -> npt.NDArray[np.float32]:
+        out = ctypes.POINTER(ctypes.c_float)()
+        count, dim = ctypes.c_size_t(), ctypes.c_size_t()
+        check(lib().eliza_diarizer_centroids(handle, ctypes.byref(out), ctypes.byref(count),
+                                             ctypes.byref(dim)))
+        try:
+            n = count.value * dim.value
+            flat = np.ctypeslib.as_array(out, shape=(n,)).copy() if n else np.zeros(0, np.float32)
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        return flat.reshape(count.value, dim.value)
 
     def cancel(self) -> None:
         """Asks a running ``diarize`` or ``segment`` (on another thread) to

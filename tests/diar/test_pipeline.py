@@ -292,3 +292,35 @@ def test_pipeline_shortcuts_match_the_plain_calls(model_paths: tuple[Path, Path]
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 failed" in run.stdout
+
+
+def test_centroids_are_the_speakers_embeddings(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    turns = diarizer.diarize(conversation)
+    c = turns.centroids
+    assert c.shape == (len(turns.speakers), 256)
+    np.testing.assert_allclose(np.linalg.norm(c, axis=1), 1.0, atol=1e-5)
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    for s in turns.speakers:
+        longest = max((t for t in turns if t.speaker == s), key=lambda t: t.duration)
+        e = diarizer.embed(audio[int(longest.start * 16000) : int(longest.end * 16000)])
+        sims = c @ e
+        assert int(np.argmax(sims)) == s, f"speaker {s}'s longest turn is nearest another centroid: {sims}"
+
+
+def test_exclusive_output_has_no_overlap(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    turns = diarizer.diarize(conversation, exclusive=True)
+    assert turns.overlaps() == []
+    assert all(a.end <= b.start + 1e-9 for a, b in zip(turns, turns[1:]))
+    plain = diarizer.diarize(conversation)
+    assert frame_der(reference(), turns) < DER_BOUND
+    assert sum(t.duration for t in turns) <= sum(t.duration for t in plain) + 1e-6
+
+
+def test_overlaps_are_the_stretches_of_two_or_more_turns() -> None:
+    d = eliza.Diarization([
+        eliza.Turn(0.0, 5.0, 0, 1.0), eliza.Turn(4.0, 6.0, 1, 1.0), eliza.Turn(4.5, 5.5, 2, 1.0),
+        eliza.Turn(5.8, 7.0, 0, 1.0), eliza.Turn(8.0, 9.0, 1, 1.0),
+    ])
+    assert d.overlaps() == [(4.0, 5.5), (5.8, 6.0)]
+    assert eliza.Diarization().overlaps() == [] and eliza.Diarization().centroids.shape == (0, 0)
