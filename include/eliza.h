@@ -613,6 +613,11 @@ typedef struct eliza_diarize_options {
                                * overlap, the most active one), for aligning turns
                                * with a transcript; default 0: overlapping speech
                                * gives overlapping turns */
+    float identify_threshold; /* a speaker takes the name of an enrolled voice
+                               * (eliza_diarizer_enroll) when the cosine distance
+                               * of its centroid to the voice is at most this;
+                               * default calibrated on real meetings
+                               * (docs/diarization.md) */
 } eliza_diarize_options;
 
 /* Fills *options with defaults (options->struct_size set by the library). */
@@ -643,6 +648,35 @@ ELIZA_API int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size
  * eliza_diarizer_embed()). Before any run: ELIZA_E_STATE. */
 ELIZA_API int32_t eliza_diarizer_centroids(eliza_diarizer *diarizer, float **out_centroids, size_t *out_count,
                                            size_t *out_dim);
+
+/* Enrolls a known speaker: name (1..64 bytes of UTF-8, no spaces or control
+ * characters) and reference audio of that person alone, n_samples float32
+ * mono samples at sample_rate Hz (8000..192000, at most 600 s). Later runs
+ * name the speaker whose centroid is closest to the voice, one speaker per
+ * voice, when the distance is at most the options' identify_threshold (see
+ * eliza_diarizer_speaker_name()). Reference audio with less than 1 s of
+ * speech (silence, a clip too short), NaN or Inf samples, an empty or
+ * malformed name, or a name already enrolled: ELIZA_E_INVALID_ARG, and
+ * nothing is enrolled. */
+ELIZA_API int32_t eliza_diarizer_enroll(eliza_diarizer *diarizer, const char *name, const float *pcm,
+                                        size_t n_samples, int32_t sample_rate);
+
+/* Forgets the enrolled voice called name (ELIZA_E_NOT_FOUND if none is), or
+ * every voice when name is NULL. */
+ELIZA_API int32_t eliza_diarizer_unenroll(eliza_diarizer *diarizer, const char *name);
+
+/* The enrolled names, in order of enrolment, each ended by '\n', in
+ * *out_names (freed with eliza_free(); "" when none), and their count. */
+ELIZA_API int32_t eliza_diarizer_enrolled(eliza_diarizer *diarizer, char **out_names, size_t *out_count);
+
+/* The label of speaker s of the last successful eliza_diarize(): the
+ * enrolled name it was identified as, else "SPEAKER_%02d" of s, in
+ * *out_name (freed with eliza_free()). out_distance (may be NULL) receives
+ * the cosine distance of its centroid to that voice, else to the nearest
+ * voice (NAN with none enrolled). s out of range: ELIZA_E_INVALID_ARG;
+ * before any run: ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diarizer_speaker_name(eliza_diarizer *diarizer, int32_t speaker, char **out_name,
+                                              float *out_distance);
 
 /* Asks a running eliza_diarize() to stop as soon as possible. Safe from any
  * thread; a later eliza_diarize() starts afresh. */

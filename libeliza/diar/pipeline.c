@@ -339,11 +339,8 @@ static int window_from_span(const float *span, uint64_t n16, uint64_t from, uint
     return 1;
 }
 
-/* The audio of the frames flagged in mask, concatenated into out; each
- * frame contributes the frame_step-long stretch at the centre of what it
- * sees. Returns the number of samples. */
-static size_t gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
-                            double frame_step_samples, double offset, float *out) {
+size_t ez_diar_gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
+                             double frame_step_samples, double offset, float *out) {
     size_t n = 0;
     for (int f = 0; f < n_frames; f++) {
         int64_t a, b;
@@ -547,7 +544,7 @@ static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, cons
             use_clean = n_clean >= min_embed;
             for (int f = 0; f < F; f++)
                 st->mask[f] = m->powerset[cls[f] * L + s] && (!use_clean || st->n_active[cls[f]] == 1);
-            len = gather_frames(chunk, m->chunk_samples, st->mask, F, fss, offset, st->gather);
+            len = ez_diar_gather_frames(chunk, m->chunk_samples, st->mask, F, fss, offset, st->gather);
             if (len == 0) continue;
             if ((rc = m->embed(m->ctx, st->gather, (size_t)EZ_MIN((int64_t)len, 2 * P), out))) return rc;
         }

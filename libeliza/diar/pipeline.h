@@ -111,6 +111,14 @@ EZ_INTERNAL int64_t ez_diar_window_frame(int64_t w, int64_t step_samples, double
 EZ_INTERNAL void ez_diar_decode_powerset(const float *logprobs, int n_frames, int n_classes, int n_local,
                                          const uint8_t *powerset, uint8_t *cls, uint8_t *soft);
 
+/* The audio of the frames flagged in mask ([n_frames]) of one window
+ * (chunk: [chunk_samples]), concatenated into out; each frame contributes
+ * the frame_step-long stretch at the centre of what it sees (offset: half
+ * the receptive field less half a step, in samples). Returns the number of
+ * samples written (at most chunk_samples). */
+EZ_INTERNAL size_t ez_diar_gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
+                                         double frame_step_samples, double offset, float *out);
+
 /* What reconstruction needs: the segmentation of every window and the
  * cluster of every local speaker. */
 typedef struct {

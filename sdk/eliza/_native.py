@@ -213,6 +213,7 @@ class DiarizeOptions(ctypes.Structure):
         ("min_duration_off", _f32),
         ("batch_size", _i32),
         ("exclusive", _i32),
+        ("identify_threshold", _f32),
     ]
 
 
@@ -302,6 +303,10 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (_handle, _P(_f32), _size, _i32, _P(DiarizeOptions), _P(_P(DiarizeTurn)), _P(_size)),
     ),
     "eliza_diarizer_centroids": (_i32, (_handle, _P(_P(_f32)), _P(_size), _P(_size))),
+    "eliza_diarizer_enroll": (_i32, (_handle, _str, _P(_f32), _size, _i32)),
+    "eliza_diarizer_unenroll": (_i32, (_handle, _str)),
+    "eliza_diarizer_enrolled": (_i32, (_handle, _P(_str), _P(_size))),
+    "eliza_diarizer_speaker_name": (_i32, (_handle, _i32, _P(_str), _P(_f32))),
     "eliza_diarizer_cancel": (None, (_handle,)),
     "eliza_diarizer_progress": (_f32, (_handle,)),
     "eliza_diarizer_segment": (

@@ -689,10 +689,12 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .audio import read_audio
-    from .diarize import Diarizer, to_rttm
+    from .diarize import Diarizer
 
     audio, rate = read_audio(args.audio, sample_rate=16000)
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
+        for name, path in args.enroll:
+            d.enroll(name, path)
         t0 = time.perf_counter()
         # Percent done; the line is cleared when the run ends.
         with Bar("diarizing", total=100, unit="%", leave=False, bar_format="{desc} {bar} {n:.0f}%") as bar:
@@ -707,17 +709,18 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 min_duration_on=args.min_duration_on,
                 min_duration_off=args.min_duration_off,
                 exclusive=args.exclusive,
+                identify_threshold=args.identify_threshold,
                 progress=lambda fraction: bar.to(round(100 * fraction)),
             )
         elapsed = time.perf_counter() - t0
     for t in turns:
-        print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
+        print(f"{t.start:9.3f} {t.end:9.3f}  {turns.label(t.speaker)}  ({t.confidence:.2f})")
     if args.rttm:
         # Whole or not at all: a Ctrl-C during the write leaves no partial RTTM.
         out = Path(args.rttm)
         part = out.with_name(f".{out.name}.part")
         try:
-            part.write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+            part.write_text(turns.to_rttm(uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
             os.replace(part, out)
         except BaseException:
             part.unlink(missing_ok=True)
@@ -737,6 +740,13 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _enrolment(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=FILE")
+    return name, path
+
+
 def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dia = commands.add_parser(
         "diarize",
@@ -754,6 +764,11 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.add_argument("--step", type=float, metavar="S", help="window step in seconds (default 1)")
     dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
     dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
+    dia.add_argument("--enroll", type=_enrolment, action="append", default=[], metavar="NAME=FILE",
+                     help="a known speaker and a recording of them alone (repeatable): the speaker "
+                     "found nearest to the voice is labelled NAME")
+    dia.add_argument("--identify-threshold", type=float, metavar="D",
+                     help="largest cosine distance at which a speaker takes an enrolled name")
     dia.add_argument("--exclusive", action="store_true",
                      help="one speaker at a time (the most active where several overlap)")
     dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")

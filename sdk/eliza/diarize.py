@@ -214,11 +214,24 @@ class Diarization(list[Turn]):
         print(d.overlaps(), d.centroids.shape)
     """
 
-    def __init__(self, turns: Iterable[Turn] = (), centroids: npt.NDArray[np.float32] | None = None) -> None:
+    def __init__(
+        self,
+        turns: Iterable[Turn] = (),
+        centroids: npt.NDArray[np.float32] | None = None,
+        names: Sequence[str] | None = None,
+        distances: Sequence[float] | None = None,
+    ) -> None:
         super().__init__(turns)
         self.centroids: npt.NDArray[np.float32] = (
             np.zeros((0, 0), np.float32) if centroids is None else np.asarray(centroids, np.float32)
         )
+        self.names: list[str] = list(names) if names is not None else []
+        self.distances: list[float] = list(distances) if distances is not None else []
+
+    def label(self, speaker: int) -> str:
+        """Speaker ``speaker``'s name: the enrolled voice it was identified as
+        (:meth:`Diarizer.enroll`), else ``SPEAKER_NN``."""
+        return self.names[speaker] if 0 <= speaker < len(self.names) else _label(speaker)
 
     @property
     def speakers(self) -> list[int]:
@@ -243,7 +256,15 @@ class Diarization(list[Turn]):
         return out
 
     def to_rttm(self, uri: str = "audio") -> str:
-        return to_rttm(self, uri)
+        """RTTM lines labelled by :meth:`label` (enrolled names where identified)."""
+        text = to_rttm(self, uri)
+        if not self.names:
+            return text
+        lines = text.splitlines(keepends=True)
+        return "".join(
+            line.replace(f" {_label(t.speaker)} ", f" {self.label(t.speaker)} ", 1)
+            for line, t in zip(lines, self)
+        )
 
     def to_annotation(self, uri: str = "audio") -> Any:
         """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core)."""
@@ -257,7 +278,7 @@ class Diarization(list[Turn]):
             ) from None
         annotation = Annotation(uri=uri)
         for i, t in enumerate(self):
-            annotation[Segment(t.start, t.end), i] = _label(t.speaker)
+            annotation[Segment(t.start, t.end), i] = self.label(t.speaker)
         return annotation
 
     @classmethod
@@ -361,6 +382,7 @@ class Diarizer(NativeModel[Any]):
         min_duration_off: float | None = None,
         batch_size: int | None = None,
         exclusive: bool = False,
+        identify_threshold: float | None = None,
         progress: ProgressFn | None = None,
     ) -> Diarization:
         """Who spoke when. ``audio``: a path to any file libsndfile reads
@@ -374,22 +396,16 @@ class Diarizer(NativeModel[Any]):
         gives overlapping turns (``exclusive=True``: one speaker at a time,
         the most active, for aligning with a transcript), as a
         :class:`Diarization` (a list of turns with ``to_annotation``/
-        ``to_rttm``, the speakers' ``centroids`` and ``overlaps()``).
+        ``to_rttm``, the speakers' ``centroids`` and ``overlaps()``). A
+        speaker whose centroid is within ``identify_threshold`` (cosine
+        distance) of an enrolled voice is named after it
+        (``Diarization.label``), one speaker per voice.
         """
-        if isinstance(audio, (str, os.PathLike)):
-            from .audio import read_audio
-
-            samples, rate = read_audio(audio)
-            if sample_rate is not None and sample_rate != rate:
-                raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
-            samples, rate = _to_model_rate(samples, rate)
-        else:
-            if sample_rate is None:
-                raise _invalid("sample_rate is needed with an array of samples")
-            samples, rate = _as_mono_float32(audio), int(sample_rate)
+        samples, rate = self._samples(audio, sample_rate)
         opts = DiarizeOptions()
         lib().eliza_diarize_default_options(ctypes.byref(opts))
         given: dict[str, float | int | None] = {
+            "identify_threshold": identify_threshold,
             "num_speakers": num_speakers,
             "min_speakers": min_speakers,
             "max_speakers": max_speakers,
@@ -404,6 +420,19 @@ class Diarizer(NativeModel[Any]):
                 setattr(opts, name, value)
         opts.exclusive = int(bool(exclusive))
         return self._run(samples, rate, opts, progress)
+
+    @staticmethod
+    def _samples(audio: AudioInput, sample_rate: int | None) -> tuple[npt.NDArray[np.float32], int]:
+        if isinstance(audio, (str, os.PathLike)):
+            from .audio import read_audio
+
+            samples, rate = read_audio(audio)
+            if sample_rate is not None and sample_rate != rate:
+                raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
+            return _to_model_rate(samples, rate)
+        if sample_rate is None:
+            raise _invalid("sample_rate is needed with an array of samples")
+        return _as_mono_float32(audio), int(sample_rate)
 
     def _run(
         self, samples: npt.NDArray[np.float32], rate: int, opts: DiarizeOptions, progress: ProgressFn | None
@@ -428,7 +457,10 @@ class Diarizer(NativeModel[Any]):
                     ]
                 finally:
                     lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
-                return Diarization(turns, centroids=self._centroids(handle))
+                centroids = self._centroids(handle)
+                labels = [self._speaker_name(handle, s) for s in range(len(centroids))]
+                return Diarization(turns, centroids=centroids, names=[n for n, _ in labels],
+                                   distances=[d for _, d in labels])
 
             def tick() -> None:
                 if progress is not None:
@@ -438,6 +470,57 @@ class Diarizer(NativeModel[Any]):
                         tick=tick if progress is not None else None)
             tick()  # the final value (1.0), however fast the run was
             return turns
+
+    @staticmethod
+    def _speaker_name(handle: ctypes.c_void_p, speaker: int) -> tuple[str, float]:
+        out = ctypes.c_char_p()
+        distance = ctypes.c_float()
+        check(lib().eliza_diarizer_speaker_name(handle, speaker, ctypes.byref(out), ctypes.byref(distance)))
+        try:
+            return (out.value or b"").decode(), float(distance.value)
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+    # -- enrolled voices --------------------------------------------------------
+
+    def enroll(self, name: str, audio: AudioInput, sample_rate: int | None = None) -> None:
+        """Enrolls a known person from reference audio of them alone (a path,
+        or samples with ``sample_rate``; at least 1 s of speech, at most
+        600 s of audio): later ``diarize`` runs name the speaker nearest to
+        the voice ``name`` when the distance is under ``identify_threshold``.
+        ``name``: 1..64 bytes of UTF-8, no spaces. Silence, too little
+        speech, NaN samples or a name already enrolled raise
+        ``eliza.InvalidArgumentError``.
+
+        Example::
+
+            d.enroll("alice", "alice_intro.wav")
+            turns = d.diarize("meeting.wav")
+            print({t.speaker: turns.label(t.speaker) for t in turns})   # {0: 'alice', 1: 'SPEAKER_01'}
+        """
+        samples, rate = self._samples(audio, sample_rate)
+        pcm = samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if samples.size else None
+        with self._calling() as handle:
+            run(lambda: check(lib().eliza_diarizer_enroll(handle, name.encode(), pcm, samples.size, rate)),
+                cancel=lambda: None)
+
+    def unenroll(self, name: str | None = None) -> None:
+        """Forgets the voice ``name`` (``eliza.NotFoundError`` if none), or
+        every voice when ``name`` is None."""
+        with self._calling() as handle:
+            check(lib().eliza_diarizer_unenroll(handle, None if name is None else name.encode()))
+
+    @property
+    def enrolled(self) -> list[str]:
+        """The enrolled names, in order of enrolment."""
+        with self._calling() as handle:
+            out = ctypes.c_char_p()
+            count = ctypes.c_size_t()
+            check(lib().eliza_diarizer_enrolled(handle, ctypes.byref(out), ctypes.byref(count)))
+            try:
+                return (out.value or b"").decode().splitlines()
+            finally:
+                lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
 
     @staticmethod
     def _centroids(handle: ctypes.c_void_p) -> npt.NDArray[np.float32]:

@@ -16,6 +16,7 @@
 #include "core/atomic.h"
 #include "core/error.h"
 #include "diar/cluster.h"
+#include "diar/identify.h"
 #include "diar/pipeline.h"
 #include "diar/resample.h"
 #include "check.h"
@@ -832,6 +833,60 @@ static void test_run_silence_and_tiny_inputs(void) {
     free(zeros);
 }
 
+static void test_voice_embedding_of_reference_audio(void) {
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    size_t n = 4 * SR;
+    float *x = (float *)calloc(n, sizeof *x), emb[EMB_DIM];
+    double speech = 0;
+    int peak = 0;
+    /* 3 s of voice 1 (from 0.5 s), then silence. */
+    for (size_t i = SR / 2; i < 7 * SR / 2; i++) x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[1] * (double)i / SR));
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, n, SR, emb, &speech) == ELIZA_OK, "voice: %s", ez_error_message());
+    for (int j = 1; j < EMB_DIM; j++)
+        if (emb[j] > emb[peak]) peak = j;
+    CHECK_MSG(peak == 8 && fabs(speech - 3.0) < 0.1, "voice 1 enrolled with a peak at %d from %.2f s of speech", peak,
+              speech);
+    /* At 48 kHz too. */
+    {
+        size_t n48 = 3 * n;
+        float *y = (float *)calloc(n48, sizeof *y);
+        for (size_t i = 48000 / 2; i < 7 * 48000 / 2; i++)
+            y[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[2] * (double)i / 48000));
+        CHECK_MSG(ez_diar_voice_embedding(&m, y, n48, 48000, emb, &speech) == ELIZA_OK && fabs(speech - 3.0) < 0.1,
+                  "48 kHz: %s (%.2f s)", ez_error_message(), speech);
+        free(y);
+    }
+    memset(x, 0, n * sizeof *x);
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, n, SR, emb, &speech) == ELIZA_E_INVALID_ARG && speech == 0.0 &&
+                  strstr(ez_error_message(), "speech"),
+              "silence was enrolled: %s", ez_error_message());
+    for (size_t i = 0; i < SR / 10; i++) x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[0] * (double)i / SR));
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, SR / 10, SR, emb, &speech) == ELIZA_E_INVALID_ARG,
+              "0.1 s was enrolled (%.2f s of speech)", speech);
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, 0, SR, emb, &speech) == ELIZA_E_INVALID_ARG, "no samples was enrolled");
+    free(x);
+}
+
+static void test_identify_is_one_to_one_under_the_threshold(void) {
+    /* Speakers 0 and 1 are both nearest voice 0; 1 is nearer and takes it,
+     * 0 takes voice 1; speaker 2 is near voice 1 too, but it is taken. */
+    float c[3 * 2], v[2 * 2], dist[3];
+    int32_t voice[3];
+    double a0 = 0.35, a1 = 0.2, a2 = 1.6, b0 = 0.0, b1 = 0.9;
+    c[0] = (float)cos(a0), c[1] = (float)sin(a0), c[2] = (float)cos(a1), c[3] = (float)sin(a1);
+    c[4] = (float)cos(a2), c[5] = (float)sin(a2);
+    v[0] = (float)cos(b0), v[1] = (float)sin(b0), v[2] = (float)cos(b1), v[3] = (float)sin(b1);
+    CHECK(ez_diar_identify(c, 3, v, 2, 2, 0.3f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[1] == 0 && voice[0] == 1 && voice[2] == -1, "voices %d %d %d", voice[0], voice[1], voice[2]);
+    CHECK_MSG(fabs(dist[0] - (1 - cos(a0 - b1))) < 1e-6 && fabs(dist[2] - (1 - cos(a2 - b1))) < 1e-6,
+              "distances %g %g", dist[0], dist[2]);
+    CHECK(ez_diar_identify(c, 3, v, 2, 2, 0.01f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[0] == -1 && voice[1] == -1 && voice[2] == -1, "a tight threshold still named a speaker");
+    CHECK(ez_diar_identify(c, 3, v, 0, 2, 0.3f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[0] == -1 && isnan(dist[0]), "no voices: %d %g", voice[0], dist[0]);
+}
+
 static void test_run_cancel(void) {
     truth_turn truth[24];
     size_t n = 0, n_turns = 5;
@@ -926,6 +981,8 @@ int main(void) {
     test_run_synthetic_conversation(48000);
     test_run_synthetic_conversation(8000);
     test_run_cancel();
+    test_voice_embedding_of_reference_audio();
+    test_identify_is_one_to_one_under_the_threshold();
     test_run_two_hours_bounded();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;

@@ -324,3 +324,56 @@ def test_overlaps_are_the_stretches_of_two_or_more_turns() -> None:
     ])
     assert d.overlaps() == [(4.0, 5.5), (5.8, 6.0)]
     assert eliza.Diarization().overlaps() == [] and eliza.Diarization().centroids.shape == (0, 0)
+
+
+def test_enrolled_voice_names_its_speaker(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    """Enrol A from its first turn and B from its first turn, silence both
+    turns, and the speakers found in the rest carry the right names."""
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    ref = reference()
+    firsts = {s: next((a, b) for a, b, x in ref if x == s) for s in ("A", "B")}
+    diarizer.unenroll()
+    try:
+        for s, (a, b) in firsts.items():
+            diarizer.enroll(f"person_{s}", audio[int(a * 16000) : int(b * 16000)], 16000)
+        assert diarizer.enrolled == ["person_A", "person_B"]
+        rest = audio.copy()
+        for a, b in firsts.values():
+            rest[int(a * 16000) : int(b * 16000)] = 0.0
+        turns = diarizer.diarize(rest, 16000)
+        for t in turns:
+            if t.duration < 1.0:
+                continue
+            mid = 0.5 * (t.start + t.end)
+            truth = [x for a, b, x in ref if a <= mid < b]
+            if truth:
+                assert turns.label(t.speaker) == f"person_{truth[0]}", (t, turns.names, turns.distances)
+        assert f"person_{ref[-1][2]}" in turns.to_rttm("c")
+        # A threshold of 0 names nobody.
+        strict = diarizer.diarize(rest, 16000, identify_threshold=0.0)
+        assert [strict.label(s) for s in strict.speakers] == [f"SPEAKER_{s:02d}" for s in strict.speakers]
+        diarizer.unenroll("person_A")
+        assert diarizer.enrolled == ["person_B"]
+    finally:
+        diarizer.unenroll()
+
+
+def test_cli_enroll_labels_the_speaker(
+    model_paths: tuple[Path, Path], conversation: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    audio, rate = read_wav(conversation)
+    a, b = next((a, b) for a, b, x in reference() if x == "A")
+    clip = tmp_path / "alice.wav"
+    pcm = (np.clip(audio[int(a * rate) : int(b * rate)], -1, 1) * 32767).astype("<i2")
+    _write_wav(clip, pcm.reshape(-1, 1), 2, rate)
+    seg, emb = model_paths
+    out = tmp_path / "out.rttm"
+    proc = run_cli(
+        *("diarize", str(conversation), "--enroll", f"alice={clip}", "--rttm", str(out)),
+        *("--segmentation", str(seg), "--embedding", str(emb), "--threads", "2"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "alice" in {r.split()[7] for r in out.read_text().splitlines()}
+    bad = run_cli("diarize", str(conversation), "--enroll", "alice")
+    assert bad.returncode != 0 and "NAME=FILE" in bad.stderr
