@@ -618,6 +618,9 @@ typedef struct eliza_diarize_options {
                                * of its centroid to the voice is at most this;
                                * default calibrated on real meetings
                                * (docs/diarization.md) */
+    float latency;            /* live streams only (eliza_diar_stream_open): seconds
+                               * of audio after an instant that are heard before
+                               * it is decided; step..window, default 5.0 */
 } eliza_diarize_options;
 
 /* Fills *options with defaults (options->struct_size set by the library). */
@@ -700,6 +703,49 @@ ELIZA_API int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *
  * inspection. */
 ELIZA_API int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm,
                                        size_t n_samples, float **out_embedding, size_t *out_dim);
+
+/* Live diarization: push audio as it arrives, pull turns as they are decided
+ * (docs/diarization.md). Speaker numbers are stable for the whole stream;
+ * turns are never revised once pulled: a turn still going on at a pull is
+ * handed out up to the decided edge and continues in a later turn of the
+ * same speaker that starts where it ended. Every instant is decided once
+ * `latency` seconds of audio after it have been pushed. */
+typedef struct eliza_diar_stream eliza_diar_stream;
+
+/* Opens a stream on the diarizer's models for mono float32 audio at
+ * sample_rate, which must be the models' rate (16000 Hz; resample before).
+ * Options as eliza_diarize() takes them (step, threshold: the cosine
+ * distance past which a voice starts a new speaker, num_speakers /
+ * max_speakers: at most that many, exclusive, latency; min_speakers,
+ * min_duration_on/off and batch_size are not used). The stream uses the
+ * diarizer: its calls and the diarizer's take turns (ELIZA_E_STATE when
+ * one runs); closing the diarizer first is allowed, the stream's later
+ * calls then fail with ELIZA_E_STATE and it must still be closed. */
+ELIZA_API int32_t eliza_diar_stream_open(eliza_diarizer *diarizer, int32_t sample_rate,
+                                         const eliza_diarize_options *options, eliza_diar_stream **out);
+
+/* Appends n_samples samples (any number, 0 included) and runs the windows
+ * they complete, on this thread. NaN or Inf samples: ELIZA_E_INVALID_ARG and
+ * nothing of the chunk is taken (the stream stays usable). After
+ * eliza_diar_stream_finish(): ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diar_stream_push(eliza_diar_stream *stream, const float *pcm, size_t n_samples);
+
+/* Marks the end of the audio: the last windows run and every instant is
+ * decided. Further pushes fail with ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diar_stream_finish(eliza_diar_stream *stream);
+
+/* The turns decided since the last pull: *out_turns (freed with
+ * eliza_free(), also when *out_count is 0) sorted by start. Returns
+ * ELIZA_OK, or ELIZA_DONE (with no turns) once the stream is finished and
+ * everything has been pulled. */
+ELIZA_API int32_t eliza_diar_stream_pull(eliza_diar_stream *stream, eliza_diarize_turn **out_turns,
+                                         size_t *out_count);
+
+/* Seconds of audio decided so far (turns before it are final). */
+ELIZA_API double eliza_diar_stream_decided(eliza_diar_stream *stream);
+
+/* Releases the stream, at any point (mid-stream included). NULL is a no-op. */
+ELIZA_API void eliza_diar_stream_close(eliza_diar_stream *stream);
 
 #ifdef __cplusplus
 }

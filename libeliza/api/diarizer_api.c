@@ -18,6 +18,7 @@
 #include "diar/identify.h"
 #include "diar/pipeline.h"
 #include "diar/segmentation.h"
+#include "diar/stream.h"
 
 /* Longest enrolled name (bytes) and most enrolled voices. */
 #define VOICE_NAME_MAX 64
@@ -31,7 +32,7 @@ struct eliza_diarizer {
     ez_atomic_int cancel;      /* set by eliza_diarizer_cancel() */
     ez_atomic_int progress;    /* of the running eliza_diarize(), in 1/1e6 */
     ez_atomic_i64 busy;        /* DIAR_IDLE, DIAR_IN_CALL or DIAR_CLOSING */
-    ez_atomic_int refs;        /* holders of the handle: the host's */
+    ez_atomic_int refs;        /* the host's handle plus one per open stream */
     ez_diar_speakers last;     /* the speakers of the last successful eliza_diarize() */
     char (*last_name)[VOICE_NAME_MAX + 1];  /* [last.n_speakers]: the name of the voice each took, or "" */
     float *last_distance;      /* [last.n_speakers]: cosine distance to it (or the nearest) */
@@ -74,7 +75,8 @@ static void leave(eliza_diarizer *d) { ez_atomic_i64_store(&d->busy, DIAR_IDLE);
 
 /* A call still running on another thread is cancelled and waited for:
  * freeing the models under it would crash that thread. */
-/* The models and everything else, once nobody holds the handle. */
+/* The models and everything else, once neither the host nor a stream holds
+ * the handle. */
 static void release(eliza_diarizer *d) {
     if (ez_atomic_int_add(&d->refs, -1) != 1) return;
     ez_pool_destroy(d->pool);
@@ -218,6 +220,7 @@ void eliza_diarize_default_options(eliza_diarize_options *options) {
     options->threshold = 0.5f;
     options->batch_size = 8;
     options->identify_threshold = IDENTIFY_THRESHOLD;
+    options->latency = 5.0f;
 }
 
 static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds, eliza_diarize_options *o) {
@@ -236,6 +239,7 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
     if (EZ_FITS(in, eliza_diarize_options, batch_size)) o->batch_size = in->batch_size;
     if (EZ_FITS(in, eliza_diarize_options, exclusive)) o->exclusive = in->exclusive;
     if (EZ_FITS(in, eliza_diarize_options, identify_threshold)) o->identify_threshold = in->identify_threshold;
+    if (EZ_FITS(in, eliza_diarize_options, latency)) o->latency = in->latency;
 
     if (!(o->step >= MIN_STEP && o->step <= chunk_seconds))
         return ez_fail(ELIZA_E_INVALID_ARG, "step %g s is outside %g..%g s (the window)", (double)o->step,
@@ -263,6 +267,9 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
         return ez_fail(ELIZA_E_INVALID_ARG, "batch_size %d is outside 1..%d", o->batch_size, MAX_BATCH);
     if (o->exclusive != 0 && o->exclusive != 1)
         return ez_fail(ELIZA_E_INVALID_ARG, "exclusive %d is not 0 or 1", o->exclusive);
+    if (!(o->latency >= o->step && o->latency <= chunk_seconds))
+        return ez_fail(ELIZA_E_INVALID_ARG, "latency %g s is outside the step %g s .. %g s (the window)",
+                       (double)o->latency, (double)o->step, (double)chunk_seconds);
     if (!(o->identify_threshold >= 0.0f && o->identify_threshold <= 2.0f))
         return ez_fail(ELIZA_E_INVALID_ARG, "identify_threshold %g is outside 0..2 (a cosine distance)",
                        (double)o->identify_threshold);
@@ -608,3 +615,91 @@ int32_t eliza_diarizer_speaker_name(eliza_diarizer *diarizer, int32_t speaker, c
     return rc;
 }
 
+/* ---- live streams ---------------------------------------------------------------- */
+
+struct eliza_diar_stream {
+    eliza_diarizer *d;
+    ez_diar_models m;       /* what the stream's pipeline reads; m.ctx is d */
+    ez_diar_stream *s;
+};
+
+int32_t eliza_diar_stream_open(eliza_diarizer *diarizer, int32_t sample_rate, const eliza_diarize_options *options,
+                               eliza_diar_stream **out) {
+    eliza_diarize_options opt;
+    eliza_diar_stream *st;
+    int32_t rc;
+    ez_clear_error();
+    if (out) *out = NULL;
+    if (!diarizer || !out)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_open: NULL %s", !diarizer ? "diarizer" : "out");
+    if ((rc = enter(diarizer, "eliza_diar_stream_open"))) return rc;
+    st = (eliza_diar_stream *)calloc(1, sizeof *st);
+    if (!st) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for a diarization stream");
+    } else if ((rc = models_of(diarizer, &st->m)) == ELIZA_OK &&
+               (rc = read_options(options, (float)st->m.chunk_samples / (float)st->m.sample_rate, &opt)) ==
+                   ELIZA_OK) {
+        if (sample_rate != st->m.sample_rate)
+            rc = ez_fail(ELIZA_E_UNSUPPORTED, "eliza_diar_stream_open: audio at %" PRId32
+                         " Hz; a stream takes the models' rate, %d Hz (resample first)", sample_rate,
+                         st->m.sample_rate);
+        else
+            rc = ez_diar_stream_create(&st->m, &opt, opt.latency, &st->s);
+    }
+    if (rc) {
+        free(st);
+        leave(diarizer);
+        return rc;
+    }
+    st->d = diarizer;
+    ez_atomic_int_add(&diarizer->refs, 1);
+    leave(diarizer);
+    *out = st;
+    return ELIZA_OK;
+}
+
+int32_t eliza_diar_stream_push(eliza_diar_stream *stream, const float *pcm, size_t n_samples) {
+    int32_t rc;
+    ez_clear_error();
+    if (!stream) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: stream is NULL");
+    if (!pcm && n_samples)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: pcm is NULL but n_samples is %zu", n_samples);
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: sample %zu of the chunk is %s", i,
+                           isnan(pcm[i]) ? "NaN" : "infinite");
+    if ((rc = enter(stream->d, "eliza_diar_stream_push"))) return rc;
+    rc = ez_diar_stream_push(stream->s, pcm, n_samples);
+    leave(stream->d);
+    return rc;
+}
+
+int32_t eliza_diar_stream_finish(eliza_diar_stream *stream) {
+    int32_t rc;
+    ez_clear_error();
+    if (!stream) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_finish: stream is NULL");
+    if ((rc = enter(stream->d, "eliza_diar_stream_finish"))) return rc;
+    rc = ez_diar_stream_finish(stream->s);
+    leave(stream->d);
+    return rc;
+}
+
+int32_t eliza_diar_stream_pull(eliza_diar_stream *stream, eliza_diarize_turn **out_turns, size_t *out_count) {
+    ez_clear_error();
+    if (out_turns) *out_turns = NULL;
+    if (out_count) *out_count = 0;
+    if (!stream || !out_turns || !out_count)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_pull: a required pointer is NULL");
+    return ez_diar_stream_pull(stream->s, out_turns, out_count);
+}
+
+double eliza_diar_stream_decided(eliza_diar_stream *stream) {
+    return stream ? ez_diar_stream_decided(stream->s) : 0.0;
+}
+
+void eliza_diar_stream_close(eliza_diar_stream *stream) {
+    if (!stream) return;
+    ez_diar_stream_free(stream->s);
+    release(stream->d);
+    free(stream);
+}

@@ -214,6 +214,7 @@ class DiarizeOptions(ctypes.Structure):
         ("batch_size", _i32),
         ("exclusive", _i32),
         ("identify_threshold", _f32),
+        ("latency", _f32),
     ]
 
 
@@ -308,6 +309,12 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "eliza_diarizer_enrolled": (_i32, (_handle, _P(_str), _P(_size))),
     "eliza_diarizer_speaker_name": (_i32, (_handle, _i32, _P(_str), _P(_f32))),
     "eliza_diarizer_cancel": (None, (_handle,)),
+    "eliza_diar_stream_open": (_i32, (_handle, _i32, _P(DiarizeOptions), _P(_handle))),
+    "eliza_diar_stream_push": (_i32, (_handle, _P(_f32), _size)),
+    "eliza_diar_stream_finish": (_i32, (_handle,)),
+    "eliza_diar_stream_pull": (_i32, (_handle, _P(_P(DiarizeTurn)), _P(_size))),
+    "eliza_diar_stream_decided": (_f64, (_handle,)),
+    "eliza_diar_stream_close": (None, (_handle,)),
     "eliza_diarizer_progress": (_f32, (_handle,)),
     "eliza_diarizer_segment": (
         _i32,

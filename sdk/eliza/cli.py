@@ -684,12 +684,49 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.set_defaults(func=_cmd_say)
 
 
+def _cmd_diarize_live(args: argparse.Namespace) -> int:
+    """Raw 16 kHz mono from stdin (or a file), turns printed as they are decided."""
+    import numpy as np
+
+    from .diarize import Diarizer
+
+    dtype = np.dtype("<i2") if args.raw_format == "s16le" else np.dtype("<f4")
+    chunk = 8000 * dtype.itemsize  # 0.5 s
+    source = sys.stdin.buffer if args.audio == "-" else open(args.audio, "rb")  # noqa: SIM115
+    n_turns, speakers = 0, set()
+
+    def show(turns: list[Any]) -> None:
+        nonlocal n_turns
+        for t in turns:
+            print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})", flush=True)
+            speakers.add(t.speaker)
+        n_turns += len(turns)
+
+    with source, Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d, d.stream(
+        latency=args.latency, step=args.step, threshold=args.threshold, num_speakers=args.num_speakers,
+        max_speakers=args.max_speakers, exclusive=args.exclusive,
+    ) as live:
+        rest = b""
+        while block := source.read(chunk):
+            data = rest + block
+            usable = len(data) // dtype.itemsize * dtype.itemsize
+            rest = data[usable:]
+            samples = np.frombuffer(data[:usable], dtype=dtype)
+            show(live.push(samples.astype(np.float32) / 32768.0 if dtype.kind == "i" else samples))
+        show(live.finish())
+    print(f"eliza: live: {len(speakers)} speakers, {n_turns} turns", file=sys.stderr)
+    return 0
+
+
 def _cmd_diarize(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
     from .audio import read_audio
     from .diarize import Diarizer
+
+    if args.live:
+        return _cmd_diarize_live(args)
 
     audio, rate = read_audio(args.audio, sample_rate=16000)
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
@@ -756,7 +793,15 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
         "embedding (default: the converted default models).",
     )
     dia.add_argument("audio", metavar="AUDIO",
-                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate")
+                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate; "
+                     "with --live: raw 16 kHz mono samples, '-' for stdin")
+    dia.add_argument("--live", action="store_true",
+                     help="live diarization of raw 16 kHz mono audio (--raw-format), turns printed as "
+                     "they are decided")
+    dia.add_argument("--raw-format", choices=("s16le", "f32le"), default="s16le",
+                     help="--live sample format (default s16le)")
+    dia.add_argument("--latency", type=float, metavar="S",
+                     help="--live: seconds of audio heard after an instant before it is decided (default 5)")
     dia.add_argument("--num-speakers", type=_count, metavar="N", help="exact number of speakers")
     dia.add_argument("--min-speakers", type=_count, metavar="N", help="at least N speakers")
     dia.add_argument("--max-speakers", type=_count, metavar="N", help="at most N speakers")

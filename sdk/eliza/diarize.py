@@ -31,7 +31,7 @@ from ._interrupt import run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
 from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["Diarization", "Diarizer", "Turn", "decode_wav", "read_wav", "to_rttm"]
+__all__ = ["Diarization", "DiarizationStream", "Diarizer", "Turn", "decode_wav", "read_wav", "to_rttm"]
 
 AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
 ProgressFn = Callable[[float], None]
@@ -308,6 +308,86 @@ class Diarization(list[Turn]):
         return cls(sorted(turns, key=lambda t: (t.start, t.end)))
 
 
+class DiarizationStream:
+    """Live diarization from :meth:`Diarizer.stream`: :meth:`push` 16 kHz
+    samples as they arrive and get back the turns decided meanwhile;
+    :meth:`finish` at the end gets the rest. Speaker numbers are stable for
+    the whole stream and a turn, once returned, never changes: a turn still
+    going on is returned up to the decided edge and continued by a later
+    turn of the same speaker that starts where it ended. Every instant is
+    decided once ``latency`` seconds of audio after it have been pushed.
+
+    Example::
+
+        with diarizer.stream(latency=5.0) as live:
+            for chunk in microphone_chunks():           # float32, 16 kHz
+                for t in live.push(chunk):
+                    print(t.start, t.end, t.speaker)
+            rest = live.finish()
+    """
+
+    def __init__(self, handle: ctypes.c_void_p) -> None:
+        self._handle: ctypes.c_void_p | None = handle
+
+    def _live(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise StateError(Status.E_STATE, "the diarization stream is closed")
+        return self._handle
+
+    def _pull(self) -> tuple[int, list[Turn]]:
+        turns_ptr = ctypes.POINTER(DiarizeTurn)()
+        count = ctypes.c_size_t()
+        status = check(
+            lib().eliza_diar_stream_pull(self._live(), ctypes.byref(turns_ptr), ctypes.byref(count))
+        )
+        try:
+            return status, [
+                Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
+                for t in turns_ptr[: count.value]
+            ]
+        finally:
+            lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+
+    def push(self, audio: npt.NDArray[Any]) -> list[Turn]:
+        """Appends samples (16 kHz, float or integer PCM, mono or [n, channels])
+        and returns the turns decided since the last call. NaN or Inf samples
+        raise ``eliza.InvalidArgumentError`` and the chunk is not taken."""
+        x = _as_mono_float32(audio)
+        pcm = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if x.size else None
+        check(lib().eliza_diar_stream_push(self._live(), pcm, x.size))
+        return self._pull()[1]
+
+    def finish(self) -> list[Turn]:
+        """The end of the audio: the remaining turns."""
+        check(lib().eliza_diar_stream_finish(self._live()))
+        out: list[Turn] = []
+        while True:
+            status, turns = self._pull()
+            out += turns
+            if status == Status.DONE:
+                return out
+
+    @property
+    def decided(self) -> float:
+        """Seconds of audio decided so far."""
+        return float(lib().eliza_diar_stream_decided(self._live()))
+
+    def close(self) -> None:
+        """Releases the stream (at any point); closing twice is a no-op."""
+        if self._handle is not None:
+            lib().eliza_diar_stream_close(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> DiarizationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class Diarizer(NativeModel[Any]):
     """The segmentation and embedding models, opened once; ``diarize`` runs the
     whole pipeline on a recording. ``segmentation``/``embedding`` are GGUF
@@ -470,6 +550,35 @@ class Diarizer(NativeModel[Any]):
                         tick=tick if progress is not None else None)
             tick()  # the final value (1.0), however fast the run was
             return turns
+
+    def stream(
+        self,
+        *,
+        latency: float | None = None,
+        step: float | None = None,
+        threshold: float | None = None,
+        num_speakers: int | None = None,
+        max_speakers: int | None = None,
+        exclusive: bool = False,
+    ) -> DiarizationStream:
+        """A live diarization stream over 16 kHz audio (see
+        :class:`DiarizationStream`); options as :meth:`diarize` (``threshold``:
+        the cosine distance past which a voice starts a new speaker) and
+        ``latency`` (seconds, step..10, default 5)."""
+        opts = DiarizeOptions()
+        lib().eliza_diarize_default_options(ctypes.byref(opts))
+        given: dict[str, float | int | None] = {
+            "latency": latency, "step": step, "threshold": threshold,
+            "num_speakers": num_speakers, "max_speakers": max_speakers,
+        }
+        for name, value in given.items():
+            if value is not None:
+                setattr(opts, name, value)
+        opts.exclusive = int(bool(exclusive))
+        out = ctypes.c_void_p()
+        with self._calling() as handle:
+            check(lib().eliza_diar_stream_open(handle, _MODEL_RATE, ctypes.byref(opts), ctypes.byref(out)))
+        return DiarizationStream(out)
 
     @staticmethod
     def _speaker_name(handle: ctypes.c_void_p, speaker: int) -> tuple[str, float]:

@@ -377,3 +377,63 @@ def test_cli_enroll_labels_the_speaker(
     assert "alice" in {r.split()[7] for r in out.read_text().splitlines()}
     bad = run_cli("diarize", str(conversation), "--enroll", "alice")
     assert bad.returncode != 0 and "NAME=FILE" in bad.stderr
+
+
+def test_live_stream_is_near_offline_and_never_revises(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    rng = np.random.default_rng(0)
+    turns: list[eliza.Turn] = []
+    worst_lag = 0.0
+    with diarizer.stream(latency=5.0) as live:
+        at = 0
+        while at < audio.size:
+            n = int(rng.integers(1, 24000))
+            edge = live.decided if at else 0.0
+            new = live.push(audio[at : at + n])
+            at += n
+            assert all(t.start >= edge - 1e-9 for t in new), "a turn reached back before the decided edge"
+            worst_lag = max(worst_lag, at / 16000 - live.decided)
+            turns += new
+        turns += live.finish()
+        with pytest.raises(eliza.StateError):
+            live.push(audio[:100])
+    offline = frame_der(reference(), diarizer.diarize(audio, 16000))
+    online = frame_der(reference(), turns)
+    assert worst_lag <= 6.05, f"decisions lagged {worst_lag:.2f} s"
+    assert online < offline + 0.10, f"live DER {online:.3f} vs offline {offline:.3f}"
+
+
+def test_live_stream_bad_input(diarizer: eliza.Diarizer) -> None:
+    with diarizer.stream() as live:
+        bad = np.zeros(1600, np.float32)
+        bad[7] = np.nan
+        with pytest.raises(eliza.InvalidArgumentError, match="sample 7 of the chunk is NaN"):
+            live.push(bad)
+        assert live.push(np.zeros(1600, np.float32)) == []  # still usable
+    with pytest.raises(eliza.InvalidArgumentError, match="latency"):
+        diarizer.stream(latency=30.0)
+    with pytest.raises(eliza.StateError):
+        live.push(np.zeros(10, np.float32))
+    # Closed mid-stream, and the diarizer busy meanwhile only while a call runs.
+    live = diarizer.stream()
+    live.push(np.zeros(3 * 16000, np.float32))
+    live.close()
+    live.close()
+
+
+def test_cli_live_prints_turns_of_raw_audio(
+    model_paths: tuple[Path, Path], conversation: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    audio, rate = read_wav(conversation)
+    raw = tmp_path / "conv.s16"
+    raw.write_bytes((np.clip(_resample(audio, rate, 16000), -1, 1) * 32767).astype("<i2").tobytes())
+    seg, emb = model_paths
+    proc = run_cli(
+        *("diarize", str(raw), "--live", "--latency", "3"),
+        *("--segmentation", str(seg), "--embedding", str(emb), "--threads", "2"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert rows and {r[2] for r in rows} >= {"SPEAKER_00", "SPEAKER_01"}
+    assert "live:" in proc.stderr
