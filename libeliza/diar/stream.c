@@ -188,8 +188,10 @@ static int32_t assign_window(ez_diar_stream *s, int32_t *cluster) {
         const float *e = s->emb + (size_t)i * s->dim;
         int shared = 0, label = k0 > 0 ? labels[i] : -1;
         for (int i2 = 0; i2 < i; i2++) shared |= k0 > 0 && labels[i2] == label;
-        if ((label < 0 || shared || distance_to(s, e, label) > s->opt.threshold) && n_clean[i] >= min_new &&
-            s->k < s->kmax) {
+        /* The first speaker may start from any embedded speech: a recording
+         * of one person who rarely talks 2 s on end still has a speaker. */
+        if ((label < 0 || shared || distance_to(s, e, label) > s->opt.threshold) &&
+            n_clean[i] >= (s->k == 0 ? min_embed : min_new) && s->k < s->kmax) {
             label = s->k++;
         } else if (label < 0) {
             continue; /* no speaker yet, and too little clean speech to start one */
