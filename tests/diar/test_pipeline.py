@@ -437,3 +437,13 @@ def test_cli_live_prints_turns_of_raw_audio(
     rows = [line.split() for line in proc.stdout.splitlines()]
     assert rows and {r[2] for r in rows} >= {"SPEAKER_00", "SPEAKER_01"}
     assert "live:" in proc.stderr
+
+
+def test_live_stream_outlives_its_closed_diarizer(model_paths: tuple[Path, Path]) -> None:
+    d = eliza.Diarizer(*model_paths, n_threads=1)
+    live = d.stream()
+    live.push(np.zeros(16000, np.float32))
+    d.close()
+    with pytest.raises(eliza.StateError, match="closed"):
+        live.push(np.zeros(16000, np.float32))
+    live.close()
