@@ -631,6 +631,18 @@ typedef struct eliza_diarize_options {
     float min_duration_off;   /* gaps shorter than this (s) within one speaker are
                                * filled; default 0 */
     int32_t batch_size;       /* windows per segmentation batch; default 8 */
+    int32_t exclusive;        /* 1: at most one speaker at any time (where several
+                               * overlap, the most active one), for aligning turns
+                               * with a transcript; default 0: overlapping speech
+                               * gives overlapping turns */
+    float identify_threshold; /* a speaker takes the name of an enrolled voice
+                               * (eliza_diarizer_enroll) when the cosine distance
+                               * of its centroid to the voice is at most this;
+                               * default calibrated on real meetings
+                               * (docs/diarization.md) */
+    float latency;            /* live streams only (eliza_diar_stream_open): seconds
+                               * of audio after an instant that are heard before
+                               * it is decided; step..window, default 5.0 */
 } eliza_diarize_options;
 
 /* Fills *options with defaults (options->struct_size set by the library). */
@@ -654,6 +666,43 @@ ELIZA_API int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size
                                 int32_t sample_rate, const eliza_diarize_options *options,
                                 eliza_diarize_turn **out_turns, size_t *out_count);
 
+/* The speakers of the last successful eliza_diarize() on this handle:
+ * *out_centroids (freed with eliza_free()) holds *out_count x *out_dim
+ * floats, row s the unit-norm centroid of speaker s of the turns (the mean
+ * direction of the speaker-embedding of its stretches, comparable with
+ * eliza_diarizer_embed()). Before any run: ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diarizer_centroids(eliza_diarizer *diarizer, float **out_centroids, size_t *out_count,
+                                           size_t *out_dim);
+
+/* Enrolls a known speaker: name (1..64 bytes of UTF-8, no spaces or control
+ * characters) and reference audio of that person alone, n_samples float32
+ * mono samples at sample_rate Hz (8000..192000, at most 600 s). Later runs
+ * name the speaker whose centroid is closest to the voice, one speaker per
+ * voice, when the distance is at most the options' identify_threshold (see
+ * eliza_diarizer_speaker_name()). Reference audio with less than 1 s of
+ * speech (silence, a clip too short), NaN or Inf samples, an empty or
+ * malformed name, or a name already enrolled: ELIZA_E_INVALID_ARG, and
+ * nothing is enrolled. */
+ELIZA_API int32_t eliza_diarizer_enroll(eliza_diarizer *diarizer, const char *name, const float *pcm,
+                                        size_t n_samples, int32_t sample_rate);
+
+/* Forgets the enrolled voice called name (ELIZA_E_NOT_FOUND if none is), or
+ * every voice when name is NULL. */
+ELIZA_API int32_t eliza_diarizer_unenroll(eliza_diarizer *diarizer, const char *name);
+
+/* The enrolled names, in order of enrolment, each ended by '\n', in
+ * *out_names (freed with eliza_free(); "" when none), and their count. */
+ELIZA_API int32_t eliza_diarizer_enrolled(eliza_diarizer *diarizer, char **out_names, size_t *out_count);
+
+/* The label of speaker s of the last successful eliza_diarize(): the
+ * enrolled name it was identified as, else "SPEAKER_%02d" of s, in
+ * *out_name (freed with eliza_free()). out_distance (may be NULL) receives
+ * the cosine distance of its centroid to that voice, else to the nearest
+ * voice (NAN with none enrolled). s out of range: ELIZA_E_INVALID_ARG;
+ * before any run: ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diarizer_speaker_name(eliza_diarizer *diarizer, int32_t speaker, char **out_name,
+                                              float *out_distance);
+
 /* Asks a running eliza_diarize() to stop as soon as possible. Safe from any
  * thread; a later eliza_diarize() starts afresh. */
 ELIZA_API void eliza_diarizer_cancel(eliza_diarizer *diarizer);
@@ -676,6 +725,50 @@ ELIZA_API int32_t eliza_diarizer_segment(eliza_diarizer *diarizer, const float *
  * inspection. */
 ELIZA_API int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm,
                                        size_t n_samples, float **out_embedding, size_t *out_dim);
+
+/* Live diarization: push audio as it arrives, pull turns as they are decided
+ * (docs/diarization.md). Speaker numbers are stable for the whole stream;
+ * turns are never revised once pulled: a turn still going on at a pull is
+ * handed out up to the decided edge and continues in a later turn of the
+ * same speaker that starts where it ended. Every instant is decided once
+ * `latency` seconds of audio after it have been pushed. */
+typedef struct eliza_diar_stream eliza_diar_stream;
+
+/* Opens a stream on the diarizer's models for mono float32 audio at
+ * sample_rate, which must be the models' rate (16000 Hz; resample before).
+ * Options as eliza_diarize() takes them (step, threshold: the cosine
+ * distance past which a voice starts a new speaker: 0.35 did best on the
+ * real meetings' train split, docs/diarization.md; num_speakers /
+ * max_speakers: at most that many, exclusive, latency; min_speakers,
+ * min_duration_on/off and batch_size are not used). The stream uses the
+ * diarizer: its calls and the diarizer's take turns (ELIZA_E_STATE when
+ * one runs); closing the diarizer first is allowed, the stream's later
+ * calls then fail with ELIZA_E_STATE and it must still be closed. */
+ELIZA_API int32_t eliza_diar_stream_open(eliza_diarizer *diarizer, int32_t sample_rate,
+                                         const eliza_diarize_options *options, eliza_diar_stream **out);
+
+/* Appends n_samples samples (any number, 0 included) and runs the windows
+ * they complete, on this thread. NaN or Inf samples: ELIZA_E_INVALID_ARG and
+ * nothing of the chunk is taken (the stream stays usable). After
+ * eliza_diar_stream_finish(): ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diar_stream_push(eliza_diar_stream *stream, const float *pcm, size_t n_samples);
+
+/* Marks the end of the audio: the last windows run and every instant is
+ * decided. Further pushes fail with ELIZA_E_STATE. */
+ELIZA_API int32_t eliza_diar_stream_finish(eliza_diar_stream *stream);
+
+/* The turns decided since the last pull: *out_turns (freed with
+ * eliza_free(), also when *out_count is 0) sorted by start. Returns
+ * ELIZA_OK, or ELIZA_DONE (with no turns) once the stream is finished and
+ * everything has been pulled. */
+ELIZA_API int32_t eliza_diar_stream_pull(eliza_diar_stream *stream, eliza_diarize_turn **out_turns,
+                                         size_t *out_count);
+
+/* Seconds of audio decided so far (turns before it are final). */
+ELIZA_API double eliza_diar_stream_decided(eliza_diar_stream *stream);
+
+/* Releases the stream, at any point (mid-stream included). NULL is a no-op. */
+ELIZA_API void eliza_diar_stream_close(eliza_diar_stream *stream);
 
 #ifdef __cplusplus
 }

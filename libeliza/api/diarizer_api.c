@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +13,16 @@
 #include "core/error.h"
 #include "core/platform.h"
 #include "core/pool.h"
+#include "core/utf8.h"
 #include "diar/embedding.h"
+#include "diar/identify.h"
 #include "diar/pipeline.h"
 #include "diar/segmentation.h"
+#include "diar/stream.h"
+
+/* Longest enrolled name (bytes) and most enrolled voices. */
+#define VOICE_NAME_MAX 64
+#define MAX_VOICES 1024
 
 struct eliza_diarizer {
     ez_seg_model *seg;
@@ -24,6 +32,14 @@ struct eliza_diarizer {
     ez_atomic_int cancel;      /* set by eliza_diarizer_cancel() */
     ez_atomic_int progress;    /* of the running eliza_diarize(), in 1/1e6 */
     ez_atomic_i64 busy;        /* DIAR_IDLE, DIAR_IN_CALL or DIAR_CLOSING */
+    ez_atomic_int refs;        /* the host's handle plus one per open stream */
+    ez_diar_speakers last;     /* the speakers of the last successful eliza_diarize() */
+    char (*last_name)[VOICE_NAME_MAX + 1];  /* [last.n_speakers]: the name of the voice each took, or "" */
+    float *last_distance;      /* [last.n_speakers]: cosine distance to it (or the nearest) */
+    int have_last;
+    char (*voice_name)[VOICE_NAME_MAX + 1];  /* [n_voices] enrolled names */
+    float *voice;              /* [n_voices, emb_dim] their unit-norm embeddings */
+    int n_voices;
 };
 
 /* The handle's one call at a time, and a close that waits for it: a call
@@ -59,6 +75,21 @@ static void leave(eliza_diarizer *d) { ez_atomic_i64_store(&d->busy, DIAR_IDLE);
 
 /* A call still running on another thread is cancelled and waited for:
  * freeing the models under it would crash that thread. */
+/* The models and everything else, once neither the host nor a stream holds
+ * the handle. */
+static void release(eliza_diarizer *d) {
+    if (ez_atomic_int_add(&d->refs, -1) != 1) return;
+    ez_pool_destroy(d->pool);
+    ez_diar_speakers_free(&d->last);
+    free(d->last_name);
+    free(d->last_distance);
+    free(d->voice_name);
+    free(d->voice);
+    ez_seg_free(d->seg);
+    ez_emb_free(d->emb);
+    free(d);
+}
+
 void eliza_diarizer_close(eliza_diarizer *diarizer) {
     if (!diarizer) return;
     while (!ez_atomic_i64_cas(&diarizer->busy, DIAR_IDLE, DIAR_CLOSING)) {
@@ -66,10 +97,7 @@ void eliza_diarizer_close(eliza_diarizer *diarizer) {
         ez_atomic_int_store(&diarizer->cancel, 1);
         ez_sleep_ms(1);
     }
-    ez_pool_destroy(diarizer->pool);
-    ez_seg_free(diarizer->seg);
-    ez_emb_free(diarizer->emb);
-    free(diarizer);
+    release(diarizer);
 }
 
 int32_t eliza_diarizer_open(const char *segmentation_path, const char *embedding_path,
@@ -85,6 +113,7 @@ int32_t eliza_diarizer_open(const char *segmentation_path, const char *embedding
     if ((rc = read_params(params, &p))) return rc;
     d = (eliza_diarizer *)calloc(1, sizeof *d);
     if (!d) return ez_fail(ELIZA_E_NOMEM, "out of memory opening the diarizer");
+    ez_atomic_int_store(&d->refs, 1);
     rc = ez_seg_load(segmentation_path, &d->seg);
     if (rc == ELIZA_OK) rc = ez_emb_load(embedding_path, &d->emb);
     if (rc == ELIZA_OK && ez_seg_sample_rate(d->seg) != ez_emb_sample_rate(d->emb))
@@ -179,6 +208,9 @@ int32_t eliza_diarizer_embed(eliza_diarizer *diarizer, const float *pcm, size_t 
 #define MIN_STEP 0.1f          /* seconds; at most 101 windows see each frame */
 #define MAX_SPEAKERS 1000
 #define MAX_BATCH 64           /* windows of 640 KB each */
+/* Calibrated on the train split of the real meetings
+ * (tests/diar/real/calibrate_identify.py, docs/diarization.md). */
+#define IDENTIFY_THRESHOLD 0.2f
 
 void eliza_diarize_default_options(eliza_diarize_options *options) {
     if (!options) return;
@@ -187,6 +219,8 @@ void eliza_diarize_default_options(eliza_diarize_options *options) {
     options->step = 1.0f;
     options->threshold = 0.5f;
     options->batch_size = 8;
+    options->identify_threshold = IDENTIFY_THRESHOLD;
+    options->latency = 5.0f;
 }
 
 static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds, eliza_diarize_options *o) {
@@ -203,6 +237,9 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
     if (EZ_FITS(in, eliza_diarize_options, min_duration_on)) o->min_duration_on = in->min_duration_on;
     if (EZ_FITS(in, eliza_diarize_options, min_duration_off)) o->min_duration_off = in->min_duration_off;
     if (EZ_FITS(in, eliza_diarize_options, batch_size)) o->batch_size = in->batch_size;
+    if (EZ_FITS(in, eliza_diarize_options, exclusive)) o->exclusive = in->exclusive;
+    if (EZ_FITS(in, eliza_diarize_options, identify_threshold)) o->identify_threshold = in->identify_threshold;
+    if (EZ_FITS(in, eliza_diarize_options, latency)) o->latency = in->latency;
 
     if (!(o->step >= MIN_STEP && o->step <= chunk_seconds))
         return ez_fail(ELIZA_E_INVALID_ARG, "step %g s is outside %g..%g s (the window)", (double)o->step,
@@ -228,6 +265,14 @@ static int32_t read_options(const eliza_diarize_options *in, float chunk_seconds
         return ez_fail(ELIZA_E_INVALID_ARG, "min_duration_off %g s is not a duration", (double)o->min_duration_off);
     if (o->batch_size < 1 || o->batch_size > MAX_BATCH)
         return ez_fail(ELIZA_E_INVALID_ARG, "batch_size %d is outside 1..%d", o->batch_size, MAX_BATCH);
+    if (o->exclusive != 0 && o->exclusive != 1)
+        return ez_fail(ELIZA_E_INVALID_ARG, "exclusive %d is not 0 or 1", o->exclusive);
+    if (!(o->latency >= o->step && o->latency <= chunk_seconds))
+        return ez_fail(ELIZA_E_INVALID_ARG, "latency %g s is outside the step %g s .. %g s (the window)",
+                       (double)o->latency, (double)o->step, (double)chunk_seconds);
+    if (!(o->identify_threshold >= 0.0f && o->identify_threshold <= 2.0f))
+        return ez_fail(ELIZA_E_INVALID_ARG, "identify_threshold %g is outside 0..2 (a cosine distance)",
+                       (double)o->identify_threshold);
     return ELIZA_OK;
 }
 
@@ -253,12 +298,43 @@ static int32_t embed_clips_fn(void *ctx, const float *const *pcm, int n_clips, s
     return ez_emb_embed_clips(d->emb, d->pool, pcm, n_clips, n, out);
 }
 
+/* The two models as the pipeline sees them. */
+static int32_t models_of(eliza_diarizer *diarizer, ez_diar_models *m) {
+    memset(m, 0, sizeof *m);
+    m->sample_rate = ez_seg_sample_rate(diarizer->seg);
+    m->chunk_samples = ez_seg_chunk_samples(diarizer->seg);
+    m->n_frames = ez_seg_frames(diarizer->seg, m->chunk_samples);
+    m->frame_step = ez_seg_frame_step(diarizer->seg);
+    m->frame_duration = ez_seg_frame_duration(diarizer->seg);
+    m->n_classes = ez_seg_n_classes(diarizer->seg);
+    m->n_local = ez_seg_n_speakers(diarizer->seg);
+    m->powerset = ez_seg_powerset(diarizer->seg);
+    m->emb_dim = ez_emb_dim(diarizer->emb);
+    m->segment = segment_fn;
+    m->segment_span = segment_span_fn;
+    m->span_quantum = ez_seg_offset_quantum(diarizer->seg);
+    m->embed = embed_fn;
+    m->embed_clips = embed_clips_fn;
+    m->ctx = diarizer;
+    if (ez_emb_sample_rate(diarizer->emb) != m->sample_rate)
+        return ez_fail(ELIZA_E_UNSUPPORTED, "the segmentation model runs at %d Hz, the embedding model at %d Hz",
+                       m->sample_rate, ez_emb_sample_rate(diarizer->emb));
+    if (m->sample_rate <= 0 || m->chunk_samples <= 0 || m->n_frames <= 0 || !(m->frame_step > 0) || !m->powerset ||
+        m->n_classes <= 0 || m->n_local <= 0 || m->emb_dim <= 0)
+        return ez_fail(ELIZA_E_INTERNAL, "the diarization models report no usable geometry");
+    return ELIZA_OK;
+}
+
 static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_t n_samples, int32_t sample_rate,
                                const eliza_diarize_options *options, eliza_diarize_turn **out_turns,
                                size_t *out_count) {
     eliza_diarize_options opt;
     ez_diar_models m;
     ez_diar_control ctl;
+    ez_diar_speakers speakers;
+    int32_t *voice;
+    float *distance;
+    char(*names)[VOICE_NAME_MAX + 1];
     int32_t rc;
 
     if (!pcm && n_samples)
@@ -269,28 +345,7 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     if (!diarizer->seg || !diarizer->emb)
         return ez_fail(ELIZA_E_STATE, "eliza_diarize: the diarizer has no models");
 
-    memset(&m, 0, sizeof m);
-    m.sample_rate = ez_seg_sample_rate(diarizer->seg);
-    m.chunk_samples = ez_seg_chunk_samples(diarizer->seg);
-    m.n_frames = ez_seg_frames(diarizer->seg, m.chunk_samples);
-    m.frame_step = ez_seg_frame_step(diarizer->seg);
-    m.frame_duration = ez_seg_frame_duration(diarizer->seg);
-    m.n_classes = ez_seg_n_classes(diarizer->seg);
-    m.n_local = ez_seg_n_speakers(diarizer->seg);
-    m.powerset = ez_seg_powerset(diarizer->seg);
-    m.emb_dim = ez_emb_dim(diarizer->emb);
-    m.segment = segment_fn;
-    m.segment_span = segment_span_fn;
-    m.span_quantum = ez_seg_offset_quantum(diarizer->seg);
-    m.embed = embed_fn;
-    m.embed_clips = embed_clips_fn;
-    m.ctx = diarizer;
-    if (ez_emb_sample_rate(diarizer->emb) != m.sample_rate)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "the segmentation model runs at %d Hz, the embedding model at %d Hz",
-                       m.sample_rate, ez_emb_sample_rate(diarizer->emb));
-    if (m.sample_rate <= 0 || m.chunk_samples <= 0 || m.n_frames <= 0 || !(m.frame_step > 0) || !m.powerset ||
-        m.n_classes <= 0 || m.n_local <= 0 || m.emb_dim <= 0)
-        return ez_fail(ELIZA_E_INTERNAL, "the diarization models report no usable geometry");
+    if ((rc = models_of(diarizer, &m))) return rc;
     if ((rc = read_options(options, (float)m.chunk_samples / (float)m.sample_rate, &opt))) return rc;
     for (size_t i = 0; i < n_samples; i++)
         if (!isfinite(pcm[i]))
@@ -299,7 +354,36 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     ez_atomic_int_store(&diarizer->cancel, 0);
     ctl.cancel = &diarizer->cancel;
     ctl.progress = &diarizer->progress;
-    return ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count);
+    rc = ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count, &speakers);
+    if (rc) return rc;
+    voice = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(speakers.n_speakers, 1));
+    distance = (float *)malloc(sizeof(float) * (size_t)EZ_MAX(speakers.n_speakers, 1));
+    names = (char(*)[VOICE_NAME_MAX + 1])malloc(sizeof *names * (size_t)EZ_MAX(speakers.n_speakers, 1));
+    if (!voice || !distance || !names)
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory naming %d speakers", speakers.n_speakers);
+    else
+        rc = ez_diar_identify(speakers.centroids, speakers.n_speakers, diarizer->voice, diarizer->n_voices,
+                              speakers.dim, opt.identify_threshold, voice, distance);
+    for (int s = 0; rc == ELIZA_OK && s < speakers.n_speakers; s++)
+        snprintf(names[s], sizeof names[s], "%s", voice[s] >= 0 ? diarizer->voice_name[voice[s]] : "");
+    free(voice);
+    if (rc) {
+        free(names);
+        free(distance);
+        ez_diar_speakers_free(&speakers);
+        free(*out_turns);
+        *out_turns = NULL;
+        *out_count = 0;
+        return rc;
+    }
+    ez_diar_speakers_free(&diarizer->last);
+    free(diarizer->last_name);
+    free(diarizer->last_distance);
+    diarizer->last = speakers;
+    diarizer->last_name = names;
+    diarizer->last_distance = distance;
+    diarizer->have_last = 1;
+    return ELIZA_OK;
 }
 
 
@@ -320,6 +404,36 @@ int32_t eliza_diarize(eliza_diarizer *diarizer, const float *pcm, size_t n_sampl
     return rc;
 }
 
+int32_t eliza_diarizer_centroids(eliza_diarizer *diarizer, float **out_centroids, size_t *out_count,
+                                 size_t *out_dim) {
+    size_t n;
+    float *buf = NULL;
+    int32_t rc;
+    ez_clear_error();
+    if (out_centroids) *out_centroids = NULL;
+    if (out_count) *out_count = 0;
+    if (out_dim) *out_dim = 0;
+    if (!diarizer || !out_centroids || !out_count || !out_dim)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_centroids: a required pointer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_centroids"))) return rc;
+    if (!diarizer->have_last) {
+        leave(diarizer);
+        return ez_fail(ELIZA_E_STATE, "eliza_diarizer_centroids: no eliza_diarize() has succeeded on this diarizer");
+    }
+    n = (size_t)diarizer->last.n_speakers * (size_t)diarizer->last.dim;
+    buf = (float *)malloc(sizeof(float) * EZ_MAX(n, (size_t)1));
+    if (!buf) {
+        leave(diarizer);
+        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_centroids: no memory for %zu floats", n);
+    }
+    if (n) memcpy(buf, diarizer->last.centroids, sizeof(float) * n);
+    *out_centroids = buf;
+    *out_count = (size_t)diarizer->last.n_speakers;
+    *out_dim = (size_t)diarizer->last.dim;
+    leave(diarizer);
+    return ELIZA_OK;
+}
+
 void eliza_diarizer_cancel(eliza_diarizer *diarizer) {
     if (diarizer) ez_atomic_int_store(&diarizer->cancel, 1);
 }
@@ -327,4 +441,265 @@ void eliza_diarizer_cancel(eliza_diarizer *diarizer) {
 float eliza_diarizer_progress(const eliza_diarizer *diarizer) {
     if (!diarizer) return 0.0f;
     return (float)ez_atomic_int_load((ez_atomic_int *)&diarizer->progress) / 1e6f;
+}
+
+/* ---- enrolled voices --------------------------------------------------------------- */
+
+static int find_voice(const eliza_diarizer *d, const char *name) {
+    for (int v = 0; v < d->n_voices; v++)
+        if (strcmp(d->voice_name[v], name) == 0) return v;
+    return -1;
+}
+
+/* A name fit for labels and RTTM: 1..VOICE_NAME_MAX bytes of UTF-8 without
+ * spaces or control characters. */
+static int32_t check_name(const char *name) {
+    size_t len;
+    if (!name) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: name is NULL");
+    len = strlen(name);
+    if (len == 0) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is empty");
+    if (len > VOICE_NAME_MAX)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is %zu bytes, at most %d", len,
+                       VOICE_NAME_MAX);
+    if (ez_utf8_invalid_at(name, len) != len)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is not valid UTF-8 (byte %zu)",
+                       ez_utf8_invalid_at(name, len));
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] <= ' ' || (unsigned char)name[i] == 0x7f)
+            return ez_fail(ELIZA_E_INVALID_ARG,
+                           "eliza_diarizer_enroll: name '%s' has a space or control character at byte %zu", name, i);
+    return ELIZA_OK;
+}
+
+static int32_t enroll_entered(eliza_diarizer *d, const char *name, const float *pcm, size_t n_samples,
+                              int32_t sample_rate) {
+    ez_diar_models m;
+    float *emb = NULL;
+    double speech = 0.0;
+    int32_t rc;
+    if ((rc = check_name(name))) return rc;
+    if (find_voice(d, name) >= 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: '%s' is already enrolled", name);
+    if (d->n_voices >= MAX_VOICES)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: %d voices are enrolled already, the most",
+                       d->n_voices);
+    if (!pcm && n_samples)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: pcm is NULL but n_samples is %zu", n_samples);
+    if (sample_rate < MIN_RATE || sample_rate > MAX_RATE)
+        return ez_fail(ELIZA_E_INVALID_ARG, "sample_rate %" PRId32 " Hz is outside %d..%d Hz", sample_rate,
+                       MIN_RATE, MAX_RATE);
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: sample %zu is %s", i,
+                           isnan(pcm[i]) ? "NaN" : "infinite");
+    if ((rc = models_of(d, &m))) return rc;
+    {
+        float *voice = (float *)realloc(d->voice, sizeof(float) * (size_t)(d->n_voices + 1) * (size_t)m.emb_dim);
+        char(*names)[VOICE_NAME_MAX + 1];
+        if (voice) d->voice = voice;
+        names = (char(*)[VOICE_NAME_MAX + 1])realloc(d->voice_name, sizeof *names * (size_t)(d->n_voices + 1));
+        if (names) d->voice_name = names;
+        if (!voice || !names) return ez_fail(ELIZA_E_NOMEM, "out of memory enrolling '%s'", name);
+    }
+    emb = d->voice + (size_t)d->n_voices * (size_t)m.emb_dim;
+    rc = ez_diar_voice_embedding(&m, pcm, n_samples, sample_rate, emb, &speech);
+    if (rc == ELIZA_E_INVALID_ARG) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ez_error_message());
+        return ez_fail(rc, "eliza_diarizer_enroll '%s': %s", name, why);
+    }
+    if (rc) return rc;
+    memcpy(d->voice_name[d->n_voices], name, strlen(name) + 1);
+    d->n_voices++;
+    return ELIZA_OK;
+}
+
+int32_t eliza_diarizer_enroll(eliza_diarizer *diarizer, const char *name, const float *pcm, size_t n_samples,
+                              int32_t sample_rate) {
+    int32_t rc;
+    ez_clear_error();
+    if (!diarizer) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: diarizer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_enroll"))) return rc;
+    rc = enroll_entered(diarizer, name, pcm, n_samples, sample_rate);
+    leave(diarizer);
+    return rc;
+}
+
+int32_t eliza_diarizer_unenroll(eliza_diarizer *diarizer, const char *name) {
+    int32_t rc;
+    ez_clear_error();
+    if (!diarizer) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_unenroll: diarizer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_unenroll"))) return rc;
+    if (!name) {
+        diarizer->n_voices = 0;
+    } else {
+        int v = find_voice(diarizer, name);
+        int dim = ez_emb_dim(diarizer->emb);
+        if (v < 0) {
+            rc = ez_fail(ELIZA_E_NOT_FOUND, "eliza_diarizer_unenroll: no voice is enrolled as '%s'", name);
+        } else {
+            memmove(diarizer->voice_name[v], diarizer->voice_name[v + 1],
+                    sizeof *diarizer->voice_name * (size_t)(diarizer->n_voices - v - 1));
+            memmove(diarizer->voice + (size_t)v * dim, diarizer->voice + (size_t)(v + 1) * dim,
+                    sizeof(float) * (size_t)dim * (size_t)(diarizer->n_voices - v - 1));
+            diarizer->n_voices--;
+        }
+    }
+    leave(diarizer);
+    return rc;
+}
+
+int32_t eliza_diarizer_enrolled(eliza_diarizer *diarizer, char **out_names, size_t *out_count) {
+    size_t len = 0;
+    char *buf;
+    int32_t rc;
+    ez_clear_error();
+    if (out_names) *out_names = NULL;
+    if (out_count) *out_count = 0;
+    if (!diarizer || !out_names || !out_count)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enrolled: a required pointer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_enrolled"))) return rc;
+    for (int v = 0; v < diarizer->n_voices; v++) len += strlen(diarizer->voice_name[v]) + 1;
+    buf = (char *)malloc(len + 1);
+    if (!buf) {
+        leave(diarizer);
+        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_enrolled: no memory for %zu bytes", len + 1);
+    }
+    len = 0;
+    for (int v = 0; v < diarizer->n_voices; v++) {
+        size_t l = strlen(diarizer->voice_name[v]);
+        memcpy(buf + len, diarizer->voice_name[v], l);
+        buf[len + l] = '\n';
+        len += l + 1;
+    }
+    buf[len] = '\0';
+    *out_names = buf;
+    *out_count = (size_t)diarizer->n_voices;
+    leave(diarizer);
+    return ELIZA_OK;
+}
+
+int32_t eliza_diarizer_speaker_name(eliza_diarizer *diarizer, int32_t speaker, char **out_name,
+                                    float *out_distance) {
+    char label[VOICE_NAME_MAX + 1];
+    char *buf;
+    int32_t rc;
+    ez_clear_error();
+    if (out_name) *out_name = NULL;
+    if (out_distance) *out_distance = NAN;
+    if (!diarizer || !out_name)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_speaker_name: a required pointer is NULL");
+    if ((rc = enter(diarizer, "eliza_diarizer_speaker_name"))) return rc;
+    if (!diarizer->have_last) {
+        rc = ez_fail(ELIZA_E_STATE, "eliza_diarizer_speaker_name: no eliza_diarize() has succeeded on this diarizer");
+    } else if (speaker < 0 || speaker >= diarizer->last.n_speakers) {
+        rc = ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_speaker_name: speaker %" PRId32 " is outside 0..%d", speaker,
+                     diarizer->last.n_speakers - 1);
+    } else {
+        if (diarizer->last_name[speaker][0])
+            snprintf(label, sizeof label, "%s", diarizer->last_name[speaker]);
+        else
+            snprintf(label, sizeof label, "SPEAKER_%02d", (int)speaker);
+        if (out_distance) *out_distance = diarizer->last_distance[speaker];
+    }
+    if (rc == ELIZA_OK) {
+        buf = (char *)malloc(strlen(label) + 1);
+        if (buf) {
+            memcpy(buf, label, strlen(label) + 1);
+            *out_name = buf;
+        } else {
+            rc = ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_speaker_name: no memory");
+        }
+    }
+    leave(diarizer);
+    return rc;
+}
+
+/* ---- live streams ---------------------------------------------------------------- */
+
+struct eliza_diar_stream {
+    eliza_diarizer *d;
+    ez_diar_models m;       /* what the stream's pipeline reads; m.ctx is d */
+    ez_diar_stream *s;
+};
+
+int32_t eliza_diar_stream_open(eliza_diarizer *diarizer, int32_t sample_rate, const eliza_diarize_options *options,
+                               eliza_diar_stream **out) {
+    eliza_diarize_options opt;
+    eliza_diar_stream *st;
+    int32_t rc;
+    ez_clear_error();
+    if (out) *out = NULL;
+    if (!diarizer || !out)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_open: NULL %s", !diarizer ? "diarizer" : "out");
+    if ((rc = enter(diarizer, "eliza_diar_stream_open"))) return rc;
+    st = (eliza_diar_stream *)calloc(1, sizeof *st);
+    if (!st) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for a diarization stream");
+    } else if ((rc = models_of(diarizer, &st->m)) == ELIZA_OK &&
+               (rc = read_options(options, (float)st->m.chunk_samples / (float)st->m.sample_rate, &opt)) ==
+                   ELIZA_OK) {
+        if (sample_rate != st->m.sample_rate)
+            rc = ez_fail(ELIZA_E_UNSUPPORTED, "eliza_diar_stream_open: audio at %" PRId32
+                         " Hz; a stream takes the models' rate, %d Hz (resample first)", sample_rate,
+                         st->m.sample_rate);
+        else
+            rc = ez_diar_stream_create(&st->m, &opt, opt.latency, &st->s);
+    }
+    if (rc) {
+        free(st);
+        leave(diarizer);
+        return rc;
+    }
+    st->d = diarizer;
+    ez_atomic_int_add(&diarizer->refs, 1);
+    leave(diarizer);
+    *out = st;
+    return ELIZA_OK;
+}
+
+int32_t eliza_diar_stream_push(eliza_diar_stream *stream, const float *pcm, size_t n_samples) {
+    int32_t rc;
+    ez_clear_error();
+    if (!stream) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: stream is NULL");
+    if (!pcm && n_samples)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: pcm is NULL but n_samples is %zu", n_samples);
+    for (size_t i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i]))
+            return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_push: sample %zu of the chunk is %s", i,
+                           isnan(pcm[i]) ? "NaN" : "infinite");
+    if ((rc = enter(stream->d, "eliza_diar_stream_push"))) return rc;
+    rc = ez_diar_stream_push(stream->s, pcm, n_samples);
+    leave(stream->d);
+    return rc;
+}
+
+int32_t eliza_diar_stream_finish(eliza_diar_stream *stream) {
+    int32_t rc;
+    ez_clear_error();
+    if (!stream) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_finish: stream is NULL");
+    if ((rc = enter(stream->d, "eliza_diar_stream_finish"))) return rc;
+    rc = ez_diar_stream_finish(stream->s);
+    leave(stream->d);
+    return rc;
+}
+
+int32_t eliza_diar_stream_pull(eliza_diar_stream *stream, eliza_diarize_turn **out_turns, size_t *out_count) {
+    ez_clear_error();
+    if (out_turns) *out_turns = NULL;
+    if (out_count) *out_count = 0;
+    if (!stream || !out_turns || !out_count)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diar_stream_pull: a required pointer is NULL");
+    return ez_diar_stream_pull(stream->s, out_turns, out_count);
+}
+
+double eliza_diar_stream_decided(eliza_diar_stream *stream) {
+    return stream ? ez_diar_stream_decided(stream->s) : 0.0;
+}
+
+void eliza_diar_stream_close(eliza_diar_stream *stream) {
+    if (!stream) return;
+    ez_diar_stream_free(stream->s);
+    release(stream->d);
+    free(stream);
 }

@@ -31,7 +31,8 @@
     S(eliza_tts_chunk, F(struct_size) F(index) F(pcm) F(n_samples) F(phonemes))                   \
     S(eliza_diarizer_params, F(struct_size) F(n_threads))                                         \
     S(eliza_diarize_options, F(struct_size) F(step) F(num_speakers) F(min_speakers)               \
-      F(max_speakers) F(threshold) F(min_duration_on) F(min_duration_off) F(batch_size))          \
+      F(max_speakers) F(threshold) F(min_duration_on) F(min_duration_off) F(batch_size)           \
+      F(exclusive) F(identify_threshold) F(latency))                                              \
     S(eliza_diarize_turn, F(start) F(end) F(speaker) F(confidence))
 
 #define ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))

@@ -126,6 +126,7 @@ static int32_t finish_turns(turn_list *l, const ez_diar_recon *r, eliza_diarize_
             if (*k < 0) *k = next++;
             l->v[i].speaker = *k;
         }
+        if (r->speaker_of) memcpy(r->speaker_of, rename, sizeof(int32_t) * (size_t)r->n_clusters);
     }
     if (l->n) qsort(l->v, l->n, sizeof *l->v, by_start_speaker);
     for (size_t i = 0; i < l->n; i++) {
@@ -202,6 +203,7 @@ int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, si
         int n_speakers = cover[t] ? (int)nearbyint((double)count[t] / cover[t]) : 0;
         double ts = (double)t * r->frame_step + 0.5 * r->frame_duration;
         if (r->max_per_frame > 0) n_speakers = EZ_MIN(n_speakers, r->max_per_frame);
+        if (r->exclusive) n_speakers = EZ_MIN(n_speakers, 1);
         memset(on, 0, (size_t)K);
         for (int i = 0; i < n_speakers; i++) {
             int best = -1;
@@ -337,11 +339,8 @@ static int window_from_span(const float *span, uint64_t n16, uint64_t from, uint
     return 1;
 }
 
-/* The audio of the frames flagged in mask, concatenated into out; each
- * frame contributes the frame_step-long stretch at the centre of what it
- * sees. Returns the number of samples. */
-static size_t gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
-                            double frame_step_samples, double offset, float *out) {
+size_t ez_diar_gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
+                             double frame_step_samples, double offset, float *out) {
     size_t n = 0;
     for (int f = 0; f < n_frames; f++) {
         int64_t a, b;
@@ -545,7 +544,7 @@ static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, cons
             use_clean = n_clean >= min_embed;
             for (int f = 0; f < F; f++)
                 st->mask[f] = m->powerset[cls[f] * L + s] && (!use_clean || st->n_active[cls[f]] == 1);
-            len = gather_frames(chunk, m->chunk_samples, st->mask, F, fss, offset, st->gather);
+            len = ez_diar_gather_frames(chunk, m->chunk_samples, st->mask, F, fss, offset, st->gather);
             if (len == 0) continue;
             if ((rc = m->embed(m->ctx, st->gather, (size_t)EZ_MIN((int64_t)len, 2 * P), out))) return rc;
         }
@@ -798,9 +797,11 @@ done:
     return rc;
 }
 
-/* The turns from the windows' decoded frames and their speakers' clusters. */
+/* The turns from the windows' decoded frames and their speakers' clusters;
+ * speaker_of (NULL or [k]) receives each cluster's speaker number. */
 static int32_t reconstruct(const ez_diar_models *m, const eliza_diarize_options *opt, const window_pass *wp,
-                           const int32_t *cluster, int k, double duration, eliza_diarize_turn **out, size_t *n_out) {
+                           const int32_t *cluster, int k, double duration, int32_t *speaker_of,
+                           eliza_diarize_turn **out, size_t *n_out) {
     ez_diar_recon recon;
     memset(&recon, 0, sizeof recon);
     recon.n_windows = wp->n_windows;
@@ -819,22 +820,61 @@ static int32_t reconstruct(const ez_diar_models *m, const eliza_diarize_options 
     recon.duration = duration;
     recon.min_duration_on = opt->min_duration_on;
     recon.min_duration_off = opt->min_duration_off;
+    recon.exclusive = opt->exclusive;
+    recon.speaker_of = speaker_of;
     return ez_diar_reconstruct(&recon, out, n_out);
+}
+
+void ez_diar_speakers_free(ez_diar_speakers *s) {
+    if (!s) return;
+    free(s->centroids);
+    memset(s, 0, sizeof *s);
+}
+
+/* Each cluster's centroid ([k, dim] into *out): the mean direction of the
+ * embeddings of the local speakers assigned to it. */
+static int32_t cluster_centroids(const ez_diar_models *m, const emb_list *embs, const int32_t *cluster, int k,
+                                 float **out) {
+    int32_t *labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
+    int32_t rc;
+    *out = NULL;
+    if (!labels) return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu labels", embs->n);
+    for (size_t i = 0; i < embs->n; i++) labels[i] = cluster[(size_t)embs->window[i] * m->n_local + embs->local[i]];
+    rc = ez_cluster_centroids(embs->v, (int)embs->n, m->emb_dim, labels, k, out);
+    free(labels);
+    return rc;
+}
+
+/* The clusters' centroids ([k, dim]) renumbered as the turns' speakers. */
+static int32_t speakers_of_turns(const float *centroids, int k, int dim, const int32_t *speaker_of,
+                                 ez_diar_speakers *sp) {
+    int n = 0;
+    for (int c = 0; c < k; c++) n = EZ_MAX(n, speaker_of[c] + 1);
+    sp->dim = dim;
+    sp->n_speakers = n;
+    sp->centroids = (float *)calloc((size_t)EZ_MAX(n, 1) * (size_t)dim, sizeof(float));
+    if (!sp->centroids) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d centroids", n);
+    for (int c = 0; c < k; c++)
+        if (speaker_of[c] >= 0)
+            memcpy(sp->centroids + (size_t)speaker_of[c] * dim, centroids + (size_t)c * dim, sizeof(float) * (size_t)dim);
+    return ELIZA_OK;
 }
 
 int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
                     const eliza_diarize_options *opt, const ez_diar_control *ctl, eliza_diarize_turn **out,
-                    size_t *n_out) {
+                    size_t *n_out, ez_diar_speakers *speakers) {
     const int F = m->n_frames, L = m->n_local;
     ez_resampler *rs = NULL;
     batch_state b;
     window_pass wp;
-    int32_t *cluster = NULL;
+    int32_t *cluster = NULL, *speaker_of = NULL;
+    float *centroids = NULL;
     int k = 0;
     int32_t rc = ELIZA_OK;
 
     *out = NULL;
     *n_out = 0;
+    if (speakers) memset(speakers, 0, sizeof *speakers);
     memset(&b, 0, sizeof b);
     memset(&wp, 0, sizeof wp);
     set_progress(ctl, 0.0);
@@ -856,6 +896,7 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
         ez_resampler_free(rs);
         *out = (eliza_diarize_turn *)malloc(sizeof **out);
         if (!*out) return ez_fail(ELIZA_E_NOMEM, "out of memory for the turns");
+        if (speakers) speakers->dim = m->emb_dim;
         set_progress(ctl, 1.0);
         return ELIZA_OK;
     }
@@ -880,12 +921,28 @@ int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sam
     } else {
         for (int64_t i = 0; i < wp.n_windows * L; i++) cluster[i] = -1;
     }
+    speaker_of = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(k, 1));
+    if (!speaker_of) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d speakers", k);
+        goto done;
+    }
+    if (speakers && (rc = cluster_centroids(m, &wp.embs, cluster, k, &centroids))) goto done;
     emb_free(&wp.embs);
-    rc = reconstruct(m, opt, &wp, cluster, k, (double)n / sample_rate, out, n_out);
-    if (rc == ELIZA_OK) set_progress(ctl, 1.0);
+    rc = reconstruct(m, opt, &wp, cluster, k, (double)n / sample_rate, speaker_of, out, n_out);
+    if (rc == ELIZA_OK && speakers) rc = speakers_of_turns(centroids, k, m->emb_dim, speaker_of, speakers);
+    if (rc == ELIZA_OK) {
+        set_progress(ctl, 1.0);
+    } else {
+        free(*out);
+        *out = NULL;
+        *n_out = 0;
+        ez_diar_speakers_free(speakers);
+    }
 done:
     ez_resampler_free(rs);
     window_pass_free(&wp);
     free(cluster);
+    free(speaker_of);
+    free(centroids);
     return rc;
 }

@@ -111,6 +111,14 @@ EZ_INTERNAL int64_t ez_diar_window_frame(int64_t w, int64_t step_samples, double
 EZ_INTERNAL void ez_diar_decode_powerset(const float *logprobs, int n_frames, int n_classes, int n_local,
                                          const uint8_t *powerset, uint8_t *cls, uint8_t *soft);
 
+/* The audio of the frames flagged in mask ([n_frames]) of one window
+ * (chunk: [chunk_samples]), concatenated into out; each frame contributes
+ * the frame_step-long stretch at the centre of what it sees (offset: half
+ * the receptive field less half a step, in samples). Returns the number of
+ * samples written (at most chunk_samples). */
+EZ_INTERNAL size_t ez_diar_gather_frames(const float *chunk, int chunk_samples, const uint8_t *mask, int n_frames,
+                                         double frame_step_samples, double offset, float *out);
+
 /* What reconstruction needs: the segmentation of every window and the
  * cluster of every local speaker. */
 typedef struct {
@@ -127,6 +135,9 @@ typedef struct {
     double frame_duration;        /* seconds */
     double duration;              /* of the audio, seconds: turns end there */
     double min_duration_on, min_duration_off;
+    int exclusive;                /* at most one speaker per frame: the most active */
+    int32_t *speaker_of;          /* out, [n_clusters] or NULL: each cluster's speaker number in
+                                   * the turns, -1 for a cluster left without turns */
 } ez_diar_recon;
 
 /* Frame-level reconstruction and binarization into turns sorted by start,
@@ -134,10 +145,21 @@ typedef struct {
  * success) holds *n_out turns. ELIZA_E_NOMEM. */
 EZ_INTERNAL int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out);
 
+/* Who the speakers of a run are, by their number in the turns. */
+typedef struct {
+    int n_speakers;
+    int dim;
+    float *centroids;   /* [n_speakers, dim], unit norm: the mean direction of the
+                         * embeddings of the local speakers in the speaker's cluster */
+} ez_diar_speakers;
+
+EZ_INTERNAL void ez_diar_speakers_free(ez_diar_speakers *s);
+
 /* The whole pipeline on n samples of pcm (finite, checked by the caller) at
- * sample_rate (checked), with validated options. */
+ * sample_rate (checked), with validated options. speakers (NULL: not
+ * wanted) receives the speakers of the turns. */
 EZ_INTERNAL int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
                                 const eliza_diarize_options *opt, const ez_diar_control *ctl,
-                                eliza_diarize_turn **out, size_t *n_out);
+                                eliza_diarize_turn **out, size_t *n_out, ez_diar_speakers *speakers);
 
 #endif /* EZ_DIAR_PIPELINE_H */

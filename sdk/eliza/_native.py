@@ -215,6 +215,9 @@ class DiarizeOptions(ctypes.Structure):
         ("min_duration_on", _f32),
         ("min_duration_off", _f32),
         ("batch_size", _i32),
+        ("exclusive", _i32),
+        ("identify_threshold", _f32),
+        ("latency", _f32),
     ]
 
 
@@ -303,7 +306,18 @@ PROTOTYPES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         _i32,
         (_handle, _P(_f32), _size, _i32, _P(DiarizeOptions), _P(_P(DiarizeTurn)), _P(_size)),
     ),
+    "eliza_diarizer_centroids": (_i32, (_handle, _P(_P(_f32)), _P(_size), _P(_size))),
+    "eliza_diarizer_enroll": (_i32, (_handle, _str, _P(_f32), _size, _i32)),
+    "eliza_diarizer_unenroll": (_i32, (_handle, _str)),
+    "eliza_diarizer_enrolled": (_i32, (_handle, _P(_str), _P(_size))),
+    "eliza_diarizer_speaker_name": (_i32, (_handle, _i32, _P(_str), _P(_f32))),
     "eliza_diarizer_cancel": (None, (_handle,)),
+    "eliza_diar_stream_open": (_i32, (_handle, _i32, _P(DiarizeOptions), _P(_handle))),
+    "eliza_diar_stream_push": (_i32, (_handle, _P(_f32), _size)),
+    "eliza_diar_stream_finish": (_i32, (_handle,)),
+    "eliza_diar_stream_pull": (_i32, (_handle, _P(_P(DiarizeTurn)), _P(_size))),
+    "eliza_diar_stream_decided": (_f64, (_handle,)),
+    "eliza_diar_stream_close": (None, (_handle,)),
     "eliza_diarizer_progress": (_f32, (_handle,)),
     "eliza_diarizer_segment": (
         _i32,

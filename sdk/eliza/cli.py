@@ -725,15 +725,54 @@ def _add_say_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     say.set_defaults(func=_cmd_say)
 
 
+def _cmd_diarize_live(args: argparse.Namespace) -> int:
+    """Raw 16 kHz mono from stdin (or a file), turns printed as they are decided."""
+    import numpy as np
+
+    from .diarize import Diarizer
+
+    dtype = np.dtype("<i2") if args.raw_format == "s16le" else np.dtype("<f4")
+    chunk = 8000 * dtype.itemsize  # 0.5 s
+    source = sys.stdin.buffer if args.audio == "-" else open(args.audio, "rb")  # noqa: SIM115
+    n_turns, speakers = 0, set()
+
+    def show(turns: list[Any]) -> None:
+        nonlocal n_turns
+        for t in turns:
+            print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})", flush=True)
+            speakers.add(t.speaker)
+        n_turns += len(turns)
+
+    with source, Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d, d.stream(
+        latency=args.latency, step=args.step, threshold=args.threshold, num_speakers=args.num_speakers,
+        max_speakers=args.max_speakers, exclusive=args.exclusive,
+    ) as live:
+        rest = b""
+        while block := source.read(chunk):
+            data = rest + block
+            usable = len(data) // dtype.itemsize * dtype.itemsize
+            rest = data[usable:]
+            samples = np.frombuffer(data[:usable], dtype=dtype)
+            show(live.push(samples.astype(np.float32) / 32768.0 if dtype.kind == "i" else samples))
+        show(live.finish())
+    print(f"eliza: live: {len(speakers)} speakers, {n_turns} turns", file=sys.stderr)
+    return 0
+
+
 def _cmd_diarize(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
     from .audio import read_audio
-    from .diarize import Diarizer, to_rttm
+    from .diarize import Diarizer
+
+    if args.live:
+        return _cmd_diarize_live(args)
 
     audio, rate = read_audio(args.audio, sample_rate=16000)
     with Diarizer(args.segmentation, args.embedding, n_threads=args.threads) as d:
+        for name, path in args.enroll:
+            d.enroll(name, path)
         t0 = time.perf_counter()
         # Percent done; the line is cleared when the run ends.
         with Bar("diarizing", total=100, unit="%", leave=False, bar_format="{desc} {bar} {n:.0f}%") as bar:
@@ -747,17 +786,19 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
                 step=args.step,
                 min_duration_on=args.min_duration_on,
                 min_duration_off=args.min_duration_off,
+                exclusive=args.exclusive,
+                identify_threshold=args.identify_threshold,
                 progress=lambda fraction: bar.to(round(100 * fraction)),
             )
         elapsed = time.perf_counter() - t0
     for t in turns:
-        print(f"{t.start:9.3f} {t.end:9.3f}  SPEAKER_{t.speaker:02d}  ({t.confidence:.2f})")
+        print(f"{t.start:9.3f} {t.end:9.3f}  {turns.label(t.speaker)}  ({t.confidence:.2f})")
     if args.rttm:
         # Whole or not at all: a Ctrl-C during the write leaves no partial RTTM.
         out = Path(args.rttm)
         part = out.with_name(f".{out.name}.part")
         try:
-            part.write_text(to_rttm(turns, uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
+            part.write_text(turns.to_rttm(uri=Path(args.audio).stem.replace(" ", "_") or "audio"))
             os.replace(part, out)
         except BaseException:
             part.unlink(missing_ok=True)
@@ -777,6 +818,13 @@ def _cmd_diarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _enrolment(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=FILE")
+    return name, path
+
+
 def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dia = commands.add_parser(
         "diarize",
@@ -786,7 +834,15 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
         "embedding (default: the converted default models).",
     )
     dia.add_argument("audio", metavar="AUDIO",
-                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate")
+                     help="WAV (any bit depth), FLAC, OGG, MP3 (libsndfile); any channels and rate; "
+                     "with --live: raw 16 kHz mono samples, '-' for stdin")
+    dia.add_argument("--live", action="store_true",
+                     help="live diarization of raw 16 kHz mono audio (--raw-format), turns printed as "
+                     "they are decided")
+    dia.add_argument("--raw-format", choices=("s16le", "f32le"), default="s16le",
+                     help="--live sample format (default s16le)")
+    dia.add_argument("--latency", type=float, metavar="S",
+                     help="--live: seconds of audio heard after an instant before it is decided (default 5)")
     dia.add_argument("--num-speakers", type=_count, metavar="N", help="exact number of speakers")
     dia.add_argument("--min-speakers", type=_count, metavar="N", help="at least N speakers")
     dia.add_argument("--max-speakers", type=_count, metavar="N", help="at most N speakers")
@@ -794,6 +850,13 @@ def _add_diarize_command(commands: argparse._SubParsersAction[argparse.ArgumentP
     dia.add_argument("--step", type=float, metavar="S", help="window step in seconds (default 1)")
     dia.add_argument("--min-duration-on", type=float, metavar="S", help="drop turns shorter than S seconds")
     dia.add_argument("--min-duration-off", type=float, metavar="S", help="fill gaps shorter than S seconds")
+    dia.add_argument("--enroll", type=_enrolment, action="append", default=[], metavar="NAME=FILE",
+                     help="a known speaker and a recording of them alone (repeatable): the speaker "
+                     "found nearest to the voice is labelled NAME")
+    dia.add_argument("--identify-threshold", type=float, metavar="D",
+                     help="largest cosine distance at which a speaker takes an enrolled name")
+    dia.add_argument("--exclusive", action="store_true",
+                     help="one speaker at a time (the most active where several overlap)")
     dia.add_argument("--rttm", metavar="OUT.rttm", help="also write the turns as RTTM")
     dia.add_argument("--plot", metavar="OUT.png",
                      help="also draw the speaker timeline over the waveform (needs matplotlib)")

@@ -18,7 +18,7 @@ import os
 import struct
 import threading
 import wave
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -31,7 +31,7 @@ from ._interrupt import run
 from ._native import DiarizeOptions, DiarizerParams, DiarizeTurn, lib
 from .errors import CancelledError, InvalidArgumentError, StateError, Status, check
 
-__all__ = ["Diarization", "Diarizer", "Turn", "decode_wav", "read_wav", "to_rttm"]
+__all__ = ["Diarization", "DiarizationStream", "Diarizer", "Turn", "decode_wav", "read_wav", "to_rttm"]
 
 AudioInput = Union[npt.NDArray[Any], str, "os.PathLike[str]"]
 ProgressFn = Callable[[float], None]
@@ -141,6 +141,11 @@ def decode_wav(data: bytes, name: str = "<bytes>") -> tuple[npt.NDArray[np.float
     return (frames.mean(axis=1) / scale).astype(np.float32), int(rate)
 
 
+# The live stream's new-speaker distance, tuned on the train split of the real
+# meetings (tests/diar/real/evaluate_real.py --live: 0.25 / 0.35 / 0.5 gave
+# 38.3% / 37.6% / 40.1% DER); the offline default (0.5) is a linkage threshold.
+LIVE_THRESHOLD = 0.35
+
 # The models' rate: files are resampled to it in Python (scipy's polyphase
 # filter) so every format and rate reaches the library the same way.
 _MODEL_RATE = 16000
@@ -201,19 +206,70 @@ class Diarization(list[Turn]):
     ``pyannote.core.Annotation`` (labels ``SPEAKER_NN``, one track per
     turn), :meth:`from_rttm` reads turns back from RTTM text or a file.
 
+    ``centroids`` ([speakers, dim], unit rows, row s for speaker s; empty
+    for turns read from RTTM) are the speakers' embeddings, comparable with
+    :meth:`Diarizer.embed`; :meth:`overlaps` gives the stretches where
+    several speakers talk at once.
+
     Example::
 
         d = diarizer.diarize("meeting.flac")
         annotation = d.to_annotation(uri="meeting")       # pyannote.metrics scores it
         again = eliza.Diarization.from_rttm(d.to_rttm("meeting"))
+        print(d.overlaps(), d.centroids.shape)
     """
+
+    def __init__(
+        self,
+        turns: Iterable[Turn] = (),
+        centroids: npt.NDArray[np.float32] | None = None,
+        names: Sequence[str] | None = None,
+        distances: Sequence[float] | None = None,
+    ) -> None:
+        super().__init__(turns)
+        self.centroids: npt.NDArray[np.float32] = (
+            np.zeros((0, 0), np.float32) if centroids is None else np.asarray(centroids, np.float32)
+        )
+        self.names: list[str] = list(names) if names is not None else []
+        self.distances: list[float] = list(distances) if distances is not None else []
+
+    def label(self, speaker: int) -> str:
+        """Speaker ``speaker``'s name: the enrolled voice it was identified as
+        (:meth:`Diarizer.enroll`), else ``SPEAKER_NN``."""
+        return self.names[speaker] if 0 <= speaker < len(self.names) else _label(speaker)
 
     @property
     def speakers(self) -> list[int]:
         return sorted({t.speaker for t in self})
 
+    def overlaps(self) -> list[tuple[float, float]]:
+        """The stretches (start, end) where two or more turns overlap,
+        sorted and merged (pyannote's ``get_overlap``)."""
+        # At one instant an end sorts before a start: turns that touch do not overlap.
+        events = sorted([(t.start, 1) for t in self] + [(t.end, -1) for t in self])
+        out: list[tuple[float, float]] = []
+        active, opened = 0, 0.0
+        for time, delta in events:
+            if delta > 0 and active == 1:
+                opened = time
+            elif delta < 0 and active == 2 and time > opened:
+                if out and out[-1][1] >= opened:
+                    out[-1] = (out[-1][0], time)
+                else:
+                    out.append((opened, time))
+            active += delta
+        return out
+
     def to_rttm(self, uri: str = "audio") -> str:
-        return to_rttm(self, uri)
+        """RTTM lines labelled by :meth:`label` (enrolled names where identified)."""
+        text = to_rttm(self, uri)
+        if not self.names:
+            return text
+        lines = text.splitlines(keepends=True)
+        return "".join(
+            line.replace(f" {_label(t.speaker)} ", f" {self.label(t.speaker)} ", 1)
+            for line, t in zip(lines, self)
+        )
 
     def to_annotation(self, uri: str = "audio") -> Any:
         """A ``pyannote.core.Annotation`` of the turns (needs pyannote.core)."""
@@ -227,7 +283,7 @@ class Diarization(list[Turn]):
             ) from None
         annotation = Annotation(uri=uri)
         for i, t in enumerate(self):
-            annotation[Segment(t.start, t.end), i] = _label(t.speaker)
+            annotation[Segment(t.start, t.end), i] = self.label(t.speaker)
         return annotation
 
     @classmethod
@@ -255,6 +311,86 @@ class Diarization(list[Turn]):
             speaker = ids.setdefault(fields[7], len(ids))
             turns.append(Turn(start, start + duration, speaker, 1.0))
         return cls(sorted(turns, key=lambda t: (t.start, t.end)))
+
+
+class DiarizationStream:
+    """Live diarization from :meth:`Diarizer.stream`: :meth:`push` 16 kHz
+    samples as they arrive and get back the turns decided meanwhile;
+    :meth:`finish` at the end gets the rest. Speaker numbers are stable for
+    the whole stream and a turn, once returned, never changes: a turn still
+    going on is returned up to the decided edge and continued by a later
+    turn of the same speaker that starts where it ended. Every instant is
+    decided once ``latency`` seconds of audio after it have been pushed.
+
+    Example::
+
+        with diarizer.stream(latency=5.0) as live:
+            for chunk in microphone_chunks():           # float32, 16 kHz
+                for t in live.push(chunk):
+                    print(t.start, t.end, t.speaker)
+            rest = live.finish()
+    """
+
+    def __init__(self, handle: ctypes.c_void_p) -> None:
+        self._handle: ctypes.c_void_p | None = handle
+
+    def _live(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise StateError(Status.E_STATE, "the diarization stream is closed")
+        return self._handle
+
+    def _pull(self) -> tuple[int, list[Turn]]:
+        turns_ptr = ctypes.POINTER(DiarizeTurn)()
+        count = ctypes.c_size_t()
+        status = check(
+            lib().eliza_diar_stream_pull(self._live(), ctypes.byref(turns_ptr), ctypes.byref(count))
+        )
+        try:
+            return status, [
+                Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
+                for t in turns_ptr[: count.value]
+            ]
+        finally:
+            lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+
+    def push(self, audio: npt.NDArray[Any]) -> list[Turn]:
+        """Appends samples (16 kHz, float or integer PCM, mono or [n, channels])
+        and returns the turns decided since the last call. NaN or Inf samples
+        raise ``eliza.InvalidArgumentError`` and the chunk is not taken."""
+        x = _as_mono_float32(audio)
+        pcm = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if x.size else None
+        check(lib().eliza_diar_stream_push(self._live(), pcm, x.size))
+        return self._pull()[1]
+
+    def finish(self) -> list[Turn]:
+        """The end of the audio: the remaining turns."""
+        check(lib().eliza_diar_stream_finish(self._live()))
+        out: list[Turn] = []
+        while True:
+            status, turns = self._pull()
+            out += turns
+            if status == Status.DONE:
+                return out
+
+    @property
+    def decided(self) -> float:
+        """Seconds of audio decided so far."""
+        return float(lib().eliza_diar_stream_decided(self._live()))
+
+    def close(self) -> None:
+        """Releases the stream (at any point); closing twice is a no-op."""
+        if self._handle is not None:
+            lib().eliza_diar_stream_close(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> DiarizationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class Diarizer(NativeModel[Any]):
@@ -330,6 +466,8 @@ class Diarizer(NativeModel[Any]):
         min_duration_on: float | None = None,
         min_duration_off: float | None = None,
         batch_size: int | None = None,
+        exclusive: bool = False,
+        identify_threshold: float | None = None,
         progress: ProgressFn | None = None,
     ) -> Diarization:
         """Who spoke when. ``audio``: a path to any file libsndfile reads
@@ -340,23 +478,19 @@ class Diarizer(NativeModel[Any]):
         library's defaults (``default_options()``). ``progress(fraction)`` is
         called on this thread about ten times a second while the library
         works on another. Returns turns sorted by start; overlapping speech
-        gives overlapping turns, as a :class:`Diarization` (a list of
-        turns with ``to_annotation``/``to_rttm``).
+        gives overlapping turns (``exclusive=True``: one speaker at a time,
+        the most active, for aligning with a transcript), as a
+        :class:`Diarization` (a list of turns with ``to_annotation``/
+        ``to_rttm``, the speakers' ``centroids`` and ``overlaps()``). A
+        speaker whose centroid is within ``identify_threshold`` (cosine
+        distance) of an enrolled voice is named after it
+        (``Diarization.label``), one speaker per voice.
         """
-        if isinstance(audio, (str, os.PathLike)):
-            from .audio import read_audio
-
-            samples, rate = read_audio(audio)
-            if sample_rate is not None and sample_rate != rate:
-                raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
-            samples, rate = _to_model_rate(samples, rate)
-        else:
-            if sample_rate is None:
-                raise _invalid("sample_rate is needed with an array of samples")
-            samples, rate = _as_mono_float32(audio), int(sample_rate)
+        samples, rate = self._samples(audio, sample_rate)
         opts = DiarizeOptions()
         lib().eliza_diarize_default_options(ctypes.byref(opts))
         given: dict[str, float | int | None] = {
+            "identify_threshold": identify_threshold,
             "num_speakers": num_speakers,
             "min_speakers": min_speakers,
             "max_speakers": max_speakers,
@@ -369,7 +503,21 @@ class Diarizer(NativeModel[Any]):
         for name, value in given.items():
             if value is not None:
                 setattr(opts, name, value)
+        opts.exclusive = int(bool(exclusive))
         return self._run(samples, rate, opts, progress)
+
+    @staticmethod
+    def _samples(audio: AudioInput, sample_rate: int | None) -> tuple[npt.NDArray[np.float32], int]:
+        if isinstance(audio, (str, os.PathLike)):
+            from .audio import read_audio
+
+            samples, rate = read_audio(audio)
+            if sample_rate is not None and sample_rate != rate:
+                raise _invalid(f"{audio} is at {rate} Hz, not the {sample_rate} Hz given")
+            return _to_model_rate(samples, rate)
+        if sample_rate is None:
+            raise _invalid("sample_rate is needed with an array of samples")
+        return _as_mono_float32(audio), int(sample_rate)
 
     def _run(
         self, samples: npt.NDArray[np.float32], rate: int, opts: DiarizeOptions, progress: ProgressFn | None
@@ -388,12 +536,16 @@ class Diarizer(NativeModel[Any]):
                     )
                 )
                 try:
-                    return Diarization(
+                    turns = [
                         Turn(float(t.start), float(t.end), int(t.speaker), float(t.confidence))
                         for t in turns_ptr[: count.value]
-                    )
+                    ]
                 finally:
                     lib().eliza_free(ctypes.cast(turns_ptr, ctypes.c_void_p))
+                centroids = self._centroids(handle)
+                labels = [self._speaker_name(handle, s) for s in range(len(centroids))]
+                return Diarization(turns, centroids=centroids, names=[n for n, _ in labels],
+                                   distances=[d for _, d in labels])
 
             def tick() -> None:
                 if progress is not None:
@@ -403,6 +555,99 @@ class Diarizer(NativeModel[Any]):
                         tick=tick if progress is not None else None)
             tick()  # the final value (1.0), however fast the run was
             return turns
+
+    def stream(
+        self,
+        *,
+        latency: float | None = None,
+        step: float | None = None,
+        threshold: float | None = None,
+        num_speakers: int | None = None,
+        max_speakers: int | None = None,
+        exclusive: bool = False,
+    ) -> DiarizationStream:
+        """A live diarization stream over 16 kHz audio (see
+        :class:`DiarizationStream`); options as :meth:`diarize` (``threshold``:
+        the cosine distance past which a voice starts a new speaker, default
+        ``LIVE_THRESHOLD``) and ``latency`` (seconds, step..10, default 5)."""
+        opts = DiarizeOptions()
+        lib().eliza_diarize_default_options(ctypes.byref(opts))
+        given: dict[str, float | int | None] = {
+            "latency": latency, "step": step, "threshold": LIVE_THRESHOLD if threshold is None else threshold,
+            "num_speakers": num_speakers, "max_speakers": max_speakers,
+        }
+        for name, value in given.items():
+            if value is not None:
+                setattr(opts, name, value)
+        opts.exclusive = int(bool(exclusive))
+        out = ctypes.c_void_p()
+        with self._calling() as handle:
+            check(lib().eliza_diar_stream_open(handle, _MODEL_RATE, ctypes.byref(opts), ctypes.byref(out)))
+        return DiarizationStream(out)
+
+    @staticmethod
+    def _speaker_name(handle: ctypes.c_void_p, speaker: int) -> tuple[str, float]:
+        out = ctypes.c_char_p()
+        distance = ctypes.c_float()
+        check(lib().eliza_diarizer_speaker_name(handle, speaker, ctypes.byref(out), ctypes.byref(distance)))
+        try:
+            return (out.value or b"").decode(), float(distance.value)
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+    # -- enrolled voices --------------------------------------------------------
+
+    def enroll(self, name: str, audio: AudioInput, sample_rate: int | None = None) -> None:
+        """Enrolls a known person from reference audio of them alone (a path,
+        or samples with ``sample_rate``; at least 1 s of speech, at most
+        600 s of audio): later ``diarize`` runs name the speaker nearest to
+        the voice ``name`` when the distance is under ``identify_threshold``.
+        ``name``: 1..64 bytes of UTF-8, no spaces. Silence, too little
+        speech, NaN samples or a name already enrolled raise
+        ``eliza.InvalidArgumentError``.
+
+        Example::
+
+            d.enroll("alice", "alice_intro.wav")
+            turns = d.diarize("meeting.wav")
+            print({t.speaker: turns.label(t.speaker) for t in turns})   # {0: 'alice', 1: 'SPEAKER_01'}
+        """
+        samples, rate = self._samples(audio, sample_rate)
+        pcm = samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)) if samples.size else None
+        with self._calling() as handle:
+            run(lambda: check(lib().eliza_diarizer_enroll(handle, name.encode(), pcm, samples.size, rate)),
+                cancel=lambda: None)
+
+    def unenroll(self, name: str | None = None) -> None:
+        """Forgets the voice ``name`` (``eliza.NotFoundError`` if none), or
+        every voice when ``name`` is None."""
+        with self._calling() as handle:
+            check(lib().eliza_diarizer_unenroll(handle, None if name is None else name.encode()))
+
+    @property
+    def enrolled(self) -> list[str]:
+        """The enrolled names, in order of enrolment."""
+        with self._calling() as handle:
+            out = ctypes.c_char_p()
+            count = ctypes.c_size_t()
+            check(lib().eliza_diarizer_enrolled(handle, ctypes.byref(out), ctypes.byref(count)))
+            try:
+                return (out.value or b"").decode().splitlines()
+            finally:
+                lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+
+    @staticmethod
+    def _centroids(handle: ctypes.c_void_p) -> npt.NDArray[np.float32]:
+        out = ctypes.POINTER(ctypes.c_float)()
+        count, dim = ctypes.c_size_t(), ctypes.c_size_t()
+        check(lib().eliza_diarizer_centroids(handle, ctypes.byref(out), ctypes.byref(count),
+                                             ctypes.byref(dim)))
+        try:
+            n = count.value * dim.value
+            flat = np.ctypeslib.as_array(out, shape=(n,)).copy() if n else np.zeros(0, np.float32)
+        finally:
+            lib().eliza_free(ctypes.cast(out, ctypes.c_void_p))
+        return flat.reshape(count.value, dim.value)
 
     def cancel(self) -> None:
         """Asks a running ``diarize`` or ``segment`` (on another thread) to

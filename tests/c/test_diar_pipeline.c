@@ -16,8 +16,10 @@
 #include "core/atomic.h"
 #include "core/error.h"
 #include "diar/cluster.h"
+#include "diar/identify.h"
 #include "diar/pipeline.h"
 #include "diar/resample.h"
+#include "diar/stream.h"
 #include "check.h"
 
 /* Not fmax(): Debian's aarch64 gcc 12 crashes vectorising fmax reductions. */
@@ -446,6 +448,8 @@ static void set_frames(uint8_t *cls, int w, int f0, int f1, uint8_t c) {
     for (int f = f0; f < f1; f++) cls[w * RF + f] = c;
 }
 
+static int g_recon_exclusive;  /* run_recon's exclusive option */
+
 static int32_t run_recon(int n_windows, const uint8_t *cls, const int32_t *cluster, int n_clusters, double min_on,
                          double min_off, eliza_diarize_turn **turns, size_t *n) {
     int64_t start[16];
@@ -471,6 +475,7 @@ static int32_t run_recon(int n_windows, const uint8_t *cls, const int32_t *clust
     r.duration = 100.0;
     r.min_duration_on = min_on;
     r.min_duration_off = min_off;
+    r.exclusive = g_recon_exclusive;
     return ez_diar_reconstruct(&r, turns, n);
 }
 
@@ -541,6 +546,62 @@ static void test_reconstruct_count_limits_speakers(void) {
     memset(cluster, 0xff, sizeof cluster);
     CHECK_MSG(run_recon(3, cls, cluster, 0, 0, 0, &t, &n) == ELIZA_OK && n == 0 && t, "unassigned speakers gave turns");
     free(t);
+}
+
+static void test_reconstruct_exclusive_has_one_speaker_at_a_time(void) {
+    /* Every window says both speakers over frames 10..19, and speaker 1
+     * alone after: overlapping turns, unless exclusive keeps the more
+     * active one (cluster 0, also active in 5..9) and hands over after. */
+    uint8_t cls[3 * RF];
+    int32_t cluster[3 * 3] = {0, 1, -1, 0, 1, -1, 0, 1, -1};
+    int32_t speaker_of[2] = {-5, -5};
+    eliza_diarize_turn *t = NULL;
+    size_t n = 0;
+    ez_diar_recon r;
+    memset(cls, 0, sizeof cls);
+    for (int w = 0; w < 3; w++) {
+        int f0 = 10 - RSTEP * w;
+        set_frames(cls, w, EZ_MAX(f0 - 5, 0), EZ_MAX(f0, 0), 1);
+        set_frames(cls, w, EZ_MAX(f0, 0), f0 + 10, 4);
+        set_frames(cls, w, f0 + 10, EZ_MIN(f0 + 15, RF), 2);
+    }
+    CHECK_MSG(run_recon(3, cls, cluster, 2, 0, 0, &t, &n) == ELIZA_OK && n == 2 && t[0].end > t[1].start,
+              "overlap: %zu turns, not two overlapping ones", n);
+    free(t);
+    g_recon_exclusive = 1;
+    CHECK_MSG(run_recon(3, cls, cluster, 2, 0, 0, &t, &n) == ELIZA_OK && n == 2, "exclusive: %zu turns", n);
+    g_recon_exclusive = 0;
+    for (size_t i = 1; i < n; i++)
+        CHECK_MSG(t[i].start >= t[i - 1].end - 1e-9, "exclusive turns %zu and %zu overlap (%.2f > %.2f)", i - 1, i,
+                  t[i - 1].end, t[i].start);
+    CHECK_MSG(n == 2 && t[0].speaker == 0 && near(t[0].end, 2.05) && t[1].speaker == 1,
+              "exclusive: the more active speaker does not hold the overlap (%.2f)", n ? t[0].end : -1.0);
+    free(t);
+    /* The cluster -> speaker map the run uses for centroids. */
+    {
+        int32_t cl2[3 * 3] = {1, 0, -1, 1, 0, -1, 1, 0, -1};
+        uint8_t soft[3 * RF * 3];
+        int64_t start[3] = {0, RSTEP, 2 * RSTEP};
+        memset(soft, 128, sizeof soft);
+        memset(&r, 0, sizeof r);
+        r.n_windows = 3;
+        r.start_frame = start;
+        r.n_frames = RF;
+        r.n_classes = 7;
+        r.n_local = 3;
+        r.powerset = POWERSET;
+        r.cls = cls;
+        r.soft = soft;
+        r.cluster = cl2;
+        r.n_clusters = 2;
+        r.frame_step = 0.1;
+        r.frame_duration = 0.1;
+        r.duration = 100.0;
+        r.speaker_of = speaker_of;
+        CHECK_MSG(ez_diar_reconstruct(&r, &t, &n) == ELIZA_OK && speaker_of[1] == 0 && speaker_of[0] == 1,
+                  "speaker_of %d %d: cluster 1 speaks first", speaker_of[0], speaker_of[1]);
+        free(t);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -706,8 +767,25 @@ static void test_run_synthetic_conversation(int sr) {
     ez_diar_control ctl = {&cancel, &progress};
     eliza_diarize_turn *t = NULL;
     double err, duration = (double)n / sr;
-    int32_t rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    ez_diar_speakers sp;
+    int32_t rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns, &sp);
     CHECK_MSG(rc == ELIZA_OK, "%d Hz: run failed: %s", sr, ez_error_message());
+    /* Speaker s's centroid is the stand-in embedding's bump of the voice
+     * of speaker s's first turn. */
+    CHECK_MSG(sp.n_speakers == 3 && sp.dim == EMB_DIM, "%d Hz: %d centroids of %d", sr, sp.n_speakers, sp.dim);
+    for (int s = 0; s < sp.n_speakers && rc == ELIZA_OK; s++) {
+        int peak = 0, voice = -1;
+        for (int j = 1; j < EMB_DIM; j++)
+            if (sp.centroids[s * EMB_DIM + j] > sp.centroids[s * EMB_DIM + peak]) peak = j;
+        for (size_t i = 0; i < n_turns && voice < 0; i++)
+            if (t[i].speaker == s && t[i].end - t[i].start > 1.0)
+                for (int k = 0; k < 24; k++)
+                    if (truth[k].start <= 0.5 * (t[i].start + t[i].end) && 0.5 * (t[i].start + t[i].end) < truth[k].end)
+                        voice = truth[k].voice;
+        CHECK_MSG(voice >= 0 && peak == 3 + 5 * voice, "%d Hz: speaker %d's centroid peaks at %d, its voice %d at %d",
+                  sr, s, peak, voice, 3 + 5 * voice);
+    }
+    ez_diar_speakers_free(&sp);
     CHECK_MSG(n_speakers_of(t, n_turns) == 3, "%d Hz: %d speakers found of 3", sr, n_speakers_of(t, n_turns));
     err = frame_error(truth, 24, t, n_turns, duration, 3);
     CHECK_MSG(err < 0.03, "%d Hz: %.1f%% of the time is wrong", sr, 100 * err);
@@ -723,13 +801,13 @@ static void test_run_synthetic_conversation(int sr) {
 
     /* A given number of speakers is obeyed. */
     o.num_speakers = 2;
-    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns, NULL);
     CHECK_MSG(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 2, "%d Hz: num_speakers 2 gave %d", sr,
           n_speakers_of(t, n_turns));
     free(t);
     o.num_speakers = 0;
     o.max_speakers = 1;
-    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns);
+    rc = ez_diar_run(&m, x, n, sr, &o, &ctl, &t, &n_turns, NULL);
     CHECK_MSG(rc == ELIZA_OK && n_speakers_of(t, n_turns) == 1, "%d Hz: max_speakers 1 gave %d", sr,
           n_speakers_of(t, n_turns));
     free(t);
@@ -743,17 +821,133 @@ static void test_run_silence_and_tiny_inputs(void) {
     eliza_diarize_turn *t = NULL;
     size_t n = 99;
     float one = 0.25f, *zeros = (float *)calloc(30 * SR, sizeof(float));
-    CHECK_MSG(ez_diar_run(&m, NULL, 0, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "no samples");
+    CHECK_MSG(ez_diar_run(&m, NULL, 0, SR, &o, NULL, &t, &n, NULL) == ELIZA_OK && n == 0 && t, "no samples");
     free(t);
-    CHECK_MSG(ez_diar_run(&m, &one, 1, 44100, &o, NULL, &t, &n) == ELIZA_OK && n == 0 && t, "one sample");
+    CHECK_MSG(ez_diar_run(&m, &one, 1, 44100, &o, NULL, &t, &n, NULL) == ELIZA_OK && n == 0 && t, "one sample");
     free(t);
     fc.chunks_seen = 0;
-    CHECK_MSG(ez_diar_run(&m, zeros, 30 * SR, SR, &o, NULL, &t, &n) == ELIZA_OK && n == 0, "30 s of zeros gave %zu turns",
+    CHECK_MSG(ez_diar_run(&m, zeros, 30 * SR, SR, &o, NULL, &t, &n, NULL) == ELIZA_OK && n == 0, "30 s of zeros gave %zu turns",
           n);
     CHECK_MSG(fc.chunks_seen == 1, "digital silence was segmented %d times (expected once, then cached)",
           fc.chunks_seen);
     free(t);
     free(zeros);
+}
+
+static void test_voice_embedding_of_reference_audio(void) {
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    size_t n = 4 * SR;
+    float *x = (float *)calloc(n, sizeof *x), emb[EMB_DIM];
+    double speech = 0;
+    int peak = 0;
+    /* 3 s of voice 1 (from 0.5 s), then silence. */
+    for (size_t i = SR / 2; i < 7 * SR / 2; i++) x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[1] * (double)i / SR));
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, n, SR, emb, &speech) == ELIZA_OK, "voice: %s", ez_error_message());
+    for (int j = 1; j < EMB_DIM; j++)
+        if (emb[j] > emb[peak]) peak = j;
+    CHECK_MSG(peak == 8 && fabs(speech - 3.0) < 0.1, "voice 1 enrolled with a peak at %d from %.2f s of speech", peak,
+              speech);
+    /* At 48 kHz too. */
+    {
+        size_t n48 = 3 * n;
+        float *y = (float *)calloc(n48, sizeof *y);
+        for (size_t i = 48000 / 2; i < 7 * 48000 / 2; i++)
+            y[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[2] * (double)i / 48000));
+        CHECK_MSG(ez_diar_voice_embedding(&m, y, n48, 48000, emb, &speech) == ELIZA_OK && fabs(speech - 3.0) < 0.1,
+                  "48 kHz: %s (%.2f s)", ez_error_message(), speech);
+        free(y);
+    }
+    memset(x, 0, n * sizeof *x);
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, n, SR, emb, &speech) == ELIZA_E_INVALID_ARG && speech == 0.0 &&
+                  strstr(ez_error_message(), "speech"),
+              "silence was enrolled: %s", ez_error_message());
+    for (size_t i = 0; i < SR / 10; i++) x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[0] * (double)i / SR));
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, SR / 10, SR, emb, &speech) == ELIZA_E_INVALID_ARG,
+              "0.1 s was enrolled (%.2f s of speech)", speech);
+    CHECK_MSG(ez_diar_voice_embedding(&m, x, 0, SR, emb, &speech) == ELIZA_E_INVALID_ARG, "no samples was enrolled");
+    free(x);
+}
+
+static void test_identify_is_one_to_one_under_the_threshold(void) {
+    /* Speakers 0 and 1 are both nearest voice 0; 1 is nearer and takes it,
+     * 0 takes voice 1; speaker 2 is near voice 1 too, but it is taken. */
+    float c[3 * 2], v[2 * 2], dist[3];
+    int32_t voice[3];
+    double a0 = 0.35, a1 = 0.2, a2 = 1.6, b0 = 0.0, b1 = 0.9;
+    c[0] = (float)cos(a0), c[1] = (float)sin(a0), c[2] = (float)cos(a1), c[3] = (float)sin(a1);
+    c[4] = (float)cos(a2), c[5] = (float)sin(a2);
+    v[0] = (float)cos(b0), v[1] = (float)sin(b0), v[2] = (float)cos(b1), v[3] = (float)sin(b1);
+    CHECK(ez_diar_identify(c, 3, v, 2, 2, 0.3f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[1] == 0 && voice[0] == 1 && voice[2] == -1, "voices %d %d %d", voice[0], voice[1], voice[2]);
+    CHECK_MSG(fabs(dist[0] - (1 - cos(a0 - b1))) < 1e-6 && fabs(dist[2] - (1 - cos(a2 - b1))) < 1e-6,
+              "distances %g %g", dist[0], dist[2]);
+    CHECK(ez_diar_identify(c, 3, v, 2, 2, 0.01f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[0] == -1 && voice[1] == -1 && voice[2] == -1, "a tight threshold still named a speaker");
+    CHECK(ez_diar_identify(c, 3, v, 0, 2, 0.3f, voice, dist) == ELIZA_OK);
+    CHECK_MSG(voice[0] == -1 && isnan(dist[0]), "no voices: %d %g", voice[0], dist[0]);
+}
+
+static void test_stream_matches_offline_and_never_revises(void) {
+    truth_turn truth[24];
+    size_t n = 0, off = 0, n_all = 0, cap = 256;
+    float *x = make_conversation(SR, 24, 3, truth, &n);
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    eliza_diarize_options o = default_options();
+    ez_diar_stream *st = NULL;
+    eliza_diarize_turn *all = (eliza_diarize_turn *)malloc(cap * sizeof *all), *t = NULL;
+    double err, last_decided = 0.0, worst_lag = 0.0;
+    int32_t rc = ELIZA_OK;
+    CHECK(ez_diar_stream_create(&m, &o, 5.0, &st) == ELIZA_OK);
+    /* Chunks of 1..20000 samples; pull after each. */
+    while (off < n || rc != ELIZA_DONE) {
+        size_t k;
+        if (off < n) {
+            size_t chunk = (size_t)(1 + frand() * 20000);
+            chunk = EZ_MIN(chunk, n - off);
+            CHECK_MSG(ez_diar_stream_push(st, x + off, chunk) == ELIZA_OK, "push: %s", ez_error_message());
+            off += chunk;
+            if (off == n) CHECK(ez_diar_stream_finish(st) == ELIZA_OK);
+        }
+        rc = ez_diar_stream_pull(st, &t, &k);
+        CHECK_MSG(rc == ELIZA_OK || rc == ELIZA_DONE, "pull: %d %s", rc, ez_error_message());
+        if (off < n) {
+            double lag = ez_diar_stream_pushed(st) - ez_diar_stream_decided(st);
+            worst_lag = EZ_MAX(worst_lag, lag);
+        }
+        for (size_t i = 0; i < k; i++) {
+            CHECK_MSG(t[i].start >= last_decided - 1e-9, "a turn at %.3f starts before the decided edge %.3f of the last pull",
+                      t[i].start, last_decided);
+            if (n_all == cap) all = (eliza_diarize_turn *)realloc(all, (cap *= 2) * sizeof *all);
+            all[n_all++] = t[i];
+        }
+        free(t);
+        last_decided = ez_diar_stream_decided(st);
+        if (rc == ELIZA_DONE) break;
+    }
+    CHECK_MSG(ez_diar_stream_push(st, x, 10) == ELIZA_E_STATE, "a push after finish was taken");
+    CHECK_MSG(worst_lag <= 5.0 + 1.0 + 0.05, "decisions lagged %.2f s behind the audio (latency 5 s, step 1 s)",
+              worst_lag);
+    err = frame_error(truth, 24, all, n_all, (double)n / SR, 3);
+    /* Offline gets under 3%; live decides each frame from the 5 s after it
+     * and starts speakers late (measured 5.5%). */
+    CHECK_MSG(err < 0.08, "live: %.1f%% of the time is wrong", 100 * err);
+    CHECK_MSG(n_speakers_of(all, n_all) == 3, "live: %d speakers", n_speakers_of(all, n_all));
+    ez_diar_stream_free(st);
+    free(all);
+    free(x);
+    /* Closing mid-stream, and a stream that never got audio. */
+    x = make_conversation(SR, 6, 2, truth, &n);
+    CHECK(ez_diar_stream_create(&m, &o, 2.0, &st) == ELIZA_OK);
+    CHECK(ez_diar_stream_push(st, x, n / 2) == ELIZA_OK);
+    ez_diar_stream_free(st);
+    CHECK(ez_diar_stream_create(&m, &o, 2.0, &st) == ELIZA_OK);
+    CHECK(ez_diar_stream_finish(st) == ELIZA_OK);
+    CHECK_MSG(ez_diar_stream_pull(st, &t, &n_all) == ELIZA_DONE && n_all == 0 && t, "an empty stream has turns");
+    free(t);
+    ez_diar_stream_free(st);
+    free(x);
 }
 
 static void test_run_cancel(void) {
@@ -766,7 +960,7 @@ static void test_run_cancel(void) {
     ez_atomic_int progress = 0, cancel = 1;
     ez_diar_control ctl = {&cancel, &progress};
     eliza_diarize_turn *t = NULL;
-    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t && n_turns == 0,
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns, NULL) == ELIZA_E_CANCELLED && !t && n_turns == 0,
           "a raised cancel flag did not stop the run");
     CHECK_MSG(fc.seg_calls == 0, "segmentation ran %d times after a cancel", fc.seg_calls);
     /* Raised during the third batch: the run stops there. */
@@ -774,7 +968,7 @@ static void test_run_cancel(void) {
     fc.cancel_after = 3;
     fc.cancel = &cancel;
     o.batch_size = 2;
-    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns) == ELIZA_E_CANCELLED && !t,
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, &ctl, &t, &n_turns, NULL) == ELIZA_E_CANCELLED && !t,
           "a cancel during the run did not stop it");
     CHECK_MSG(fc.seg_calls == 3, "segmentation ran %d times (cancel raised on the 3rd)", fc.seg_calls);
     CHECK_MSG(ez_atomic_int_load(&progress) > 0 && ez_atomic_int_load(&progress) < 1000000, "progress %d after cancel",
@@ -813,7 +1007,7 @@ static void test_run_two_hours_bounded(void) {
             x[(size_t)block * 600 * SR + (size_t)s] = (float)(0.5 * sin(2 * PI * VOICE_HZ[v] * s / SR));
         }
     before = peak_rss_kb();
-    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns) == ELIZA_OK, "2 h run failed: %s", ez_error_message());
+    CHECK_MSG(ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns, NULL) == ELIZA_OK, "2 h run failed: %s", ez_error_message());
     after = peak_rss_kb();
     CHECK_MSG(n_speakers_of(t, n_turns) == 3, "2 h: %d speakers of 3", n_speakers_of(t, n_turns));
     CHECK_MSG(n_turns >= 48 && n_turns <= 60, "2 h: %zu turns (48 expected)", n_turns);
@@ -844,11 +1038,15 @@ int main(void) {
     test_window_geometry();
     test_reconstruct_turns_across_permuted_windows();
     test_reconstruct_count_limits_speakers();
+    test_reconstruct_exclusive_has_one_speaker_at_a_time();
     test_run_silence_and_tiny_inputs();
     test_run_synthetic_conversation(SR);
     test_run_synthetic_conversation(48000);
     test_run_synthetic_conversation(8000);
     test_run_cancel();
+    test_voice_embedding_of_reference_audio();
+    test_identify_is_one_to_one_under_the_threshold();
+    test_stream_matches_offline_and_never_revises();
     test_run_two_hours_bounded();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed ? 1 : 0;

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import eliza
@@ -173,3 +174,47 @@ def test_closed_diarizer_refuses_calls(diarizer: eliza.Diarizer) -> None:
 def test_one_model_path_alone_is_refused(diarizer: eliza.Diarizer) -> None:
     with pytest.raises(eliza.InvalidArgumentError, match="both model paths"):
         eliza.Diarizer(diarizer.segmentation_path)
+
+
+def _speech() -> npt.NDArray[np.float32]:
+    """3 s of a voiced, speech-like signal (a pitch glide with harmonics and
+    a syllable envelope) that the segmentation model takes for speech."""
+    t = np.arange(3 * RATE) / RATE
+    f0 = 120 + 30 * np.sin(2 * np.pi * 0.7 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / RATE
+    x = sum(np.sin(k * phase) / k for k in range(1, 12))
+    return (0.3 * x * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t) ** 2)).astype(np.float32)
+
+
+def test_enroll_refuses_bad_reference_audio_and_names(diarizer: eliza.Diarizer) -> None:
+    diarizer.unenroll()
+    with pytest.raises(eliza.InvalidArgumentError, match="speech"):
+        diarizer.enroll("silent", np.zeros(5 * RATE, np.float32), RATE)
+    with pytest.raises(eliza.InvalidArgumentError, match="speech"):
+        diarizer.enroll("short", _speech()[: RATE // 10], RATE)
+    bad = _speech()
+    bad[100] = np.nan
+    with pytest.raises(eliza.InvalidArgumentError, match="sample 100 is NaN"):
+        diarizer.enroll("nan", bad, RATE)
+    for name, why in (("", "empty"), ("two words", "space"), ("x" * 65, "at most 64")):
+        with pytest.raises(eliza.InvalidArgumentError, match=why):
+            diarizer.enroll(name, _speech(), RATE)
+    with pytest.raises(eliza.InvalidArgumentError, match="outside"):
+        diarizer.enroll("rate", _speech(), 100)
+    assert diarizer.enrolled == []
+    raw = lib().eliza_diarizer_enroll(None, b"x", None, 0, RATE)
+    assert raw == Status.E_INVALID_ARG
+
+
+def test_enroll_a_name_twice_and_unenroll_unknown(diarizer: eliza.Diarizer) -> None:
+    diarizer.unenroll()
+    diarizer.enroll("ana", _speech(), RATE)
+    try:
+        with pytest.raises(eliza.InvalidArgumentError, match="already enrolled"):
+            diarizer.enroll("ana", _speech(), RATE)
+        assert diarizer.enrolled == ["ana"]
+        with pytest.raises(eliza.NotFoundError, match="bob"):
+            diarizer.unenroll("bob")
+    finally:
+        diarizer.unenroll()
+    assert diarizer.enrolled == []

@@ -292,3 +292,158 @@ def test_pipeline_shortcuts_match_the_plain_calls(model_paths: tuple[Path, Path]
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 failed" in run.stdout
+
+
+def test_centroids_are_the_speakers_embeddings(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    turns = diarizer.diarize(conversation)
+    c = turns.centroids
+    assert c.shape == (len(turns.speakers), 256)
+    np.testing.assert_allclose(np.linalg.norm(c, axis=1), 1.0, atol=1e-5)
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    for s in turns.speakers:
+        longest = max((t for t in turns if t.speaker == s), key=lambda t: t.duration)
+        e = diarizer.embed(audio[int(longest.start * 16000) : int(longest.end * 16000)])
+        sims = c @ e
+        assert int(np.argmax(sims)) == s, f"speaker {s}'s longest turn is nearest another centroid: {sims}"
+
+
+def test_exclusive_output_has_no_overlap(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    turns = diarizer.diarize(conversation, exclusive=True)
+    assert turns.overlaps() == []
+    assert all(a.end <= b.start + 1e-9 for a, b in zip(turns, turns[1:]))
+    plain = diarizer.diarize(conversation)
+    assert frame_der(reference(), turns) < DER_BOUND
+    assert sum(t.duration for t in turns) <= sum(t.duration for t in plain) + 1e-6
+
+
+def test_overlaps_are_the_stretches_of_two_or_more_turns() -> None:
+    d = eliza.Diarization([
+        eliza.Turn(0.0, 5.0, 0, 1.0), eliza.Turn(4.0, 6.0, 1, 1.0), eliza.Turn(4.5, 5.5, 2, 1.0),
+        eliza.Turn(5.8, 7.0, 0, 1.0), eliza.Turn(8.0, 9.0, 1, 1.0),
+    ])
+    assert d.overlaps() == [(4.0, 5.5), (5.8, 6.0)]
+    assert eliza.Diarization().overlaps() == [] and eliza.Diarization().centroids.shape == (0, 0)
+
+
+def test_enrolled_voice_names_its_speaker(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    """Enrol A from its first turn and B from its first turn, silence both
+    turns, and the speakers found in the rest carry the right names."""
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    ref = reference()
+    firsts = {s: next((a, b) for a, b, x in ref if x == s) for s in ("A", "B")}
+    diarizer.unenroll()
+    try:
+        for s, (a, b) in firsts.items():
+            diarizer.enroll(f"person_{s}", audio[int(a * 16000) : int(b * 16000)], 16000)
+        assert diarizer.enrolled == ["person_A", "person_B"]
+        rest = audio.copy()
+        for a, b in firsts.values():
+            rest[int(a * 16000) : int(b * 16000)] = 0.0
+        turns = diarizer.diarize(rest, 16000)
+        for t in turns:
+            if t.duration < 1.0:
+                continue
+            mid = 0.5 * (t.start + t.end)
+            truth = [x for a, b, x in ref if a <= mid < b]
+            if truth:
+                assert turns.label(t.speaker) == f"person_{truth[0]}", (t, turns.names, turns.distances)
+        assert f"person_{ref[-1][2]}" in turns.to_rttm("c")
+        # A threshold of 0 names nobody.
+        strict = diarizer.diarize(rest, 16000, identify_threshold=0.0)
+        assert [strict.label(s) for s in strict.speakers] == [f"SPEAKER_{s:02d}" for s in strict.speakers]
+        diarizer.unenroll("person_A")
+        assert diarizer.enrolled == ["person_B"]
+    finally:
+        diarizer.unenroll()
+
+
+def test_cli_enroll_labels_the_speaker(
+    model_paths: tuple[Path, Path], conversation: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    audio, rate = read_wav(conversation)
+    a, b = next((a, b) for a, b, x in reference() if x == "A")
+    clip = tmp_path / "alice.wav"
+    pcm = (np.clip(audio[int(a * rate) : int(b * rate)], -1, 1) * 32767).astype("<i2")
+    _write_wav(clip, pcm.reshape(-1, 1), 2, rate)
+    seg, emb = model_paths
+    out = tmp_path / "out.rttm"
+    proc = run_cli(
+        *("diarize", str(conversation), "--enroll", f"alice={clip}", "--rttm", str(out)),
+        *("--segmentation", str(seg), "--embedding", str(emb), "--threads", "2"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "alice" in {r.split()[7] for r in out.read_text().splitlines()}
+    bad = run_cli("diarize", str(conversation), "--enroll", "alice")
+    assert bad.returncode != 0 and "NAME=FILE" in bad.stderr
+
+
+def test_live_stream_is_near_offline_and_never_revises(diarizer: eliza.Diarizer, conversation: Path) -> None:
+    audio, rate = read_wav(conversation)
+    audio = _resample(audio, rate, 16000)
+    rng = np.random.default_rng(0)
+    turns: list[eliza.Turn] = []
+    worst_lag = 0.0
+    with diarizer.stream(latency=5.0) as live:
+        at = 0
+        while at < audio.size:
+            n = int(rng.integers(1, 24000))
+            edge = live.decided if at else 0.0
+            new = live.push(audio[at : at + n])
+            at += n
+            assert all(t.start >= edge - 1e-9 for t in new), "a turn reached back before the decided edge"
+            worst_lag = max(worst_lag, at / 16000 - live.decided)
+            turns += new
+        turns += live.finish()
+        with pytest.raises(eliza.StateError):
+            live.push(audio[:100])
+    offline = frame_der(reference(), diarizer.diarize(audio, 16000))
+    online = frame_der(reference(), turns)
+    assert worst_lag <= 6.05, f"decisions lagged {worst_lag:.2f} s"
+    assert online < offline + 0.10, f"live DER {online:.3f} vs offline {offline:.3f}"
+
+
+def test_live_stream_bad_input(diarizer: eliza.Diarizer) -> None:
+    with diarizer.stream() as live:
+        bad = np.zeros(1600, np.float32)
+        bad[7] = np.nan
+        with pytest.raises(eliza.InvalidArgumentError, match="sample 7 of the chunk is NaN"):
+            live.push(bad)
+        assert live.push(np.zeros(1600, np.float32)) == []  # still usable
+    with pytest.raises(eliza.InvalidArgumentError, match="latency"):
+        diarizer.stream(latency=30.0)
+    with pytest.raises(eliza.StateError):
+        live.push(np.zeros(10, np.float32))
+    # Closed mid-stream, and the diarizer busy meanwhile only while a call runs.
+    live = diarizer.stream()
+    live.push(np.zeros(3 * 16000, np.float32))
+    live.close()
+    live.close()
+
+
+def test_cli_live_prints_turns_of_raw_audio(
+    model_paths: tuple[Path, Path], conversation: Path, tmp_path: Path, run_cli: RunCli
+) -> None:
+    audio, rate = read_wav(conversation)
+    raw = tmp_path / "conv.s16"
+    raw.write_bytes((np.clip(_resample(audio, rate, 16000), -1, 1) * 32767).astype("<i2").tobytes())
+    seg, emb = model_paths
+    proc = run_cli(
+        *("diarize", str(raw), "--live", "--latency", "3"),
+        *("--segmentation", str(seg), "--embedding", str(emb), "--threads", "2"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert rows and {r[2] for r in rows} >= {"SPEAKER_00", "SPEAKER_01"}
+    assert "live:" in proc.stderr
+
+
+def test_live_stream_outlives_its_closed_diarizer(model_paths: tuple[Path, Path]) -> None:
+    d = eliza.Diarizer(*model_paths, n_threads=1)
+    live = d.stream()
+    live.push(np.zeros(16000, np.float32))
+    d.close()
+    with pytest.raises(eliza.StateError, match="closed"):
+        live.push(np.zeros(16000, np.float32))
+    live.close()

@@ -76,3 +76,25 @@ def test_real_meetings_der_does_not_regress() -> None:
     evaluate_real.print_report(held, "development + test")
     assert train["overall"]["der_0"] < 0.32
     assert held["overall"]["der_0"] < 0.50
+
+
+@pytest.mark.reference
+def test_real_meetings_identification() -> None:
+    """Enrol each speaker from one clean stretch, identify them in the rest
+    of the file (tests/diar/real/identify_real.py): today 11/12 found
+    speakers named right on train and 4/5 held out at the default threshold
+    (docs/diarization.md); the bounds catch a regression."""
+    pytest.importorskip("pyannote.metrics")
+    import identify_real
+
+    import eliza
+
+    data = evaluate_real.fetch()
+    with eliza.Diarizer(n_threads=2) as d:
+        train = identify_real.identify_split(d, evaluate_real.load_split(data, "train"), None)
+        held = identify_real.identify_split(
+            d, [f for s in ("development", "test") for f in evaluate_real.load_split(data, s)], None
+        )
+    print(train["identification_accuracy"], held["identification_accuracy"])
+    assert train["identification_accuracy"] >= 0.8
+    assert held["identification_accuracy"] >= 0.6

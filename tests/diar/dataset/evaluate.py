@@ -84,6 +84,26 @@ def eliza_system(threads: int, **options: Any) -> System:
     return run
 
 
+def live_system(threads: int, **options: Any) -> System:
+    """The live stream (Diarizer.stream), fed 0.5 s chunks of 16 kHz audio."""
+    sys.path.insert(0, str(REPO / "sdk"))
+    import eliza
+    from eliza.audio import read_audio
+
+    diarizer = eliza.Diarizer(n_threads=threads)
+
+    def run(wav: Path) -> list[tuple[float, float, int]]:
+        audio, _ = read_audio(wav, sample_rate=16000)
+        turns = []
+        with diarizer.stream(**options) as live:
+            for at in range(0, len(audio), 8000):
+                turns += live.push(audio[at : at + 8000])
+            turns += live.finish()
+        return [(t.start, t.end, t.speaker) for t in turns]
+
+    return run
+
+
 def baseline_system(threads: int, **options: Any) -> System:
     sys.path.insert(0, str(REPO / "bench"))
     from diar_baseline import Baseline  # type: ignore[import-not-found]
@@ -146,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--system", choices=("eliza", "baseline"), default="eliza")
+    parser.add_argument("--system", choices=("eliza", "live", "baseline"), default="eliza")
     parser.add_argument("--data", type=Path, default=None, help="directory of the generated WAV files")
     parser.add_argument("--only", nargs="*", metavar="NAME")
     parser.add_argument("--threads", type=int, default=2)
@@ -159,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [f["name"] for f in meta["files"] if not args.only or f["name"] in args.only]
     ensure_audio(data, names)
     options = {k: v for k, v in (("threshold", args.threshold), ("step", args.step)) if v is not None}
-    make = eliza_system if args.system == "eliza" else baseline_system
+    make = {"eliza": eliza_system, "live": live_system, "baseline": baseline_system}[args.system]
     result = evaluate(make(args.threads, **options), data, names)
     result["system"] = args.system
     result["options"] = options

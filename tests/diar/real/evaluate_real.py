@@ -41,7 +41,7 @@ __all__ = [
 
 # The generated set's evaluation: its collars, systems and Annotation helper.
 sys.path.insert(0, str(HERE.parent / "dataset"))
-from evaluate import COLLARS, System, eliza_system, to_annotation  # noqa: E402
+from evaluate import COLLARS, System, eliza_system, live_system, to_annotation  # noqa: E402
 
 
 def cache_dir() -> Path:
@@ -170,12 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("train", "heldout", "all"), default="all")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--live", action="store_true", help="score the live stream (Diarizer.stream)")
     parser.add_argument("--step", type=float, default=None, help="window step, seconds")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     data = fetch()
     options = {k: v for k, v in (("threshold", args.threshold), ("step", args.step)) if v is not None}
-    system = eliza_system(args.threads, **options)
+    system = (live_system if args.live else eliza_system)(args.threads, **options)
     groups = {"train": ["train"], "heldout": ["development", "test"]}
     chosen = ["train", "heldout"] if args.split == "all" else [args.split]
     results = {}
