@@ -8,7 +8,8 @@
  *   bench_kv [positions, default 4096] [seconds per measurement, default 0.3]
  *
  * Prints per type: cache bytes per position of one layer and head (K + V),
- * microseconds per pass over the cache, and GB/s of cache read. Built by
+ * microseconds per pass over the cache, GB/s of cache read, and the
+ * nanoseconds that writing one head takes (the store, once per token). Built by
  * the ELIZA_BUILD_BENCH CMake option; links the static library. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,18 @@ static double measure(const ez_kv_kernels *k, const uint8_t *keys, const uint8_t
     return (double)(t - t0) / 1e9 / (double)passes;
 }
 
+/* Seconds per store of one head. */
+static double measure_store(const ez_kv_kernels *k, const float *x, uint8_t *row, double seconds) {
+    uint64_t t0 = ez_time_ns(), t;
+    long passes = 0;
+    do {
+        for (int i = 0; i < 64; i++) k->store(x, row, HD);
+        passes += 64;
+        t = ez_time_ns();
+    } while ((double)(t - t0) < seconds * 1e9);
+    return (double)(t - t0) / 1e9 / (double)passes;
+}
+
 int main(int argc, char **argv) {
     const int n = argc > 1 ? atoi(argv[1]) : 4096;
     const double seconds = argc > 2 ? atof(argv[2]) : 0.3;
@@ -51,11 +64,12 @@ int main(int argc, char **argv) {
     if (n < 1 || !x || !q || !w || !out) return 1;
     for (int i = 0; i < 4 * HD; i++) q[i] = frand();
     printf("%d positions, head %d, 4 query heads per key/value head, one thread\n", n, HD);
-    printf("%-8s %10s %12s %12s %10s %10s\n", "type", "B/pos", "ref us", "fast us", "fast GB/s", "speedup");
+    printf("%-8s %10s %12s %12s %10s %10s %10s\n", "type", "B/pos", "ref us", "fast us", "fast GB/s", "speedup",
+           "store ns");
     for (int t = 0; t < EZ_KV_COUNT; t++) {
         const size_t row = ez_kv_row_bytes(t, HD);
         uint8_t *keys = (uint8_t *)malloc(row * (size_t)n), *vals = (uint8_t *)malloc(row * (size_t)n);
-        double ref, fast;
+        double ref, fast, store;
         if (!keys || !vals) return 1;
         for (int s = 0; s < n; s++) {
             for (int i = 0; i < HD; i++) x[i] = frand();
@@ -65,8 +79,9 @@ int main(int argc, char **argv) {
         }
         ref = measure(ez_kv_kernels_ref(t), keys, vals, row, n, q, w, out, seconds);
         fast = measure(ez_kv_kernels_active(t), keys, vals, row, n, q, w, out, seconds);
-        printf("%-8s %10zu %12.1f %12.1f %10.2f %9.2fx\n", ez_kv_type_name(t), 2 * row, ref * 1e6, fast * 1e6,
-               2.0 * (double)row * n / fast / 1e9, ref / fast);
+        store = measure_store(ez_kv_kernels_active(t), x, keys, seconds);
+        printf("%-8s %10zu %12.1f %12.1f %10.2f %9.2fx %10.0f\n", ez_kv_type_name(t), 2 * row, ref * 1e6, fast * 1e6,
+               2.0 * (double)row * n / fast / 1e9, ref / fast, store * 1e9);
         free(keys);
         free(vals);
     }
