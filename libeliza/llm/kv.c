@@ -300,7 +300,8 @@ const ez_kv_kernels *ez_kv_kernels_ref(int type) { return type >= 0 && type < EZ
 
 const ez_kv_kernels *ez_kv_kernels_active(int type) {
     const ez_kv_kernels *k = NULL;
-    if (ez_simd_at_least(EZ_SIMD_AVX2)) k = ez_kv_kernels_avx2(type);
+    if (ez_simd_at_least(EZ_SIMD_AVX512)) k = ez_kv_kernels_avx512(type);
+    if (!k && ez_simd_at_least(EZ_SIMD_AVX2)) k = ez_kv_kernels_avx2(type);
     else if (ez_simd_at_least(EZ_SIMD_NEON)) k = ez_kv_kernels_neon(type);
     return k ? k : ez_kv_kernels_ref(type);
 }

@@ -95,6 +95,7 @@ EZ_INTERNAL void ez_kv_hadamard(float *x, int n);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_active(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_ref(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_avx2(int type);
+EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_avx512(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_neon(int type);
 
 /* The block types' reference pieces the fast tables share: writing a row

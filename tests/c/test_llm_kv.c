@@ -1,6 +1,7 @@
 /* The KV cache's storage types in isolation (llm/kv.h): the transforms
  * against their definitions, each format's round trip against its error
- * bound, the exact codes of known inputs, and every fast kernel (AVX2, NEON)
+ * bound, the exact codes of known inputs, and every fast kernel (AVX2,
+ * AVX-512, NEON)
  * against the scalar reference on the same stored codes. */
 #include <math.h>
 #include <stdio.h>
@@ -236,10 +237,16 @@ static void test_kv_fast_kernels_match_reference(void) {
         const ez_kv_kernels *ref = ez_kv_kernels_ref(t);
         if (ez_kv_kernels_avx2(t) && (ez_cpu_features() & EZ_CPU_AVX2) && (ez_cpu_features() & EZ_CPU_FMA))
             check_kernels(ez_kv_kernels_avx2(t), ref, t, "avx2");
+        if (ez_kv_kernels_avx512(t) && (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512)
+            check_kernels(ez_kv_kernels_avx512(t), ref, t, "avx512");
         if (ez_kv_kernels_neon(t)) check_kernels(ez_kv_kernels_neon(t), ref, t, "neon");
         check_kernels(ez_kv_kernels_active(t), ref, t, "active");
-        /* Every vector level runs the vector kernels it may (avx512 the AVX2 ones). */
-        if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_kv_kernels_avx2(t))
+        /* Every vector level runs its own kernels: avx512 the AVX-512 ones,
+         * avx2 (ELIZA_SIMD=avx2 on an AVX-512 CPU too) the AVX2 ones. */
+        if (ez_simd_at_least(EZ_SIMD_AVX512) && ez_kv_kernels_avx512(t))
+            CHECK_MSG(ez_kv_kernels_active(t) == ez_kv_kernels_avx512(t), "%s: level %s runs another table",
+                      ez_kv_type_name(t), ez_simd_level_name(ez_simd_level_active()));
+        else if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_kv_kernels_avx2(t))
             CHECK_MSG(ez_kv_kernels_active(t) == ez_kv_kernels_avx2(t), "%s: level %s runs the reference",
                       ez_kv_type_name(t), ez_simd_level_name(ez_simd_level_active()));
         if (ez_simd_at_least(EZ_SIMD_NEON) && ez_kv_kernels_neon(t))
