@@ -24,7 +24,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m51
         const ez_block_q8_0 *k = (const ez_block_q8_0 *)row + b;
         v[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)k->qs)));
         v[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(k->qs + 16))));
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     case EZ_KV_Q4_0: {
         const ez_block_q4_0 *k = (const ez_block_q4_0 *)row + b;
@@ -32,7 +32,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m51
         const __m512i m = _mm512_set1_epi32(15), eight = _mm512_set1_epi32(8);
         v[0] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(codes, m), eight));
         v[1] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(codes, 4), eight));
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     case EZ_KV_TBQ4_0: {
         const ez_block_tbq4_0 *k = (const ez_block_tbq4_0 *)row + b;
@@ -40,23 +40,31 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m51
         const __m512 levels = _mm512_loadu_ps(ez_tbq4_levels);
         v[0] = _mm512_permutexvar_ps(_mm512_and_si512(codes, _mm512_set1_epi32(15)), levels);
         v[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(codes, 4), levels);
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     default: {
-        /* Lanes 0-7 take the 24 bits of codes 0-7 (bytes 0-2), lanes 8-15
-         * those of codes 8-15 (bytes 3-5); the second vector bytes 6-11. */
+        /* The 12 code bytes (a masked load: nothing past the block is
+         * read), in every 128-bit lane; lane j of v[h] takes the three
+         * bytes of its group of eight codes (bytes 3g .. 3g + 2, g = 2h +
+         * j / 8), shifted to its code. */
         const ez_block_tbq3_0 *k = (const ez_block_tbq3_0 *)row + b;
+        const __m512i bytes = _mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(0x0FFF, k->qs));
         const __m512i shifts = _mm512_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21, 0, 3, 6, 9, 12, 15, 18, 21);
         const __m512 levels = _mm512_castps256_ps512(_mm256_loadu_ps(ez_tbq3_levels));
+        /* Byte 3 of each lane repeats byte 2: the shifts keep 24 bits. */
+        const __m512i ctl[2] = {
+            _mm512_setr_epi32(0x02020100, 0x02020100, 0x02020100, 0x02020100, 0x02020100, 0x02020100, 0x02020100,
+                              0x02020100, 0x05050403, 0x05050403, 0x05050403, 0x05050403, 0x05050403, 0x05050403,
+                              0x05050403, 0x05050403),
+            _mm512_setr_epi32(0x08080706, 0x08080706, 0x08080706, 0x08080706, 0x08080706, 0x08080706, 0x08080706,
+                              0x08080706, 0x0B0B0A09, 0x0B0B0A09, 0x0B0B0A09, 0x0B0B0A09, 0x0B0B0A09, 0x0B0B0A09,
+                              0x0B0B0A09, 0x0B0B0A09)};
         for (int h = 0; h < 2; h++) {
-            const uint8_t *p = k->qs + 6 * h;
-            const int lo = (int)(p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16));
-            const int hi = (int)(p[3] | ((uint32_t)p[4] << 8) | ((uint32_t)p[5] << 16));
-            const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi32(lo), _mm256_set1_epi32(hi), 1);
-            const __m512i idx = _mm512_and_si512(_mm512_srlv_epi32(bits, shifts), _mm512_set1_epi32(7));
-            v[h] = _mm512_permutexvar_ps(idx, levels);
+            const __m512i bits = _mm512_shuffle_epi8(bytes, ctl[h]);
+            v[h] = _mm512_permutexvar_ps(_mm512_and_si512(_mm512_srlv_epi32(bits, shifts), _mm512_set1_epi32(7)),
+                                         levels);
         }
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     }
 }
