@@ -21,6 +21,10 @@
 /* Cache rows a cache of another type than F32 widens at a time for those
  * GEMMs (the one bounded copy of cached rows attention makes). */
 #define EZ_ATT_KV_CHUNK 256
+/* The split schedule (few query tokens): runs of at least ATT_SPLIT_RUN
+ * positions, and at most ATT_SPLIT_SLOTS partial results per thread. */
+#define EZ_ATT_SPLIT_RUN 64
+#define EZ_ATT_SPLIT_SLOTS 8
 
 /* The shapes every layer's attention shares, and its workspace. */
 typedef struct {
@@ -33,6 +37,7 @@ typedef struct {
     int32_t block;              /* tokens per blocked-attention task; 0: per-token only */
     float *scratch;             /* [n_threads][per_thread] */
     size_t per_thread;
+    size_t part_at;             /* where a thread's partial-result slots start in its per_thread floats */
 } ez_attn;
 
 /* block and per_thread for caches of up to max_cap rows per layer

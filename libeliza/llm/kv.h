@@ -10,9 +10,11 @@
  * The TBQ formats (TurboQuant, arXiv 2504.19874; the elizaOS llama.cpp
  * fork's layout) condition each 32-value block first: a fixed +-1 sign flip,
  * then the 32-point Walsh-Hadamard transform scaled by 1/sqrt(32), which
- * makes the block close to Gaussian; d is the block's RMS after that, and
- * each value is the nearest Lloyd-Max level of N(0, 1) to x / d (8 levels
- * for 3 bits, 16 for 4). Q8_0 and Q4_0 are rotated by an orthonormal
+ * makes the block close to Gaussian; each value is the nearest Lloyd-Max
+ * level of N(0, 1) to x / d (8 levels for 3 bits, 16 for 4), and d is
+ * searched around the block's RMS after that (the least-squares scale of
+ * the best of eight code sets, kv.c), which the format leaves to the
+ * writer: the reader only ever computes d * level. Q8_0 and Q4_0 are rotated by an orthonormal
  * Walsh-Hadamard transform when the head size is a multiple of 64, as
  * llama.cpp does (llama-kv-cache.cpp: keys by the largest power of two
  * dividing the head size, values by 64).
@@ -95,6 +97,7 @@ EZ_INTERNAL void ez_kv_hadamard(float *x, int n);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_active(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_ref(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_avx2(int type);
+EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_avx512(int type);
 EZ_INTERNAL const ez_kv_kernels *ez_kv_kernels_neon(int type);
 
 /* The block types' reference pieces the fast tables share: writing a row

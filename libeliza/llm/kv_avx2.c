@@ -44,7 +44,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m25
         const ez_block_q8_0 *k = (const ez_block_q8_0 *)row + b;
         for (int i = 0; i < 4; i++)
             v[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(k->qs + 8 * i))));
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     case EZ_KV_Q4_0: {
         const ez_block_q4_0 *k = (const ez_block_q4_0 *)row + b;
@@ -57,7 +57,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m25
         v[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
         v[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
         v[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     case EZ_KV_TBQ4_0: {
         const ez_block_tbq4_0 *k = (const ez_block_tbq4_0 *)row + b;
@@ -67,7 +67,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m25
         v[1] = tbq4_lookup(_mm_srli_si128(lo, 8));
         v[2] = tbq4_lookup(hi);
         v[3] = tbq4_lookup(_mm_srli_si128(hi, 8));
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     default: {
         const ez_block_tbq3_0 *k = (const ez_block_tbq3_0 *)row + b;
@@ -79,7 +79,7 @@ static EZ_ALWAYS_INLINE float decode(int type, const void *row, int64_t b, __m25
             const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(bits), shifts), seven);
             v[g] = _mm256_permutevar8x32_ps(levels, idx);
         }
-        return ez_f16_to_f32(k->d);
+        return _cvtsh_ss(k->d);
     }
     }
 }

@@ -54,9 +54,10 @@ def test_gemma_perplexity_per_kv_cache_type(runs: dict[str, Any]) -> None:
     # Goal 0.1%; measured +0.3% (the Q8_0 activations turn any change of
     # the attention output into flipped codes: F16 vs F32 moves it 0.16%).
     assert abs(ppl["q8_0"] / f16 - 1) < 0.006
-    # Goals 2% and 10%; measured +5.2% and +29% on Gemma 3 270M (16 chunks).
-    assert ppl["tbq4_0"] / f16 - 1 < 0.08
-    assert ppl["tbq3_0"] / f16 - 1 < 0.35
+    # Goals 2% and 10%; measured +3.0% and +17.7% on Gemma 3 270M (8 chunks;
+    # +5.8% and +29% with the RMS scale the scale search replaced).
+    assert ppl["tbq4_0"] / f16 - 1 < 0.045
+    assert ppl["tbq3_0"] / f16 - 1 < 0.22
     assert ppl["tbq4_0"] < ppl["q4_0"]
     per_token = {t: r["kv_bytes_per_token"] for t, r in runs["eliza"].items()}
     assert per_token["f16"] * 2 == per_token["f32"]
@@ -71,7 +72,7 @@ def test_gemma_perplexity_against_llama_cpp(runs: dict[str, Any], gemma_path: Pa
         pytest.skip("no llama.cpp build (python tests/tools/llama_cpp.py)")
     text_file = tmp_path / "text.txt"
     text_file.write_text(runs["text"], encoding="utf-8")
-    # Measured on 16 chunks: +0.15%, +0.10%, +1.88%.
+    # Measured on 8 chunks: f16 -0.15%, q4_0 +0.17%.
     for t, bound in (("f16", 0.005), ("q8_0", 0.005), ("q4_0", 0.03)):
         theirs = bench.llama_cpp_perplexity(exe, gemma_path, text_file, t, CTX, CHUNKS, 2)["ppl"]
         ours = runs["eliza"][t]["ppl"]

@@ -1,7 +1,8 @@
 """Speculative decoding end to end on the tiny random models: every drafter
 gives plain greedy output token for token (several draft lengths, drafts
 rejected at many positions, Gemma 3's sliding window wrapping with the
-smallest batch the draft length allows, a stop string inside an accepted
+smallest batch the draft length allows, with every quantized KV cache type
+as well, a stop string inside an accepted
 run); with sampling the tokens keep the plain sampler's distribution (a
 two-sample chi-square test); bad drafter settings are refused clearly.
 
@@ -16,6 +17,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,10 +54,11 @@ def _drafts() -> dict[str, str]:
 
 
 def _generate(
-    draft: str | None, k: int = 8, n_batch: int = 0, prompt: str = PROMPT, **kw: object
+    draft: str | None, k: int = 8, n_batch: int = 0, prompt: str = PROMPT, kv_type: str = "f32", **kw: object
 ) -> tuple[str, eliza.LLMStats]:
     with eliza.LLM(
-        tm.gguf_file("gemma3", "f32"), n_threads=2, n_batch=n_batch, draft=draft, draft_max_tokens=k
+        tm.gguf_file("gemma3", "f32"), n_threads=2, n_batch=n_batch, draft=draft, draft_max_tokens=k,
+        kv_type=kv_type,
     ) as llm:
         text = llm.generate(prompt, temperature=0.0, **kw)  # type: ignore[arg-type]
         stats = llm.last_stats
@@ -96,6 +99,22 @@ def test_speculative_greedy_over_the_sliding_window_wrap(drafter: str) -> None:
         assert spec.draft_tokens > spec.draft_accepted
 
 
+@pytest.mark.parametrize("kv_type", ["q8_0", "q4_0", "tbq4_0", "tbq3_0"])
+def test_speculative_greedy_rolls_back_every_cache_type(kv_type: str) -> None:
+    # A rolled-back verification pass leaves its quantized rows behind and
+    # the next pass overwrites them; on the sliding layers (head size 32:
+    # one block per head) the ring of window + k + 1 slots wraps as well.
+    # Over the three drafters some run has drafts both accepted and refused.
+    k = 6
+    want, _ = _generate(None, n_batch=k + 1, max_tokens=160, kv_type=kv_type)
+    runs = []
+    for name, draft in _drafts().items():
+        got, spec = _generate(draft, k=k, n_batch=k + 1, max_tokens=160, kv_type=kv_type)
+        assert got == want, name
+        runs.append(spec)
+    assert any(0 < s.draft_accepted < s.draft_tokens for s in runs), runs
+
+
 def test_stop_string_inside_an_accepted_run() -> None:
     # The close draft model agrees with the target on most tokens: the stop
     # string, late in the plain text, ends the speculative text at the same
@@ -118,7 +137,8 @@ def test_stop_string_inside_an_accepted_run() -> None:
 
 
 def test_max_tokens_and_context_full_cut_runs_like_plain() -> None:
-    for kw in ({"max_tokens": 37}, {"max_tokens": 0, "context_size": 60}):
+    cases: list[dict[str, Any]] = [{"max_tokens": 37}, {"max_tokens": 0, "context_size": 60}]
+    for kw in cases:
         want, plain = _generate(None, **kw)
         got, spec = _generate("ngram", k=8, **kw)
         assert got == want
