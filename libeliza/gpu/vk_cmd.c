@@ -11,25 +11,27 @@
 typedef struct {
     const char *shader;
     int n_bindings;
-    uint32_t workgroup;   /* 0: EZ_GPU_WORKGROUP */
+    uint32_t workgroup;
 } kernel_desc;
 
 static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
 #define MV EZ_GPU_MV_WORKGROUP
 #define ROW EZ_GPU_ROW_WORKGROUP
+#define WG EZ_GPU_WORKGROUP
     [EZ_GPU_K_MV_F32] = {"mv_f32", 3, MV},     [EZ_GPU_K_MV_F16] = {"mv_f16", 3, MV},
     [EZ_GPU_K_MV_BF16] = {"mv_bf16", 3, MV},   [EZ_GPU_K_MV_Q4_0] = {"mv_q4_0", 3, MV},
     [EZ_GPU_K_MV_Q4_1] = {"mv_q4_1", 3, MV},   [EZ_GPU_K_MV_Q5_0] = {"mv_q5_0", 3, MV},
     [EZ_GPU_K_MV_Q8_0] = {"mv_q8_0", 3, MV},   [EZ_GPU_K_MV_Q4_K] = {"mv_q4_k", 3, MV},
     [EZ_GPU_K_MV_Q5_K] = {"mv_q5_k", 3, MV},   [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 3, MV},
     [EZ_GPU_K_RMS_NORM] = {"rms_norm", 3, ROW}, [EZ_GPU_K_ADD_NORM] = {"add_norm", 5, ROW},
-    [EZ_GPU_K_ROPE] = {"rope", 2},             [EZ_GPU_K_QK_ROPE] = {"qk_rope", 7},
-    [EZ_GPU_K_GLU] = {"glu", 2},               [EZ_GPU_K_SOFTMAX] = {"softmax", 1, ROW},
-    [EZ_GPU_K_ARGMAX] = {"argmax", 3, ROW},    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 5},
-    [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5},     [EZ_GPU_K_ATTN_MERGE] = {"attn_merge", 3},
-    [EZ_GPU_K_ADD] = {"add", 3},               [EZ_GPU_K_SOFTCAP] = {"softcap", 1},
+    [EZ_GPU_K_ROPE] = {"rope", 2, WG},             [EZ_GPU_K_QK_ROPE] = {"qk_rope", 7, WG},
+    [EZ_GPU_K_GLU] = {"glu", 2, WG},               [EZ_GPU_K_SOFTMAX] = {"softmax", 1, ROW},
+    [EZ_GPU_K_ARGMAX] = {"argmax", 3, ROW},    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 5, WG},
+    [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5, WG},     [EZ_GPU_K_ATTN_MERGE] = {"attn_merge", 3, WG},
+    [EZ_GPU_K_ADD] = {"add", 3, WG},               [EZ_GPU_K_SOFTCAP] = {"softcap", 1, WG},
 #undef MV
 #undef ROW
+#undef WG
 };
 
 /* Descriptor sets come from pools of this many, chained as a command
@@ -68,7 +70,7 @@ static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     VkComputePipelineCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    uint32_t workgroup = kd->workgroup ? kd->workgroup : EZ_GPU_WORKGROUP;
+    uint32_t workgroup = kd->workgroup;
     VkSpecializationMapEntry spec_entry = {0, 0, sizeof workgroup};
     VkSpecializationInfo spec = {1, &spec_entry, sizeof workgroup, &workgroup};
     VkShaderModule module;
