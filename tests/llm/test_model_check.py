@@ -69,10 +69,10 @@ def test_a_runnable_small_file(tmp_path: Path) -> None:
 
 def test_what_is_missing_is_named(tmp_path: Path) -> None:
     qt = _type_without_kernels()
-    c = eliza.check_model(_write(tmp_path / "bad.gguf", "no-such-arch", pre="gemma4", tensor_type=qt))
+    c = eliza.check_model(_write(tmp_path / "bad.gguf", "no-such-arch", pre="no-such-pre", tensor_type=qt))
     assert not c.runnable
     assert any("architecture 'no-such-arch' (this build runs" in m and "gemma3" in m for m in c.missing)
-    assert any("BPE pre-tokenizer 'gemma4' is not supported" in m for m in c.missing)
+    assert any("BPE pre-tokenizer 'no-such-pre' is not supported" in m for m in c.missing)
     if qt is not None:
         assert any(f"kernels for tensor type {qt.name} ('token_embd.weight' and others: 2 tensors)" in m
                    for m in c.missing)
@@ -96,12 +96,12 @@ def test_not_a_gguf_is_an_error(tmp_path: Path) -> None:
 
 
 def test_eliza_info_says_what_the_build_lacks(tmp_path: Path) -> None:
-    path = _write(tmp_path / "bad.gguf", "phi9", pre="whitespace")
+    path = _write(tmp_path / "bad.gguf", "phi9", pre="no-such-pre")
     env = {**os.environ, "PYTHONPATH": str(REPO / "sdk") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([sys.executable, "-m", "eliza", "info", str(path), "--tensors", "0"], env=env,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert "language model: this build cannot run it; it lacks:" in out
-    assert "  - architecture 'phi9'" in out and "pre-tokenizer 'whitespace'" in out
+    assert "  - architecture 'phi9'" in out and "pre-tokenizer 'no-such-pre'" in out
     ok = _write(tmp_path / "ok.gguf", "llama")
     out = subprocess.run([sys.executable, "-m", "eliza", "info", str(ok), "--tensors", "0"], env=env,
                          capture_output=True, text=True, timeout=120, check=True).stdout
