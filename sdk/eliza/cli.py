@@ -20,7 +20,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -474,20 +476,41 @@ _CHAT_HELP = "/reset forgets the conversation, /exit (or Ctrl-D) quits; Ctrl-C s
 
 def _chat_reply(llm: Any, history: list[dict[str, str]], args: argparse.Namespace) -> str:
     """Streams one reply to stdout; Ctrl-C ends it early (what was shown is
-    kept as the reply)."""
+    kept as the reply).
+
+    While the reply runs, Ctrl-C only sets a flag: a KeyboardInterrupt
+    raised wherever the main thread happens to be could land inside the
+    stream's own bookkeeping (its in-flight count, its lock) and leave the
+    stream unclosable. A watcher thread turns the flag into a cancel, so a
+    long prompt evaluation stops at once too."""
     out = sys.stdout
     shown: list[str] = []
-    pieces = llm.chat_stream(history, template=args.template, options=_generate_options(args))
+    stopped = threading.Event()
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            if stopped.wait(0.05):
+                llm.cancel()
+                return
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: stopped.set())
+    watcher = threading.Thread(target=watch, name="eliza-chat-ctrl-c", daemon=True)
     try:
-        for piece in pieces:
-            shown.append(piece)
-            out.write(piece)
-            out.flush()
-    except KeyboardInterrupt:
-        out.write(" [stopped]")
+        watcher.start()
+        with contextlib.closing(llm.chat_stream(history, template=args.template,
+                                                options=_generate_options(args))) as pieces:
+            for piece in pieces:
+                if stopped.is_set():
+                    break
+                shown.append(piece)
+                out.write(piece)
+                out.flush()
     finally:
-        pieces.close()
-    out.write("\n")
+        finished.set()
+        watcher.join()
+        signal.signal(signal.SIGINT, previous)
+    out.write(" [stopped]\n" if stopped.is_set() else "\n")
     out.flush()
     return "".join(shown)
 

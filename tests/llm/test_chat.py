@@ -14,6 +14,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -197,3 +198,47 @@ def test_eliza_chat_ctrl_c_stops_the_reply_not_the_program(gemma_path: Path) -> 
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     assert "[stopped]" in first + out
+
+
+def _read_until(fd: int, marker: bytes, seconds: float) -> bytes:
+    """Bytes from ``fd`` until ``marker`` has arrived; fails after
+    ``seconds`` instead of hanging the suite."""
+    got = b""
+    deadline = time.monotonic() + seconds
+    while marker not in got:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {marker!r} within {seconds} s; got {got[-200:]!r}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, 4096)
+            assert chunk, f"the output ended before {marker!r}; got {got[-200:]!r}"
+            got += chunk
+    return got
+
+
+def test_eliza_chat_ctrl_c_at_any_moment_of_a_reply(gemma_path: Path) -> None:
+    # Ctrl-C early and late in consecutive replies of one session (it once
+    # hung the REPL when the interrupt landed in the stream's bookkeeping):
+    # every reply stops, the program goes on and exits cleanly.
+    env = {**os.environ, "PYTHONPATH": str(REPO / "sdk") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.Popen([sys.executable, "-m", "eliza", "chat", str(gemma_path), "--template", "gemma",
+                          "--temp", "0", "--ctx", "2048", "--max-tokens", "0"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert p.stdin is not None and p.stdout is not None
+    fd = p.stdout.fileno()
+    try:
+        for delay in (0.0, 0.003, 0.02, 0.1, 0.4):
+            p.stdin.write(b"Tell me a very long story about a lighthouse.\n")
+            p.stdin.flush()
+            assert os.read(fd, 1)      # the reply has started
+            time.sleep(delay)
+            p.send_signal(signal.SIGINT)
+            _read_until(fd, b"[stopped]\n", 120)
+        p.stdin.write(b"/exit\n")
+        p.stdin.flush()
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
