@@ -35,6 +35,8 @@ static const shape g_shapes[] = {
     {EZ_TYPE_Q5_K, 640, 2048, "ffn_down"},   {EZ_TYPE_Q6_K, 640, 2048, "ffn_down"},
     {EZ_TYPE_IQ2_XXS, 640, 2048, "ffn_down"}, {EZ_TYPE_IQ2_XS, 640, 2048, "ffn_down"},
     {EZ_TYPE_IQ2_S, 640, 2048, "ffn_down"},   {EZ_TYPE_IQ3_XXS, 640, 2048, "ffn_down"},
+    {EZ_TYPE_IQ3_S, 640, 2048, "ffn_down"},   {EZ_TYPE_IQ1_S, 640, 2048, "ffn_down"},
+    {EZ_TYPE_IQ1_M, 640, 2048, "ffn_down"},   {EZ_TYPE_TQ1_0, 640, 2048, "ffn_down"},
 };
 
 static uint64_t g_rng = 0x1234567887654321ull;
@@ -69,6 +71,7 @@ static void fill_weights(uint32_t type, uint8_t *w, uint64_t bytes) {
         case EZ_TYPE_Q4_K:
         case EZ_TYPE_Q5_K: memcpy(b + 2, &scale, 2); memcpy(b, &scale, 2); break;
         case EZ_TYPE_Q6_K: memcpy(b + 208, &scale, 2); break;
+        case EZ_TYPE_TQ1_0: memcpy(b + 52, &scale, 2); break;
         default: memcpy(b, &scale, 2); break;
         }
     }

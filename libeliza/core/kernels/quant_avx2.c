@@ -721,7 +721,7 @@ static float dot_tq2_0_q8_k_avx2(int64_t n, const void *w, const void *x) {
 }
 #undef PICK_16PAIRS
 
-/* ---- grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S) ---------------------------------
+/* ---- grid i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) ---------------------------------
  * Each 32-element sub-block is four 8-byte grid rows (unsigned values below
  * 64) with a sign byte per row: the rows are gathered into one vector, the
  * signs move onto the activation (_mm256_sign_epi8) and the unsigned-by-
@@ -871,6 +871,165 @@ static float dot_iq3_xxs_q8_k_avx2(int64_t n, const void *w, const void *x) {
     return sum * 0.25f;
 }
 
+/* IQ3_S: eight 4-byte grid rows (odd values below 16) per sub-block, their
+ * ninth index bits in qh, explicit sign bytes, one 4-bit scale; unit 1. */
+static float dot_iq3_s_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq3_s *a = (const ez_block_iq3_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq3_s));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 8 * ib, *sg = a[i].signs + 4 * ib;
+            const unsigned h = a[i].qh[ib];
+            const int ls = 2 * ((a[i].scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+            uint32_t r[8];
+            int k;
+            __m256i ys;
+            for (k = 0; k < 8; k++) memcpy(&r[k], ez_iq3s_grid[q[k] | (h << (8 - k) & 0x100)], sizeof r[k]);
+            ys = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(b[i].qs + 32 * ib)),
+                                  sign_bytes(sg[0], sg[1], sg[2], sg[3]));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)r), ys),
+                                                          _mm256_set1_epi16((short)ls)));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
+/* IQ1_S / IQ1_M: a sub-block's values are 8 * g + delta with g in {-1, 0, 1}
+ * from four 8-byte grid rows and delta = +-1 per row (IQ1_M) or per
+ * sub-block (IQ1_S), so |v| <= 9; the products v * y take the sign trick of
+ * dot_i8_quads, the scales (per half for IQ1_M) in madd. Unit 1/8. */
+static inline __m256i iq1_sub32(uint64_t r0, uint64_t r1, uint64_t r2, uint64_t r3, __m256i delta,
+                                const int8_t *y, int ls0, int ls1) {
+    const __m256i g = _mm256_setr_epi64x((long long)r0, (long long)r1, (long long)r2, (long long)r3);
+    const __m256i v = _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), delta);
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)y);
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
+    return _mm256_madd_epi16(p16, _mm256_setr_m128i(_mm_set1_epi16((short)ls0), _mm_set1_epi16((short)ls1)));
+}
+
+static float dot_iq1_s_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq1_s *a = (const ez_block_iq1_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq1_s));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 4 * ib;
+            const unsigned qh = ez_load_u16(&a[i].qh[ib]);
+            const int ls = 2 * (int)((qh >> 12) & 7) + 1;
+            acc = _mm256_add_epi32(
+                acc, iq1_sub32(grid_row((const uint8_t *)ez_iq1s_grid[q[0] | (qh << 8 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[1] | (qh << 5 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[2] | (qh << 2 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[3] | (qh >> 1 & 0x700)]),
+                               _mm256_set1_epi8(qh & 0x8000 ? -1 : 1), b[i].qs + 32 * ib, ls, ls));
+        }
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.125f;
+}
+
+/* Eight bytes of the IQ1_M delta of a grid row whose qh nibble is nib. */
+static inline long long iq1_m_delta(unsigned nib) {
+    return nib & 8 ? -1LL : 0x0101010101010101LL;
+}
+
+static float dot_iq1_m_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_iq1_m *a = (const ez_block_iq1_m *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_iq1_m));
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 4 * ib;
+            const unsigned h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
+            const unsigned sc = ez_load_u16(a[i].scales + 2 * (ib / 2)) >> (6 * (ib % 2));
+            const __m256i delta = _mm256_setr_epi64x(iq1_m_delta(h0), iq1_m_delta(h0 >> 4), iq1_m_delta(h1),
+                                                     iq1_m_delta(h1 >> 4));
+            acc = _mm256_add_epi32(
+                acc, iq1_sub32(grid_row((const uint8_t *)ez_iq1s_grid[q[0] | (h0 << 8 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[1] | (h0 << 4 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[2] | (h1 << 8 & 0x700)]),
+                               grid_row((const uint8_t *)ez_iq1s_grid[q[3] | (h1 << 4 & 0x700)]), delta,
+                               b[i].qs + 32 * ib, 2 * (int)(sc & 7) + 1, 2 * (int)(sc >> 3 & 7) + 1));
+        }
+        d = half_to_float_f16c(ez_iq1_m_d(&a[i])) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum * 0.125f;
+}
+
+/* TQ1_0 (layout at tq1_0_trit in quant_ref.c). Byte times 3 is two byte
+ * adds; trit (q * 3) >> 8 is [q >= 86] + [q >= 171]. Elements 160-255 are
+ * three vectors: qs[32..47] times 1 | 3, 9 | 27, and 81 | the qh bytes times
+ * 1, 3, 9, 27 per group of four. sum((t - 1) y) = sum(t y) - sum(bsums). */
+static inline __m256i times3(__m256i v) {
+    return _mm256_add_epi8(_mm256_add_epi8(v, v), v);
+}
+
+static inline __m256i trit_dot(__m256i q, const int8_t *y) {
+    const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(86)), q);
+    const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8((char)171)), q);
+    const __m256i t = _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), ge86), ge171);
+    return _mm256_maddubs_epi16(t, _mm256_loadu_si256((const __m256i *)y));
+}
+
+static float dot_tq1_0_q8_k_avx2(int64_t n, const void *w, const void *x) {
+    const ez_block_tq1_0 *a = (const ez_block_tq1_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k;
+    for (i = 0; i < nb; i++) {
+        const int8_t *y = b[i].qs;
+        __m256i q = _mm256_loadu_si256((const __m256i *)a[i].qs), p16 = _mm256_setzero_si256(), t, acc;
+        __m128i h1, h3, h9;
+        uint32_t qh;
+        float d;
+        prefetch_ahead(&a[i], (int)sizeof(ez_block_tq1_0));
+        for (k = 0; k < 5; k++, q = times3(q)) p16 = _mm256_add_epi16(p16, trit_dot(q, y + 32 * k));
+        t = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(a[i].qs + 32)));
+        t = _mm256_blend_epi32(t, times3(t), 0xf0);
+        p16 = _mm256_add_epi16(p16, trit_dot(t, y + 160));
+        t = times3(times3(t));
+        p16 = _mm256_add_epi16(p16, trit_dot(t, y + 192));
+        memcpy(&qh, a[i].qh, sizeof qh);
+        h1 = _mm_set1_epi32((int)qh);
+        h3 = _mm_add_epi8(_mm_add_epi8(h1, h1), h1);
+        h9 = _mm_add_epi8(_mm_add_epi8(h3, h3), h3);
+        h1 = _mm_blend_epi32(_mm_blend_epi32(h1, h3, 0x2), h9, 0x4);
+        h1 = _mm_blend_epi32(h1, _mm_add_epi8(_mm_add_epi8(h9, h9), h9), 0x8);
+        t = _mm256_inserti128_si256(times3(times3(t)), h1, 1);
+        p16 = _mm256_add_epi16(p16, trit_dot(t, y + 224));
+        acc = _mm256_madd_epi16(_mm256_sub_epi16(p16, _mm256_loadu_si256((const __m256i *)b[i].bsums)),
+                                _mm256_set1_epi16(1));
+        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d *= (float)hsum_epi32(acc);
+        sum += d;
+    }
+    return sum;
+}
+
 static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_F32] = {ez_dequant_f32_ref, NULL, dot_f32_avx2},
     [EZ_TYPE_F16] = {dequant_f16_avx2, NULL, dot_f16_avx2},
@@ -895,6 +1054,10 @@ static const ez_type_kernels g_avx2[EZ_TYPE_COUNT] = {
     [EZ_TYPE_IQ2_XS] = {ez_dequant_iq2_xs_ref, NULL, dot_iq2_xs_q8_k_avx2},
     [EZ_TYPE_IQ2_S] = {ez_dequant_iq2_s_ref, NULL, dot_iq2_s_q8_k_avx2},
     [EZ_TYPE_IQ3_XXS] = {ez_dequant_iq3_xxs_ref, NULL, dot_iq3_xxs_q8_k_avx2},
+    [EZ_TYPE_IQ3_S] = {ez_dequant_iq3_s_ref, NULL, dot_iq3_s_q8_k_avx2},
+    [EZ_TYPE_IQ1_S] = {ez_dequant_iq1_s_ref, NULL, dot_iq1_s_q8_k_avx2},
+    [EZ_TYPE_IQ1_M] = {ez_dequant_iq1_m_ref, NULL, dot_iq1_m_q8_k_avx2},
+    [EZ_TYPE_TQ1_0] = {ez_dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k_avx2},
 };
 
 const ez_type_kernels *ez_kernels_avx2(uint32_t type) {

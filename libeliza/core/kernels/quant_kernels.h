@@ -61,6 +61,14 @@ static inline void ez_unpack_q4k_scales(const uint8_t s[12], uint8_t sc[8], uint
     memcpy(mn, out + 2, 8);
 }
 
+/* The float16 super-block scale of an IQ1_M block, whose four bit groups
+ * sit in the top nibbles of the four 16-bit scale words. */
+static inline uint16_t ez_iq1_m_d(const ez_block_iq1_m *b) {
+    uint16_t sc[4];
+    memcpy(sc, b->scales, sizeof sc);
+    return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+}
+
 /* Reference kernels reused by the fast tables. */
 EZ_INTERNAL void ez_dequant_f32_ref(const void *src, float *dst, int64_t n);
 EZ_INTERNAL void ez_dequant_q4_1_ref(const void *src, float *dst, int64_t n);

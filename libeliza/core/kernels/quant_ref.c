@@ -818,12 +818,7 @@ static inline void signed_row(const uint8_t *grid, int n, uint8_t signs, int8_t 
 
 /* The float16 super-block scale of a block of `type`. */
 static uint16_t iq_d(uint32_t type, const uint8_t *blk) {
-    if (type == EZ_TYPE_IQ1_M) {
-        const ez_block_iq1_m *b = (const ez_block_iq1_m *)blk;
-        uint16_t sc[4];
-        memcpy(sc, b->scales, sizeof sc);
-        return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
-    }
+    if (type == EZ_TYPE_IQ1_M) return ez_iq1_m_d((const ez_block_iq1_m *)blk);
     return ez_load_u16(blk);
 }
 
