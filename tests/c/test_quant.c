@@ -1,7 +1,8 @@
 /* Quantization formats and kernels: type traits and row sizes, float16
  * rounding, the reference activation quantizers, and every fast kernel the
  * CPU can run against the scalar reference (dequantization bit for bit, dots
- * within a relative tolerance), on random rows of every type and, when
+ * within a relative tolerance, bit for bit against Q8_K activations), on
+ * random rows of every type (odd block counts too) and, when
  * ELIZA_TEST_GGUF names a GGUF file, on rows of every tensor in it.
  *
  * Prints one line per failure, the worst fast-vs-reference dot error per
@@ -300,6 +301,11 @@ static void check_dot_row(uint32_t type, const void *row, int64_t n, const float
         if (err > g_worst[v][type]) g_worst[v][type] = err;
         CHECK_MSG(err <= FAST_DOT_TOL, "%s %s dot %s n=%lld: %.9g, reference %.9g (rel %.3g)", g_isas[v].name,
               tr->name, what, (long long)n, got, want, err);
+        /* Against Q8_K every kernel sums a super-block in integers and
+         * scales it as the reference does: the same bits. */
+        if (tr->vec_dot_type == EZ_TYPE_Q8_K)
+            CHECK_MSG(memcmp(&got, &want, sizeof got) == 0, "%s %s dot %s n=%lld: %a, reference %a (not bit-identical)",
+                      g_isas[v].name, tr->name, what, (long long)n, got, want);
         /* Fast levels against each other (avx512 against avx2), the same bound. */
         if (first_isa)
             CHECK_MSG(fabs((double)got - (double)first_fast) <= FAST_DOT_TOL * mag + 1e-30,

@@ -27,6 +27,14 @@ static const ez_type_kernels g_dotprod[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q3_K] = {ez_dequant_q3_k_ref, NULL, dot_q3_k_q8_k},
     [EZ_TYPE_IQ4_XS] = {ez_dequant_iq4_xs_ref, NULL, dot_iq4_xs_q8_k},
     [EZ_TYPE_TQ2_0] = {ez_dequant_tq2_0_ref, NULL, dot_tq2_0_q8_k},
+    [EZ_TYPE_TQ1_0] = {ez_dequant_tq1_0_ref, NULL, dot_tq1_0_q8_k},
+    [EZ_TYPE_IQ2_XXS] = {ez_dequant_iq2_xxs_ref, NULL, dot_iq2_xxs_q8_k},
+    [EZ_TYPE_IQ2_XS] = {ez_dequant_iq2_xs_ref, NULL, dot_iq2_xs_q8_k},
+    [EZ_TYPE_IQ2_S] = {ez_dequant_iq2_s_ref, NULL, dot_iq2_s_q8_k},
+    [EZ_TYPE_IQ3_XXS] = {ez_dequant_iq3_xxs_ref, NULL, dot_iq3_xxs_q8_k},
+    [EZ_TYPE_IQ3_S] = {ez_dequant_iq3_s_ref, NULL, dot_iq3_s_q8_k},
+    [EZ_TYPE_IQ1_S] = {ez_dequant_iq1_s_ref, NULL, dot_iq1_s_q8_k},
+    [EZ_TYPE_IQ1_M] = {ez_dequant_iq1_m_ref, NULL, dot_iq1_m_q8_k},
 };
 
 /* Types without an integer dot (floats, Q8_K) fall back to the NEON table

@@ -413,4 +413,262 @@ static float dot_tq2_0_q8_k(int64_t n, const void *w, const void *x) {
     return sum;
 }
 
+/* ---- TQ1_0 and the grid i-quants ---------------------------------------------- */
+
+/* TQ1_0 (layout at tq1_0_trit in quant_ref.c): a byte times 3^k (mod 256)
+ * brings trit k to the top, where it is [q >= 86] + [q >= 171]. The trits
+ * are 0, 1, 2, so sum((t - 1) y) = sum(t y) - sum(bsums). */
+static inline int8x16_t tq1_0_trits(uint8x16_t q) {
+    const uint8x16_t ge86 = vcgeq_u8(q, vdupq_n_u8(86)), ge171 = vcgeq_u8(q, vdupq_n_u8(171));
+    return vreinterpretq_s8_u8(vsubq_u8(vsubq_u8(vdupq_n_u8(0), ge86), ge171));
+}
+
+static float dot_tq1_0_q8_k(int64_t n, const void *w, const void *x) {
+    static const uint8_t qh_pow3[16] = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};
+    const ez_block_tq1_0 *a = (const ez_block_tq1_0 *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const uint8x16_t three = vdupq_n_u8(3), pow3 = vld1q_u8(qh_pow3);
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int k;
+    for (i = 0; i < nb; i++) {
+        const int8_t *y = b[i].qs;
+        uint8x16_t q0 = vld1q_u8(a[i].qs), q1 = vld1q_u8(a[i].qs + 16), q2 = vld1q_u8(a[i].qs + 32);
+        uint32_t qh;
+        int32x4_t acc = vdupq_n_s32(0);
+        float d;
+        for (k = 0; k < 5; k++) {
+            acc = dot_i8x16(acc, tq1_0_trits(q0), vld1q_s8(y + 32 * k));
+            acc = dot_i8x16(acc, tq1_0_trits(q1), vld1q_s8(y + 32 * k + 16));
+            acc = dot_i8x16(acc, tq1_0_trits(q2), vld1q_s8(y + 160 + 16 * k));
+            q0 = vmulq_u8(q0, three);
+            q1 = vmulq_u8(q1, three);
+            q2 = vmulq_u8(q2, three);
+        }
+        memcpy(&qh, a[i].qh, sizeof qh);
+        acc = dot_i8x16(acc, tq1_0_trits(vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), pow3)), vld1q_s8(y + 240));
+        d = half_to_float_hw(a[i].d) * b[i].d;
+        d *= (float)(vaddvq_s32(acc) - vaddlvq_s16(vld1q_s16(b[i].bsums)) - vaddlvq_s16(vld1q_s16(b[i].bsums + 8)));
+        sum += d;
+    }
+    return sum;
+}
+
+/* Grid rows r0 | r1 (unsigned magnitudes below 64) as signed bytes, bit j of
+ * sign byte s0 negating element j and of s1 element 8 + j. */
+static inline int8x16_t signed_grid16(uint8x16_t g, uint8_t s0, uint8_t s1) {
+    const int8x16_t m = vreinterpretq_s8_u8(bits_to_bytes(s0, s1));
+    return vsubq_s8(veorq_s8(vreinterpretq_s8_u8(g), m), m);
+}
+
+static inline uint8x16_t rows8(const uint8_t *r0, const uint8_t *r1) {
+    return vcombine_u8(vld1_u8(r0), vld1_u8(r1));
+}
+
+static inline uint8x16_t rows4(const uint8_t *r0, const uint8_t *r1, const uint8_t *r2, const uint8_t *r3) {
+    uint32_t r[4];
+    memcpy(&r[0], r0, 4);
+    memcpy(&r[1], r1, 4);
+    memcpy(&r[2], r2, 4);
+    memcpy(&r[3], r3, 4);
+    return vreinterpretq_u8_u32(vld1q_u32(r));
+}
+
+/* sum of ls0 * v * y over elements 0-15 of a sub-block and ls1 * v * y over
+ * 16-31, for its signed values v0 | v1. */
+static inline int32x4_t scaled_halves(int32x4_t acc, int8x16_t v0, int8x16_t v1, const int8_t *y, int ls0, int ls1) {
+    acc = vmlaq_n_s32(acc, dot_i8x16(vdupq_n_s32(0), v0, vld1q_s8(y)), ls0);
+    return vmlaq_n_s32(acc, dot_i8x16(vdupq_n_s32(0), v1, vld1q_s8(y + 16)), ls1);
+}
+
+/* One super-block sum of a grid i-quant, scaled as the reference does. */
+static inline float iq_block_sum(uint16_t d, float dy, int32x4_t acc) {
+    float s = half_to_float_hw(d) * dy;
+    s *= (float)vaddvq_s32(acc);
+    return s;
+}
+
+static float dot_iq2_xxs_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_xxs *a = (const ez_block_iq2_xxs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            uint32_t g, s;
+            int ls;
+            memcpy(&g, &a[i].qs[4 * ib], sizeof g);
+            memcpy(&s, &a[i].qs[4 * ib + 2], sizeof s);
+            ls = 2 * (int)(s >> 28) + 1;
+            acc = scaled_halves(acc,
+                                signed_grid16(rows8(ez_iq2xxs_grid[g & 255], ez_iq2xxs_grid[g >> 8 & 255]),
+                                              ez_ksigns_iq2xs[s & 127], ez_ksigns_iq2xs[s >> 7 & 127]),
+                                signed_grid16(rows8(ez_iq2xxs_grid[g >> 16 & 255], ez_iq2xxs_grid[g >> 24]),
+                                              ez_ksigns_iq2xs[s >> 14 & 127], ez_ksigns_iq2xs[s >> 21 & 127]),
+                                b[i].qs + 32 * ib, ls, ls);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq2_xs_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_xs *a = (const ez_block_iq2_xs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            uint16_t q[4];
+            memcpy(q, &a[i].qs[4 * ib], sizeof q);
+            acc = scaled_halves(acc,
+                                signed_grid16(rows8(ez_iq2xs_grid[q[0] & 511], ez_iq2xs_grid[q[1] & 511]),
+                                              ez_ksigns_iq2xs[q[0] >> 9], ez_ksigns_iq2xs[q[1] >> 9]),
+                                signed_grid16(rows8(ez_iq2xs_grid[q[2] & 511], ez_iq2xs_grid[q[3] & 511]),
+                                              ez_ksigns_iq2xs[q[2] >> 9], ez_ksigns_iq2xs[q[3] >> 9]),
+                                b[i].qs + 32 * ib, 2 * (a[i].scales[ib] & 15) + 1, 2 * (a[i].scales[ib] >> 4) + 1);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq2_s_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq2_s *a = (const ez_block_iq2_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *qs = a[i].qs + 4 * ib, *sg = a[i].qs + 32 + 4 * ib;
+            const unsigned h = a[i].qh[ib];
+            acc = scaled_halves(acc,
+                                signed_grid16(rows8(ez_iq2s_grid[qs[0] | (h << 8 & 0x300)],
+                                                    ez_iq2s_grid[qs[1] | (h << 6 & 0x300)]),
+                                              sg[0], sg[1]),
+                                signed_grid16(rows8(ez_iq2s_grid[qs[2] | (h << 4 & 0x300)],
+                                                    ez_iq2s_grid[qs[3] | (h << 2 & 0x300)]),
+                                              sg[2], sg[3]),
+                                b[i].qs + 32 * ib, 2 * (a[i].scales[ib] & 15) + 1, 2 * (a[i].scales[ib] >> 4) + 1);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq3_xxs_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq3_xxs *a = (const ez_block_iq3_xxs *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 8 * ib;
+            uint32_t aux;
+            int ls;
+            memcpy(&aux, a[i].qs + 64 + 4 * ib, sizeof aux);
+            ls = 2 * (int)(aux >> 28) + 1;
+            acc = scaled_halves(
+                acc,
+                signed_grid16(rows4(ez_iq3xxs_grid[q[0]], ez_iq3xxs_grid[q[1]], ez_iq3xxs_grid[q[2]], ez_iq3xxs_grid[q[3]]),
+                              ez_ksigns_iq2xs[aux & 127], ez_ksigns_iq2xs[aux >> 7 & 127]),
+                signed_grid16(rows4(ez_iq3xxs_grid[q[4]], ez_iq3xxs_grid[q[5]], ez_iq3xxs_grid[q[6]], ez_iq3xxs_grid[q[7]]),
+                              ez_ksigns_iq2xs[aux >> 14 & 127], ez_ksigns_iq2xs[aux >> 21 & 127]),
+                b[i].qs + 32 * ib, ls, ls);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum * 0.25f;
+}
+
+static float dot_iq3_s_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq3_s *a = (const ez_block_iq3_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 8 * ib, *sg = a[i].signs + 4 * ib;
+            const unsigned h = a[i].qh[ib];
+            const int ls = 2 * ((a[i].scales[ib / 2] >> (4 * (ib % 2))) & 15) + 1;
+            acc = scaled_halves(acc,
+                                signed_grid16(rows4(ez_iq3s_grid[q[0] | (h << 8 & 0x100)], ez_iq3s_grid[q[1] | (h << 7 & 0x100)],
+                                                    ez_iq3s_grid[q[2] | (h << 6 & 0x100)], ez_iq3s_grid[q[3] | (h << 5 & 0x100)]),
+                                              sg[0], sg[1]),
+                                signed_grid16(rows4(ez_iq3s_grid[q[4] | (h << 4 & 0x100)], ez_iq3s_grid[q[5] | (h << 3 & 0x100)],
+                                                    ez_iq3s_grid[q[6] | (h << 2 & 0x100)], ez_iq3s_grid[q[7] | (h << 1 & 0x100)]),
+                                              sg[2], sg[3]),
+                                b[i].qs + 32 * ib, ls, ls);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum;
+}
+
+/* IQ1 values 8 * g + delta of two grid rows (g in {-1, 0, 1}), the deltas
+ * +-1 per row. */
+static inline int8x16_t iq1_values(const int8_t *r0, const int8_t *r1, int8_t d0, int8_t d1) {
+    const int8x16_t g = vcombine_s8(vld1_s8(r0), vld1_s8(r1));
+    return vaddq_s8(vshlq_n_s8(g, 3), vcombine_s8(vdup_n_s8(d0), vdup_n_s8(d1)));
+}
+
+static float dot_iq1_s_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq1_s *a = (const ez_block_iq1_s *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 4 * ib;
+            const unsigned qh = ez_load_u16(&a[i].qh[ib]);
+            const int8_t delta = qh & 0x8000 ? -1 : 1;
+            const int ls = 2 * (int)((qh >> 12) & 7) + 1;
+            acc = scaled_halves(acc,
+                                iq1_values(ez_iq1s_grid[q[0] | (qh << 8 & 0x700)], ez_iq1s_grid[q[1] | (qh << 5 & 0x700)],
+                                           delta, delta),
+                                iq1_values(ez_iq1s_grid[q[2] | (qh << 2 & 0x700)], ez_iq1s_grid[q[3] | (qh >> 1 & 0x700)],
+                                           delta, delta),
+                                b[i].qs + 32 * ib, ls, ls);
+        }
+        sum += iq_block_sum(a[i].d, b[i].d, acc);
+    }
+    return sum * 0.125f;
+}
+
+static float dot_iq1_m_q8_k(int64_t n, const void *w, const void *x) {
+    const ez_block_iq1_m *a = (const ez_block_iq1_m *)w;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    int64_t i, nb = n / EZ_QK_K;
+    float sum = 0.0f;
+    int ib;
+    for (i = 0; i < nb; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (ib = 0; ib < 8; ib++) {
+            const uint8_t *q = a[i].qs + 4 * ib;
+            const unsigned h0 = a[i].qh[2 * ib], h1 = a[i].qh[2 * ib + 1];
+            const unsigned sc = ez_load_u16(a[i].scales + 2 * (ib / 2)) >> (6 * (ib % 2));
+            acc = scaled_halves(acc,
+                                iq1_values(ez_iq1s_grid[q[0] | (h0 << 8 & 0x700)], ez_iq1s_grid[q[1] | (h0 << 4 & 0x700)],
+                                           h0 & 0x08 ? -1 : 1, h0 & 0x80 ? -1 : 1),
+                                iq1_values(ez_iq1s_grid[q[2] | (h1 << 8 & 0x700)], ez_iq1s_grid[q[3] | (h1 << 4 & 0x700)],
+                                           h1 & 0x08 ? -1 : 1, h1 & 0x80 ? -1 : 1),
+                                b[i].qs + 32 * ib, 2 * (int)(sc & 7) + 1, 2 * (int)(sc >> 3 & 7) + 1);
+        }
+        sum += iq_block_sum(ez_iq1_m_d(&a[i]), b[i].d, acc);
+    }
+    return sum * 0.125f;
+}
+
 #endif /* EZ_QUANT_NEON_DOTS_H */
