@@ -39,9 +39,16 @@ DEFAULT_TYPES = (
     "IQ4_XS",
     "TQ2_0",
     "MXFP4",
+    "TQ1_0",
+    "IQ3_XXS",
     "IQ3_S",
     "IQ2_XXS",
+    "IQ2_XS",
+    "IQ2_S",
     "IQ1_S",
+    "IQ1_M",
+    "F16",
+    "BF16",
 )
 
 
