@@ -55,8 +55,11 @@ static inline __m512i two_nibble_blocks(const uint8_t *qs0, const uint8_t *qs1) 
     return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-static inline __m512i q4_0_pair(const ez_block_q4_0 *a) {
-    return _mm512_sub_epi8(two_nibble_blocks(a[0].qs, a[1].qs), _mm512_set1_epi8(8));
+/* Q4_0 keeps its unsigned codes c = q + 8: sum(q y) = sum(c y) - 8 sum(y),
+ * the second term a vpdpbusd of its own that starts the first. */
+static inline __m512i q4_0_pair_dot(const ez_block_q4_0 *a, __m512i y) {
+    const __m512i off = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), y);
+    return _mm512_dpbusd_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), off), two_nibble_blocks(a[0].qs, a[1].qs), y);
 }
 
 /* Q5_0: nibble - 16 where the fifth bit (qh bit j for element j) is clear. */
@@ -72,47 +75,64 @@ static inline __m512i q8_0_pair(const ez_block_q8_0 *a) {
     return two_256(_mm256_loadu_si256((const __m256i *)a[0].qs), _mm256_loadu_si256((const __m256i *)a[1].qs));
 }
 
+static inline __m512i q5_0_pair_dot(const ez_block_q5_0 *a, __m512i y) { return dot_i8_quads(q5_0_pair(a), y); }
+static inline __m512i q8_0_pair_dot(const ez_block_q8_0 *a, __m512i y) { return dot_i8_quads(q8_0_pair(a), y); }
+
 static inline __m512i y_pair(const ez_block_q8_0 *b) {
     return two_256(_mm256_loadu_si256((const __m256i *)b[0].qs), _mm256_loadu_si256((const __m256i *)b[1].qs));
+}
+
+/* The products d_w d_x of four consecutive blocks (each starting with its
+ * float16 d), converted by one F16C instruction: the same floats as
+ * half_product gives one at a time. */
+static inline __m128 scale_products4(const void *w, size_t w_size, const ez_block_q8_0 *b) {
+    const uint8_t *p = (const uint8_t *)w;
+    const __m256 f = _mm256_cvtph_ps(_mm_setr_epi16((short)ez_load_u16(p), (short)ez_load_u16(p + w_size),
+                                                    (short)ez_load_u16(p + 2 * w_size),
+                                                    (short)ez_load_u16(p + 3 * w_size), (short)b[0].d,
+                                                    (short)b[1].d, (short)b[2].d, (short)b[3].d));
+    return _mm_mul_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1));
 }
 
 /* acc + (d_w d_x per block) * sum(w * x) for blocks i, i + 1. A last odd
  * block goes through the same code with a zero second scale (its second
  * block reads block i again: in bounds). */
-#define EZ_DOT_PAIRS(wtype, pair_fn)                                                              \
+#define EZ_DOT_PAIRS(wtype, pair_dot)                                                             \
     const wtype *a = (const wtype *)w;                                                            \
     const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;                                            \
+    const __m512i pick01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);    \
+    const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));                        \
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                \
     int64_t i = 0, nb = n / EZ_QK;                                                                \
     for (; i + 4 <= nb; i += 4) {                                                                 \
+        const __m512 d4 = _mm512_castps128_ps512(scale_products4(&a[i], sizeof(wtype), &b[i]));   \
         prefetch_ahead(&a[i], 4 * (int)sizeof(wtype));                                            \
-        acc0 = _mm512_fmadd_ps(two_scales(half_product(a[i].d, b[i].d), half_product(a[i + 1].d, b[i + 1].d)), \
-                               _mm512_cvtepi32_ps(dot_i8_quads(pair_fn(&a[i]), y_pair(&b[i]))), acc0);        \
-        acc1 = _mm512_fmadd_ps(two_scales(half_product(a[i + 2].d, b[i + 2].d),                  \
-                                          half_product(a[i + 3].d, b[i + 3].d)),                 \
-                               _mm512_cvtepi32_ps(dot_i8_quads(pair_fn(&a[i + 2]), y_pair(&b[i + 2]))), acc1); \
+        acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick01, d4),                                  \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i], y_pair(&b[i]))), acc0);        \
+        acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick23, d4),                                  \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i + 2], y_pair(&b[i + 2]))), acc1); \
     }                                                                                             \
     for (; i + 2 <= nb; i += 2)                                                                   \
         acc0 = _mm512_fmadd_ps(two_scales(half_product(a[i].d, b[i].d), half_product(a[i + 1].d, b[i + 1].d)), \
-                               _mm512_cvtepi32_ps(dot_i8_quads(pair_fn(&a[i]), y_pair(&b[i]))), acc0);        \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i], y_pair(&b[i]))), acc0);        \
     if (i < nb) {                                                                                 \
         const wtype pair[2] = {a[i], a[i]};                                                       \
         const ez_block_q8_0 ys[2] = {b[i], b[i]};                                                 \
         acc1 = _mm512_fmadd_ps(two_scales(half_product(a[i].d, b[i].d), 0.0f),                   \
-                               _mm512_cvtepi32_ps(dot_i8_quads(pair_fn(pair), y_pair(ys))), acc1);            \
+                               _mm512_cvtepi32_ps(pair_dot(pair, y_pair(ys))), acc1);            \
     }                                                                                             \
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 
 static float dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
-    EZ_DOT_PAIRS(ez_block_q4_0, q4_0_pair);
+    EZ_DOT_PAIRS(ez_block_q4_0, q4_0_pair_dot);
 }
 
 static float dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
-    EZ_DOT_PAIRS(ez_block_q5_0, q5_0_pair);
+    EZ_DOT_PAIRS(ez_block_q5_0, q5_0_pair_dot);
 }
 
 static float dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
-    EZ_DOT_PAIRS(ez_block_q8_0, q8_0_pair);
+    EZ_DOT_PAIRS(ez_block_q8_0, q8_0_pair_dot);
 }
 #undef EZ_DOT_PAIRS
 
