@@ -37,6 +37,10 @@ static const shape g_shapes[] = {
     {EZ_TYPE_IQ2_S, 640, 2048, "ffn_down"},   {EZ_TYPE_IQ3_XXS, 640, 2048, "ffn_down"},
     {EZ_TYPE_IQ3_S, 640, 2048, "ffn_down"},   {EZ_TYPE_IQ1_S, 640, 2048, "ffn_down"},
     {EZ_TYPE_IQ1_M, 640, 2048, "ffn_down"},   {EZ_TYPE_TQ1_0, 640, 2048, "ffn_down"},
+    {EZ_TYPE_Q4_1, 640, 2048, "ffn_down"},    {EZ_TYPE_Q5_1, 640, 2048, "ffn_down"},
+    {EZ_TYPE_Q2_K, 640, 2048, "ffn_down"},    {EZ_TYPE_Q3_K, 640, 2048, "ffn_down"},
+    {EZ_TYPE_IQ4_NL, 640, 2048, "ffn_down"},  {EZ_TYPE_IQ4_XS, 640, 2048, "ffn_down"},
+    {EZ_TYPE_TQ2_0, 640, 2048, "ffn_down"},   {EZ_TYPE_MXFP4, 640, 2048, "ffn_down"},
 };
 
 static uint64_t g_rng = 0x1234567887654321ull;
@@ -72,6 +76,12 @@ static void fill_weights(uint32_t type, uint8_t *w, uint64_t bytes) {
         case EZ_TYPE_Q5_K: memcpy(b + 2, &scale, 2); memcpy(b, &scale, 2); break;
         case EZ_TYPE_Q6_K: memcpy(b + 208, &scale, 2); break;
         case EZ_TYPE_TQ1_0: memcpy(b + 52, &scale, 2); break;
+        case EZ_TYPE_TQ2_0: memcpy(b + 64, &scale, 2); break;
+        case EZ_TYPE_Q3_K: memcpy(b + 108, &scale, 2); break;
+        case EZ_TYPE_Q2_K: memcpy(b + 80, &scale, 2); memcpy(b + 82, &scale, 2); break;
+        case EZ_TYPE_Q4_1:
+        case EZ_TYPE_Q5_1: memcpy(b, &scale, 2); memcpy(b + 2, &scale, 2); break;
+        case EZ_TYPE_MXFP4: b[0] = 120; break;
         default: memcpy(b, &scale, 2); break;
         }
     }

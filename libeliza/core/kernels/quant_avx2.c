@@ -551,10 +551,18 @@ static inline __m256 iq4_nl_block(const ez_block_iq4_nl *a, const ez_block_q8_0 
     return _mm256_fmadd_ps(_mm256_set1_ps(half_product(a->d, b->d)), _mm256_cvtepi32_ps(p), acc);
 }
 
+/* ez_e8m0_to_float_half, inlined: 2^(e - 128) as a float. */
+static inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 static inline __m256 mxfp4_block(const ez_block_mxfp4 *a, const ez_block_q8_0 *b, __m256 acc) {
     const __m256i q = _mm256_shuffle_epi8(table16(ez_kvalues_mxfp4), nibbles_to_bytes(a->qs));
     const __m256i p = dot_i8_quads(q, _mm256_loadu_si256((const __m256i *)b->qs));
-    const float d = ez_e8m0_to_float_half(a->e) * half_to_float_f16c(b->d);
+    const float d = e8m0_half(a->e) * half_to_float_f16c(b->d);
     return _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
 }
 
@@ -575,13 +583,15 @@ static float dot_iq4_nl_q8_0_avx2(int64_t n, const void *w, const void *x) {
 static float dot_mxfp4_q8_0_avx2(int64_t n, const void *w, const void *x) {
     const ez_block_mxfp4 *a = (const ez_block_mxfp4 *)w;
     const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;
-    __m256 acc = _mm256_setzero_ps();
-    int64_t i, nb = n / EZ_QK;
-    for (i = 0; i < nb; i++) {
-        prefetch_ahead(&a[i], (int)sizeof(ez_block_mxfp4));
-        acc = mxfp4_block(&a[i], &b[i], acc);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0, nb = n / EZ_QK;
+    for (; i + 2 <= nb; i += 2) {
+        prefetch_ahead(&a[i], 2 * (int)sizeof(ez_block_mxfp4));
+        acc0 = mxfp4_block(&a[i], &b[i], acc0);
+        acc1 = mxfp4_block(&a[i + 1], &b[i + 1], acc1);
     }
-    return hsum_ps(acc);
+    if (i < nb) acc0 = mxfp4_block(&a[i], &b[i], acc0);
+    return hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
 /* The 2-bit layout of Q2_K / Q3_K / TQ2_0: bits 2s..2s+1 of the 32 bytes of
@@ -627,6 +637,19 @@ static float dot_q2_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
     return sum;
 }
 
+/* The 16 signed Q3_K scales (ez_unpack_q3k_scales) as int16: low nibbles
+ * of bytes 0-7 then their high nibbles, and for scale 4k + j bits 2k..2k+1
+ * of byte 8 + j, one variable shift per 32-bit group. */
+static inline __m256i q3_k_scales16(const uint8_t s[12]) {
+    uint32_t h;
+    const __m128i lo8 = _mm_loadl_epi64((const __m128i *)s);
+    const __m128i lo = _mm_and_si128(_mm_unpacklo_epi64(lo8, _mm_srli_epi16(lo8, 4)), _mm_set1_epi8(15));
+    __m128i hi;
+    memcpy(&h, s + 8, sizeof h);
+    hi = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32((int)h), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm256_cvtepi8_epi16(_mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32)));
+}
+
 /* Q3_K as unsigned codes c = q + 4 (the hmask bit adds the 4), with
  * sum(scale * q * y) = sum(scale * c * y) - 4 * sum(scale * bsum). */
 static float dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
@@ -635,21 +658,18 @@ static float dot_q3_k_q8_k_avx2(int64_t n, const void *w, const void *x) {
     const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), step = _mm256_set1_epi8(4);
     int64_t i, nb = n / EZ_QK_K;
     float sum = 0.0f;
-    int h, s, j;
+    int h, s;
     for (i = 0; i < nb; i++) {
         const __m256i hm = _mm256_loadu_si256((const __m256i *)a[i].hmask);
-        int sc[16];
-        int16_t sc16[16];
-        __m256i all, acc;
+        const __m256i all = q3_k_scales16(a[i].scales);
+        __m256i acc;
         float d;
         prefetch_ahead(&a[i], (int)sizeof(ez_block_q3_k));
-        ez_unpack_q3k_scales(a[i].scales, sc);
-        for (j = 0; j < 16; j++) sc16[j] = (int16_t)sc[j];
-        all = _mm256_loadu_si256((const __m256i *)sc16);
         acc = _mm256_slli_epi32(_mm256_madd_epi16(all, _mm256_loadu_si256((const __m256i *)b[i].bsums)), 2);
         acc = _mm256_sub_epi32(_mm256_setzero_si256(), acc);
         for (h = 0; h < 2; h++) {
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(sc16 + 8 * h)));
+            const __m256i scales =
+                _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(all, 1) : _mm256_castsi256_si128(all));
             const __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * h));
             __m256i pick = PICK_16PAIRS;
             for (s = 0; s < 4; s++) {

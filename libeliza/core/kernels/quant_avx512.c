@@ -10,6 +10,7 @@
  * differs from the reference; K-quant super-blocks are reduced to one exact
  * integer each, as in the reference. */
 #include "quant_kernels.h"
+#include "quant_tables.h"
 
 #if defined(EZ_ARCH_X86_64)
 #include <immintrin.h>
@@ -76,6 +77,12 @@ static inline __m512i q8_0_pair(const ez_block_q8_0 *a) {
 }
 
 static inline __m512i q5_0_pair_dot(const ez_block_q5_0 *a, __m512i y) { return dot_i8_quads(q5_0_pair(a), y); }
+
+/* IQ4_NL: the codes of two blocks looked up in its value table. */
+static inline __m512i iq4_nl_pair_dot(const ez_block_iq4_nl *a, __m512i y) {
+    const __m512i kv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ez_kvalues_iq4nl));
+    return dot_i8_quads(_mm512_shuffle_epi8(kv, two_nibble_blocks(a[0].qs, a[1].qs)), y);
+}
 static inline __m512i q8_0_pair_dot(const ez_block_q8_0 *a, __m512i y) { return dot_i8_quads(q8_0_pair(a), y); }
 
 static inline __m512i y_pair(const ez_block_q8_0 *b) {
@@ -133,6 +140,10 @@ static float dot_q5_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
 
 static float dot_q8_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
     EZ_DOT_PAIRS(ez_block_q8_0, q8_0_pair_dot);
+}
+
+static float dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *x) {
+    EZ_DOT_PAIRS(ez_block_iq4_nl, iq4_nl_pair_dot);
 }
 #undef EZ_DOT_PAIRS
 
@@ -349,6 +360,7 @@ static const ez_type_kernels g_avx512[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q5_K] = {dequant_q5_k, NULL, dot_q5_k_q8_k_avx512},
     [EZ_TYPE_Q6_K] = {dequant_q6_k, NULL, dot_q6_k_q8_k_avx512},
     [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
+    [EZ_TYPE_IQ4_NL] = {ez_dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_avx512},
 };
 
 const ez_type_kernels *ez_kernels_avx512(uint32_t type) {
