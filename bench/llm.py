@@ -122,6 +122,15 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         gpu_required=args.gpu_layers != 0,
     ) as llm:
         ids = prefill_ids(lambda t: llm.tokenize(t), args.prefill)
+        prompt = DECODE_PROMPT
+        if args.decode_context:
+            prompt = llm.detokenize(prefill_ids(lambda t: llm.tokenize(t), args.decode_context))
+        decode_ids = llm.tokenize(prompt)
+        if args.ids and not args.ids.exists():
+            # For llama.cpp's workers of a sweep, which wait for it.
+            tmp = args.ids.with_suffix(f".{os.getpid()}")
+            tmp.write_text(json.dumps({"prefill": ids, "decode": decode_ids}))
+            tmp.replace(args.ids)
         llm.logits(ids[:8])  # warm-up: page in, first-touch buffers
         before = llm.info["profile"]
         c0, t0 = cpu_s(), time.perf_counter()
@@ -131,12 +140,13 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         after = llm.info["profile"]
         prefill_profile = {k[:-3]: after[k] - before[k] for k in after if k.endswith("_ms")}
         before = after
-        prompt = DECODE_PROMPT
-        if args.decode_context:
-            prompt = llm.detokenize(prefill_ids(lambda t: llm.tokenize(t), args.decode_context))
-        decode_ids = llm.tokenize(prompt)
+        # The first piece comes once the prompt is evaluated; the stats time
+        # the library's evaluations only, not the wait at the barrier.
+        pieces = llm.stream(prompt, max_tokens=args.decode, temperature=0.0)
+        text = next(pieces, "")
+        barrier(args, "libeliza")
         t0 = time.perf_counter()
-        text = llm.generate(prompt, max_tokens=args.decode, temperature=0.0)
+        text += "".join(pieces)
         total_s = time.perf_counter() - t0
         stats = llm.last_stats
         after = llm.info["profile"]
@@ -148,9 +158,10 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "prefill_tok_s": args.prefill / prefill_s,
             "prefill_cpu_s": prefill_cpu,
             "decode_tok_s": stats.decode_tokens_per_s,
-            "decode_wall_tok_s": n_gen / total_s,
+            "decode_wall_tok_s": (n_gen - 1) / total_s if total_s else 0.0,
             "generated": n_gen,
             "decode_context": len(decode_ids),
+            "context_prefill_s": stats.prefill_ms / 1000,
             "rss_mb": peak_rss_mb(),
             "kv_mb": llm.info["kv_bytes"] / 2**20,
             "profile_ms_per_token": profile,
@@ -171,6 +182,16 @@ def llama_cache(args: argparse.Namespace) -> tuple[str, str] | None:
     return (k, v) if k in CACHE_TYPES and v in CACHE_TYPES else None
 
 
+def barrier(args: argparse.Namespace, engine: str) -> None:
+    """In a sweep: says this worker's prompt is evaluated and waits for its
+    turn to decode (one worker decodes at a time, the others idle)."""
+    if args.barrier:
+        name = f"{engine}-{args.kv_type}"
+        (args.barrier / f"ready-{name}").touch()
+        while not (args.barrier / f"go-{name}").exists():
+            time.sleep(0.01)
+
+
 def pin(cpus: list[int] | None) -> None:
     """Pins every thread of this process (those to come inherit it) to cpus."""
     if cpus:
@@ -186,7 +207,12 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
 
     cache = llama_cache(args)
     assert cache is not None
-    ids_of = json.loads(Path(args.ids).read_text())
+    deadline = time.monotonic() + 600
+    while not args.ids.exists():  # a sweep's libeliza worker writes it
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no token ids in {args.ids}")
+        time.sleep(0.05)
+    ids_of = json.loads(args.ids.read_text())
     ctx_threads = args.context_threads or args.threads
     if ctx_threads == args.threads:
         pin(args.cpus)
@@ -208,7 +234,10 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         # the decode at --threads on --cpus.
         ctx.clear()
         ctx.set_threads(args.threads, ctx_threads)
+        t0 = time.perf_counter()
         ctx.decode(ids_of["decode"])
+        context_prefill_s = time.perf_counter() - t0
+        barrier(args, "llama.cpp")
         ctx.set_threads(args.threads, args.threads)
         pin(args.cpus)
         out: list[int] = []
@@ -231,6 +260,7 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         "decode_wall_tok_s": len(out) / total_s if total_s else 0.0,
         "generated": len(out),
         "decode_context": len(ids_of["decode"]),
+        "context_prefill_s": context_prefill_s,
         "rss_mb": peak_rss_mb(),
         "kv_type": f"{cache[0]}/{cache[1]}, flash attention {args.llama_flash_attn}",
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
@@ -239,8 +269,10 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
 
 # ---- driver --------------------------------------------------------------------------------
 
-def worker_args(engine: str, args: argparse.Namespace, ids_file: Path | None) -> list[str]:
-    """The command line of one engine's worker process."""
+def worker_args(engine: str, args: argparse.Namespace, ids_file: Path | None,
+                barrier_dir: Path | None = None) -> list[str]:
+    """The command line of one engine's worker process (barrier_dir: a
+    sweep's, where libeliza's worker also writes the token ids)."""
     cmd = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
            "--threads", str(args.threads), "--prefill", str(args.prefill), "--decode", str(args.decode),
            "--kv-type", args.kv_type, "--decode-context", str(args.decode_context)]
@@ -252,9 +284,14 @@ def worker_args(engine: str, args: argparse.Namespace, ids_file: Path | None) ->
         cmd += ["--gpu-layers", str(args.gpu_layers)]
         if args.gpu_device:
             cmd += ["--gpu-device", args.gpu_device]
+    if barrier_dir is not None:
+        assert ids_file is not None
+        cmd += ["--barrier", str(barrier_dir), "--ids", str(ids_file)]
     if engine == "llama.cpp":
         assert ids_file is not None
-        cmd += ["--ids", str(ids_file), "--llama-flash-attn", args.llama_flash_attn]
+        if barrier_dir is None:
+            cmd += ["--ids", str(ids_file)]
+        cmd += ["--llama-flash-attn", args.llama_flash_attn]
         if args.context_threads:
             cmd += ["--context-threads", str(args.context_threads)]
         if args.llama_extra_bufts:
@@ -278,6 +315,75 @@ def llama_envs(policy: str) -> list[dict[str, str]]:
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     envs: dict[str, list[dict[str, str]]] = {"both": [{}, passive], "active": [{}], "passive": [passive]}
     return envs[policy]
+
+
+def sweep_jobs(args: argparse.Namespace, cpus: list[int]) -> list[tuple[str, str, list[int]]]:
+    """(engine, kv type, its CPUs) of one context of a sweep: libeliza for
+    every type, llama.cpp for those it has, --threads CPUs each."""
+    jobs = []
+    for t in args.sweep.split(","):
+        jobs.append(("libeliza", t))
+        if llama_cache(argparse.Namespace(kv_type=t, kv_type_v=None)) is not None and not args.no_llama:
+            jobs.append(("llama.cpp", t))
+    n = args.threads
+    if len(jobs) * n > len(cpus):
+        raise SystemExit(f"a sweep of {len(jobs)} workers needs {len(jobs) * n} CPUs, has {len(cpus)}")
+    return [(e, t, cpus[i * n:(i + 1) * n]) for i, (e, t) in enumerate(jobs)]
+
+
+def sweep(args: argparse.Namespace) -> dict[str, dict[str, dict[str, Any]]]:
+    """--sweep: for each context length, every worker evaluates its prompt at
+    once, each pinned to its own CPUs; then they decode one at a time, the
+    others idle (so the decode figures do not share the memory bus)."""
+    cpus = args.sweep_cpus or sorted(os.sched_getaffinity(0))
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for n_ctx in (int(c) for c in args.sweep_contexts.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            bdir, ids_file = Path(tmp), Path(tmp) / "ids.json"
+            procs = []
+            for engine, kv, mine in sweep_jobs(args, cpus):
+                wargs = argparse.Namespace(**{**vars(args), "kv_type": kv, "kv_type_v": None, "cpus": mine,
+                                              "decode_context": n_ctx, "context_threads": 0})
+                cmd = worker_args(engine, wargs, ids_file, bdir)
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                procs.append((engine, kv, proc))
+            t0 = time.perf_counter()
+            for engine, kv, proc in procs:
+                while not (bdir / f"ready-{engine}-{kv}").exists():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{engine} {kv} worker failed:\n{proc.communicate()[1][-3000:]}")
+                    time.sleep(0.05)
+            print(f"context {n_ctx}: prompts evaluated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            row = results.setdefault(str(n_ctx), {})
+            for engine, kv, proc in procs:
+                (bdir / f"go-{engine}-{kv}").touch()
+                out, err = proc.communicate(timeout=1800)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{engine} {kv} worker failed ({proc.returncode}):\n{err[-3000:]}")
+                res = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                res.pop("ids", None)
+                row[f"{engine} {kv}"] = res
+                print(f"context {n_ctx}: {engine:10s} {kv:7s} decode {res['decode_tok_s']:7.1f} tok/s "
+                      f"(prompt of {res['decode_context']} in {res['context_prefill_s']:.1f} s)",
+                      file=sys.stderr)
+    return results
+
+
+def print_sweep(args: argparse.Namespace, results: dict[str, dict[str, dict[str, Any]]]) -> None:
+    types = args.sweep.split(",")
+    print(f"model {args.model.name}, decode tok/s of {args.decode} greedy tokens after N tokens of context, "
+          f"{args.threads} threads each; llama.cpp flash attention {args.llama_flash_attn}")
+    print(f"{'context':>8s} " + " ".join(f"{t:>16s}" for t in types))
+    for n_ctx, row in results.items():
+        ours = [row[f"libeliza {t}"]["decode_tok_s"] for t in types]
+        peer = [row.get(f"llama.cpp {t}", {}).get("decode_tok_s") for t in types]
+        print(f"{n_ctx:>8s} " + " ".join(f"{'libeliza':>8s} {o:7.1f}" for o in ours))
+        print(f"{'':>8s} " + " ".join(f"{'llama':>8s} {p:7.1f}" if p else f"{'':>16s}" for p in peer))
+        print(f"{'':>8s} " + " ".join(f"{'ratio':>8s} {o / p:6.2f}x" if p else f"{'':>16s}"
+                                      for o, p in zip(ours, peer, strict=True)))
+        if "f16" in types:
+            base = row["libeliza f16"]["decode_tok_s"]
+            print(f"{'':>8s} " + " ".join(f"{'vs f16':>8s} {o / base:6.2f}x" for o in ours))
 
 
 def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -322,7 +428,13 @@ def parser() -> argparse.ArgumentParser:
                     help="let llama.cpp use its extra buffer types")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", choices=("libeliza", "llama.cpp"), help=argparse.SUPPRESS)
+    ap.add_argument("--sweep", default=None, metavar="TYPES",
+                    help="KV types to decode with at each --sweep-contexts, e.g. f16,q8_0,tbq4_0 (see below)")
+    ap.add_argument("--sweep-contexts", default="512,4096,16384", metavar="N,N")
+    ap.add_argument("--sweep-cpus", default=None, metavar="LIST",
+                    help="CPUs for the sweep's workers, two each (default: all of this process's)")
     ap.add_argument("--ids", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--barrier", type=Path, default=None, help=argparse.SUPPRESS)
     return ap
 
 
@@ -338,6 +450,16 @@ def main() -> int:
     if args.worker:
         result = run_eliza(args) if args.worker == "libeliza" else run_llama(args)
         print(json.dumps(result))
+        return 0
+
+    if args.sweep:
+        if args.sweep_cpus:
+            args.sweep_cpus = [int(c) for c in args.sweep_cpus.split(",")]
+        swept = sweep(args)
+        if args.json:
+            print(json.dumps(swept, indent=2))
+        else:
+            print_sweep(args, swept)
         return 0
 
     engines = ["libeliza"]
@@ -360,7 +482,8 @@ def main() -> int:
                 last = runs[e][-1]
                 print(f"round {r + 1}: {e:10s} prefill {last['prefill_tok_s']:7.1f} tok/s "
                       f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s "
-                      f"after {last['decode_context']} tokens", file=sys.stderr)
+                      f"after {last['decode_context']} tokens ({last['context_prefill_s']:.1f} s)",
+                      file=sys.stderr)
         for rounds in runs.values():
             for run in rounds:
                 run.pop("ids", None)

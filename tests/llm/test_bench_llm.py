@@ -109,3 +109,24 @@ def test_decoding_context_equals_one_batch() -> None:
             again = np.ctypeslib.as_array(ctx.last_logits()).copy()
     np.testing.assert_allclose(np.stack(rows), whole[5:], atol=1e-4)
     np.testing.assert_allclose(again, whole[2], atol=1e-4)
+
+
+def test_sweep_gives_each_worker_its_own_cpus() -> None:
+    args = _args("--sweep", "f16,tbq4_0,q4_0", "--threads", "2")
+    jobs = BENCH.sweep_jobs(args, list(range(10)))
+    assert jobs == [("libeliza", "f16", [0, 1]), ("llama.cpp", "f16", [2, 3]), ("libeliza", "tbq4_0", [4, 5]),
+                    ("libeliza", "q4_0", [6, 7]), ("llama.cpp", "q4_0", [8, 9])]
+    assert [j[:2] for j in BENCH.sweep_jobs(_args("--sweep", "q8_0", "--no-llama"), [0, 1])] == [
+        ("libeliza", "q8_0")]
+    with pytest.raises(SystemExit):
+        BENCH.sweep_jobs(args, list(range(9)))
+
+
+def test_sweep_workers_meet_at_a_barrier(tmp_path: Path) -> None:
+    args = _args("--kv-type", "q8_0")
+    cmd = BENCH.worker_args("libeliza", args, tmp_path / "ids.json", tmp_path)
+    worker = BENCH.parser().parse_args(cmd[2:])
+    assert worker.barrier == tmp_path and worker.ids == tmp_path / "ids.json"
+    (tmp_path / "go-libeliza-q8_0").touch()
+    BENCH.barrier(worker, "libeliza")  # returns at once: its turn has come
+    assert (tmp_path / "ready-libeliza-q8_0").exists()
