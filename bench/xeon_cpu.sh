@@ -21,9 +21,9 @@
 #            (bench/llm.py --sweep: prompts evaluated at once on disjoint
 #            core pairs, then one decode at a time)
 #
-# Environment: WORK (default /tmp/xeon-cpuperf: llama.cpp, models), OUT (logs
-# and llama-bin.tar.gz), PY_EXTRA (a folder with the gguf package, prepended
-# to PYTHONPATH), BUDGET_S (seconds after which the remaining benches are
+# Environment: WORK (default /tmp/xeon-cpuperf: llama.cpp, models, results/
+# with each bench's JSON), OUT (llama-bin.tar.gz and results.tar.gz),
+# PY_EXTRA (a folder with the gguf package, prepended to PYTHONPATH), BUDGET_S (seconds after which the remaining benches are
 # skipped, default 420), ELIZA_LIBRARY (default build/libeliza.so).
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +31,7 @@ W=${WORK:-/tmp/xeon-cpuperf}
 OUT=${OUT:-$W/out}
 BUDGET_S=${BUDGET_S:-420}
 T0=$(date +%s)
-mkdir -p "$W/models" "$OUT"
+mkdir -p "$W/models" "$W/results" "$OUT"
 export ELIZA_LLAMA_CPP_DIR=$W/llama
 export ELIZA_LIBRARY=${ELIZA_LIBRARY:-$REPO/build/libeliza.so}
 export PYTHONPATH=$REPO/sdk${PY_EXTRA:+:$PY_EXTRA}${PYTHONPATH:+:$PYTHONPATH}
@@ -65,6 +65,8 @@ stage_cpu() {
     lscpu | grep -E '^(Model name|CPU\(s\)|Thread\(s\) per core|Core\(s\) per socket|Socket\(s\)|L3 cache)'
     grep -o -w -E 'avx512[a-z_0-9]*|avx_vnni|amx[a-z_0-9]*' /proc/cpuinfo | sort -u | paste -sd' ' -
     log "one CPU per core: $CORES; single runs on CPUs $CPUS"
+    $PY -c 'import sys, numpy, torch, transformers; print(sys.version.split()[0], numpy.__version__,
+        torch.__version__, transformers.__version__)' 
 }
 
 build_llama() {
@@ -113,15 +115,15 @@ stage_prepare() {
     log "prepared"
 }
 
-bench() {  # bench NAME ARGS...: one bench/llm.py run, its table to the log, its JSON to $OUT/NAME.json
+bench() {  # bench NAME ARGS...: one bench/llm.py run, a summary to the log, its JSON to results/NAME.json
     local name=$1
     shift
     within_budget "$name" || return 0
     log "bench/llm.py $*"
-    $PY "$REPO/bench/llm.py" "$@" --json >"$OUT/$name.json" 2>"$W/$name.err" ||
+    $PY "$REPO/bench/llm.py" "$@" --json >"$W/results/$name.json" 2>"$W/$name.err" ||
         { log "$name: FAILED"; tail -20 "$W/$name.err"; return 0; }
     grep -E '^round|^context' "$W/$name.err"
-    $PY - "$OUT/$name.json" <<'EOF'
+    $PY - "$W/results/$name.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 a, b = r["libeliza"], r.get("llama.cpp")
@@ -170,13 +172,14 @@ stage_kv() {
         within_budget "kv $g" || return 0
         log "bench/llm.py --sweep $g"
         $PY "$REPO/bench/llm.py" --model "$M/gemma3-270m-twin.gguf" --threads 2 --prefill 64 --decode 32 \
-            --sweep "$g" --sweep-contexts 512,4096,16384 --sweep-cpus "$CORES" >"$OUT/kv-$i.txt" 2>&1 ||
+            --sweep "$g" --sweep-contexts 512,4096,16384 --sweep-cpus "$CORES" >"$W/results/kv-$i.txt" 2>&1 ||
             log "kv $g: FAILED"
-        cat "$OUT/kv-$i.txt"
+        cat "$W/results/kv-$i.txt"
     done
 }
 
 for s in "$@"; do
     "stage_$s"
 done
+tar -czf "$OUT/results.tar.gz" -C "$W" results
 log "done"
