@@ -1,38 +1,52 @@
 #!/usr/bin/env python3
 """LLM speed: libeliza against llama.cpp on the same GGUF, same machine,
-same thread count, in one run.
+same thread count, the same token ids, in one run.
 
-    python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2]
+    python bench/llm.py [--model gemma3-270m-q4_k_m.gguf] [--threads 2] [--cpus 0,1]
                         [--prefill 256] [--decode 128] [--rounds 3] [--kv-type f32]
-                        [--kv-type-v T] [--decode-context N] [--gpu-layers -1 [--gpu-device NAME]]
+                        [--kv-type-v T] [--decode-context N [--context-threads N]]
+                        [--gpu-layers -1 [--gpu-device NAME]]
     python bench/llm.py --draft ngram ...   speculative decoding: bench/llm_draft.py
 
 Measures, for each engine in its own process (so peak RSS is its own):
-  prefill  tokens/s evaluating a PREFILL-token prompt (logits of the last
-           position only, as generation needs)
-  decode   tokens/s of DECODE greedy tokens after a short prompt (one token
-           per forward pass, the sampling included), or after a prompt of
-           --decode-context tokens (libeliza only: the cost of attention over
-           a long cache of each --kv-type)
+  prefill  tokens/s evaluating a PREFILL-token prompt in one batch (logits of
+           the last position only, as generation needs)
+  decode   tokens/s of DECODE greedy tokens (one token per forward pass, the
+           argmax included; until DECODE or an end-of-generation token) after
+           a short prompt, or after a prompt of --decode-context tokens: the
+           cost of attention over a long cache of each --kv-type
   rss      peak resident set of the process (MB), model mapping included
-The engines alternate for --rounds rounds; the best round of each counts
-(the machine is shared and noisy). llama.cpp runs twice per round, with
-OpenMP's default (spinning) wait policy and with OMP_WAIT_POLICY=PASSIVE,
-and keeps its better figures: on a loaded machine spinning threads collapse
-its decode speed (4 instead of 25 tok/s), on a quiet one they win. Prints the figures, our/llama.cpp
-ratios, and where libeliza's decode time goes (the "profile" of
-eliza_llm_info_json, per generated token).
+libeliza tokenizes; llama.cpp then evaluates the very same ids. The engines
+alternate for --rounds rounds; the best round of each counts. llama.cpp runs
+under OpenMP's default (spinning) wait policy and OMP_WAIT_POLICY=PASSIVE
+(--llama-wait both, the default) and keeps its better figures: on a loaded
+machine spinning threads collapse its decode speed, on a quiet one they win.
+Prints the figures, our/llama.cpp ratios, and where libeliza's time goes (the
+"profile" of eliza_llm_info_json, per generated token and for the prefill).
 
-libeliza's KV cache is F32 unless --kv-type says otherwise (f16, q8_0, q4_0,
-tbq4_0, tbq3_0; --kv-type-v for values of another type). llama.cpp runs through
-llama-cpp-python (KV cache F16, flash attention off)
-with use_extra_bufts = false by default: on VMs that report AMX without
-enabling it, its AMX buffer type faults (--llama-extra-bufts to try).
+llama.cpp is the build tests/tools/llama_cpp.py makes from the
+llama-cpp-python==0.3.36 sdist ($ELIZA_LLAMA_CPP_DIR, default
+~/.cache/eliza/llama.cpp-0.3.36), driven through tests/tools/libllama.py
+(ctypes; llama-cpp-python is not needed), without its extra buffer types
+(on VMs that report AMX without enabling it they fault; --llama-extra-bufts
+to try). --kv-type (f32, f16, q8_0, q4_0, tbq4_0, tbq3_0; --kv-type-v for
+values of another type) sets both engines' cache: llama.cpp's type_k /
+type_v with flash attention on (--llama-flash-attn; a quantized V needs it).
+llama.cpp has no TBQ cache: with those, libeliza runs alone.
+
+--cpus pins each worker's threads (taskset's effect) for its measurements.
+--context-threads lets llama.cpp evaluate the --decode-context prompt on more
+threads, unpinned (its n_threads_batch), before it pins and decodes at
+--threads; libeliza's thread count is fixed when a model is opened, so it
+evaluates that prompt at --threads. Only the decode figure is compared.
 
 --gpu-layers N puts libeliza's model on the GPU (Vulkan; -1 = all;
 --gpu-device picks the device, e.g. llvmpipe); the run fails rather than
 measuring the CPU when the GPU cannot take the model. The prompt runs token
 by token through the replayed decode step there (no batched prefill yet).
+
+On the lent GPU machine's CPU (docs/llm.md, "Speed on the lent Xeon"), with a
+llama.cpp built there: bench/xeon_cpu.sh.
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -99,6 +114,7 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "sdk"))
     import eliza
 
+    pin(args.cpus)
     ctx = max(args.prefill, args.decode_context) + args.decode + 64
     with eliza.LLM(
         args.model, n_threads=args.threads, context_size=ctx, n_batch=args.prefill, kv_type=args.kv_type,
@@ -106,6 +122,15 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         gpu_required=args.gpu_layers != 0,
     ) as llm:
         ids = prefill_ids(lambda t: llm.tokenize(t), args.prefill)
+        prompt = DECODE_PROMPT
+        if args.decode_context:
+            prompt = llm.detokenize(prefill_ids(lambda t: llm.tokenize(t), args.decode_context))
+        decode_ids = llm.tokenize(prompt)
+        if args.ids and not args.ids.exists():
+            # For llama.cpp's workers of a sweep, which wait for it.
+            tmp = args.ids.with_suffix(f".{os.getpid()}")
+            tmp.write_text(json.dumps({"prefill": ids, "decode": decode_ids}))
+            tmp.replace(args.ids)
         llm.logits(ids[:8])  # warm-up: page in, first-touch buffers
         before = llm.info["profile"]
         c0, t0 = cpu_s(), time.perf_counter()
@@ -115,11 +140,13 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         after = llm.info["profile"]
         prefill_profile = {k[:-3]: after[k] - before[k] for k in after if k.endswith("_ms")}
         before = after
-        prompt = DECODE_PROMPT
-        if args.decode_context:
-            prompt = llm.detokenize(prefill_ids(lambda t: llm.tokenize(t), args.decode_context))
+        # The first piece comes once the prompt is evaluated; the stats time
+        # the library's evaluations only, not the wait at the barrier.
+        pieces = llm.stream(prompt, max_tokens=args.decode, temperature=0.0)
+        text = next(pieces, "")
+        barrier(args, "libeliza")
         t0 = time.perf_counter()
-        text = llm.generate(prompt, max_tokens=args.decode, temperature=0.0)
+        text += "".join(pieces)
         total_s = time.perf_counter() - t0
         stats = llm.last_stats
         after = llm.info["profile"]
@@ -131,59 +158,100 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "prefill_tok_s": args.prefill / prefill_s,
             "prefill_cpu_s": prefill_cpu,
             "decode_tok_s": stats.decode_tokens_per_s,
-            "decode_wall_tok_s": n_gen / total_s,
+            "decode_wall_tok_s": (n_gen - 1) / total_s if total_s else 0.0,
             "generated": n_gen,
+            "decode_context": len(decode_ids),
+            "context_prefill_s": stats.prefill_ms / 1000,
             "rss_mb": peak_rss_mb(),
             "kv_mb": llm.info["kv_bytes"] / 2**20,
             "profile_ms_per_token": profile,
             "prefill_profile_ms": prefill_profile,
             "text": text[:80],
             "backend": llm.info["backend"],
+            "ids": {"prefill": ids, "decode": decode_ids},
         }
+
+
+def llama_cache(args: argparse.Namespace) -> tuple[str, str] | None:
+    """llama.cpp's type_k / type_v for libeliza's --kv-type / --kv-type-v,
+    or None where llama.cpp has no such cache type (the TBQ types)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from tools.libllama import CACHE_TYPES
+
+    k, v = args.kv_type, args.kv_type_v or args.kv_type
+    return (k, v) if k in CACHE_TYPES and v in CACHE_TYPES else None
+
+
+def barrier(args: argparse.Namespace, engine: str) -> None:
+    """In a sweep: says this worker's prompt is evaluated and waits for its
+    turn to decode (one worker decodes at a time, the others idle)."""
+    if args.barrier:
+        name = f"{engine}-{args.kv_type}"
+        (args.barrier / f"ready-{name}").touch()
+        while not (args.barrier / f"go-{name}").exists():
+            time.sleep(0.01)
+
+
+def pin(cpus: list[int] | None) -> None:
+    """Pins every thread of this process (those to come inherit it) to cpus."""
+    if cpus:
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), cpus)
 
 
 def run_llama(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
-    sys.path.insert(0, str(REPO / "tests" / "llm"))
-    import llama_cpp
-    from llama_cpp import Llama
+    sys.path.insert(0, str(REPO / "tests"))
+    from tools.libllama import LibLlama
 
-    if not args.llama_extra_bufts:
-        from make_llm_goldens import no_extra_buffer_types  # type: ignore[import-not-found]
+    cache = llama_cache(args)
+    assert cache is not None
+    deadline = time.monotonic() + 600
+    while not args.ids.exists():  # a sweep's libeliza worker writes it
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no token ids in {args.ids}")
+        time.sleep(0.05)
+    ids_of = json.loads(args.ids.read_text())
+    ctx_threads = args.context_threads or args.threads
+    if ctx_threads == args.threads:
+        pin(args.cpus)
+    lib = LibLlama.load()
+    if lib is None:
+        raise RuntimeError("no llama.cpp build: python tests/tools/llama_cpp.py")
+    n_ctx = max(args.prefill, len(ids_of["decode"])) + args.decode + 64
+    with lib.model(args.model, args.threads, extra_bufts=args.llama_extra_bufts) as model, \
+            model.context(n_ctx, args.prefill, cache[0], cache[1], args.llama_flash_attn) as ctx:
+        ids = ids_of["prefill"]
+        ctx.decode(ids[:8])  # warm-up: page in, first-touch buffers
+        ctx.clear()
+        c0, t0 = cpu_s(), time.perf_counter()
+        ctx.decode(ids)
+        prefill_s = time.perf_counter() - t0
+        prefill_cpu = cpu_s() - c0
 
-        no_extra_buffer_types()
-    ctx = args.prefill + args.decode + 64
-    llm = Llama(model_path=str(args.model), n_ctx=ctx, n_batch=args.prefill, n_threads=args.threads,
-                n_threads_batch=args.threads, logits_all=False, verbose=False)
-    ids = prefill_ids(lambda t: llm.tokenize(t.encode(), add_bos=True, special=True), args.prefill)
-    llm.reset()  # type: ignore[no-untyped-call]
-    llm.eval(ids[:8])
-    llm.reset()  # type: ignore[no-untyped-call]
-    c0, t0 = cpu_s(), time.perf_counter()
-    llm.eval(ids)
-    prefill_s = time.perf_counter() - t0
-    prefill_cpu = cpu_s() - c0
-
-    llm.reset()  # type: ignore[no-untyped-call]
-    prompt = llm.tokenize(DECODE_PROMPT.encode(), add_bos=True, special=True)
-    llm.eval(prompt)
-    ctx_ptr = llm.ctx
-    n_vocab = llm.n_vocab()
-    vocab = llama_cpp.llama_model_get_vocab(llm.model)
-    out = []
-    t0 = time.perf_counter()
-    decode_s = 0.0
-    for _ in range(args.decode):
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx_ptr, -1), shape=(n_vocab,))
-        tok = int(np.argmax(logits))
-        if llama_cpp.llama_vocab_is_eog(vocab, tok):
-            break
-        out.append(tok)
-        t1 = time.perf_counter()
-        llm.eval([tok])
-        decode_s += time.perf_counter() - t1
-    total_s = time.perf_counter() - t0
+        # The decode prompt: more threads for a long one where asked, then
+        # the decode at --threads on --cpus.
+        ctx.clear()
+        ctx.set_threads(args.threads, ctx_threads)
+        t0 = time.perf_counter()
+        ctx.decode(ids_of["decode"])
+        context_prefill_s = time.perf_counter() - t0
+        barrier(args, "llama.cpp")
+        ctx.set_threads(args.threads, args.threads)
+        pin(args.cpus)
+        out: list[int] = []
+        t0 = time.perf_counter()
+        decode_s = 0.0
+        for _ in range(args.decode):
+            tok = int(np.argmax(np.ctypeslib.as_array(ctx.last_logits())))
+            if model.is_eog(tok):
+                break
+            out.append(tok)
+            t1 = time.perf_counter()
+            ctx.decode([tok])
+            decode_s += time.perf_counter() - t1
+        total_s = time.perf_counter() - t0
     return {
         "engine": "llama.cpp",
         "prefill_tok_s": args.prefill / prefill_s,
@@ -191,32 +259,131 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         "decode_tok_s": len(out) / decode_s if decode_s else 0.0,
         "decode_wall_tok_s": len(out) / total_s if total_s else 0.0,
         "generated": len(out),
+        "decode_context": len(ids_of["decode"]),
+        "context_prefill_s": context_prefill_s,
         "rss_mb": peak_rss_mb(),
-        "llama_cpp_python": llama_cpp.__version__,
-        "text": bytes(llm.detokenize(out)).decode("utf-8", "replace")[:80],
+        "kv_type": f"{cache[0]}/{cache[1]}, flash attention {args.llama_flash_attn}",
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "default"),
     }
 
 
 # ---- driver --------------------------------------------------------------------------------
 
-def child(engine: str, args: argparse.Namespace, env: dict[str, str] | None = None) -> dict[str, Any]:
+def worker_args(engine: str, args: argparse.Namespace, ids_file: Path | None,
+                barrier_dir: Path | None = None) -> list[str]:
+    """The command line of one engine's worker process (barrier_dir: a
+    sweep's, where libeliza's worker also writes the token ids)."""
     cmd = [sys.executable, __file__, "--worker", engine, "--model", str(args.model),
            "--threads", str(args.threads), "--prefill", str(args.prefill), "--decode", str(args.decode),
            "--kv-type", args.kv_type, "--decode-context", str(args.decode_context)]
     if args.kv_type_v:
         cmd += ["--kv-type-v", args.kv_type_v]
+    if args.cpus:
+        cmd += ["--cpus", ",".join(map(str, args.cpus))]
     if engine == "libeliza" and args.gpu_layers:
         cmd += ["--gpu-layers", str(args.gpu_layers)]
         if args.gpu_device:
             cmd += ["--gpu-device", args.gpu_device]
-    if args.llama_extra_bufts:
-        cmd.append("--llama-extra-bufts")
+    if barrier_dir is not None:
+        assert ids_file is not None
+        cmd += ["--barrier", str(barrier_dir), "--ids", str(ids_file)]
+    if engine == "llama.cpp":
+        assert ids_file is not None
+        if barrier_dir is None:
+            cmd += ["--ids", str(ids_file)]
+        cmd += ["--llama-flash-attn", args.llama_flash_attn]
+        if args.context_threads:
+            cmd += ["--context-threads", str(args.context_threads)]
+        if args.llama_extra_bufts:
+            cmd.append("--llama-extra-bufts")
+    return cmd
+
+
+def child(engine: str, args: argparse.Namespace, ids_file: Path | None = None,
+          env: dict[str, str] | None = None) -> dict[str, Any]:
+    cmd = worker_args(engine, args, ids_file)
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
     if res.returncode != 0:
         raise RuntimeError(f"{engine} worker failed ({res.returncode}):\n{res.stderr[-3000:]}")
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("{")][-1]
     result: dict[str, Any] = json.loads(line)
     return result
+
+
+def llama_envs(policy: str) -> list[dict[str, str]]:
+    """The OpenMP wait policies llama.cpp runs under, one run each."""
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"}
+    envs: dict[str, list[dict[str, str]]] = {"both": [{}, passive], "active": [{}], "passive": [passive]}
+    return envs[policy]
+
+
+def sweep_jobs(args: argparse.Namespace, cpus: list[int]) -> list[tuple[str, str, list[int]]]:
+    """(engine, kv type, its CPUs) of one context of a sweep: libeliza for
+    every type, llama.cpp for those it has, --threads CPUs each."""
+    jobs = []
+    for t in args.sweep.split(","):
+        jobs.append(("libeliza", t))
+        if llama_cache(argparse.Namespace(kv_type=t, kv_type_v=None)) is not None and not args.no_llama:
+            jobs.append(("llama.cpp", t))
+    n = args.threads
+    if len(jobs) * n > len(cpus):
+        raise SystemExit(f"a sweep of {len(jobs)} workers needs {len(jobs) * n} CPUs, has {len(cpus)}")
+    return [(e, t, cpus[i * n:(i + 1) * n]) for i, (e, t) in enumerate(jobs)]
+
+
+def sweep(args: argparse.Namespace) -> dict[str, dict[str, dict[str, Any]]]:
+    """--sweep: for each context length, every worker evaluates its prompt at
+    once, each pinned to its own CPUs; then they decode one at a time, the
+    others idle (so the decode figures do not share the memory bus)."""
+    cpus = args.sweep_cpus or sorted(os.sched_getaffinity(0))
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for n_ctx in (int(c) for c in args.sweep_contexts.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            bdir, ids_file = Path(tmp), Path(tmp) / "ids.json"
+            procs = []
+            for engine, kv, mine in sweep_jobs(args, cpus):
+                wargs = argparse.Namespace(**{**vars(args), "kv_type": kv, "kv_type_v": None, "cpus": mine,
+                                              "decode_context": n_ctx, "context_threads": 0})
+                cmd = worker_args(engine, wargs, ids_file, bdir)
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                procs.append((engine, kv, proc))
+            t0 = time.perf_counter()
+            for engine, kv, proc in procs:
+                while not (bdir / f"ready-{engine}-{kv}").exists():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{engine} {kv} worker failed:\n{proc.communicate()[1][-3000:]}")
+                    time.sleep(0.05)
+            print(f"context {n_ctx}: prompts evaluated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            row = results.setdefault(str(n_ctx), {})
+            for engine, kv, proc in procs:
+                (bdir / f"go-{engine}-{kv}").touch()
+                out, err = proc.communicate(timeout=1800)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{engine} {kv} worker failed ({proc.returncode}):\n{err[-3000:]}")
+                res = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
+                res.pop("ids", None)
+                row[f"{engine} {kv}"] = res
+                print(f"context {n_ctx}: {engine:10s} {kv:7s} decode {res['decode_tok_s']:7.1f} tok/s "
+                      f"(prompt of {res['decode_context']} in {res['context_prefill_s']:.1f} s)",
+                      file=sys.stderr)
+    return results
+
+
+def print_sweep(args: argparse.Namespace, results: dict[str, dict[str, dict[str, Any]]]) -> None:
+    types = args.sweep.split(",")
+    print(f"model {args.model.name}, decode tok/s of {args.decode} greedy tokens after N tokens of context, "
+          f"{args.threads} threads each; llama.cpp flash attention {args.llama_flash_attn}")
+    print(f"{'context':>8s} " + " ".join(f"{t:>16s}" for t in types))
+    for n_ctx, row in results.items():
+        ours = [row[f"libeliza {t}"]["decode_tok_s"] for t in types]
+        peer = [row.get(f"llama.cpp {t}", {}).get("decode_tok_s") for t in types]
+        print(f"{n_ctx:>8s} " + " ".join(f"{'libeliza':>8s} {o:7.1f}" for o in ours))
+        print(f"{'':>8s} " + " ".join(f"{'llama':>8s} {p:7.1f}" if p else f"{'':>16s}" for p in peer))
+        print(f"{'':>8s} " + " ".join(f"{'ratio':>8s} {o / p:6.2f}x" if p else f"{'':>16s}"
+                                      for o, p in zip(ours, peer, strict=True)))
+        if "f16" in types:
+            base = row["libeliza f16"]["decode_tok_s"]
+            print(f"{'':>8s} " + " ".join(f"{'vs f16':>8s} {o / base:6.2f}x" for o in ours))
 
 
 def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -231,12 +398,7 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main() -> int:
-    if any(a == "--draft" or a.startswith("--draft=") for a in sys.argv[1:]):
-        sys.path.insert(0, str(REPO / "bench"))
-        import llm_draft  # type: ignore[import-not-found]
-
-        return int(llm_draft.main(sys.argv[1:], default_model))
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None)
     ap.add_argument("--threads", type=int, default=2)
@@ -244,20 +406,45 @@ def main() -> int:
     ap.add_argument("--decode", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     kv_types = ("f32", "f16", "q8_0", "q4_0", "tbq4_0", "tbq3_0")
-    ap.add_argument("--kv-type", choices=kv_types, default="f32", help="libeliza's KV cache type")
+    ap.add_argument("--kv-type", choices=kv_types, default="f32",
+                    help="the KV cache type (llama.cpp's type_k and type_v where it has it)")
     ap.add_argument("--kv-type-v", choices=kv_types, default=None,
-                    help="libeliza's value cache type when it differs")
+                    help="the value cache type when it differs")
     ap.add_argument("--decode-context", type=int, default=0, metavar="N",
-                    help="decode after a prompt of N tokens (libeliza only); 0: a short prompt")
+                    help="decode after a prompt of N tokens; 0: a short prompt")
+    ap.add_argument("--cpus", type=lambda v: [int(c) for c in v.split(",")], default=None, metavar="LIST",
+                    help="pin both engines' decode to these CPUs, e.g. 0,1")
+    ap.add_argument("--context-threads", type=int, default=0, metavar="N",
+                    help="llama.cpp's threads (unpinned) for the --decode-context prompt; 0: --threads")
     ap.add_argument("--gpu-layers", type=int, default=0, metavar="N",
                     help="libeliza's layers on the GPU (-1 = all; 0 = the CPU, the default)")
     ap.add_argument("--gpu-device", default=None, metavar="NAME", help="the Vulkan device for --gpu-layers")
     ap.add_argument("--no-llama", action="store_true", help="measure libeliza only")
+    ap.add_argument("--llama-flash-attn", choices=("on", "off", "auto"), default="on",
+                    help="llama.cpp's flash attention (on: a quantized V cache needs it)")
+    ap.add_argument("--llama-wait", choices=("both", "active", "passive"), default="both",
+                    help="OpenMP wait policies llama.cpp runs under, the better one counts")
     ap.add_argument("--llama-extra-bufts", action="store_true",
                     help="let llama.cpp use its extra buffer types")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", choices=("libeliza", "llama.cpp"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    ap.add_argument("--sweep", default=None, metavar="TYPES",
+                    help="KV types to decode with at each --sweep-contexts, e.g. f16,q8_0,tbq4_0 (see below)")
+    ap.add_argument("--sweep-contexts", default="512,4096,16384", metavar="N,N")
+    ap.add_argument("--sweep-cpus", default=None, metavar="LIST",
+                    help="CPUs for the sweep's workers, two each (default: all of this process's)")
+    ap.add_argument("--ids", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--barrier", type=Path, default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def main() -> int:
+    if any(a == "--draft" or a.startswith("--draft=") for a in sys.argv[1:]):
+        sys.path.insert(0, str(REPO / "bench"))
+        import llm_draft  # type: ignore[import-not-found]
+
+        return int(llm_draft.main(sys.argv[1:], default_model))
+    args = parser().parse_args()
     args.model = args.model or default_model()
 
     if args.worker:
@@ -265,25 +452,52 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    engines = ["libeliza"] + ([] if args.no_llama or args.decode_context else ["llama.cpp"])
+    if args.sweep:
+        if args.sweep_cpus:
+            args.sweep_cpus = [int(c) for c in args.sweep_cpus.split(",")]
+        swept = sweep(args)
+        if args.json:
+            print(json.dumps(swept, indent=2))
+        else:
+            print_sweep(args, swept)
+        return 0
+
+    engines = ["libeliza"]
+    if args.no_llama or args.gpu_layers:
+        pass
+    elif llama_cache(args) is None:
+        print(f"llama.cpp has no {args.kv_type_v or args.kv_type} cache: libeliza only", file=sys.stderr)
+    else:
+        engines.append("llama.cpp")
     runs: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
-    for r in range(args.rounds):
-        for e in engines:
-            runs[e].append(child(e, args))
-            if e == "llama.cpp":
-                runs[e].append(child(e, args, {"OMP_WAIT_POLICY": "PASSIVE"}))
-            last = runs[e][-1]
-            print(f"round {r + 1}: {e:10s} prefill {last['prefill_tok_s']:7.1f} tok/s "
-                  f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s",
-                  file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        ids_file = Path(tmp) / "ids.json"
+        for r in range(args.rounds):
+            for e in engines:
+                for env in llama_envs(args.llama_wait) if e == "llama.cpp" else [{}]:
+                    runs[e].append(child(e, args, ids_file, env))
+                if e == "libeliza" and not ids_file.exists():
+                    # llama.cpp evaluates the very token ids libeliza did.
+                    ids_file.write_text(json.dumps(runs[e][-1]["ids"]))
+                last = runs[e][-1]
+                print(f"round {r + 1}: {e:10s} prefill {last['prefill_tok_s']:7.1f} tok/s "
+                      f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s "
+                      f"after {last['decode_context']} tokens ({last['context_prefill_s']:.1f} s)",
+                      file=sys.stderr)
+        for rounds in runs.values():
+            for run in rounds:
+                run.pop("ids", None)
     results = {e: best(runs[e]) for e in engines}
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
 
+    kv = args.kv_type + (f"/{args.kv_type_v}" if args.kv_type_v else "")
     print(f"model {args.model.name}, {args.threads} threads, prefill {args.prefill} tokens, "
-          f"decode {args.decode} tokens, best of {args.rounds}, libeliza KV cache {args.kv_type} "
-          f"({results['libeliza']['kv_mb']:.1f} MB), libeliza backend {results['libeliza']['backend']}")
+          f"decode {args.decode} tokens after {results['libeliza']['decode_context']} tokens of context, "
+          f"best of {args.rounds}, KV cache {kv} (libeliza {results['libeliza']['kv_mb']:.1f} MB"
+          + (f"; llama.cpp {results['llama.cpp']['kv_type']}" if "llama.cpp" in results else "")
+          + f"), libeliza backend {results['libeliza']['backend']}")
     print(f"{'engine':12s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'peak RSS MB':>12s}")
     for e in engines:
         res = results[e]

@@ -9,8 +9,13 @@ the build that tests/tools/llama_cpp.py makes (no llama-cpp-python needed).
 
     with lib.model(path) as m:      # a GGUF loaded whole, on the CPU
         logits = m.logits(ids)      # [len(ids), n_vocab], one batch, every position
+        with m.context(n_ctx=1024, n_batch=512, type_k="q8_0", type_v="q8_0",
+                       flash_attn=True) as ctx:   # a decoding context (bench/llm.py)
+            ctx.decode(ids)         # appends ids to the cache
+            row = ctx.last_logits() # the last position's logits
 
-Only the calls the tokenizer, chat and model-parity tests need are bound.
+Only the calls the tokenizer, chat, model-parity tests and the speed
+comparison need are bound.
 """
 
 from __future__ import annotations
@@ -105,6 +110,13 @@ class _Batch(ctypes.Structure):
     ]
 
 
+# ggml_type of the cache types llama.cpp's KV cache takes (ggml.h).
+CACHE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8}
+
+# llama_flash_attn_type (llama.h).
+FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
+
+
 class _ChatMessage(ctypes.Structure):
     _fields_ = [("role", ctypes.c_char_p), ("content", ctypes.c_char_p)]
 
@@ -169,19 +181,21 @@ class Vocab:
 
 
 class Model:
-    """One GGUF loaded whole by llama.cpp (CPU, no extra buffer types: on
-    some VMs of this kind the CPU reports AMX but faults on its tiles)."""
+    """One GGUF loaded whole by llama.cpp (CPU; no extra buffer types unless
+    asked: on some VMs of this kind the CPU reports AMX but faults on its
+    tiles)."""
 
-    def __init__(self, lib: LibLlama, path: Path, n_threads: int) -> None:
+    def __init__(self, lib: LibLlama, path: Path, n_threads: int, extra_bufts: bool = False) -> None:
         self._lib = lib
         self.n_threads = n_threads
         c = lib.c
         params = c.llama_model_default_params()
-        params.use_extra_bufts = False
+        params.use_extra_bufts = extra_bufts
         self._model = c.llama_model_load_from_file(str(path).encode(), params)
         if not self._model:
             raise RuntimeError(f"llama.cpp cannot load {path}: {''.join(lib.log_tail[-3:]).strip()}")
-        self.n_vocab: int = c.llama_vocab_n_tokens(c.llama_model_get_vocab(self._model))
+        self._vocab = c.llama_model_get_vocab(self._model)
+        self.n_vocab: int = c.llama_vocab_n_tokens(self._vocab)
 
     def __enter__(self) -> Model:
         return self
@@ -194,6 +208,9 @@ class Model:
         if self._model:
             self._lib.c.llama_model_free(self._model)
             self._model = None
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._lib.c.llama_vocab_is_eog(self._vocab, token))
 
     def logits(self, ids: Sequence[int], n_ctx: int | None = None, kv_f16: bool = False) -> list[list[float]]:
         """The logits of every position of ``ids`` from position 0 in one
@@ -231,6 +248,87 @@ class Model:
         finally:
             c.llama_batch_free(batch)
             c.llama_free(ctx)
+
+    def context(self, n_ctx: int, n_batch: int, type_k: str = "f16", type_v: str = "f16",
+                flash_attn: str = "on", n_threads_batch: int | None = None) -> Context:
+        """A context that keeps its cache between decode() calls: n_threads
+        for one-token steps, n_threads_batch (default the same) for larger
+        batches, a type_k / type_v cache (CACHE_TYPES) and flash attention
+        (FLASH_ATTN; a quantized V needs it on)."""
+        return Context(self, n_ctx, n_batch, type_k, type_v, flash_attn,
+                       self.n_threads if n_threads_batch is None else n_threads_batch)
+
+
+class Context:
+    """One llama_context of a Model, decoding one sequence from position 0."""
+
+    def __init__(self, model: Model, n_ctx: int, n_batch: int, type_k: str, type_v: str, flash_attn: str,
+                 n_threads_batch: int) -> None:
+        self._lib = model._lib
+        self.n_vocab = model.n_vocab
+        self.n_batch = n_batch
+        c = self._lib.c
+        params = c.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = params.n_ubatch = n_batch
+        params.n_threads = model.n_threads
+        params.n_threads_batch = n_threads_batch
+        params.type_k = CACHE_TYPES[type_k]
+        params.type_v = CACHE_TYPES[type_v]
+        params.flash_attn_type = FLASH_ATTN[flash_attn]
+        params.no_perf = True
+        self._ctx = c.llama_init_from_model(model._model, params)
+        if not self._ctx:
+            raise RuntimeError(f"llama_init_from_model failed: {''.join(self._lib.log_tail[-3:]).strip()}")
+        self._batch = c.llama_batch_init(n_batch, 0, 1)
+        self.n_past = 0
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._ctx:
+            self._lib.c.llama_batch_free(self._batch)
+            self._lib.c.llama_free(self._ctx)
+            self._ctx = None
+
+    def clear(self) -> None:
+        """Empties the cache: the next decode() starts at position 0."""
+        c = self._lib.c
+        c.llama_memory_clear(c.llama_get_memory(self._ctx), True)
+        self.n_past = 0
+
+    def set_threads(self, n_threads: int, n_threads_batch: int) -> None:
+        self._lib.c.llama_set_n_threads(self._ctx, n_threads, n_threads_batch)
+
+    def decode(self, ids: Sequence[int]) -> None:
+        """Appends ids to the cache in batches of n_batch; the logits of the
+        last one are kept (last_logits)."""
+        c = self._lib.c
+        b = self._batch
+        for start in range(0, len(ids), self.n_batch):
+            chunk = ids[start:start + self.n_batch]
+            for i, t in enumerate(chunk):
+                b.token[i] = t
+                b.pos[i] = self.n_past + i
+                b.n_seq_id[i] = 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = 0
+            b.logits[len(chunk) - 1] = 1
+            b.n_tokens = len(chunk)
+            rc = c.llama_decode(self._ctx, b)
+            if rc != 0:
+                raise RuntimeError(f"llama_decode returned {rc} at position {self.n_past}")
+            self.n_past += len(chunk)
+
+    def last_logits(self) -> ctypes.Array[ctypes.c_float]:
+        """The last decoded position's logits, [n_vocab], valid until the next decode()."""
+        row = self._lib.c.llama_get_logits_ith(self._ctx, -1)
+        return (ctypes.c_float * self.n_vocab).from_address(ctypes.addressof(row.contents))
 
 
 class LibLlama:
@@ -278,6 +376,12 @@ class LibLlama:
         c.llama_decode.restype = i32
         c.llama_get_logits_ith.argtypes = [vp, i32]
         c.llama_get_logits_ith.restype = ctypes.POINTER(ctypes.c_float)
+        c.llama_get_memory.argtypes = [vp]
+        c.llama_get_memory.restype = vp
+        c.llama_memory_clear.argtypes = [vp, ctypes.c_bool]
+        c.llama_memory_clear.restype = None
+        c.llama_set_n_threads.argtypes = [vp, i32, i32]
+        c.llama_set_n_threads.restype = None
         # The last lines llama.cpp logged, for the message of a failed load.
         self.log_tail: list[str] = []
 
@@ -297,8 +401,8 @@ class LibLlama:
     def vocab(self, path: Path) -> Vocab:
         return Vocab(self, path)
 
-    def model(self, path: Path, n_threads: int = 2) -> Model:
-        return Model(self, path, n_threads)
+    def model(self, path: Path, n_threads: int = 2, extra_bufts: bool = False) -> Model:
+        return Model(self, path, n_threads, extra_bufts)
 
     def chat_apply_template(self, tmpl: str, messages: Sequence[tuple[str, str]],
                             add_assistant: bool) -> str | None:
