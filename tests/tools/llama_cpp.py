@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -74,10 +75,15 @@ def build(jobs: int, targets: tuple[str, ...]) -> Path:
     root = cache_dir()
     src = fetch_source(root)
     out = root / "build"
+    # Without AMX: on the Xeons here (this kind of machine and the lent GPU
+    # host) 0.3.36's AMX matmul (ggml_backend_amx_mul_mat, an extra buffer
+    # type) segfaults on the first prompt of any model; every other native
+    # kernel, the repacked Q4_0 / IQ4_NL ones included, stays on.
+    no_amx = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" if platform.machine() in ("x86_64", "AMD64") else ""
     subprocess.run(
         ["cmake", "-S", str(src), "-B", str(out), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
          "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_BUILD_TESTS=OFF",
-         "-DLLAMA_BUILD_SERVER=OFF"],
+         "-DLLAMA_BUILD_SERVER=OFF", f"-DCMAKE_C_FLAGS={no_amx}", f"-DCMAKE_CXX_FLAGS={no_amx}"],
         check=True,
     )
     subprocess.run(["cmake", "--build", str(out), "-j", str(jobs), "--target", *targets], check=True)
