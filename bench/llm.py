@@ -22,10 +22,12 @@ Measures, for each engine in its own process (so peak RSS is its own):
            prompt); printed per round, since on a loaded machine CPU time
            moves less than wall time
 libeliza tokenizes; llama.cpp then evaluates the very same ids. The engines
-alternate for --rounds rounds; the best round of each counts. llama.cpp runs
-under OpenMP's default (spinning) wait policy and OMP_WAIT_POLICY=PASSIVE
-(--llama-wait both, the default) and keeps its better figures: on a loaded
-machine spinning threads collapse its decode speed, on a quiet one they win.
+alternate for --rounds rounds; the best round of each counts, and the
+medians of the per-round ratios (speed, and CPU time) are printed beside.
+llama.cpp runs under OpenMP's default (spinning) wait policy and
+OMP_WAIT_POLICY=PASSIVE (--llama-wait both, the default) and keeps its
+better figures: on a loaded machine spinning threads collapse its decode
+speed, on a quiet one they win.
 Prints the figures, our/llama.cpp ratios, and where libeliza's time goes (the
 "profile" of eliza_llm_info_json, per generated token and for the prefill).
 
@@ -416,6 +418,23 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def round_ratios(ours: list[dict[str, Any]], peer: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over the rounds of libeliza / llama.cpp, speed and CPU time
+    (peer CPU / ours: above 1 is libeliza ahead), each round's llama.cpp
+    figures the better of its wait policies' runs."""
+    import statistics
+
+    per = len(peer) // len(ours)
+    out: dict[str, list[float]] = {"prefill": [], "decode": [], "prefill_cpu": [], "decode_cpu": []}
+    for r, a in enumerate(ours):
+        b = peer[r * per:(r + 1) * per]
+        out["prefill"].append(a["prefill_tok_s"] / max(x["prefill_tok_s"] for x in b))
+        out["decode"].append(a["decode_tok_s"] / max(x["decode_tok_s"] for x in b))
+        out["prefill_cpu"].append(min(x["prefill_cpu_s"] for x in b) / a["prefill_cpu_s"])
+        out["decode_cpu"].append(min(x["decode_cpu_ms"] for x in b) / a["decode_cpu_ms"])
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None)
@@ -526,6 +545,11 @@ def main() -> int:
         print(f"{'ratio':12s} {a['prefill_tok_s'] / b['prefill_tok_s']:13.2f}x "
               f"{a['decode_tok_s'] / b['decode_tok_s']:12.2f}x {a['rss_mb'] / b['rss_mb']:11.2f}x   "
               "(libeliza / llama.cpp; RSS lower is better)")
+        med = round_ratios(runs["libeliza"], runs["llama.cpp"])
+        print(f"{'median ratio':12s} {med['prefill']:13.2f}x {med['decode']:12.2f}x   "
+              "(per round, libeliza / llama.cpp)")
+        print(f"{'median CPU':12s} {med['prefill_cpu']:13.2f}x {med['decode_cpu']:12.2f}x   "
+              "(per round, llama.cpp CPU time / libeliza's)")
     if results["libeliza"]["backend"] != "cpu":
         # The GPU step is one recorded pass: bench/bench_gpu_llm.c has its kernel timestamps.
         return 0
