@@ -16,11 +16,18 @@ Measures, for each engine in its own process (so peak RSS is its own):
            a short prompt, or after a prompt of --decode-context tokens: the
            cost of attention over a long cache of each --kv-type
   rss      peak resident set of the process (MB), model mapping included
+  CPU      process CPU time (all threads) of the prefill, and per decoded
+           token: llama.cpp's around each decode call, libeliza's by
+           differencing a one-token stream and the timed one (the same
+           prompt); printed per round, since on a loaded machine CPU time
+           moves less than wall time
 libeliza tokenizes; llama.cpp then evaluates the very same ids. The engines
-alternate for --rounds rounds; the best round of each counts. llama.cpp runs
-under OpenMP's default (spinning) wait policy and OMP_WAIT_POLICY=PASSIVE
-(--llama-wait both, the default) and keeps its better figures: on a loaded
-machine spinning threads collapse its decode speed, on a quiet one they win.
+alternate for --rounds rounds; the best round of each counts, and the
+medians of the per-round ratios (speed, and CPU time) are printed beside.
+llama.cpp runs under OpenMP's default (spinning) wait policy and
+OMP_WAIT_POLICY=PASSIVE (--llama-wait both, the default) and keeps its
+better figures: on a loaded machine spinning threads collapse its decode
+speed, on a quiet one they win.
 Prints the figures, our/llama.cpp ratios, and where libeliza's time goes (the
 "profile" of eliza_llm_info_json, per generated token and for the prefill).
 
@@ -139,15 +146,25 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         prefill_cpu = cpu_s() - c0
         after = llm.info["profile"]
         prefill_profile = {k[:-3]: after[k] - before[k] for k in after if k.endswith("_ms")}
-        before = after
+        # Decode CPU by differencing: a stream of one token (the prompt's
+        # pass and the first token) against the timed stream, whose first
+        # piece may come only at its end (text held back). Not in a sweep,
+        # where the prompt is long and only the speed counts.
+        c0 = cpu_s()
+        if not args.barrier:
+            "".join(llm.stream(prompt, max_tokens=1, temperature=0.0))
+        one_cpu = cpu_s() - c0
+        before = llm.info["profile"]
         # The first piece comes once the prompt is evaluated; the stats time
         # the library's evaluations only, not the wait at the barrier.
+        c0 = cpu_s()
         pieces = llm.stream(prompt, max_tokens=args.decode, temperature=0.0)
         text = next(pieces, "")
         barrier(args, "libeliza")
         t0 = time.perf_counter()
         text += "".join(pieces)
         total_s = time.perf_counter() - t0
+        decode_cpu = cpu_s() - c0 - one_cpu
         stats = llm.last_stats
         after = llm.info["profile"]
         assert stats is not None
@@ -159,6 +176,7 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "prefill_cpu_s": prefill_cpu,
             "decode_tok_s": stats.decode_tokens_per_s,
             "decode_wall_tok_s": (n_gen - 1) / total_s if total_s else 0.0,
+            "decode_cpu_ms": None if args.barrier else 1000 * decode_cpu / max(n_gen - 1, 1),
             "generated": n_gen,
             "decode_context": len(decode_ids),
             "context_prefill_s": stats.prefill_ms / 1000,
@@ -242,15 +260,16 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         pin(args.cpus)
         out: list[int] = []
         t0 = time.perf_counter()
-        decode_s = 0.0
+        decode_s = decode_cpu = 0.0
         for _ in range(args.decode):
             tok = int(np.argmax(np.ctypeslib.as_array(ctx.last_logits())))
             if model.is_eog(tok):
                 break
             out.append(tok)
-            t1 = time.perf_counter()
+            c1, t1 = cpu_s(), time.perf_counter()
             ctx.decode([tok])
             decode_s += time.perf_counter() - t1
+            decode_cpu += cpu_s() - c1
         total_s = time.perf_counter() - t0
     return {
         "engine": "llama.cpp",
@@ -258,6 +277,7 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         "prefill_cpu_s": prefill_cpu,
         "decode_tok_s": len(out) / decode_s if decode_s else 0.0,
         "decode_wall_tok_s": len(out) / total_s if total_s else 0.0,
+        "decode_cpu_ms": 1000 * decode_cpu / max(len(out), 1),
         "generated": len(out),
         "decode_context": len(ids_of["decode"]),
         "context_prefill_s": context_prefill_s,
@@ -398,6 +418,23 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def round_ratios(ours: list[dict[str, Any]], peer: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over the rounds of libeliza / llama.cpp, speed and CPU time
+    (peer CPU / ours: above 1 is libeliza ahead), each round's llama.cpp
+    figures the better of its wait policies' runs."""
+    import statistics
+
+    per = len(peer) // len(ours)
+    out: dict[str, list[float]] = {"prefill": [], "decode": [], "prefill_cpu": [], "decode_cpu": []}
+    for r, a in enumerate(ours):
+        b = peer[r * per:(r + 1) * per]
+        out["prefill"].append(a["prefill_tok_s"] / max(x["prefill_tok_s"] for x in b))
+        out["decode"].append(a["decode_tok_s"] / max(x["decode_tok_s"] for x in b))
+        out["prefill_cpu"].append(min(x["prefill_cpu_s"] for x in b) / a["prefill_cpu_s"])
+        out["decode_cpu"].append(min(x["decode_cpu_ms"] for x in b) / a["decode_cpu_ms"])
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, default=None)
@@ -476,14 +513,15 @@ def main() -> int:
             for e in engines:
                 for env in llama_envs(args.llama_wait) if e == "llama.cpp" else [{}]:
                     runs[e].append(child(e, args, ids_file, env))
+                    last = runs[e][-1]
+                    wait = f" {env['OMP_WAIT_POLICY'].lower()}" if env else ""
+                    print(f"round {r + 1}: {e + wait:18s} prefill {last['prefill_tok_s']:7.1f} tok/s "
+                          f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s "
+                          f"({last['decode_cpu_ms']:.1f} ms CPU/token) after {last['decode_context']} tokens "
+                          f"({last['context_prefill_s']:.1f} s)", file=sys.stderr)
                 if e == "libeliza" and not ids_file.exists():
                     # llama.cpp evaluates the very token ids libeliza did.
                     ids_file.write_text(json.dumps(runs[e][-1]["ids"]))
-                last = runs[e][-1]
-                print(f"round {r + 1}: {e:10s} prefill {last['prefill_tok_s']:7.1f} tok/s "
-                      f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s "
-                      f"after {last['decode_context']} tokens ({last['context_prefill_s']:.1f} s)",
-                      file=sys.stderr)
         for rounds in runs.values():
             for run in rounds:
                 run.pop("ids", None)
@@ -507,6 +545,11 @@ def main() -> int:
         print(f"{'ratio':12s} {a['prefill_tok_s'] / b['prefill_tok_s']:13.2f}x "
               f"{a['decode_tok_s'] / b['decode_tok_s']:12.2f}x {a['rss_mb'] / b['rss_mb']:11.2f}x   "
               "(libeliza / llama.cpp; RSS lower is better)")
+        med = round_ratios(runs["libeliza"], runs["llama.cpp"])
+        print(f"{'median ratio':12s} {med['prefill']:13.2f}x {med['decode']:12.2f}x   "
+              "(per round, libeliza / llama.cpp)")
+        print(f"{'median CPU':12s} {med['prefill_cpu']:13.2f}x {med['decode_cpu']:12.2f}x   "
+              "(per round, llama.cpp CPU time / libeliza's)")
     if results["libeliza"]["backend"] != "cpu":
         # The GPU step is one recorded pass: bench/bench_gpu_llm.c has its kernel timestamps.
         return 0

@@ -3,7 +3,7 @@
  *   h = rms_norm(x) attn_norm
  *   x += mamba2(h) + attention(h)        (muP multipliers baked into the weights)
  *   x += ffn(rms_norm(x) ffn_norm)
- * Mamba2 (llm/ssm.h): zxbcdt = h in_proj; xBC = silu(conv1d(xBC) + b);
+ * Mamba2 (llm/ssm.h): zxbcdt = h in_proj (one pass with q, k, v); xBC = silu(conv1d(xBC) + b);
  * y = scan(x, dt, A, B, C) + D x; y = y silu(z), grouped RMSNorm when the
  * file has ssm_norm; out_proj. Attention: NEOX rope, GQA, 1/sqrt(head_dim).
  * The conv window and the SSM state of every layer live in the cache
@@ -88,7 +88,29 @@ static int32_t falcon_h1_weights(ez_llm_model *m) {
 
 /* ---- the mixer ------------------------------------------------------------------------- */
 
-/* f->ssm_o = mamba2(f->h) for the n tokens, advancing layer il's states. */
+/* q, k, v and the mixer's in_proj of f->h: one pass of the products (the
+ * input quantized once, one pool dispatch for the four matrices); profiled
+ * as the qkv phase. */
+static int32_t in_projections(ez_llm_fwd *f, const ez_llm_layer *L, int32_t n) {
+    const ez_llm_hparams *hp = &f->m->hp;
+    const int64_t n_q = (int64_t)hp->n_head * hp->head_dim, n_kv = (int64_t)hp->n_head_kv * hp->head_dim,
+                  C = hp->ssm_d_inner + 2 * (int64_t)hp->ssm_n_group * hp->ssm_d_state,
+                  ld_z = hp->ssm_d_inner + C + hp->ssm_n_head;
+    const ez_llm_mm mm[4] = {{&L->wq, f->q, n_q}, {&L->wk, f->k, n_kv}, {&L->wv, f->v, n_kv},
+                             {&L->ssm_in, f->ssm_zxbcdt, ld_z}};
+    ez_llm_backend *be = f->be;
+    int32_t rc = be->ops->matmul(be, f->h, n, mm, 4);
+    if (rc) return rc;
+    ez_fwd_tick(f, EZ_LLM_PHASE_QKV);
+    if (L->bq) be->ops->add_bias(be, f->q, L->bq, n, n_q);
+    if (L->bk) be->ops->add_bias(be, f->k, L->bk, n, n_kv);
+    if (L->bv) be->ops->add_bias(be, f->v, L->bv, n, n_kv);
+    ez_fwd_tick(f, EZ_LLM_PHASE_NORM);
+    return ELIZA_OK;
+}
+
+/* f->ssm_o = mamba2 of the n tokens whose in_proj is in f->ssm_zxbcdt,
+ * advancing layer il's states. */
 static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
     const ez_llm_hparams *hp = &f->m->hp;
     const ez_llm_layer *L = &f->m->layers[il];
@@ -96,12 +118,10 @@ static int32_t mamba2(ez_llm_fwd *f, int il, int32_t n) {
                   K = hp->ssm_d_conv, C = d_in + 2 * G * N, ld_z = d_in + C + H;
     const ez_ssm_shape sh = {(int)H, (int)(d_in / H), (int)G, (int)N};
     float *conv_state = (float *)(void *)f->kv->layers[il].state, *ssm_state = conv_state + (K - 1) * C;
-    ez_llm_mm in = {&L->ssm_in, f->ssm_zxbcdt, ld_z}, out = {&L->ssm_out, f->ssm_o, hp->n_embd};
+    ez_llm_mm out = {&L->ssm_out, f->ssm_o, hp->n_embd};
     ez_llm_backend *be = f->be;
     int32_t rc;
 
-    if ((rc = be->ops->matmul(be, f->h, n, &in, 1))) return rc;
-    ez_fwd_tick(f, EZ_LLM_PHASE_SSM_IN);
     be->ops->ssm_conv(be, conv_state, f->ssm_zxbcdt + d_in, ld_z, L->ssm_conv1d, L->ssm_conv1d_b, f->ssm_xbc, n,
                       (int)C, (int)K);
     ez_fwd_tick(f, EZ_LLM_PHASE_SSM_CONV);
@@ -121,7 +141,7 @@ static int32_t falcon_h1_block(ez_llm_fwd *f, int il, int32_t n, int32_t pos0) {
     int32_t rc;
 
     ez_fwd_norm(f, f->h, f->x, L->attn_norm, n);
-    if ((rc = ez_fwd_qkv(f, L, n))) return rc;
+    if ((rc = in_projections(f, L, n))) return rc;
     ez_fwd_rope(f, L, n);
     ez_fwd_attention(f, il, n, pos0);
     if ((rc = ez_fwd_attn_out(f, L, n))) return rc;

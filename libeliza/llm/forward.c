@@ -13,7 +13,7 @@
 const char *ez_llm_phase_name(int phase) {
     static const char *const names[EZ_LLM_PHASE_COUNT] = {"embed",    "norm",    "qkv",      "attention", "attn_out",
                                                          "ffn_up",   "ffn_act", "ffn_down", "output",
-                                                         "ssm_in",   "ssm_conv", "ssm_scan", "ssm_out"};
+                                                         "ssm_conv", "ssm_scan", "ssm_out"};
     return phase >= 0 && phase < EZ_LLM_PHASE_COUNT ? names[phase] : "?";
 }
 

@@ -28,14 +28,13 @@ static inline void ez_llm_flag_set(ez_llm_flag *f, int v) { ez_atomic_int_store(
 typedef enum {
     EZ_LLM_PHASE_EMBED = 0,
     EZ_LLM_PHASE_NORM,       /* RMSNorms, biases, q/k norms, rope, residuals */
-    EZ_LLM_PHASE_QKV,        /* q, k, v projections */
+    EZ_LLM_PHASE_QKV,        /* q, k, v projections (falcon-h1: with the Mamba2 in_proj, one pass) */
     EZ_LLM_PHASE_ATTENTION,  /* scores, softmax, weighted values, cache writes */
     EZ_LLM_PHASE_ATTN_OUT,   /* output projection of attention */
     EZ_LLM_PHASE_FFN_UP,     /* gate and up projections */
     EZ_LLM_PHASE_FFN_ACT,    /* GELU / SiLU gate */
     EZ_LLM_PHASE_FFN_DOWN,
     EZ_LLM_PHASE_OUTPUT,     /* final norm, vocabulary projection, softcap */
-    EZ_LLM_PHASE_SSM_IN,     /* Mamba2 in_proj (falcon-h1) */
     EZ_LLM_PHASE_SSM_CONV,   /* its depthwise conv1d + SiLU */
     EZ_LLM_PHASE_SSM_SCAN,   /* the SSM scan (prompt) or step (decode), gate, grouped norm */
     EZ_LLM_PHASE_SSM_OUT,    /* out_proj */

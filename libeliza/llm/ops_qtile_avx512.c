@@ -2,8 +2,10 @@
  * scheme with two packed groups of 8 activation rows in the two halves of
  * each register, so a weight's broadcast codes serve 16 rows per
  * instruction. The Q*_0 family (signed codes shifted to unsigned, see
- * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd; the K quants keep the
- * maddubs + madd form whose 16-bit products carry the per-16 scales.
+ * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd, and so do Q4_K / Q5_K (one
+ * scale per 32 elements, applied to the 32-bit sums); the other K quants
+ * keep the maddubs + madd form whose 16-bit products carry the per-16
+ * scales.
  * Compiled with the AVX-512 flags; used at the avx512 level only. */
 #include "ops.h"
 
@@ -111,6 +113,50 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
+/* Q4_K / Q5_K, whose scale is one per 32 elements: eight vpdpbusd sum a
+ * sub-block's unsigned codes times the activations in 32 bits, one vpmulld
+ * applies its scale. The same integers as x16k_rows' maddubs form, in
+ * about half the instructions. */
+static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
+                        const ez_llm_x8k_block *x1, float out[EZ_LLM_TILE_ROWS][16]) {
+    __m512 acc[EZ_LLM_TILE_ROWS];
+    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const ez_llm_ktile *t = tiles + sb * EZ_LLM_TILE_ROWS;
+        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
+        __m512i is[EZ_LLM_TILE_ROWS];
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) is[r] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            __m512i q[8];
+            for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
+            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+                const uint8_t *c = t[r].codes + 32 * s;
+                __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
+                __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
+                is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(_mm512_add_epi32(e, o),
+                                                                   _mm512_set1_epi32(t[r].scale[s][0])));
+            }
+        }
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            __m512i o = _mm512_setzero_si512();
+            for (int i = 0; i < 8; i++) {
+                int32_t pair;
+                memcpy(&pair, &t[r].offset[2 * i], 4);
+                o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0[sb].bsums[i], x1[sb].bsums[i])));
+            }
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].d)), acc[r]);
+            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].c)), acc[r]);
+        }
+    }
+    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
 /* Activation rows m .. m + 15 from groups m / 8 and m / 8 + 1; a last lone
  * group runs in both halves and the second half's results are dropped. */
 static void store_rows(const float out[EZ_LLM_TILE_ROWS][16], int n_acts, int n_rows, float *y, int64_t ldy) {
@@ -144,6 +190,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
     const int wide = ez_llm_tile_traits_of(w->type)->wide;
+    const int per32 = w->type == EZ_TYPE_Q4_K || w->type == EZ_TYPE_Q5_K;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
@@ -151,7 +198,8 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
         ez_llm_ktile_unpack(w, g0, n_rows, tiles);
         for (int64_t m = 0; m < M; m += 16) {
             const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
-            x16k_rows(nsb, tiles, xa, xb, wide, out);
+            if (per32) x16k32_rows(nsb, tiles, xa, xb, out);
+            else x16k_rows(nsb, tiles, xa, xb, wide, out);
             store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
         }
     }

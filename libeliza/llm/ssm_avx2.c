@@ -1,7 +1,8 @@
 /* AVX2 + FMA variants of the Mamba2 kernels (compiled with -mavx2 -mfma;
  * used only when the CPU has them). Same contracts as the reference in
- * ssm.c: the conv runs eight channels per register (their windows gathered
- * once per call, the frames read as rows), the step eight state entries. */
+ * ssm.c: the conv runs eight channels per register over blocks of
+ * channels (their windows transposed once per call, each token's frames
+ * read as contiguous rows), the step eight state entries. */
 #include "ssm.h"
 
 #if EZ_ARCH_X86_64
@@ -23,29 +24,33 @@ static inline const float *frame(const float *state, const float *x, int64_t ld_
     return s < 0 ? state + (int64_t)(d_conv - 1 + s) * n_ch : x + (int64_t)s * ld_x;
 }
 
+/* Channels per block of the conv: their windows, transposed to [K][block],
+ * stay in L1 while the block's frames are read row after row. */
+#define CONV_BLOCK 256
+
 static void conv_avx2(const float *state, const float *x, int64_t ld_x, const float *w, const float *b, float *y,
                       int64_t ld_y, int n_tok, int n_ch, int d_conv) {
-    const __m256i lanes = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(d_conv));
-    int c = 0;
+    float wt[EZ_SSM_MAX_CONV * CONV_BLOCK];
     assert(d_conv <= EZ_SSM_MAX_CONV);
-    for (; c + 8 <= n_ch; c += 8) {
-        __m256 wk[EZ_SSM_MAX_CONV];
-        const __m256 bias = b ? _mm256_loadu_ps(b + c) : _mm256_setzero_ps();
-        for (int k = 0; k < d_conv; k++) wk[k] = _mm256_i32gather_ps(w + (int64_t)c * d_conv + k, lanes, 4);
+    for (int c0 = 0; c0 < n_ch; c0 += CONV_BLOCK) {
+        const int nc = n_ch - c0 < CONV_BLOCK ? n_ch - c0 : CONV_BLOCK, nv = nc & ~7;
+        for (int c = 0; c < nc; c++)
+            for (int k = 0; k < d_conv; k++) wt[k * CONV_BLOCK + c] = w[(int64_t)(c0 + c) * d_conv + k];
         for (int t = 0; t < n_tok; t++) {
-            __m256 acc = bias;
-            for (int k = 0; k < d_conv; k++)
-                acc = _mm256_fmadd_ps(wk[k], _mm256_loadu_ps(frame(state, x, ld_x, n_ch, d_conv, t - d_conv + 1 + k) + c),
-                                      acc);
-            _mm256_storeu_ps(y + (int64_t)t * ld_y + c, _mm256_mul_ps(acc, ez_sigmoid_avx2(acc)));
-        }
-    }
-    for (; c < n_ch; c++) {
-        for (int t = 0; t < n_tok; t++) {
-            float acc = b ? b[c] : 0.0f;
-            for (int k = 0; k < d_conv; k++)
-                acc += w[(int64_t)c * d_conv + k] * frame(state, x, ld_x, n_ch, d_conv, t - d_conv + 1 + k)[c];
-            y[(int64_t)t * ld_y + c] = acc / (1.0f + expf(-acc));
+            const float *fr[EZ_SSM_MAX_CONV];
+            float *yt = y + (int64_t)t * ld_y + c0;
+            for (int k = 0; k < d_conv; k++) fr[k] = frame(state, x, ld_x, n_ch, d_conv, t - d_conv + 1 + k) + c0;
+            for (int c = 0; c < nv; c += 8) {
+                __m256 acc = b ? _mm256_loadu_ps(b + c0 + c) : _mm256_setzero_ps();
+                for (int k = 0; k < d_conv; k++)
+                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(wt + k * CONV_BLOCK + c), _mm256_loadu_ps(fr[k] + c), acc);
+                _mm256_storeu_ps(yt + c, _mm256_mul_ps(acc, ez_sigmoid_avx2(acc)));
+            }
+            for (int c = nv; c < nc; c++) {
+                float acc = b ? b[c0 + c] : 0.0f;
+                for (int k = 0; k < d_conv; k++) acc += wt[k * CONV_BLOCK + c] * fr[k][c];
+                yt[c] = acc / (1.0f + expf(-acc));
+            }
         }
     }
 }

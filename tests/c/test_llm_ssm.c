@@ -69,7 +69,7 @@ static int tables(table out[4]) {
 static double silu_d(double v) { return v / (1.0 + exp(-v)); }
 
 static void test_ssm_conv_matches_formula_and_reference(void) {
-    static const int chans[] = {1, 3, 7, 8, 9, 16, 31, 40, 352};
+    static const int chans[] = {1, 3, 7, 8, 9, 16, 31, 40, 263, 352, 1795};
     static const int kernels[] = {2, 3, 4, 7};
     static const int toks[] = {1, 2, 3, 5, 17};
     table t[4];
