@@ -486,7 +486,7 @@ int ez_tts_bf16_available(void) { return ez_gemm_bf16_kernels_active() != NULL; 
 
 int ez_tts_bf16_default(void) {
     const char *env = getenv("ELIZA_TTS_BF16");
-    return ez_tts_bf16_available() && !(env && strcmp(env, "0") == 0);
+    return ez_tts_bf16_available() && env && strcmp(env, "1") == 0;
 }
 
 void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,

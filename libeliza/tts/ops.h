@@ -76,8 +76,11 @@ EZ_INTERNAL void ez_tts_conv1d_bf16(ez_pool *pool, const float *x, int c_in, int
  * with AVX512_BF16), else 0. */
 EZ_INTERNAL int ez_tts_bf16_available(void);
 
-/* Whether a model opened now uses them: ez_tts_bf16_available() unless the
- * environment sets ELIZA_TTS_BF16=0. */
+/* Whether a model opened now uses them: only when the environment sets
+ * ELIZA_TTS_BF16=1 and ez_tts_bf16_available(). Off by default: on the one
+ * AVX512_BF16 CPU measured (Zen 5) vdpbf16ps retires a quarter as often as
+ * vfmadd231ps, so its two multiply-adds per lane are half the float32
+ * rate, and the BF16 convolutions are slower (docs/kokoro.md). */
 EZ_INTERNAL int ez_tts_bf16_default(void);
 
 /* Whether ez_tts_conv1d takes the FFT path for this shape (on this CPU). */
