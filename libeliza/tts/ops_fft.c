@@ -48,6 +48,13 @@
  * The scale 1 / (2N) the transforms leave out is folded into the filter
  * spectra (a power of two: exact).
  *
+ * BF16 products (ez_tts_conv1d_fft_bf16): between steps 1 and 2 the slab's
+ * X is rounded to bf16 (Xb, same layout), each task's spectra are rounded
+ * into BF16 panels (core/kernels/gemm_bf16.h), and the products run on the
+ * BF16 tile over the whole depth; transforms and sums stay float32. Xb
+ * (half of X) lives in the caller's scratch, the BF16 spectra in each
+ * task's working memory in place of the packed A.
+ *
  * Threads and bits: every block is transformed by the same operations
  * whichever thread does it, and every product element is summed over the
  * same kc slices of depth in the same order by the tile kernel (which forms
