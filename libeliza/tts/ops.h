@@ -78,9 +78,10 @@ EZ_INTERNAL int ez_tts_bf16_available(void);
 
 /* Whether a model opened now uses them: only when the environment sets
  * ELIZA_TTS_BF16=1 and ez_tts_bf16_available(). Off by default: on the one
- * AVX512_BF16 CPU measured (Zen 5) vdpbf16ps retires a quarter as often as
- * vfmadd231ps, so its two multiply-adds per lane are half the float32
- * rate, and the BF16 convolutions are slower (docs/kokoro.md). */
+ * AVX512_BF16 CPU measured (an Intel Xeon with AMX) vdpbf16ps retires a
+ * quarter as often as vfmadd231ps, so its two multiply-adds per lane are
+ * half the float32 rate, and the BF16 convolutions are slower
+ * (docs/kokoro.md). */
 EZ_INTERNAL int ez_tts_bf16_default(void);
 
 /* Whether ez_tts_conv1d takes the FFT path for this shape (on this CPU). */

@@ -1,9 +1,9 @@
 /* AVX512_BF16 kernels of the BF16 tile (gemm_bf16.h): vdpbf16ps on a
  * 12 x 32 register tile, the shape of gemm_avx512.c's float32 tile (24
  * accumulators, two B vectors and a broadcast in the 32 zmm registers),
- * each instruction two multiply-adds per lane instead of one (on Zen 5 it
- * retires at a quarter of vfmadd231ps's rate: half the multiply-adds per
- * cycle; bench_gemm tiles). Compiled with the AVX-512 flags (-mavx512bf16
+ * each instruction two multiply-adds per lane instead of one (on the Intel
+ * Xeon measured, with AMX, it retires at a quarter of vfmadd231ps's rate:
+ * half the multiply-adds per cycle; bench_gemm tiles). Compiled with the AVX-512 flags (-mavx512bf16
  * among them) and only called where ez_gemm_bf16_kernels_active says the
  * CPU has AVX512_BF16. GCC and Clang only: the bf16 vector types are cast
  * from the integer ones as GNU C vectors (MSVC builds have no BF16 tile). */
