@@ -303,8 +303,8 @@ static void product_bf16(const fft_job *j, const ez_bf16 *a, const ez_bf16 *b, i
         const ez_bf16 *bp = b + q * ez_fft_panel_stride(K, nr);
         const int n_c = EZ_MIN(nr, cols - q * nr);
         for (int i = 0; i * mr < rows; i++)
-            bk->tile(K, a + (int64_t)i * mr * lda, lda, EZ_MIN(mr, rows - i * mr), bp, c + (int64_t)i * mr * ldc + q * nr,
-                     ldc, n_c, accumulate);
+            bk->tile(K, a + (int64_t)i * mr * lda, lda, EZ_MIN(mr, rows - i * mr), bp,
+                     c + (int64_t)i * mr * ldc + q * nr, ldc, n_c, accumulate);
     }
 }
 

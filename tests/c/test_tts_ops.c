@@ -259,7 +259,8 @@ static void check_conv1d_fft_any(conv_shape s, int with_bias, const ez_fft_kerne
             for (int64_t i = 0; i < ny; i++) bound[i] *= BF16_TOLERANCE;
         bad = count_over(out[0], ref, bound, ny, bf16 ? &g_worst_fft_bf16 : &g_worst_fft);
         rel = relative_error(out[0], ref, ny);
-        if (rel > (bf16 ? g_worst_fft_bf16_rel : g_worst_fft_rel)) *(bf16 ? &g_worst_fft_bf16_rel : &g_worst_fft_rel) = rel;
+        if (bf16 && rel > g_worst_fft_bf16_rel) g_worst_fft_bf16_rel = rel;
+        if (!bf16 && rel > g_worst_fft_rel) g_worst_fft_rel = rel;
         CHECK_MSG(bad == 0, "%s: %lld of %lld outputs off the reference", what, (long long)bad, (long long)ny);
         CHECK_MSG(rel <= (bf16 ? 8e-3 : 1e-5), "%s: max |fft - ref| / max |ref| = %.3g", what, rel);
     }
@@ -319,7 +320,8 @@ static void test_conv1d_fft_bf16_matches_reference(void) {
         printf("conv1d_fft_bf16: no BF16 kernels at this level\n");
         return;
     }
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_conv1d_fft_any(shapes[i], (int)(i & 1), NULL, 1);
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_conv1d_fft_any(shapes[i], (int)(i & 1), NULL, 1);
 }
 
 /* The BF16 kernels of this CPU (AVX-512 where it has AVX512_BF16) against
@@ -358,7 +360,8 @@ static void test_bf16_kernels_match_reference(void) {
         const int mr = bk->mr, nr = bk->nr;
         float *bf = random_floats(K * nr, 1.0f), *af = random_floats((int64_t)mr * lda, 1.0f);
         ez_bf16 *a = (ez_bf16 *)malloc(sizeof(ez_bf16) * (size_t)(mr * lda));
-        ez_bf16 *pb = (ez_bf16 *)malloc(sizeof(ez_bf16) * (size_t)(K * nr)), *pr = (ez_bf16 *)malloc(sizeof(ez_bf16) * (size_t)(K * nr));
+        ez_bf16 *pb = (ez_bf16 *)malloc(sizeof(ez_bf16) * (size_t)(K * nr));
+        ez_bf16 *pr = (ez_bf16 *)malloc(sizeof(ez_bf16) * (size_t)(K * nr));
         float c_fast[EZ_GEMM_BF16_REF_TILE * EZ_GEMM_BF16_REF_TILE], c_ref[sizeof c_fast / sizeof c_fast[0]];
         ref->round(af, (int64_t)mr * lda, a);
         for (int cols = nr; cols >= 1; cols -= 13) {
