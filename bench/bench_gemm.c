@@ -4,7 +4,7 @@
  *
  *   bench_gemm                 all of it
  *   bench_gemm --quick         fewer repetitions (a smoke run)
- *   bench_gemm SECTION...      only these of llm, diar, tts, pool
+ *   bench_gemm SECTION...      only these of llm, diar, tts, tiles, pool
  *   bench_gemm --match TEXT    only the GEMM shapes whose name contains TEXT
  *
  * Build: configure with -DELIZA_BUILD_BENCH=ON (bench_*.c link against the
@@ -13,13 +13,20 @@
  * Each figure is the best of several timed batches, so other load on the
  * machine shows up as noise in fewer of them. The reference (double
  * accumulation, one thread) is timed at the LLM shapes only: at the model
- * shapes it would take minutes. */
+ * shapes it would take minutes.
+ *
+ * "tiles": one register tile of the float32 GEMM (tile_direct, A read in
+ * place) against the BF16 tile (core/kernels/gemm_bf16.h, vdpbf16ps) where
+ * the level has one, on one thread, operands in L1 (the FFT convolutions'
+ * shape: rows of depth 256 at a row stride of 768, one panel): the multiply-add rate of the instructions themselves. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cpu.h"
 #include "core/gemm.h"
+#include "core/kernels/gemm_bf16.h"
+#include "core/kernels/gemm_kernels_ext.h"
 #include "core/platform.h"
 #include "core/pool.h"
 
@@ -228,6 +235,72 @@ static void empty_range(void *ctx, int64_t begin, int64_t end, int thread_index)
 
 static void run_empty_loop(void *p) { ez_pool_for((ez_pool *)p, 2, 1, empty_range, NULL); }
 
+enum { TILE_K = 256, TILE_LDA = 768, TILE_ROWS = 96 };
+
+typedef struct {
+    const ez_gemm_kernels_ext *ext;
+    const ez_gemm_bf16_kernels *bk;
+    int mr, nr;
+    const float *a, *b;
+    const ez_bf16 *ab, *bb;
+    float *c;
+} tile_ctx;
+
+static void run_tiles_f32(void *p) {
+    const tile_ctx *t = (const tile_ctx *)p;
+    for (int i = 0; i < TILE_ROWS; i += t->mr)
+        t->ext->tile_direct(TILE_K, t->a + i * TILE_LDA, TILE_LDA, EZ_MIN(t->mr, TILE_ROWS - i), t->b,
+                            t->c + i * t->nr, t->nr, t->nr, 0);
+}
+
+static void run_tiles_bf16(void *p) {
+    const tile_ctx *t = (const tile_ctx *)p;
+    for (int i = 0; i < TILE_ROWS; i += t->bk->mr)
+        t->bk->tile(TILE_K, t->ab + i * TILE_LDA, TILE_LDA, EZ_MIN(t->bk->mr, TILE_ROWS - i), t->bb, t->c + i * t->nr,
+                    t->nr, t->nr, 0);
+}
+
+static void bench_tiles(void) {
+    const ez_gemm_kernels_ext *ext;
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(&ext);
+    tile_ctx t;
+    double macs, f32;
+    printf("\nregister tiles, one thread, operands in L1 (K = %d)\n", TILE_K);
+    if (!kern || !ext || !ext->tile_direct) {
+        printf("no float32 tile that reads A in place at this level\n");
+        return;
+    }
+    t.ext = ext;
+    t.bk = ez_gemm_bf16_kernels_active();
+    t.mr = kern->mr;
+    t.nr = kern->nr;
+    t.a = filled((size_t)TILE_ROWS * TILE_LDA);
+    t.b = filled((size_t)TILE_K * t.nr);
+    t.c = filled((size_t)TILE_ROWS * t.nr);
+    macs = (double)TILE_ROWS * t.nr * TILE_K;
+    f32 = macs / seconds_per_call(run_tiles_f32, &t) * 1e-9;
+    printf("float32 %dx%d tile (FMA):    %6.1f G multiply-adds/s\n", kern->mr, kern->nr, f32);
+    if (t.bk && t.bk->nr == t.nr) {
+        ez_bf16 *ab = (ez_bf16 *)ez_aligned_alloc(sizeof(ez_bf16) * (size_t)TILE_ROWS * TILE_LDA);
+        ez_bf16 *bb = (ez_bf16 *)ez_aligned_alloc(sizeof(ez_bf16) * (size_t)TILE_K * t.nr);
+        double bf16;
+        t.bk->round(t.a, (int64_t)TILE_ROWS * TILE_LDA, ab);
+        t.bk->pack_b_kn(TILE_K, t.nr, t.b, t.nr, bb);
+        t.ab = ab;
+        t.bb = bb;
+        bf16 = macs / seconds_per_call(run_tiles_bf16, &t) * 1e-9;
+        printf("BF16 %dx%d tile (vdpbf16ps): %6.1f G multiply-adds/s (%.2fx float32)\n", t.bk->mr, t.bk->nr, bf16,
+               bf16 / f32);
+        ez_aligned_free(ab);
+        ez_aligned_free(bb);
+    } else {
+        printf("no BF16 tile at this level (AVX512_BF16 at avx512 only)\n");
+    }
+    ez_aligned_free((void *)t.a);
+    ez_aligned_free((void *)t.b);
+    ez_aligned_free(t.c);
+}
+
 static int wanted(int argc, char **argv, const char *section) {
     int any = 0;
     for (int i = 1; i < argc; i++) {
@@ -262,6 +335,7 @@ int main(int argc, char **argv) {
     if (wanted(argc, argv, "llm")) bench_gemm_table(pools, "LLM", k_llm_shapes, COUNT(k_llm_shapes), 1);
     if (wanted(argc, argv, "diar")) bench_gemm_table(pools, "diarization", k_diar_shapes, COUNT(k_diar_shapes), 0);
     if (wanted(argc, argv, "tts")) bench_gemm_table(pools, "TTS", k_tts_shapes, COUNT(k_tts_shapes), 0);
+    if (wanted(argc, argv, "tiles")) bench_tiles();
 
     if (wanted(argc, argv, "pool")) {
         printf("\npool dispatch\n");

@@ -154,7 +154,7 @@ static void run(void *p) {
 }
 
 typedef struct {
-    int fft;
+    int fft; /* 0 direct, 1 FFT, 2 FFT with BF16 products */
     int c, t, k, d;
     ez_pool *pool;
     const float *x, *w, *b;
@@ -163,21 +163,26 @@ typedef struct {
 
 static void run_gen(void *p) {
     gen_ctx *g = (gen_ctx *)p;
-    if (g->fft)
+    if (g->fft == 2)
+        ez_tts_conv1d_fft_bf16(g->pool, g->x, g->c, g->t, g->w, g->b, g->c, g->k, (g->k * g->d - g->d) / 2, g->d,
+                               g->y);
+    else if (g->fft)
         ez_tts_conv1d_fft(g->pool, g->x, g->c, g->t, g->w, g->b, g->c, g->k, (g->k * g->d - g->d) / 2, g->d, g->y);
     else
         ez_tts_conv1d_direct(g->pool, g->x, g->c, g->t, g->w, g->b, g->c, g->k, 1, (g->k * g->d - g->d) / 2, g->d, 1,
                              g->y);
 }
 
-/* One row of the direct / FFT table; adds uses x ms (2 threads) to totals. */
-static void bench_generator_conv(ez_pool *pools[2], int c, int t, int k, int d, int uses, double totals[2]) {
+/* One row of the direct / FFT (/ FFT in BF16) table; adds uses x ms (2
+ * threads) to totals. */
+static void bench_generator_conv(ez_pool *pools[2], int c, int t, int k, int d, int uses, double totals[3]) {
+    const int n_paths = ez_tts_bf16_available() ? 3 : 2;
     gen_ctx g;
-    double ms[2][2], cpu;
+    double ms[3][2] = {{0, 0}, {0, 0}, {0, 0}}, cpu;
     float *x = filled((int64_t)c * t, 1.0f), *w = filled((int64_t)c * c * k, 0.05f), *b = filled(c, 0.5f);
     float *y = filled((int64_t)c * t, 0.0f);
     g.c = c, g.t = t, g.k = k, g.d = d, g.x = x, g.w = w, g.b = b, g.y = y;
-    for (int fft = 0; fft < 2; fft++)
+    for (int fft = 0; fft < n_paths; fft++)
         for (int p = 0; p < 2; p++) {
             g.fft = fft;
             g.pool = pools[p];
@@ -185,10 +190,12 @@ static void bench_generator_conv(ez_pool *pools[2], int c, int t, int k, int d, 
         }
     char name[64];
     snprintf(name, sizeof name, "conv1d %d->%d k%d d%d T%d x%d", c, c, k, d, t, uses);
-    printf("%-34s | %8.2f %8.2f | %8.2f %8.2f | %5.2fx %5.2fx\n", name, ms[0][0], ms[1][0], ms[0][1], ms[1][1],
+    printf("%-34s | %8.2f %8.2f | %8.2f %8.2f | %5.2fx %5.2fx", name, ms[0][0], ms[1][0], ms[0][1], ms[1][1],
            ms[0][0] / ms[1][0], ms[0][1] / ms[1][1]);
-    totals[0] += uses * ms[0][1];
-    totals[1] += uses * ms[1][1];
+    if (n_paths == 3)
+        printf(" | %8.2f %8.2f | %5.2fx %5.2fx", ms[2][0], ms[2][1], ms[1][0] / ms[2][0], ms[1][1] / ms[2][1]);
+    printf("\n");
+    for (int i = 0; i < n_paths; i++) totals[i] += uses * ms[i][1];
     ez_aligned_free(x), ez_aligned_free(w), ez_aligned_free(b), ez_aligned_free(y);
 }
 
@@ -197,9 +204,10 @@ static void bench_generator_conv(ez_pool *pools[2], int c, int t, int k, int d, 
  * 256 channels, 11 at 128). */
 static void bench_generator(ez_pool *pools[2]) {
     static const int ks[3] = {3, 7, 11}, ds[3] = {1, 3, 5};
-    double totals[2] = {0, 0};
+    double totals[3] = {0, 0, 0};
     printf("\ngenerator resblock convolutions, ms per call (about 5 s of speech)\n");
-    printf("%-34s | %17s | %17s | %13s\n", "", "1 thread", "2 threads", "FFT speed-up");
+    printf("%-34s | %17s | %17s | %13s | %17s | %13s\n", "", "1 thread", "2 threads", "FFT speed-up",
+           "FFT bf16 1t, 2t", "bf16 vs FFT");
     printf("%-34s | %8s %8s | %8s %8s | %6s %6s\n", "shape x uses per generator pass", "direct", "FFT", "direct",
            "FFT", "1t", "2t");
     for (int stage = 0; stage < 2; stage++) {
@@ -210,8 +218,10 @@ static void bench_generator(ez_pool *pools[2]) {
                 bench_generator_conv(pools, c, t, ks[i], ds[j], uses, totals);
             }
     }
-    printf("one generator pass, 2 threads: direct %.1f ms, FFT %.1f ms (%.2fx)\n", totals[0], totals[1],
+    printf("one generator pass, 2 threads: direct %.1f ms, FFT %.1f ms (%.2fx)", totals[0], totals[1],
            totals[0] / totals[1]);
+    if (totals[2] > 0) printf(", FFT with BF16 products %.1f ms (%.2fx the FFT)", totals[2], totals[1] / totals[2]);
+    printf("\n");
 }
 
 static void bench_shape(ez_pool *pools[2], shape s) {

@@ -10,6 +10,7 @@
 #include "core/strbuf.h"
 #include "gpu/gpu.h"
 #include "llm/draft.h"
+#include "tts/ops.h"
 
 #ifndef ELIZA_VERSION_STRING
 #define ELIZA_VERSION_STRING "0.0.0"
@@ -121,6 +122,8 @@ static const char *build_capabilities(void) {
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
     ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": true, \"diarization\": true}");
+    ez_sb_printf(&sb, ", \"tts_bf16\": {\"available\": %s, \"on\": %s}", ez_tts_bf16_available() ? "true" : "false",
+                 ez_tts_bf16_default() ? "true" : "false");
     ez_sb_puts(&sb, ", \"llm_drafters\": [");
     for (int k = EZ_DRAFT_NONE + 1, first = 1; k < EZ_DRAFT_COUNT; k++) {
         if (!ez_draft_kind_available(k)) continue;

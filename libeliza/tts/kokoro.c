@@ -21,6 +21,7 @@
 #include "core/quant.h"
 #include "core/utf8.h"
 #include "tts/kokoro_impl.h"
+#include "tts/ops.h"
 
 /* Bounds that no real model comes near; they keep every size product far
  * from overflow and turn absurd metadata into a clear error. */
@@ -732,6 +733,7 @@ int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
         return ez_fail(ELIZA_E_NOMEM, "Kokoro model struct");
     }
     m->file = g;
+    m->bf16 = ez_tts_bf16_default();
     L.m = m;
     L.g = g;
     if ((rc = load_hparams(g, &m->hp)) || (rc = load_albert(&L)) || (rc = load_predictor(&L)) ||

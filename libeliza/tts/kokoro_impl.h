@@ -168,6 +168,7 @@ struct ez_kokoro {
     uint32_t *vocab_cp;         /* code point of each symbol */
     int32_t *vocab_id;
     ez_kokoro_phases phases;    /* of the last forward */
+    int bf16;                   /* the FFT convolutions in BF16 (ez_tts_conv1d_bf16; ez_tts_bf16_default) */
 };
 
 /* ---- per-forward scratch: a stack of allocations released to a mark ---------- */

@@ -26,7 +26,10 @@ int32_t ez_kokoro_conv1d_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const f
     const int mark = c->st->n;
     const float *w = ez_kokoro_f32(c, &cv->w);
     if (!w) return ELIZA_E_NOMEM;
-    ez_tts_conv1d(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
+    if (c->m->bf16)
+        ez_tts_conv1d_bf16(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
+    else
+        ez_tts_conv1d(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
     ez_kokoro_release(c->st, mark);
     return ELIZA_OK;
 }

@@ -25,12 +25,14 @@
  * op logs a warning. ELIZA_FORCE_SCALAR=1 (or a CPU without kernels) runs
  * the references in ops_ref.c. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/atomic.h"
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/kernels/gemm_bf16.h"
 #include "core/kernels/gemm_kernels_ext.h"
 #include "core/platform.h"
 #include "tts/ops.h"
@@ -470,6 +472,21 @@ void ez_tts_conv1d(ez_pool *pool, const float *x, int c_in, int t_in, const floa
             ez_log(ELIZA_LOG_WARN, "conv1d: no scratch memory for the FFT path; ran the direct one");
     }
     ez_tts_conv1d_direct(pool, x, c_in, t_in, w, b, c_out, k, stride, pad, dilation, groups, y);
+}
+
+void ez_tts_conv1d_bf16(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b, int c_out,
+                        int k, int stride, int pad, int dilation, int groups, float *y) {
+    if (ez_tts_conv1d_prefers_fft(c_in, t_in, c_out, k, stride, pad, dilation, groups) &&
+        ez_tts_conv1d_fft_bf16(pool, x, c_in, t_in, w, b, c_out, k, pad, dilation, y) == ELIZA_OK)
+        return;
+    ez_tts_conv1d(pool, x, c_in, t_in, w, b, c_out, k, stride, pad, dilation, groups, y);
+}
+
+int ez_tts_bf16_available(void) { return ez_gemm_bf16_kernels_active() != NULL; }
+
+int ez_tts_bf16_default(void) {
+    const char *env = getenv("ELIZA_TTS_BF16");
+    return ez_tts_bf16_available() && env && strcmp(env, "1") == 0;
 }
 
 void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,

@@ -56,6 +56,34 @@ EZ_INTERNAL void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, i
 EZ_INTERNAL int32_t ez_tts_conv1d_fft(ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
                                       const float *b, int c_out, int k, int pad, int dilation, float *y);
 
+/* ez_tts_conv1d_fft with the per-bin products in BF16 (vdpbf16ps): the
+ * blocks' spectra and the filters' spectra are rounded to bfloat16, the
+ * sums stay float32 (core/kernels/gemm_bf16.h). The error is that of the
+ * rounding, about 2^-9 of each term, not float32's: for layers whose
+ * outputs may carry it (Kokoro's generator, docs/kokoro.md). Returns
+ * ELIZA_E_UNSUPPORTED without touching y where ez_tts_bf16_available() is
+ * 0, otherwise as ez_tts_conv1d_fft. */
+EZ_INTERNAL int32_t ez_tts_conv1d_fft_bf16(ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
+                                           const float *b, int c_out, int k, int pad, int dilation, float *y);
+
+/* ez_tts_conv1d, taking ez_tts_conv1d_fft_bf16 where it would take the FFT
+ * path and BF16 products are available. */
+EZ_INTERNAL void ez_tts_conv1d_bf16(ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
+                                    const float *b, int c_out, int k, int stride, int pad, int dilation,
+                                    int groups, float *y);
+
+/* 1 when this CPU and level run BF16 products (the avx512 level on a CPU
+ * with AVX512_BF16), else 0. */
+EZ_INTERNAL int ez_tts_bf16_available(void);
+
+/* Whether a model opened now uses them: only when the environment sets
+ * ELIZA_TTS_BF16=1 and ez_tts_bf16_available(). Off by default: on the one
+ * AVX512_BF16 CPU measured (an Intel Xeon with AMX) vdpbf16ps retires a
+ * quarter as often as vfmadd231ps, so its two multiply-adds per lane are
+ * half the float32 rate, and the BF16 convolutions are slower
+ * (docs/kokoro.md). */
+EZ_INTERNAL int ez_tts_bf16_default(void);
+
 /* Whether ez_tts_conv1d takes the FFT path for this shape (on this CPU). */
 EZ_INTERNAL int ez_tts_conv1d_prefers_fft(int c_in, int t_in, int c_out, int k, int stride, int pad,
                                           int dilation, int groups);

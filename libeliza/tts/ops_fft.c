@@ -48,6 +48,13 @@
  * The scale 1 / (2N) the transforms leave out is folded into the filter
  * spectra (a power of two: exact).
  *
+ * BF16 products (ez_tts_conv1d_fft_bf16): between steps 1 and 2 the slab's
+ * X is rounded to bf16 (Xb, same layout), each task's spectra are rounded
+ * into BF16 panels (core/kernels/gemm_bf16.h), and the products run on the
+ * BF16 tile over the whole depth; transforms and sums stay float32. Xb
+ * (half of X) lives in the caller's scratch, the BF16 spectra in each
+ * task's working memory in place of the packed A.
+ *
  * Threads and bits: every block is transformed by the same operations
  * whichever thread does it, and every product element is summed over the
  * same kc slices of depth in the same order by the tile kernel (which forms
@@ -72,6 +79,7 @@
 
 #include "core/atomic.h"
 #include "core/cpu.h"
+#include "core/kernels/gemm_bf16.h"
 #include "core/kernels/gemm_kernels_ext.h"
 #include "core/platform.h"
 #include "tts/ops.h"
@@ -140,6 +148,7 @@ typedef struct {
     const ez_gemm_kernels *kern;
     const ez_gemm_kernels_ext *ext;
     const ez_fft_kernels *fk;
+    const ez_gemm_bf16_kernels *bk; /* the products in BF16 (X and the spectra rounded), or NULL: float32 */
     ez_fft_plan plan;
     const float *x, *w, *b;
     float *y;
@@ -150,6 +159,7 @@ typedef struct {
     float scale;             /* 1 / (2N) */
     float *wt;               /* per product block of cb output channels: [c_in][k][width] (transpose_taps) */
     float *X;                /* [M][s][3 ci_pad]: slot (x_slot apart), block, (Re | Im | Re + Im) ci */
+    ez_bf16 *Xb;             /* with bk: X rounded to bf16, same layout */
     float *Y;                /* [M][s][2 co_y]: slot (y_slot apart), block, (Re | Im) o */
     int64_t x_slot, y_slot;  /* floats per slot */
     int64_t row0;            /* the slab: its first row, its rows and blocks */
@@ -282,6 +292,36 @@ static void product(const fft_job *j, const float *a, int64_t k_off, int64_t K, 
     }
 }
 
+/* product() in BF16: a the slab's rows of one slot of Xb at the depth to
+ * multiply, K = ci_pad deep (whole, one tile pass: a B panel of 256 x 32
+ * bf16 is 16 KiB), b the spectra's panels packed by bk->pack_b_kn. */
+static void product_bf16(const fft_job *j, const ez_bf16 *a, const ez_bf16 *b, int cols, float *c, int accumulate) {
+    const ez_gemm_bf16_kernels *bk = j->bk;
+    const int mr = bk->mr, nr = bk->nr, rows = j->nb;
+    const int64_t K = j->ci_pad, lda = 3 * (int64_t)j->ci_pad, ldc = 2 * (int64_t)j->co_y;
+    for (int q = 0; q * nr < cols; q++) {
+        const ez_bf16 *bp = b + q * ez_fft_panel_stride(K, nr);
+        const int n_c = EZ_MIN(nr, cols - q * nr);
+        for (int i = 0; i * mr < rows; i++)
+            bk->tile(K, a + (int64_t)i * mr * lda, lda, EZ_MIN(mr, rows - i * mr), bp,
+                     c + (int64_t)i * mr * ldc + q * nr, ldc, n_c, accumulate);
+    }
+}
+
+/* c (+)= the slab's rows of X slot `slot` at depth [k_off, k_off + ci_pad)
+ * times spectrum plane pl of the task's working memory ws: float32
+ * spectra in ws (then, without bk, the packed A), their bf16 panels after
+ * the six planes with bk. */
+static void slot_product(const fft_job *j, int slot, int64_t k_off, int pl, int n_panels, int cols, float *c,
+                         int accumulate, float *ws) {
+    const int64_t plane = ez_fft_plane_stride(j->ci_pad, j->kern->nr, n_panels);
+    if (j->bk)
+        product_bf16(j, j->Xb + slot * j->x_slot + k_off, (const ez_bf16 *)(ws + 6 * plane) + pl * plane, cols, c,
+                     accumulate);
+    else
+        product(j, j->X + slot * j->x_slot, k_off, j->ci_pad, ws + pl * plane, cols, c, accumulate, ws + 6 * plane);
+}
+
 /* One task: slot group g (slot 0; or slots g and M - g) for output
  * channels [o0, o0 + cb), spectra in ws. Slot 0 holds two real products
  * (bins 0 and M); the others Y = X (C + i S) from three real ones:
@@ -292,24 +332,38 @@ static void product_task(const fft_job *j, int g, int o0, float *ws) {
     const int m = j->plan.m, nr = j->kern->nr, n_o = EZ_MIN(j->cb, j->co_y - o0);
     const int n_panels = block_width(j, o0 / j->cb) / nr;
     const int64_t ci_pad = j->ci_pad, co_y = j->co_y, plane = ez_fft_plane_stride(ci_pad, nr, n_panels);
-    const int slots[2] = {g, m - g};
-    float *a_pack = ws + 6 * plane;
+    const int slots[2] = {g, m - g}, n_planes = g == 0 ? 2 : 2 * g == m ? 3 : 6;
     j->fk->spectra(&j->plan, g, j->scale, j->wt + (int64_t)(o0 / j->cb) * j->c_in * j->k * j->cb, j->k, j->c_in,
                    j->ci_pad, n_panels, nr, ws);
+    if (j->bk) {
+        ez_bf16 *wb = (ez_bf16 *)(ws + 6 * plane);
+        for (int pl = 0; pl < n_planes; pl++)
+            for (int q = 0; q < n_panels; q++) {
+                const int64_t at = pl * plane + q * ez_fft_panel_stride(ci_pad, nr);
+                j->bk->pack_b_kn(ci_pad, nr, ws + at, nr, wb + at);
+            }
+    }
     if (g == 0) {
-        product(j, j->X, 0, ci_pad, ws, n_o, j->Y + o0, 0, a_pack);
-        product(j, j->X, ci_pad, ci_pad, ws + plane, n_o, j->Y + co_y + o0, 0, a_pack);
+        slot_product(j, 0, 0, 0, n_panels, n_o, j->Y + o0, 0, ws);
+        slot_product(j, 0, ci_pad, 1, n_panels, n_o, j->Y + co_y + o0, 0, ws);
         return;
     }
     for (int s = 0; s < (2 * g == m ? 1 : 2); s++) {
-        const float *a = j->X + slots[s] * j->x_slot, *b = ws + 3 * s * plane;
         float *c = j->Y + slots[s] * j->y_slot + o0;
-        product(j, a, 2 * ci_pad, ci_pad, b, n_o, c, 0, a_pack);
+        slot_product(j, slots[s], 2 * ci_pad, 3 * s, n_panels, n_o, c, 0, ws);
         for (int r = 0; r < j->nb; r++)
             memcpy(c + r * 2 * co_y + co_y, c + r * 2 * co_y, sizeof(float) * (size_t)n_o);
-        product(j, a, ci_pad, ci_pad, b + 2 * plane, n_o, c, 1, a_pack);
-        product(j, a, 0, ci_pad, b + plane, n_o, c + co_y, 1, a_pack);
+        slot_product(j, slots[s], ci_pad, 3 * s + 2, n_panels, n_o, c, 1, ws);
+        slot_product(j, slots[s], 0, 3 * s + 1, n_panels, n_o, c + co_y, 1, ws);
     }
+}
+
+/* Items: slots of X, rounded into Xb (the rows of the slab's blocks). */
+static void round_items(void *ctx, int64_t s0, int64_t s1, int thread_index) {
+    const fft_job *j = (const fft_job *)ctx;
+    (void)thread_index;
+    for (int64_t s = s0; s < s1; s++)
+        j->bk->round(j->X + s * j->x_slot, (int64_t)j->nb * 3 * j->ci_pad, j->Xb + s * j->x_slot);
 }
 
 /* Items: (block of output channels) x (slot group). */
@@ -360,19 +414,28 @@ static void run_items(fft_job *j, int64_t n, int64_t grain, ez_range_fn fn) {
 
 int32_t ez_tts_conv1d_fft(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b, int c_out,
                           int k, int pad, int dilation, float *y) {
-    return ez_fft_conv1d_with(fft_kernels(), pool, x, c_in, t_in, w, b, c_out, k, pad, dilation, y);
+    return ez_fft_conv1d_with(fft_kernels(), NULL, pool, x, c_in, t_in, w, b, c_out, k, pad, dilation, y);
 }
 
-int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, ez_pool *pool, const float *x, int c_in, int t_in, const float *w,
-                           const float *b, int c_out, int k, int pad, int dilation, float *y) {
+int32_t ez_tts_conv1d_fft_bf16(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
+                               int c_out, int k, int pad, int dilation, float *y) {
+    const ez_gemm_bf16_kernels *bk = ez_gemm_bf16_kernels_active();
+    if (!bk) return ELIZA_E_UNSUPPORTED;
+    return ez_fft_conv1d_with(fft_kernels(), bk, pool, x, c_in, t_in, w, b, c_out, k, pad, dilation, y);
+}
+
+int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, const ez_gemm_bf16_kernels *bk, ez_pool *pool, const float *x,
+                           int c_in, int t_in, const float *w, const float *b, int c_out, int k, int pad, int dilation,
+                           float *y) {
     const ez_gemm_kernels_ext *ext = NULL;
     const ez_gemm_kernels *kern = ez_gemm_kernels_active(&ext);
     fft_job j;
-    int64_t nblk, per_row, rows_max, n_slabs, rows, wt_floats, x_floats, y_floats, ws_floats;
+    int64_t nblk, per_row, rows_max, n_slabs, rows, wt_floats, x_floats, xb_floats, y_floats, ws_floats, plane;
     size_t bytes;
     void *owned = NULL;
     float *mem;
-    if (!kern || k < 1 || 2 * k > FFT_N || dilation < 1 || c_in < 1 || kern->nr > EZ_FFT_MAX_NR)
+    if (!kern || k < 1 || 2 * k > FFT_N || dilation < 1 || c_in < 1 || kern->nr > EZ_FFT_MAX_NR ||
+        (bk && bk->nr != kern->nr))
         return ELIZA_E_UNSUPPORTED;
     memset(&j, 0, sizeof j);
     j.t_out = ez_conv1d_out_len(t_in, k, 1, pad, dilation);
@@ -381,6 +444,7 @@ int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, ez_pool *pool, const float 
     j.ext = ext;
     if (!j.ext || (!j.ext->tile_direct && !j.ext->pack_a)) return ELIZA_E_UNSUPPORTED;
     j.fk = fk;
+    j.bk = bk;
     ez_fft_plan_init(&j.plan, FFT_N);
     j.x = x;
     j.w = w;
@@ -417,18 +481,21 @@ int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, ez_pool *pool, const float 
     wt_floats = round_up((int64_t)j.n_cblocks * c_in * k * j.cb, 16);
     x_floats = j.plan.m * j.x_slot;
     y_floats = round_up(j.plan.m * j.y_slot, 16);
-    /* per thread: a task's spectra and packed A slice, or a row in lanes */
-    ws_floats = EZ_MAX(6 * ez_fft_plane_stride(j.ci_pad, kern->nr, TASK_PANELS) +
-                           round_up(rows * dilation, kern->mr) * kern->kc,
+    xb_floats = bk ? round_up((x_floats + 1) / 2, 16) : 0;
+    /* per thread: a task's spectra and then its packed A slice (float32)
+     * or the spectra in bf16, or a row in lanes */
+    plane = ez_fft_plane_stride(j.ci_pad, kern->nr, TASK_PANELS);
+    ws_floats = EZ_MAX(6 * plane + (bk ? 3 * plane + 16 : round_up(rows * dilation, kern->mr) * kern->kc),
                        (int64_t)dilation * FFT_N * EZ_FFT_LANES);
     j.ws_bytes = sizeof(float) * (size_t)ws_floats;
-    bytes = sizeof(float) * (size_t)(wt_floats + x_floats + y_floats) + j.ws_bytes;
+    bytes = sizeof(float) * (size_t)(wt_floats + x_floats + xb_floats + y_floats) + j.ws_bytes;
     mem = pool ? (float *)ez_pool_scratch(pool, j.caller, bytes) : (float *)(owned = ez_aligned_alloc(bytes));
     if (!mem) return ELIZA_E_NOMEM;
     j.wt = mem;
     j.Y = mem + wt_floats;
     j.X = j.Y + y_floats;
-    j.caller_ws = j.X + x_floats;
+    j.Xb = bk ? (ez_bf16 *)(j.X + x_floats) : NULL;
+    j.caller_ws = j.X + x_floats + xb_floats;
 
     ez_pool_for(pool, c_in, 8, transpose_taps, &j);
     for (j.row0 = 0; j.row0 < j.n_rows; j.row0 += rows) {
@@ -436,6 +503,7 @@ int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, ez_pool *pool, const float 
         j.rows = (int)EZ_MIN(rows, j.n_rows - j.row0);
         j.nb = (int)EZ_MIN((int64_t)j.rows * dilation, nblk - j.row0 * dilation);
         run_items(&j, groups_in * j.rows, 1, forward_items);
+        if (bk) ez_pool_for(pool, j.plan.m, 1, round_items, &j);
         run_items(&j, (int64_t)j.n_cblocks * j.n_groups, 1, product_items);
         run_items(&j, groups_out * j.rows, 1, inverse_items);
     }

@@ -21,6 +21,7 @@
 #define EZ_TTS_OPS_FFT_H
 
 #include "core/common.h"
+#include "core/kernels/gemm_bf16.h"
 #include "core/pool.h"
 
 #define EZ_FFT_LANES 8
@@ -89,9 +90,11 @@ EZ_INTERNAL const ez_fft_kernels *ez_fft_kernels_avx2(void);
 EZ_INTERNAL const ez_fft_kernels *ez_fft_kernels_avx512(void);
 
 /* ez_tts_conv1d_fft with the given transform kernels (tests run the
- * portable ones on any CPU). */
-EZ_INTERNAL int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, ez_pool *pool, const float *x, int c_in, int t_in,
-                                       const float *w, const float *b, int c_out, int k, int pad, int dilation,
-                                       float *y);
+ * portable ones on any CPU) and, with bk, the products in BF16 on those
+ * kernels (ez_tts_conv1d_fft_bf16; bk->nr must be the float32 GEMM's nr,
+ * else ELIZA_E_UNSUPPORTED). */
+EZ_INTERNAL int32_t ez_fft_conv1d_with(const ez_fft_kernels *fk, const ez_gemm_bf16_kernels *bk, ez_pool *pool,
+                                       const float *x, int c_in, int t_in, const float *w, const float *b, int c_out,
+                                       int k, int pad, int dilation, float *y);
 
 #endif /* EZ_TTS_OPS_FFT_H */
