@@ -174,7 +174,10 @@ typedef struct {
     int zero_point;   /* Q32, unsigned codes: subtracted from each code (8 for Q4_0, 16 for Q5_0) */
     int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); the x8 VNNI kernels
                        * take them as unsigned codes with zero point EZ_LLM_SIGNED_ZP */
-    int wide;         /* QK: codes above 31 (Q6_K), where four maddubs sums could leave int16 */
+    int wide;         /* QK, the largest code and so how the 16-bit maddubs sums may be added:
+                       * 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K), two at a time;
+                       * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
+                       * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2) */
 } ez_llm_tile_traits;
 
 /* NULL for types that only have per-pair dots. */

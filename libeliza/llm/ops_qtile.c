@@ -21,10 +21,18 @@
  * min, zp = 0, c = dmin; Q2_K the same with 4-bit ones. Q6_K: scale_j =
  * offset_j = its int8 scale, zp = 32 (its zero point, taken off in integers:
  * no float cancellation), c = 0; Q3_K likewise with zp = 4 (codes q + 4),
- * TQ2_0 with scale 1 and zp = 1. */
+ * TQ2_0 with scale 1 and zp = 1.
+ *
+ * The grid i-quants, IQ4_XS and TQ1_0 (Q8_K activations) decode to signed
+ * integers per element and integer scales per 16 (ez_iq_sub32); their codes
+ * are those integers plus a zero point that makes them unsigned, offset_j =
+ * scale_j, c = 0: zp = 16 for IQ1_S / IQ1_M (8 * grid +- 1 in -9..9) and
+ * IQ3_S (-15..15), 64 for IQ2_* (-43..43) and IQ3_XXS (-62..62), 128 for
+ * IQ4_XS (-127..113), 1 for TQ1_0. */
 #include <string.h>
 
 #include "core/cpu.h"
+#include "core/kernels/quant_kernels.h"
 #include "core/kernels/quant_tables.h"
 #include "core/quant.h"
 #include "ops.h"
@@ -37,7 +45,11 @@ static const ez_llm_tile_traits g_tile_traits[EZ_TYPE_COUNT] = {
     [EZ_TYPE_MXFP4] = {EZ_LLM_TILE_Q32, 0, 1, 0}, [EZ_TYPE_Q2_K] = {EZ_LLM_TILE_QK, 0, 0, 0},
     [EZ_TYPE_Q3_K] = {EZ_LLM_TILE_QK, 0, 0, 0},   [EZ_TYPE_Q4_K] = {EZ_LLM_TILE_QK, 0, 0, 0},
     [EZ_TYPE_Q5_K] = {EZ_LLM_TILE_QK, 0, 0, 0},   [EZ_TYPE_Q6_K] = {EZ_LLM_TILE_QK, 0, 0, 1},
-    [EZ_TYPE_TQ2_0] = {EZ_LLM_TILE_QK, 0, 0, 0},
+    [EZ_TYPE_TQ2_0] = {EZ_LLM_TILE_QK, 0, 0, 0},  [EZ_TYPE_TQ1_0] = {EZ_LLM_TILE_QK, 0, 0, 0},
+    [EZ_TYPE_IQ1_S] = {EZ_LLM_TILE_QK, 0, 0, 0},  [EZ_TYPE_IQ1_M] = {EZ_LLM_TILE_QK, 0, 0, 0},
+    [EZ_TYPE_IQ3_S] = {EZ_LLM_TILE_QK, 0, 0, 0},  [EZ_TYPE_IQ2_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2},
+    [EZ_TYPE_IQ2_XS] = {EZ_LLM_TILE_QK, 0, 0, 2}, [EZ_TYPE_IQ2_S] = {EZ_LLM_TILE_QK, 0, 0, 2},
+    [EZ_TYPE_IQ3_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2}, [EZ_TYPE_IQ4_XS] = {EZ_LLM_TILE_QK, 0, 0, 3},
 };
 
 const ez_llm_tile_traits *ez_llm_tile_traits_of(uint32_t w_type) {
@@ -156,8 +168,41 @@ static inline int two_bits(const uint8_t *qs, int e) {
     return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
 }
 
+static int iq_zero_point(uint32_t type) {
+    switch (type) {
+    case EZ_TYPE_IQ2_XXS:
+    case EZ_TYPE_IQ2_XS:
+    case EZ_TYPE_IQ2_S:
+    case EZ_TYPE_IQ3_XXS: return 64;
+    case EZ_TYPE_IQ4_XS: return 128;
+    case EZ_TYPE_TQ1_0: return 1;
+    default: return 16; /* IQ1_S, IQ1_M, IQ3_S */
+    }
+}
+
+static void unpack_iq_super(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
+    const int zp = iq_zero_point(type);
+    for (int ib = 0; ib < 8; ib++) {
+        int8_t v[32];
+        int ls[2];
+        ez_iq_sub32(type, blk, ib, v, ls);
+        for (int j = 0; j < 32; j++) t->codes[32 * ib + j] = (uint8_t)(v[j] + zp);
+        for (int l = 0; l < 16; l++) t->scale[ib][l] = (int16_t)ls[l / 8];
+        t->offset[2 * ib] = (int16_t)ls[0];
+        t->offset[2 * ib + 1] = (int16_t)ls[1];
+    }
+    t->zp = zp;
+    t->d = ez_iq_sub32_d(type, blk);
+    t->c = 0.0f;
+}
+
 static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
     int k, l, j;
+    if (type != EZ_TYPE_Q2_K && type != EZ_TYPE_Q3_K && type != EZ_TYPE_TQ2_0 && type != EZ_TYPE_Q6_K &&
+        type != EZ_TYPE_Q4_K && type != EZ_TYPE_Q5_K) {
+        unpack_iq_super(type, blk, t);
+        return;
+    }
     if (type == EZ_TYPE_Q2_K || type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ2_0) {
         const ez_block_q2_k *b2 = (const ez_block_q2_k *)blk;
         const ez_block_q3_k *b3 = (const ez_block_q3_k *)blk;

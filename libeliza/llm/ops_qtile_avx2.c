@@ -343,8 +343,9 @@ static void x8_vnni(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *
  *
  * Per 16-element group (one integer scale per weight row): four broadcast
  * maddubs against the shared loads, summed in 16 bits (two at a time for
- * Q6_K's 6-bit codes: 63 * 128 * 2 * 2 < 2^15), then one madd with the
- * group's scale. The offsets (mins, or Q6_K's zero point) use the packed
+ * Q6_K's 6-bit codes: 63 * 128 * 2 * 2 < 2^15; each alone for codes to
+ * 127), then madds with the group's scale. Codes above 127 (IQ4_XS, `wide`
+ * 3) would leave int16 in one maddubs: no AVX2 kernel, the per-pair dots. The offsets (mins, or Q6_K's zero point) use the packed
  * bsums once per super-block. */
 
 #define K16_SUM4(p, c, xb, j)                                                                                \
@@ -368,7 +369,16 @@ static void x8k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_bl
     {                                                                                                               \
         const uint8_t *c = t[row].codes + 16 * j;                                                                   \
         const __m256i sc = _mm256_set1_epi16(t[row].scale[j / 2][(j % 2) * 8]);                                     \
-        if (wide) {                                                                                                 \
+        if (wide == 2) {                                                                                            \
+            __m256i s4 = _mm256_madd_epi16(                                                                         \
+                _mm256_maddubs_epi16(bcast4(c), _mm256_load_si256((const __m256i *)xb->q[4 * j])), sc);              \
+            for (int k4 = 1; k4 < 4; k4++)                                                                          \
+                s4 = _mm256_add_epi32(s4, _mm256_madd_epi16(_mm256_maddubs_epi16(bcast4(c + 4 * k4),                \
+                                                                                 _mm256_load_si256(                  \
+                                                                                     (const __m256i *)xb->q[4 * j + k4])), \
+                                                            sc));                                                   \
+            isum = _mm256_add_epi32(isum, s4);                                                                      \
+        } else if (wide) {                                                                                          \
             const __m256i a = _mm256_add_epi16(                                                                     \
                 _mm256_maddubs_epi16(bcast4(c), _mm256_load_si256((const __m256i *)xb->q[4 * j])),                    \
                 _mm256_maddubs_epi16(bcast4(c + 4), _mm256_load_si256((const __m256i *)xb->q[4 * j + 1])));           \
@@ -430,7 +440,7 @@ ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type) {
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
     if (!tt) return NULL;
     if (tt->family == EZ_LLM_TILE_Q32) return tt->is_signed ? NULL : x8_avx2;
-    return x8k_avx2;
+    return tt->wide == 3 ? NULL : x8k_avx2;
 }
 
 /* VNNI only pays for the Q*_0 family (and only it sums signed codes
@@ -506,7 +516,7 @@ static void ktile_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uin
 
 ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type) {
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
-    if (!tt) return NULL;
+    if (!tt || tt->wide == 3) return NULL;
     return tt->family == EZ_LLM_TILE_Q32 ? tile_avx2 : ktile_avx2;
 }
 

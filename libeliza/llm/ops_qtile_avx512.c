@@ -68,8 +68,10 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
 }
 
 /* The same for K quants, per super-block: per 16-element group four
- * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, `wide`), one madd
- * with the group's scale; then the offsets from the packed bsums. */
+ * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, each alone for
+ * codes to 127: `wide`), madds with the group's scale; codes to 255
+ * (IQ4_XS) by vpdpbusd in 32 bits and one multiply; then the offsets from
+ * the packed bsums. */
 static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
                       const ez_llm_x8k_block *x1, int wide, float out[EZ_LLM_TILE_ROWS][16]) {
     __m512 acc[EZ_LLM_TILE_ROWS];
@@ -84,17 +86,31 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
             for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
             for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
                 const uint8_t *c = t[r].codes + 16 * j;
-                const __m512i sc = _mm512_set1_epi16(t[r].scale[j / 2][(j % 2) * 8]);
-                const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
-                const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
-                const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
-                const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
-                if (wide) {
-                    const __m512i lo = _mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc);
-                    is[r] = _mm512_add_epi32(is[r], _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc)));
-                } else {
-                    const __m512i p = _mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3));
-                    is[r] = _mm512_add_epi32(is[r], _mm512_madd_epi16(p, sc));
+                const int16_t scale = t[r].scale[j / 2][(j % 2) * 8];
+                if (wide == 3) {
+                    __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
+                    e = _mm512_dpbusd_epi32(e, bcast4(c + 4), q[1]);
+                    e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
+                    e = _mm512_dpbusd_epi32(e, bcast4(c + 12), q[3]);
+                    is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(e, _mm512_set1_epi32(scale)));
+                    continue;
+                }
+                {
+                    const __m512i sc = _mm512_set1_epi16(scale);
+                    const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
+                    const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
+                    const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
+                    const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
+                    __m512i s4;
+                    if (wide == 2)
+                        s4 = _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(p0, sc), _mm512_madd_epi16(p1, sc)),
+                                              _mm512_add_epi32(_mm512_madd_epi16(p2, sc), _mm512_madd_epi16(p3, sc)));
+                    else if (wide)
+                        s4 = _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc),
+                                              _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc));
+                    else
+                        s4 = _mm512_madd_epi16(_mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3)), sc);
+                    is[r] = _mm512_add_epi32(is[r], s4);
                 }
             }
         }

@@ -294,6 +294,16 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
             }
             if (type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ1_0 || type == EZ_TYPE_TQ2_0)
                 memcpy(blk + tr->type_size - 2, &h, 2);
+            if (type == EZ_TYPE_IQ2_XXS || type == EZ_TYPE_IQ2_XS || type == EZ_TYPE_IQ2_S ||
+                type == EZ_TYPE_IQ3_XXS || type == EZ_TYPE_IQ3_S || type == EZ_TYPE_IQ1_S)
+                memcpy(blk, &h, 2);
+            if (type == EZ_TYPE_IQ1_M) /* d's four nibbles top the four scale words */
+                for (int i = 0; i < 4; i++) {
+                    uint16_t w;
+                    memcpy(&w, blk + 48 + 2 * i, 2);
+                    w = (uint16_t)((w & 0x0fff) | ((h >> (4 * i)) & 15) << 12);
+                    memcpy(blk + 48 + 2 * i, &w, 2);
+                }
             if (type == EZ_TYPE_MXFP4) blk[0] = (uint8_t)(120 + (int)(frand() * 3.0f));
             if (type == EZ_TYPE_Q6_K) {
                 /* int8 scales of a realistic size (llama.cpp's quantizer keeps them within +-63
@@ -335,6 +345,8 @@ static void test_llm_matmul_group_matches_single_dots(void) {
         /* Q8_0, Q8_1 and Q8_K activations in one group, twice over with F32 */
         {EZ_TYPE_Q4_0, EZ_TYPE_Q4_1, EZ_TYPE_Q4_K}, {EZ_TYPE_Q2_K, EZ_TYPE_Q5_1, EZ_TYPE_IQ4_NL},
         {EZ_TYPE_F32, EZ_TYPE_Q3_K, EZ_TYPE_MXFP4}, {EZ_TYPE_IQ4_XS, EZ_TYPE_TQ2_0, EZ_TYPE_TQ1_0},
+        {EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ3_S, EZ_TYPE_IQ1_M}, {EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S, EZ_TYPE_IQ3_XXS},
+        {EZ_TYPE_IQ1_S, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_XS},
     };
     static const int Ms[] = {1, 3, 4, 5, 8, 13, 16};
     ez_pool *pool = ez_pool_create(2);
@@ -395,9 +407,11 @@ static void test_llm_matmul_group_matches_single_dots(void) {
 /* The AVX2 tile kernel, the scalar tile reference and the per-pair
  * reference dots agree for every tile type, ragged row counts and odd M. */
 static void test_llm_tile_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,  EZ_TYPE_Q8_0, EZ_TYPE_Q4_K,
-                                     EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,  EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
-                                     EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,  EZ_TYPE_TQ2_0};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0,    EZ_TYPE_Q5_0,   EZ_TYPE_Q8_0,   EZ_TYPE_Q4_K,
+                                     EZ_TYPE_Q5_K,    EZ_TYPE_Q6_K,   EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
+                                     EZ_TYPE_Q2_K,    EZ_TYPE_Q3_K,   EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,
+                                     EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S,  EZ_TYPE_IQ3_XXS,
+                                     EZ_TYPE_IQ3_S,   EZ_TYPE_IQ1_S,  EZ_TYPE_IQ1_M,  EZ_TYPE_IQ4_XS};
     enum { K = 512, R = 11, M = 7 };
     float x[M * K], y_ref[M * R], y_fast[M * R];
     uint8_t xq[M * 600];
@@ -455,9 +469,10 @@ static void test_llm_tile_kernels_match_dots(void) {
  * reference dots: every kernel the CPU runs, ragged row counts, a partial
  * group of activation rows. */
 static void test_llm_x8_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0,  EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
-                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K,  EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,
-                                     EZ_TYPE_TQ2_0};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,    EZ_TYPE_Q8_0,   EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
+                                     EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,    EZ_TYPE_Q6_K,   EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,
+                                     EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,   EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S,
+                                     EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,  EZ_TYPE_IQ1_S,  EZ_TYPE_IQ1_M,  EZ_TYPE_IQ4_XS};
     /* M = 21: two whole groups of 8 rows and a partial third, so the AVX-512
      * kernels' pairs of groups include a lone one. */
     enum { K = 512, R = 11, M = 21 };
@@ -508,7 +523,9 @@ static void test_llm_x8_kernels_match_dots(void) {
         free(scratch);
         ez_aligned_free(pack);
     }
-    CHECK(ez_llm_x8_ref(EZ_TYPE_F16) == NULL && ez_llm_x8_ref(EZ_TYPE_IQ4_XS) == NULL);
+    CHECK(ez_llm_x8_ref(EZ_TYPE_F16) == NULL && ez_llm_x8_ref(EZ_TYPE_IQ4_XS) != NULL);
+    /* IQ4_XS codes reach 241: one maddubs could leave int16, so AVX2 has no tile or x8 kernel. */
+    CHECK(ez_llm_x8_avx2(EZ_TYPE_IQ4_XS) == NULL && ez_llm_tile_avx2(EZ_TYPE_IQ4_XS) == NULL);
     /* maddubs would saturate on signed codes: the plain AVX2 kernel refuses them. */
     CHECK(ez_llm_x8_avx2(EZ_TYPE_Q8_0) == NULL && ez_llm_x8_avx2(EZ_TYPE_IQ4_NL) == NULL);
     CHECK(bad == 0);

@@ -69,6 +69,16 @@ static inline uint16_t ez_iq1_m_d(const ez_block_iq1_m *b) {
     return (uint16_t)((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
 }
 
+/* Sub-block ib (32 elements) of a 256-element super-block of a grid i-quant,
+ * IQ4_XS or TQ1_0 as integers: element j is ez_iq_sub32_d(type, blk) *
+ * ls[j / 16] * v[j], exactly. v: grid magnitude times sign (IQ1: 8 * grid
+ * +- 1, the delta folded in), IQ4_XS's table value, TQ1_0's trit - 1;
+ * ls: the integer scales of the two halves. ez_iq_sub32_d is the
+ * super-block scale times the type's power-of-two unit. The prompt tile
+ * kernels (llm/ops_qtile.c) unpack these types with them. */
+EZ_INTERNAL void ez_iq_sub32(uint32_t type, const void *blk, int ib, int8_t v[32], int ls[2]);
+EZ_INTERNAL float ez_iq_sub32_d(uint32_t type, const void *blk);
+
 /* Reference kernels reused by the fast tables. */
 EZ_INTERNAL void ez_dequant_f32_ref(const void *src, float *dst, int64_t n);
 EZ_INTERNAL void ez_dequant_q4_1_ref(const void *src, float *dst, int64_t n);

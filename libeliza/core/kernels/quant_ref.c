@@ -900,6 +900,30 @@ static void iq_sub32(uint32_t type, const uint8_t *blk, int ib, int8_t v[32], in
     }
 }
 
+void ez_iq_sub32(uint32_t type, const void *blk, int ib, int8_t v[32], int ls[2]) {
+    int j;
+    if (type == EZ_TYPE_IQ4_XS) {
+        const ez_block_iq4_xs *b = (const ez_block_iq4_xs *)blk;
+        const uint8_t *q = b->qs + 16 * ib;
+        for (j = 0; j < 16; j++) {
+            v[j] = ez_kvalues_iq4nl[q[j] & 15];
+            v[j + 16] = ez_kvalues_iq4nl[q[j] >> 4];
+        }
+        ls[0] = ls[1] = iq4_xs_scale(b, ib);
+    } else if (type == EZ_TYPE_TQ1_0) {
+        for (j = 0; j < 32; j++) v[j] = (int8_t)(tq1_0_trit((const ez_block_tq1_0 *)blk, 32 * ib + j) - 1);
+        ls[0] = ls[1] = 1;
+    } else {
+        iq_sub32(type, (const uint8_t *)blk, ib, v, ls);
+    }
+}
+
+float ez_iq_sub32_d(uint32_t type, const void *blk) {
+    if (type == EZ_TYPE_TQ1_0) return ez_half_to_float(((const ez_block_tq1_0 *)blk)->d);
+    if (type == EZ_TYPE_IQ4_XS) return ez_half_to_float(((const ez_block_iq4_xs *)blk)->d);
+    return ez_half_to_float(iq_d(type, (const uint8_t *)blk)) * iq_unit(type);
+}
+
 static void dequant_iq_grid(uint32_t type, const void *src, float *dst, int64_t n) {
     const ez_type_traits *tr = ez_type_traits_of(type);
     const uint8_t *p = (const uint8_t *)src;
