@@ -69,9 +69,8 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
 
 /* The same for K quants, per super-block: per 16-element group four
  * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, each alone for
- * codes to 127: `wide`), madds with the group's scale; codes to 255
- * (IQ4_XS) by vpdpbusd in 32 bits and one multiply; then the offsets from
- * the packed bsums. */
+ * codes to 127: `wide`), madds with the group's scale; then the offsets
+ * from the packed bsums. */
 static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
                       const ez_llm_x8k_block *x1, int wide, float out[EZ_LLM_TILE_ROWS][16]) {
     __m512 acc[EZ_LLM_TILE_ROWS];
@@ -87,14 +86,6 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
             for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
                 const uint8_t *c = t[r].codes + 16 * j;
                 const int16_t scale = t[r].scale[j / 2][(j % 2) * 8];
-                if (wide == 3) {
-                    __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
-                    e = _mm512_dpbusd_epi32(e, bcast4(c + 4), q[1]);
-                    e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
-                    e = _mm512_dpbusd_epi32(e, bcast4(c + 12), q[3]);
-                    is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(e, _mm512_set1_epi32(scale)));
-                    continue;
-                }
                 {
                     const __m512i sc = _mm512_set1_epi16(scale);
                     const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
@@ -129,7 +120,8 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
-/* Q4_K / Q5_K, whose scale is one per 32 elements: eight vpdpbusd sum a
+/* The types whose scale is one per 32 elements (Q4_K, Q5_K, IQ4_XS, IQ2_XXS,
+ * IQ3_XXS, IQ3_S, IQ1_S, TQ1_0; IQ4_XS's codes to 241 need it): eight vpdpbusd sum a
  * sub-block's unsigned codes times the activations in 32 bits, one vpmulld
  * applies its scale. The same integers as x16k_rows' maddubs form, in
  * about half the instructions. */
@@ -166,6 +158,7 @@ static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k
                 memcpy(&pair, &t[r].offset[2 * i], 4);
                 o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0[sb].bsums[i], x1[sb].bsums[i])));
             }
+            if (t[r].zp) is[r] = _mm512_sub_epi32(is[r], _mm512_mullo_epi32(o, _mm512_set1_epi32(t[r].zp)));
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].d)), acc[r]);
             acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].c)), acc[r]);
         }
@@ -206,7 +199,9 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
     const int wide = ez_llm_tile_traits_of(w->type)->wide;
-    const int per32 = w->type == EZ_TYPE_Q4_K || w->type == EZ_TYPE_Q5_K;
+    const uint32_t t = w->type;
+    const int per32 = t == EZ_TYPE_Q4_K || t == EZ_TYPE_Q5_K || t == EZ_TYPE_IQ4_XS || t == EZ_TYPE_IQ2_XXS ||
+                      t == EZ_TYPE_IQ3_XXS || t == EZ_TYPE_IQ3_S || t == EZ_TYPE_IQ1_S || t == EZ_TYPE_TQ1_0;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
