@@ -4,7 +4,9 @@
  * best of the runs), which other load on the machine inflates less than
  * wall time.
  *
- *   bench_prompt_products [threads, default 1] [rows M, default 256]
+ *   bench_prompt_products [threads, default 1] [rows M, default 256] [TYPE ...]
+ *
+ * TYPE: weight type names (Q8_0, IQ2_XXS, ...), default Q8_0 Q4_0 Q4_K Q6_K.
  *
  * ELIZA_SIMD=avx2 / avx512 compares the levels. Built by the
  * ELIZA_BUILD_BENCH CMake option; links the static library. */
@@ -34,7 +36,9 @@ static uint64_t rng_u64(void) {
 
 static double cpu_s(void) { return (double)clock() / CLOCKS_PER_SEC; }
 
-/* Random codes; every block scale (Q4_K: d and dmin, Q6_K: d) 2^-8. */
+/* Random codes; every block scale (Q4_K: d and dmin, Q6_K / Q3_K / TQ*: d
+ * at the block's end) 2^-8; IQ1_M's scattered d is left random (the
+ * integer work, which is what is timed, does not depend on it). */
 static uint8_t *random_matrix(uint32_t type, size_t row_bytes) {
     const ez_type_traits *tr = ez_type_traits_of(type);
     const size_t bytes = row_bytes * ROWS;
@@ -44,7 +48,7 @@ static uint8_t *random_matrix(uint32_t type, size_t row_bytes) {
     for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)rng_u64();
     for (size_t b = 0; b < bytes / tr->type_size; b++) {
         uint8_t *blk = w + b * tr->type_size;
-        if (type == EZ_TYPE_Q6_K) {
+        if (type == EZ_TYPE_Q6_K || type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ1_0 || type == EZ_TYPE_TQ2_0) {
             memcpy(blk + tr->type_size - 2, &scale, 2);
         } else {
             memcpy(blk, &scale, 2);
@@ -54,8 +58,16 @@ static uint8_t *random_matrix(uint32_t type, size_t row_bytes) {
     return w;
 }
 
+static uint32_t type_named(const char *name) {
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++)
+        if (ez_type_traits_of(t) && ez_type_traits_of(t)->name && strcmp(ez_type_traits_of(t)->name, name) == 0)
+            return t;
+    return EZ_TYPE_COUNT;
+}
+
 int main(int argc, char **argv) {
-    static const uint32_t types[] = {EZ_TYPE_Q8_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
+    uint32_t types[EZ_TYPE_COUNT] = {EZ_TYPE_Q8_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
+    size_t n_types = 4;
     const int threads = argc > 1 ? atoi(argv[1]) : 1;
     const int64_t M = argc > 2 ? atoll(argv[2]) : 256;
     ez_pool *pool = ez_pool_create(threads);
@@ -64,10 +76,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_prompt_products: bad arguments or out of memory\n");
         return 1;
     }
+    if (argc > 3) n_types = 0;
+    for (int a = 3; a < argc && n_types < EZ_TYPE_COUNT; a++) {
+        types[n_types] = type_named(argv[a]);
+        if (types[n_types] == EZ_TYPE_COUNT || !ez_type_traits_of(types[n_types])->type_size) {
+            fprintf(stderr, "bench_prompt_products: no weight type %s\n", argv[a]);
+            return 1;
+        }
+        n_types++;
+    }
     for (int64_t i = 0; i < M * COLS; i++) x[i] = (float)((double)(rng_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
     printf("simd level %s, %d thread(s), %lld activation rows x %d x %d\n", ez_simd_level_name(ez_simd_level_active()),
            threads, (long long)M, ROWS, COLS);
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    for (size_t t = 0; t < n_types; t++) {
         ez_llm_matrix w = {"w", types[t], ROWS, COLS, (size_t)ez_row_bytes(types[t], COLS), NULL};
         ez_llm_mm mm = {&w, y, ROWS};
         ez_llm_acts acts;
