@@ -285,7 +285,7 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
-                          G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW};
+                          G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
         (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
@@ -294,12 +294,12 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
-    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, hp->norm_eps)) ||
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
         (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) || (rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
         (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
         (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
         return rc;
-    return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, hp->norm_eps);
+    return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, 1, hp->norm_eps);
 }
 
 static int32_t record_pass(ez_llm_gpu *s) {
