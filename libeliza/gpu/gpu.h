@@ -110,6 +110,11 @@ EZ_INTERNAL int ez_gpu_has_matvec(uint32_t type);
 /* Starts recording. Every op recorded waits for the ones before it. */
 EZ_INTERNAL int32_t ez_gpu_cmd_begin(ez_gpu *g, ez_gpu_cmd **out);
 EZ_INTERNAL int32_t ez_gpu_cmd_end(ez_gpu_cmd *c);
+/* The next op recorded need not wait for the one recorded last (it reads
+ * nothing that op writes and writes nothing that op reads or writes), so
+ * the device may run the two at once; it still waits for every op before
+ * that one. For independent products of the same input (q, k, v; gate, up). */
+EZ_INTERNAL void ez_gpu_cmd_overlap_next(ez_gpu_cmd *c);
 /* Submits the recorded commands and waits for them; may be called again
  * (replay) after host-visible inputs change. */
 EZ_INTERNAL int32_t ez_gpu_cmd_run(ez_gpu_cmd *c);

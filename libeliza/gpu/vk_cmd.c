@@ -55,6 +55,7 @@ struct ez_gpu_cmd {
     int n_pools, sets_in_last;
     VkQueryPool queries;        /* VK_NULL_HANDLE without timestamps */
     int n_dispatch, ended;
+    int overlap_next;           /* ez_gpu_cmd_overlap_next: no barrier before the next op */
     const char **names;         /* [n_dispatch]: each op's shader, or "copy" */
     int names_cap;
     double *last_ms;            /* per timed dispatch, from the last run */
@@ -216,7 +217,7 @@ static int32_t op_begin(ez_gpu_cmd *c, const char *name) {
         c->names_cap = cap;
     }
     c->names[c->n_dispatch] = name;
-    if (c->n_dispatch > 0) {
+    if (c->n_dispatch > 0 && !c->overlap_next) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -225,10 +226,13 @@ static int32_t op_begin(ez_gpu_cmd *c, const char *name) {
                                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
                                    NULL, 0, NULL);
     }
+    c->overlap_next = 0;
     if (c->queries && c->n_dispatch < MAX_TIMED)
         g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->queries, 2 * (uint32_t)c->n_dispatch);
     return ELIZA_OK;
 }
+
+void ez_gpu_cmd_overlap_next(ez_gpu_cmd *c) { c->overlap_next = 1; }
 
 /* The op's closing timestamp. */
 static void op_end(ez_gpu_cmd *c) {

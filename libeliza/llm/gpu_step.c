@@ -364,8 +364,10 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
                           G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
-    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
+    /* q, k and v read h alone: they may run at once (so may gate and up). */
+    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
     if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
@@ -373,7 +375,8 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
     if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
-        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) || (rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
+        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
         (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
         (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
         return rc;
@@ -420,8 +423,8 @@ static int32_t record_batch_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, uint
     ez_gpu_buf *st = s->b_step;
     int32_t rc;
     if ((rc = ez_gpu_op_matmul(c, &G->wq, s->bh, s->bq, nb, st, BATCH_ROW0)) ||
-        (rc = ez_gpu_op_matmul(c, &G->wk, s->bh, s->bk, nb, st, BATCH_ROW0)) ||
-        (rc = ez_gpu_op_matmul(c, &G->wv, s->bh, s->bv, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->wk, s->bh, s->bk, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->wv, s->bh, s->bv, nb, st, BATCH_ROW0)) ||
         (rc = ez_gpu_op_copy_rows(c, s->bv, G->v_cache, nb, kv_row, st, BATCH_CACHE, BATCH_ROW0)) ||
         (rc = ez_gpu_op_qk_rope(c, &qk, s->bq, s->bk, s->b_angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention_batch(c, &a, s->bq, G->k_cache, G->v_cache, s->batt)) ||
@@ -429,7 +432,7 @@ static int32_t record_batch_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, uint
         return rc;
     if ((rc = ez_gpu_op_add_rms_norm(c, s->bo, G->post_attn_norm, s->bx, G->ffn_norm, s->bh, d, nb, hp->norm_eps)) ||
         (rc = ez_gpu_op_matmul(c, &G->gate, s->bh, s->bf, nb, st, BATCH_ROW0)) ||
-        (rc = ez_gpu_op_matmul(c, &G->up, s->bh, s->bu, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->up, s->bh, s->bu, nb, st, BATCH_ROW0)) ||
         (rc = ez_gpu_op_glu(c, s->bf, s->bu, nb * (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
         (rc = ez_gpu_op_matmul(c, &G->down, s->bf, s->bo, nb, st, BATCH_ROW0)))
         return rc;

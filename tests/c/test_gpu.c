@@ -800,6 +800,32 @@ static void test_gpu_attention_batch_matches_reference(void) {
     g_gpu = narrow;
 }
 
+/* Two independent copies recorded to overlap (no barrier between them),
+ * then an op that reads both: it still waits for each. */
+static void test_gpu_overlapped_ops_are_still_waited_for(void) {
+    enum { N = 3000 };
+    static float x[N], want[N], got[N];
+    ez_gpu_buf *xb, *a = host_buf(N), *b = host_buf(N);
+    ez_gpu_cmd *c = NULL;
+    fill(x, N, 2.0f);
+    for (int i = 0; i < N; i++) want[i] = x[i] + x[i];
+    xb = device_buf_from(x, N);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && xb && a && b) {
+        CHECK_RC(ez_gpu_op_add(c, xb, 0, a, 0, N, 0), ELIZA_OK);
+        ez_gpu_cmd_overlap_next(c);
+        CHECK_RC(ez_gpu_op_add(c, xb, 0, b, 0, N, 0), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_add(c, b, 0, a, 0, N, 1), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(a, 0, got, sizeof got), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, want, N) == 0.0, "overlapped ops: %.3g", max_abs_diff(got, want, N));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(a);
+    ez_gpu_buf_free(b);
+}
+
 /* ---- replay, timestamps --------------------------------------------------------------- */
 
 /* Attention's window and a copy's destination row read from a step buffer:
@@ -1073,6 +1099,7 @@ int main(void) {
     test_gpu_attention_matches_reference();
     test_gpu_attention_batch_matches_reference();
     test_gpu_recorded_step_replays_with_new_inputs();
+    test_gpu_overlapped_ops_are_still_waited_for();
     test_gpu_step_words_move_a_replayed_recording();
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
