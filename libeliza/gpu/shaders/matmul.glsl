@@ -45,6 +45,17 @@ vec4 x_quad(uint t, uint q) {
                 e + 3 < p.n_cols ? x[b + 3] : 0.0);
 }
 
+// Invocation t's two quads of the step at column k0: weight row and token
+// (t + 128 s) / 4 of the tile, quad t % 4 of the step.
+void load_step(uint r0, uint t0, uint k0, out vec4 wv[2], out vec4 xv[2]) {
+    const uint t = gl_LocalInvocationID.x, kq = t % 4;
+    for (uint s = 0; s < 2; s++) {
+        const uint r = (t + 128 * s) / 4;
+        wv[s] = r0 + r < p.n_rows ? quad_deq((r0 + r) * p.row_bytes, k0 / 4 + kq) : vec4(0.0);
+        xv[s] = x_quad(t0 + r, k0 / 4 + kq);
+    }
+}
+
 void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint r0 = gl_WorkGroupID.x * BM, t0 = gl_WorkGroupID.y * BN;
@@ -52,17 +63,20 @@ void main() {
     const uint tr = t % 16, tc = t / 16;
     vec4 acc[8];
     for (uint j = 0; j < 8; j++) acc[j] = vec4(0.0);
+    // The next step's weights and inputs are loaded into registers while
+    // this step's are multiplied from shared memory.
+    vec4 wv[2], xv[2];
+    load_step(r0, t0, 0, wv, xv);
     for (uint k0 = 0; k0 < p.n_cols; k0 += BK) {
         for (uint s = 0; s < 2; s++) {
-            const uint qi = t + 128 * s, r = qi / 4, kq = qi % 4;
-            const vec4 wv = r0 + r < p.n_rows ? quad_deq((r0 + r) * p.row_bytes, k0 / 4 + kq) : vec4(0.0);
-            const vec4 xv = x_quad(t0 + r, k0 / 4 + kq);
+            const uint r = (t + 128 * s) / 4, kq = t % 4;
             for (uint c = 0; c < 4; c++) {
-                ws[4 * kq + c][r / 4][r % 4] = wv[c];
-                xs[4 * kq + c][r / 4][r % 4] = xv[c];
+                ws[4 * kq + c][r / 4][r % 4] = wv[s][c];
+                xs[4 * kq + c][r / 4][r % 4] = xv[s][c];
             }
         }
         barrier();
+        if (k0 + BK < p.n_cols) load_step(r0, t0, k0 + BK, wv, xv);
         for (uint k = 0; k < BK; k++) {
             const vec4 a = ws[k][tr], b0 = xs[k][2 * tc], b1 = xs[k][2 * tc + 1];
             acc[0] += a * b0.x;
