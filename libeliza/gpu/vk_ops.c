@@ -316,15 +316,8 @@ int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, 
 
 int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                   ez_gpu_buf *v, ez_gpu_buf *out) {
-    /* Query heads per workgroup: the most of one kv head's that divide its
-     * group and fit attn_prefill.comp's registers (MAX_ACC sums) and shared
-     * queries (MAX_Q floats). */
-    const uint32_t group = a->n_head_kv ? a->n_head / a->n_head_kv : 1u;
-    const uint32_t per_inv = (a->head_dim + EZ_GPU_WORKGROUP - 1) / EZ_GPU_WORKGROUP;
-    uint32_t hpw = group ? group : 1u;
-    while (hpw > 1 && (group % hpw || hpw * per_inv > 16u || hpw * a->head_dim > 2048u)) hpw--;
-    uint32_t push[11] = {a->n_head, a->n_head_kv, a->head_dim, a->kv_stride, 0, a->n_swa, a->n_tok, a->row0_word,
-                         a->pos_word, a->n_kv, hpw};
+    uint32_t push[10] = {a->n_head, a->n_head_kv, a->head_dim, a->kv_stride, 0, a->n_swa, a->n_tok, a->row0_word,
+                         a->pos_word, a->n_kv};
     ez_gpu_buf *bufs[5] = {q, k, v, out, a->step};
     const uint64_t rows = (uint64_t)a->n_tok * a->n_head * a->head_dim;
     const uint64_t kv_floats = ((uint64_t)a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
@@ -342,6 +335,6 @@ int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_
         (rc = fits(a->step, (uint64_t)EZ_MAX(a->row0_word, a->pos_word) + 1, "batch attention step words")) != ELIZA_OK)
         return rc;
     memcpy(&push[4], &a->scale, sizeof a->scale);
-    grid(a->n_tok * (a->n_head / hpw), &gx, &gy);
+    grid(a->n_tok * a->n_head, &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_PREFILL, bufs, 5, push, sizeof push, gx, gy);
 }
