@@ -16,7 +16,10 @@
 #   bin/test_gpu, bin/bench_gpu_llm   libeliza's, built with -DELIZA_BUILD_BENCH=ON
 #   gpu_twin_model.py, gemma3-270m.skel.gguf (its `skeleton` of Gemma 3 270M Q4_K_M)
 #   py/                     the gguf package (PYTHONPATH) where the machine has none
-# The Vulkan loader must be there already (libvulkan.so.1; VK_DRIVER_FILES set).
+# The Vulkan loader must be there already (libvulkan.so.1; VK_DRIVER_FILES set),
+# and libglvnd (libGLdispatch, libGLX: Debian's libglvnd0 libglx0 ...), which the
+# NVIDIA ICD's libGLX_nvidia.so.0 loads (without it vkCreateInstance fails with
+# VK_ERROR_INCOMPATIBLE_DRIVER).
 #
 # Phases, run in the order given: models; ours (test_gpu, bench_gpu_llm on
 # each model: run them before the builds, which load every core); build

@@ -110,6 +110,11 @@ EZ_INTERNAL int ez_gpu_has_matvec(uint32_t type);
 /* Starts recording. Every op recorded waits for the ones before it. */
 EZ_INTERNAL int32_t ez_gpu_cmd_begin(ez_gpu *g, ez_gpu_cmd **out);
 EZ_INTERNAL int32_t ez_gpu_cmd_end(ez_gpu_cmd *c);
+/* The next op recorded need not wait for the one recorded last (it reads
+ * nothing that op writes and writes nothing that op reads or writes), so
+ * the device may run the two at once; it still waits for every op before
+ * that one. For independent products of the same input (q, k, v; gate, up). */
+EZ_INTERNAL void ez_gpu_cmd_overlap_next(ez_gpu_cmd *c);
 /* Submits the recorded commands and waits for them; may be called again
  * (replay) after host-visible inputs change. */
 EZ_INTERNAL int32_t ez_gpu_cmd_run(ez_gpu_cmd *c);
@@ -126,6 +131,9 @@ EZ_INTERNAL void ez_gpu_cmd_free(ez_gpu_cmd *c);
 
 /* ---- ops (each records one dispatch; offsets and sizes in floats) ------------------ */
 
+/* A step-buffer word index meaning "none". */
+#define EZ_GPU_NO_WORD 0xffffffffu
+
 /* Copies `bytes` from src at byte src_off to dst at byte dst_off (a host
  * input staged into device-local memory, a readback); the ranges stay
  * inside the buffers. */
@@ -136,24 +144,35 @@ EZ_INTERNAL int32_t ez_gpu_op_copy(ez_gpu_cmd *c, ez_gpu_buf *src, uint64_t src_
  * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K weights times F32 activations. */
 EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
                                      ez_gpu_buf *y, uint32_t y_off);
+/* Y = X W^T for n_tok tokens: y[t * n_rows + r] = W[r] . x[t * n_cols ..]
+ * (x [n_tok, n_cols], y [n_tok, n_rows]), in tiles of 64 rows x 64 tokens,
+ * for the types ez_gpu_op_matvec takes. With step not NULL, the tiles
+ * whose tokens all come before the value of word row0_word of step (a
+ * bucket's padding) are skipped at run time. */
+EZ_INTERNAL int32_t ez_gpu_op_matmul(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, ez_gpu_buf *y,
+                                     uint32_t n_tok, ez_gpu_buf *step, uint32_t row0_word);
 /* Each of n_rows rows of n: y = x / sqrt(mean(x^2) + eps) * w; y may be x. */
 EZ_INTERNAL int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_buf *y, uint32_t n,
                                        uint32_t n_rows, float eps);
-/* One row of n, one dispatch: o = rms_norm(o) * w_post where w_post is not
- * NULL (o itself is left as it was), then x += o, then h = rms_norm(x) * w:
- * the residual between two blocks and the next block's input norm. */
+/* Each of n_rows rows of n, one dispatch: o = rms_norm(o) * w_post where
+ * w_post is not NULL (o itself is left as it was), then x += o, then h =
+ * rms_norm(x) * w: the residual between two blocks and the next block's
+ * input norm. */
 EZ_INTERNAL int32_t ez_gpu_op_add_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *o, ez_gpu_buf *w_post, ez_gpu_buf *x,
-                                           ez_gpu_buf *w, ez_gpu_buf *h, uint32_t n, float eps);
+                                           ez_gpu_buf *w, ez_gpu_buf *h, uint32_t n, uint32_t n_rows, float eps);
 /* In place on n_heads heads of head_dim at x[x_off ..], rotating the first
  * n_rot dims by cs[cs_off + 2i], cs[cs_off + 2i + 1] (ez_rope_angles). */
 EZ_INTERNAL int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,
                                    uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, int neox);
-/* A decode step's query and key heads in one dispatch: q [n_head,
- * head_dim] and k [n_head_kv, head_dim] each get their per-head RMSNorm
- * where q_norm / k_norm is not NULL ([head_dim] weights), then rope on the
- * first n_rot dims by angles[cs_off ..] (as ez_gpu_op_rope); q is written
- * back in place, k into k_cache from the element offset in word step_word
- * of `step` (the caller keeps that row within k_cache). head_dim <= 512. */
+/* The query and key heads of n_tok tokens in one dispatch: q [n_tok,
+ * n_head, head_dim] and k [n_tok, n_head_kv, head_dim] each get their
+ * per-head RMSNorm where q_norm / k_norm is not NULL ([head_dim] weights),
+ * then rope on the first n_rot dims, token t by angles[cs_off + t *
+ * cs_stride ..] (as ez_gpu_op_rope); q is written back in place, k into
+ * k_cache from the element offset in word step_word of `step` (token t one
+ * key row further; the caller keeps those rows within k_cache). With
+ * row0_word not EZ_GPU_NO_WORD, the tokens before the value of that word
+ * (a bucket's padding) are left alone. head_dim <= 512. */
 typedef struct {
     uint32_t n_head, n_head_kv, head_dim, n_rot;
     int neox;
@@ -162,6 +181,7 @@ typedef struct {
     ez_gpu_buf *q_norm, *k_norm;   /* NULL: no norm */
     ez_gpu_buf *step;
     uint32_t step_word;
+    uint32_t n_tok, cs_stride, row0_word;
 } ez_gpu_qk;
 EZ_INTERNAL int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                       ez_gpu_buf *angles, ez_gpu_buf *k_cache);
@@ -177,6 +197,14 @@ EZ_INTERNAL int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, 
  * word within y. */
 EZ_INTERNAL int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off,
                                      uint32_t n, int accumulate, ez_gpu_buf *step, uint32_t step_word);
+/* The rows of a batch into the cache: y[st[dst_word] + i] = x[i] for i in
+ * [st[row0_word] * row_len, n_rows * row_len), st the uint32 words of
+ * `step`, read at run time: rows before row0 (a bucket's padding) are not
+ * copied, and dst_word holds the element offset where row 0 would go
+ * (modulo 2^32, so it may lie before y's start when row0 > 0); the caller
+ * keeps the copied rows within y. */
+EZ_INTERNAL int32_t ez_gpu_op_copy_rows(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *y, uint32_t n_rows,
+                                        uint32_t row_len, ez_gpu_buf *step, uint32_t dst_word, uint32_t row0_word);
 /* x[i] = cap * tanh(x[i] / cap), i < n; cap > 0. */
 EZ_INTERNAL int32_t ez_gpu_op_softcap(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, float cap);
 /* Each of n_rows rows of n in place: softmax. */
@@ -208,5 +236,23 @@ typedef struct {
 EZ_INTERNAL int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                         ez_gpu_buf *v, ez_gpu_buf *out, ez_gpu_buf *scratch);
 EZ_INTERNAL uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a);
+
+/* Causal attention of a batch (the prompt pass) over an F32 cache that
+ * already holds the batch's keys and values: q, out [n_tok, n_head,
+ * head_dim]; batch row t is at position pos = (int32) word pos_word of
+ * `step` + t and attends to cache rows [pos - n_swa + 1 (at least 0), pos]
+ * with n_swa > 0, [0, pos] with 0; rows before word row0_word are skipped
+ * (a bucket's padding). The other fields as in ez_gpu_attn (kv_type F32,
+ * n_kv the cache rows the buffers hold); one workgroup per row and head,
+ * one pass over the window (no scratch). */
+typedef struct {
+    uint32_t n_head, n_head_kv, head_dim, n_kv, kv_stride;
+    float scale;
+    uint32_t n_swa, n_tok;
+    ez_gpu_buf *step;
+    uint32_t row0_word, pos_word;
+} ez_gpu_attn_batch;
+EZ_INTERNAL int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_gpu_buf *q,
+                                              ez_gpu_buf *k, ez_gpu_buf *v, ez_gpu_buf *out);
 
 #endif /* EZ_GPU_H */

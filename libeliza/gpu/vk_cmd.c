@@ -16,6 +16,7 @@ typedef struct {
 
 static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
 #define MV EZ_GPU_MV_WORKGROUP
+#define MM EZ_GPU_MM_WORKGROUP
 #define ROW EZ_GPU_ROW_WORKGROUP
 #define WG EZ_GPU_WORKGROUP
     [EZ_GPU_K_MV_F32] = {"mv_f32", 3, MV},     [EZ_GPU_K_MV_F16] = {"mv_f16", 3, MV},
@@ -23,6 +24,12 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
     [EZ_GPU_K_MV_Q4_1] = {"mv_q4_1", 3, MV},   [EZ_GPU_K_MV_Q5_0] = {"mv_q5_0", 3, MV},
     [EZ_GPU_K_MV_Q8_0] = {"mv_q8_0", 3, MV},   [EZ_GPU_K_MV_Q4_K] = {"mv_q4_k", 3, MV},
     [EZ_GPU_K_MV_Q5_K] = {"mv_q5_k", 3, MV},   [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 3, MV},
+    [EZ_GPU_K_MM_F32] = {"mm_f32", 4, MM},     [EZ_GPU_K_MM_F16] = {"mm_f16", 4, MM},
+    [EZ_GPU_K_MM_BF16] = {"mm_bf16", 4, MM},   [EZ_GPU_K_MM_Q4_0] = {"mm_q4_0", 4, MM},
+    [EZ_GPU_K_MM_Q4_1] = {"mm_q4_1", 4, MM},   [EZ_GPU_K_MM_Q5_0] = {"mm_q5_0", 4, MM},
+    [EZ_GPU_K_MM_Q8_0] = {"mm_q8_0", 4, MM},   [EZ_GPU_K_MM_Q4_K] = {"mm_q4_k", 4, MM},
+    [EZ_GPU_K_MM_Q5_K] = {"mm_q5_k", 4, MM},   [EZ_GPU_K_MM_Q6_K] = {"mm_q6_k", 4, MM},
+    [EZ_GPU_K_ATTN_PREFILL] = {"attn_prefill", 5, WG},
     [EZ_GPU_K_RMS_NORM] = {"rms_norm", 3, ROW}, [EZ_GPU_K_ADD_NORM] = {"add_norm", 5, ROW},
     [EZ_GPU_K_ROPE] = {"rope", 2, WG},             [EZ_GPU_K_QK_ROPE] = {"qk_rope", 7, WG},
     [EZ_GPU_K_GLU] = {"glu", 2, WG},               [EZ_GPU_K_SOFTMAX] = {"softmax", 1, ROW},
@@ -30,6 +37,7 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
     [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5, WG},     [EZ_GPU_K_ATTN_MERGE] = {"attn_merge", 3, WG},
     [EZ_GPU_K_ADD] = {"add", 3, WG},               [EZ_GPU_K_SOFTCAP] = {"softcap", 1, WG},
 #undef MV
+#undef MM
 #undef ROW
 #undef WG
 };
@@ -47,6 +55,7 @@ struct ez_gpu_cmd {
     int n_pools, sets_in_last;
     VkQueryPool queries;        /* VK_NULL_HANDLE without timestamps */
     int n_dispatch, ended;
+    int overlap_next;           /* ez_gpu_cmd_overlap_next: no barrier before the next op */
     const char **names;         /* [n_dispatch]: each op's shader, or "copy" */
     int names_cap;
     double *last_ms;            /* per timed dispatch, from the last run */
@@ -208,7 +217,7 @@ static int32_t op_begin(ez_gpu_cmd *c, const char *name) {
         c->names_cap = cap;
     }
     c->names[c->n_dispatch] = name;
-    if (c->n_dispatch > 0) {
+    if (c->n_dispatch > 0 && !c->overlap_next) {
         VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -217,10 +226,13 @@ static int32_t op_begin(ez_gpu_cmd *c, const char *name) {
                                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
                                    NULL, 0, NULL);
     }
+    c->overlap_next = 0;
     if (c->queries && c->n_dispatch < MAX_TIMED)
         g->vk.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->queries, 2 * (uint32_t)c->n_dispatch);
     return ELIZA_OK;
 }
+
+void ez_gpu_cmd_overlap_next(ez_gpu_cmd *c) { c->overlap_next = 1; }
 
 /* The op's closing timestamp. */
 static void op_end(ez_gpu_cmd *c) {

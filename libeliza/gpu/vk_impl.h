@@ -90,6 +90,9 @@ typedef struct {
 typedef enum {
     EZ_GPU_K_MV_F32, EZ_GPU_K_MV_F16, EZ_GPU_K_MV_BF16, EZ_GPU_K_MV_Q4_0, EZ_GPU_K_MV_Q4_1, EZ_GPU_K_MV_Q5_0,
     EZ_GPU_K_MV_Q8_0, EZ_GPU_K_MV_Q4_K, EZ_GPU_K_MV_Q5_K, EZ_GPU_K_MV_Q6_K,
+    EZ_GPU_K_MM_F32, EZ_GPU_K_MM_F16, EZ_GPU_K_MM_BF16, EZ_GPU_K_MM_Q4_0, EZ_GPU_K_MM_Q4_1, EZ_GPU_K_MM_Q5_0,
+    EZ_GPU_K_MM_Q8_0, EZ_GPU_K_MM_Q4_K, EZ_GPU_K_MM_Q5_K, EZ_GPU_K_MM_Q6_K,
+    EZ_GPU_K_ATTN_PREFILL,
     EZ_GPU_K_RMS_NORM, EZ_GPU_K_ADD_NORM, EZ_GPU_K_ROPE, EZ_GPU_K_QK_ROPE, EZ_GPU_K_GLU, EZ_GPU_K_SOFTMAX, EZ_GPU_K_ARGMAX,
     EZ_GPU_K_ATTN_F32, EZ_GPU_K_ATTN_F16, EZ_GPU_K_ATTN_MERGE, EZ_GPU_K_ADD, EZ_GPU_K_SOFTCAP,
     EZ_GPU_K_COUNT
@@ -99,6 +102,7 @@ typedef enum {
 #define EZ_GPU_PUSH_BYTES 128   /* the guaranteed minimum of maxPushConstantsSize */
 #define EZ_GPU_WORKGROUP 64     /* specialization constant 0 of every shader but the matvecs */
 #define EZ_GPU_MV_WORKGROUP 128 /* the matvecs': several rows per workgroup */
+#define EZ_GPU_MM_WORKGROUP 128 /* the matmuls' tiles are written for exactly this many */
 #define EZ_GPU_ROW_WORKGROUP 256 /* one-row reductions (rms_norm, softmax, argmax), where the device allows */
 
 typedef struct {

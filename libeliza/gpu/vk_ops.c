@@ -69,6 +69,36 @@ int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, u
     return ELIZA_OK;
 }
 
+static ez_gpu_kernel matmul_kernel(uint32_t type) {
+    return (ez_gpu_kernel)(EZ_GPU_K_MM_F32 + (matvec_kernel(type) - EZ_GPU_K_MV_F32));
+}
+
+#define MM_TILE 64   /* matmul.glsl's BM and BN */
+
+int32_t ez_gpu_op_matmul(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, ez_gpu_buf *y, uint32_t n_tok,
+                         ez_gpu_buf *step, uint32_t row0_word) {
+    int32_t rc;
+    int i;
+    if (!ez_gpu_has_matvec(w->type) || w->n_parts <= 0 || n_tok == 0 || (n_tok + MM_TILE - 1) / MM_TILE > 65535u)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU matmul: no matrix or %u tokens", n_tok);
+    if ((rc = fits(x, (uint64_t)n_tok * (uint64_t)w->n_cols, "matmul input")) != ELIZA_OK) return rc;
+    if ((rc = fits(y, (uint64_t)n_tok * (uint64_t)w->n_rows, "matmul output")) != ELIZA_OK) return rc;
+    if (step && (rc = fits(step, (uint64_t)row0_word + 1, "matmul step word")) != ELIZA_OK) return rc;
+    for (i = 0; i < w->n_parts; i++) {
+        const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
+        const uint32_t push[7] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, (uint32_t)w->part_row0[i],
+                                  (uint32_t)w->n_rows, n_tok, step ? row0_word : EZ_GPU_NO_WORD};
+        /* Without a step buffer its binding is never read: x fills it. */
+        ez_gpu_buf *bufs[4] = {w->parts[i], x, y, step ? step : x};
+        const uint32_t gx = (rows + MM_TILE - 1) / MM_TILE;
+        if (gx > 65535u) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matmul: %u rows in one part", rows);
+        rc = ez_gpu_cmd_dispatch(c, matmul_kernel(w->type), bufs, 4, push, sizeof push, gx,
+                                 (n_tok + MM_TILE - 1) / MM_TILE);
+        if (rc != ELIZA_OK) return rc;
+    }
+    return ELIZA_OK;
+}
+
 int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_buf *y, uint32_t n, uint32_t n_rows,
                            float eps) {
     uint32_t push[3] = {n, n_rows, 0};
@@ -85,19 +115,22 @@ int32_t ez_gpu_op_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *w, ez_gpu_b
 }
 
 int32_t ez_gpu_op_add_rms_norm(ez_gpu_cmd *c, ez_gpu_buf *o, ez_gpu_buf *w_post, ez_gpu_buf *x, ez_gpu_buf *w,
-                               ez_gpu_buf *h, uint32_t n, float eps) {
-    uint32_t push[3] = {n, w_post ? 1u : 0u, 0};
+                               ez_gpu_buf *h, uint32_t n, uint32_t n_rows, float eps) {
+    uint32_t push[4] = {n, w_post ? 1u : 0u, 0, n_rows};
+    const uint64_t all = (uint64_t)n * n_rows;
+    uint32_t gx, gy;
     /* Without a post norm its binding is never read: w fills it. */
     ez_gpu_buf *bufs[5] = {o, w_post ? w_post : w, x, w, h};
     int32_t rc;
-    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add_rms_norm of 0 elements");
-    if ((rc = fits(o, n, "add_rms_norm delta")) != ELIZA_OK ||
+    if (n == 0 || n_rows == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add_rms_norm of %u x %u", n_rows, n);
+    if ((rc = fits(o, all, "add_rms_norm delta")) != ELIZA_OK ||
         (w_post && (rc = fits(w_post, n, "add_rms_norm post weight")) != ELIZA_OK) ||
-        (rc = fits(x, n, "add_rms_norm residual")) != ELIZA_OK || (rc = fits(w, n, "add_rms_norm weight")) != ELIZA_OK ||
-        (rc = fits(h, n, "add_rms_norm output")) != ELIZA_OK)
+        (rc = fits(x, all, "add_rms_norm residual")) != ELIZA_OK || (rc = fits(w, n, "add_rms_norm weight")) != ELIZA_OK ||
+        (rc = fits(h, all, "add_rms_norm output")) != ELIZA_OK)
         return rc;
     memcpy(&push[2], &eps, sizeof eps);
-    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD_NORM, bufs, 5, push, sizeof push, 1, 1);
+    grid(n_rows, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD_NORM, bufs, 5, push, sizeof push, gx, gy);
 }
 
 int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *cs, uint32_t cs_off,
@@ -117,26 +150,29 @@ int32_t ez_gpu_op_rope(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf 
 
 int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *angles,
                           ez_gpu_buf *k_cache) {
-    uint32_t push[9] = {a->n_head, a->n_head_kv, a->head_dim, a->n_rot, a->neox ? 1u : 0u, a->cs_off,
-                        (a->q_norm ? 1u : 0u) | (a->k_norm ? 2u : 0u), 0, a->step_word};
+    uint32_t push[12] = {a->n_head, a->n_head_kv, a->head_dim, a->n_rot, a->neox ? 1u : 0u, a->cs_off,
+                         (a->q_norm ? 1u : 0u) | (a->k_norm ? 2u : 0u), 0, a->step_word, a->n_tok, a->cs_stride,
+                         a->row0_word};
+    const uint64_t n_tok = a->n_tok, last_cs = (uint64_t)a->cs_off + (n_tok ? n_tok - 1 : 0) * a->cs_stride;
     /* Absent norms' bindings are never read: q fills them. */
     ez_gpu_buf *bufs[7] = {q, k, a->q_norm ? a->q_norm : q, a->k_norm ? a->k_norm : q, angles, k_cache, a->step};
     uint32_t gx, gy;
     int32_t rc;
     if (a->n_head == 0 || a->n_head_kv == 0 || a->head_dim == 0 || a->head_dim > 512 || a->n_rot % 2 ||
-        a->n_rot > a->head_dim || !a->step)
+        a->n_rot > a->head_dim || !a->step || a->n_tok == 0 || n_tok * (a->n_head + a->n_head_kv) > 0xffffffffu)
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU qk_rope: %u + %u heads of %u, %u rotated", a->n_head, a->n_head_kv,
                        a->head_dim, a->n_rot);
-    if ((rc = fits(q, (uint64_t)a->n_head * a->head_dim, "qk_rope queries")) != ELIZA_OK ||
-        (rc = fits(k, (uint64_t)a->n_head_kv * a->head_dim, "qk_rope keys")) != ELIZA_OK ||
+    if ((rc = fits(q, n_tok * a->n_head * a->head_dim, "qk_rope queries")) != ELIZA_OK ||
+        (rc = fits(k, n_tok * a->n_head_kv * a->head_dim, "qk_rope keys")) != ELIZA_OK ||
         (a->q_norm && (rc = fits(a->q_norm, a->head_dim, "qk_rope query norm")) != ELIZA_OK) ||
         (a->k_norm && (rc = fits(a->k_norm, a->head_dim, "qk_rope key norm")) != ELIZA_OK) ||
-        (rc = fits(angles, (uint64_t)a->cs_off + a->n_rot, "qk_rope angles")) != ELIZA_OK ||
+        (rc = fits(angles, last_cs + a->n_rot, "qk_rope angles")) != ELIZA_OK ||
         (rc = fits(k_cache, (uint64_t)a->n_head_kv * a->head_dim, "qk_rope cache")) != ELIZA_OK ||
-        (rc = fits(a->step, (uint64_t)a->step_word + 1, "qk_rope step word")) != ELIZA_OK)
+        (rc = fits(a->step, (uint64_t)a->step_word + 1, "qk_rope step word")) != ELIZA_OK ||
+        (a->row0_word != EZ_GPU_NO_WORD && (rc = fits(a->step, (uint64_t)a->row0_word + 1, "qk_rope row word"))))
         return rc;
     memcpy(&push[7], &a->eps, sizeof a->eps);
-    grid(a->n_head + a->n_head_kv, &gx, &gy);
+    grid(a->n_tok * (a->n_head + a->n_head_kv), &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_QK_ROPE, bufs, 7, push, sizeof push, gx, gy);
 }
 
@@ -151,23 +187,39 @@ int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, e
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);
 }
 
-/* Word index meaning "no step buffer" to the shaders. */
-#define NO_STEP 0xffffffffu
-
-int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
-                         int accumulate, ez_gpu_buf *step, uint32_t step_word) {
-    const uint32_t push[5] = {n, x_off, y_off, accumulate ? 1u : 0u, step ? step_word : NO_STEP};
+/* The add kernel with every push constant (add.comp). */
+static int32_t record_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                          int accumulate, ez_gpu_buf *step, uint32_t step_word, uint32_t from_word, uint32_t row_len) {
+    const uint32_t push[7] = {n, x_off, y_off, accumulate ? 1u : 0u, step ? step_word : EZ_GPU_NO_WORD,
+                              step ? from_word : EZ_GPU_NO_WORD, row_len};
     /* Without a step buffer the binding is there but never read: x fills it. */
     ez_gpu_buf *bufs[3] = {x, y, step ? step : x};
     uint32_t gx, gy;
+    grid(groups_for(n), &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 3, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_add_at(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
+                         int accumulate, ez_gpu_buf *step, uint32_t step_word) {
     int32_t rc;
     if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU add of 0 elements");
     if ((rc = fits(x, (uint64_t)x_off + n, "add input")) != ELIZA_OK ||
         (rc = fits(y, (uint64_t)y_off + n, "add output")) != ELIZA_OK ||
         (step && (rc = fits(step, (uint64_t)step_word + 1, "add step word")) != ELIZA_OK))
         return rc;
-    grid(groups_for(n), &gx, &gy);
-    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ADD, bufs, 3, push, sizeof push, gx, gy);
+    return record_add(c, x, x_off, y, y_off, n, accumulate, step, step_word, EZ_GPU_NO_WORD, 0);
+}
+
+int32_t ez_gpu_op_copy_rows(ez_gpu_cmd *c, ez_gpu_buf *x, ez_gpu_buf *y, uint32_t n_rows, uint32_t row_len,
+                            ez_gpu_buf *step, uint32_t dst_word, uint32_t row0_word) {
+    const uint64_t n = (uint64_t)n_rows * row_len;
+    int32_t rc;
+    if (n == 0 || n > 0xffffffffu || !step)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU copy_rows of %u rows of %u", n_rows, row_len);
+    if ((rc = fits(x, n, "copy_rows input")) != ELIZA_OK || (rc = fits(y, row_len, "copy_rows output")) != ELIZA_OK ||
+        (rc = fits(step, (uint64_t)EZ_MAX(dst_word, row0_word) + 1, "copy_rows step words")) != ELIZA_OK)
+        return rc;
+    return record_add(c, x, 0, y, 0, (uint32_t)n, 0, step, dst_word, row0_word, row_len);
 }
 
 int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off, uint32_t n,
@@ -228,7 +280,7 @@ uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a) {
 
 int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
                             ez_gpu_buf *out, ez_gpu_buf *scratch) {
-    const uint32_t n_chunks = attn_chunks(a), step_word = a->step ? a->step_word : NO_STEP;
+    const uint32_t n_chunks = attn_chunks(a), step_word = a->step ? a->step_word : EZ_GPU_NO_WORD;
     uint32_t push[9] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first, step_word,
                         n_chunks};
     const uint32_t merge_push[5] = {a->n_head, a->head_dim, a->n_kv, step_word, n_chunks};
@@ -260,4 +312,29 @@ int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, 
     if (rc != ELIZA_OK) return rc;
     grid(a->n_head, &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_MERGE, merge_bufs, 3, merge_push, sizeof merge_push, gx, gy);
+}
+
+int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_gpu_buf *q, ez_gpu_buf *k,
+                                  ez_gpu_buf *v, ez_gpu_buf *out) {
+    uint32_t push[10] = {a->n_head, a->n_head_kv, a->head_dim, a->kv_stride, 0, a->n_swa, a->n_tok, a->row0_word,
+                         a->pos_word, a->n_kv};
+    ez_gpu_buf *bufs[5] = {q, k, v, out, a->step};
+    const uint64_t rows = (uint64_t)a->n_tok * a->n_head * a->head_dim;
+    const uint64_t kv_floats = ((uint64_t)a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
+    uint32_t gx, gy;
+    int32_t rc;
+    if (a->n_head == 0 || a->n_head_kv == 0 || a->n_head % a->n_head_kv || a->head_dim == 0 ||
+        a->head_dim > ATTN_MAX_HEAD_DIM || a->n_kv == 0 || a->n_tok == 0 || a->kv_stride < a->n_head_kv * a->head_dim ||
+        !a->step || (uint64_t)a->n_tok * a->n_head > 0xffffffffu)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU batch attention: %u rows, %u heads, %u kv heads of %u, stride %u",
+                       a->n_tok, a->n_head, a->n_head_kv, a->head_dim, a->kv_stride);
+    if ((rc = fits(q, rows, "batch attention queries")) != ELIZA_OK ||
+        (rc = fits(k, kv_floats, "batch attention keys")) != ELIZA_OK ||
+        (rc = fits(v, kv_floats, "batch attention values")) != ELIZA_OK ||
+        (rc = fits(out, rows, "batch attention output")) != ELIZA_OK ||
+        (rc = fits(a->step, (uint64_t)EZ_MAX(a->row0_word, a->pos_word) + 1, "batch attention step words")) != ELIZA_OK)
+        return rc;
+    memcpy(&push[4], &a->scale, sizeof a->scale);
+    grid(a->n_tok * a->n_head, &gx, &gy);
+    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_PREFILL, bufs, 5, push, sizeof push, gx, gy);
 }

@@ -12,7 +12,16 @@
  * moves with the position comes through host-visible buffers written before
  * each run, the input row, the rope angles (ez_rope_angles on the host, per
  * layer base, as the CPU does) and the step words (the cache row, each
- * attention window). */
+ * attention window).
+ *
+ * A prompt of several tokens runs the same blocks on a batch of rows
+ * instead (the prompt pass): matrix-matrix products, the batched qk_rope,
+ * copy into the cache and causal attention, one recording per bucket of
+ * row counts (BUCKETS, at most n_batch rows), each replayed for any count
+ * up to its size: the tokens fill the bucket's last rows, the rows before
+ * (padding) are skipped by the kernels that write the cache or would cost
+ * time, so the last token is always the bucket's last row, whose logits
+ * end the pass. */
 #include "gpu_step.h"
 
 #include <stdlib.h>
@@ -55,7 +64,32 @@ struct ez_llm_gpu {
     float *embd_row;        /* [n_embd] */
     float *cs;              /* [n_layer * n_rot] */
     ez_gpu *own_g;          /* g when the step opened it (ez_llm_gpu_open) */
+    /* The prompt pass: activations of n_batch rows, their host-visible
+     * inputs, one recording per bucket (made on first use). */
+    int32_t n_batch;
+    ez_gpu_buf *bx, *bh, *bo;    /* [n_batch, n_embd] */
+    ez_gpu_buf *bq, *batt;       /* [n_batch, n_head * head_dim] */
+    ez_gpu_buf *bk, *bv;         /* [n_batch, n_head_kv * head_dim] */
+    ez_gpu_buf *bf, *bu;         /* [n_batch, n_ff] */
+    ez_gpu_buf *b_angles, *in_b_angles; /* [n_rope][n_batch][n_rot] */
+    ez_gpu_buf *b_step, *in_b_step;     /* uint32 BATCH_WORDS */
+    ez_gpu_buf *in_bx;           /* [n_batch, n_embd] */
+    ez_gpu_cmd *batch_cmd[4];    /* per BUCKETS entry */
+    ez_gpu_cmd *last_batch;      /* the last prompt pass run */
+    float *b_cs;                 /* [n_rope][n_batch][n_rot] */
+    float *b_embd;               /* [n_batch, n_embd] */
+    int32_t n_rope;              /* distinct (rope base, frequency scale) pairs of the layers */
+    int32_t *rope_of_layer;      /* [n_layer]: which pair */
 };
+
+/* Row counts of the prompt pass's recordings (each held to n_batch). */
+static const int32_t BUCKETS[4] = {16, 64, 256, 512};
+#define MAX_BATCH 512
+
+/* The prompt pass's step words: the bucket's first real row (row0), the
+ * position of row 0 (pos0 - row0, as an int32), and the cache element
+ * offset where row 0's key / value row would go (modulo 2^32). */
+enum { BATCH_ROW0 = 0, BATCH_POS = 1, BATCH_CACHE = 2, BATCH_WORDS = 3 };
 
 /* The step words: the cache row's first element, then (first row, rows)
  * of the global and of the sliding-window attention. */
@@ -153,6 +187,31 @@ int32_t ez_llm_gpu_supports(const ez_llm_model *m) {
     return rc ? rc : check_types(m);
 }
 
+/* The prompt pass's buffers (its recordings come on first use). */
+static int32_t create_batch(ez_llm_gpu *s) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    const int64_t nb = s->n_batch, kv_row = (int64_t)hp->n_head_kv * hp->head_dim;
+    const int64_t q_row = (int64_t)hp->n_head * hp->head_dim, n_cs = (int64_t)s->n_rope * nb * hp->n_rot;
+    ez_gpu *g = s->g;
+    int32_t rc;
+    if ((rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bx)) ||
+        (rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bh)) ||
+        (rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bo)) ||
+        (rc = scratch(g, nb * q_row, EZ_GPU_DEVICE_LOCAL, &s->bq)) ||
+        (rc = scratch(g, nb * q_row, EZ_GPU_DEVICE_LOCAL, &s->batt)) ||
+        (rc = scratch(g, nb * kv_row, EZ_GPU_DEVICE_LOCAL, &s->bk)) ||
+        (rc = scratch(g, nb * kv_row, EZ_GPU_DEVICE_LOCAL, &s->bv)) ||
+        (rc = scratch(g, nb * hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->bf)) ||
+        (rc = scratch(g, nb * hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->bu)) ||
+        (rc = scratch(g, n_cs, EZ_GPU_DEVICE_LOCAL, &s->b_angles)) ||
+        (rc = scratch(g, n_cs, EZ_GPU_HOST, &s->in_b_angles)) ||
+        (rc = scratch(g, BATCH_WORDS, EZ_GPU_DEVICE_LOCAL, &s->b_step)) ||
+        (rc = scratch(g, BATCH_WORDS, EZ_GPU_HOST, &s->in_b_step)) ||
+        (rc = scratch(g, nb * hp->n_embd, EZ_GPU_HOST, &s->in_bx)))
+        return rc;
+    return ELIZA_OK;
+}
+
 int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_llm_gpu **out) {
     const ez_llm_hparams *hp = &m->hp;
     const int64_t kv_row = (int64_t)hp->n_head_kv * hp->head_dim, q_row = (int64_t)hp->n_head * hp->head_dim;
@@ -169,7 +228,20 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
     s->layers = (gpu_layer *)calloc((size_t)hp->n_layer, sizeof *s->layers);
     s->embd_row = (float *)malloc((size_t)hp->n_embd * sizeof(float));
     s->cs = (float *)malloc((size_t)hp->n_layer * (size_t)hp->n_rot * sizeof(float));
-    if (!s->layers || !s->embd_row || !s->cs) {
+    s->n_batch = EZ_MIN(n_ctx, MAX_BATCH);
+    s->rope_of_layer = (int32_t *)malloc((size_t)hp->n_layer * sizeof(int32_t));
+    if (s->rope_of_layer) {
+        for (int32_t il = 0; il < hp->n_layer; il++) {
+            int32_t j = 0;
+            while (j < il && (m->layers[j].rope_base != m->layers[il].rope_base ||
+                              m->layers[j].rope_freq_scale != m->layers[il].rope_freq_scale))
+                j++;
+            s->rope_of_layer[il] = j < il ? s->rope_of_layer[j] : s->n_rope++;
+        }
+    }
+    s->b_cs = (float *)malloc((size_t)s->n_rope * (size_t)s->n_batch * (size_t)hp->n_rot * sizeof(float));
+    s->b_embd = (float *)malloc((size_t)s->n_batch * (size_t)hp->n_embd * sizeof(float));
+    if (!s->layers || !s->embd_row || !s->cs || !s->rope_of_layer || !s->b_cs || !s->b_embd) {
         ez_llm_gpu_free(s);
         return ez_fail(ELIZA_E_NOMEM, "out of memory for the GPU step");
     }
@@ -212,7 +284,8 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, STEP_WORDS, EZ_GPU_HOST, &s->in_step)) ||
                             (rc = scratch(g, hp->n_vocab, EZ_GPU_DEVICE_LOCAL, &s->logits)) ||
                             (rc = scratch(g, hp->n_vocab, EZ_GPU_HOST, &s->out_logits)) ||
-                            (rc = scratch(g, 1, EZ_GPU_HOST, &s->best)) || (rc = record_pass(s)))) {
+                            (rc = scratch(g, 1, EZ_GPU_HOST, &s->best)) || (rc = create_batch(s)) ||
+                            (rc = record_pass(s)))) {
         *out = s;
         return ELIZA_OK;
     }
@@ -224,6 +297,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     if (!s) return;
     ez_gpu_cmd_free(s->cmd);
     ez_gpu_cmd_free(s->read_cmd);
+    for (size_t i = 0; i < sizeof s->batch_cmd / sizeof s->batch_cmd[0]; i++) ez_gpu_cmd_free(s->batch_cmd[i]);
     for (int32_t il = 0; s->layers && il < s->m->hp.n_layer; il++) {
         gpu_layer *G = &s->layers[il];
         ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->down};
@@ -236,10 +310,14 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores, s->argmax_part,
                               s->v, s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
-                              s->out_logits};
+                              s->out_logits, s->bx, s->bh, s->bo, s->bq, s->batt, s->bk, s->bv, s->bf, s->bu,
+                              s->b_angles, s->in_b_angles, s->b_step, s->in_b_step, s->in_bx};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
     }
     free(s->layers);
+    free(s->rope_of_layer);
+    free(s->b_cs);
+    free(s->b_embd);
     free(s->embd_row);
     free(s->cs);
     ez_gpu_close(s->own_g);
@@ -285,21 +363,24 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
-                          G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW};
-    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) || (rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
+                          G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
+    /* q, k and v read h alone: they may run at once (so may gate and up). */
+    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
     if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
-    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, hp->norm_eps)) ||
-        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) || (rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
+        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
         (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
         (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
         return rc;
-    return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, hp->norm_eps);
+    return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, 1, hp->norm_eps);
 }
 
 static int32_t record_pass(ez_llm_gpu *s) {
@@ -324,10 +405,111 @@ static int32_t record_pass(ez_llm_gpu *s) {
     return rc;
 }
 
+/* One decoder block over nb rows of the prompt pass, as record_block over
+ * one: bh holds attn_norm(bx) on entry, the next block's input norm on exit. */
+static int32_t record_batch_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, uint32_t nb) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    const ez_llm_layer *L = &s->m->layers[il];
+    gpu_layer *G = &s->layers[il];
+    const uint32_t d = (uint32_t)hp->n_embd, hd = (uint32_t)hp->head_dim, nh = (uint32_t)hp->n_head;
+    const uint32_t nkv = (uint32_t)hp->n_head_kv, kv_row = nkv * hd, nrot = (uint32_t)hp->n_rot;
+    const uint32_t cs_off = (uint32_t)s->rope_of_layer[il] * (uint32_t)s->n_batch * nrot;
+    const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, cs_off, hp->norm_eps, G->q_norm, G->k_norm,
+                          s->b_step, BATCH_CACHE, nb, nrot, BATCH_ROW0};
+    const ez_gpu_attn_batch a = {nh, nkv, hd, (uint32_t)s->n_ctx, kv_row, hp->attn_scale,
+                                 L->is_swa && hp->n_swa > 0 ? (uint32_t)hp->n_swa : 0u, nb, s->b_step, BATCH_ROW0,
+                                 BATCH_POS};
+    ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
+    ez_gpu_buf *st = s->b_step;
+    int32_t rc;
+    if ((rc = ez_gpu_op_matmul(c, &G->wq, s->bh, s->bq, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->wk, s->bh, s->bk, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->wv, s->bh, s->bv, nb, st, BATCH_ROW0)) ||
+        (rc = ez_gpu_op_copy_rows(c, s->bv, G->v_cache, nb, kv_row, st, BATCH_CACHE, BATCH_ROW0)) ||
+        (rc = ez_gpu_op_qk_rope(c, &qk, s->bq, s->bk, s->b_angles, G->k_cache)) ||
+        (rc = ez_gpu_op_attention_batch(c, &a, s->bq, G->k_cache, G->v_cache, s->batt)) ||
+        (rc = ez_gpu_op_matmul(c, &G->wo, s->batt, s->bo, nb, st, BATCH_ROW0)))
+        return rc;
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->bo, G->post_attn_norm, s->bx, G->ffn_norm, s->bh, d, nb, hp->norm_eps)) ||
+        (rc = ez_gpu_op_matmul(c, &G->gate, s->bh, s->bf, nb, st, BATCH_ROW0)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->up, s->bh, s->bu, nb, st, BATCH_ROW0)) ||
+        (rc = ez_gpu_op_glu(c, s->bf, s->bu, nb * (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
+        (rc = ez_gpu_op_matmul(c, &G->down, s->bf, s->bo, nb, st, BATCH_ROW0)))
+        return rc;
+    return ez_gpu_op_add_rms_norm(c, s->bo, G->post_ffw_norm, s->bx, next_norm, s->bh, d, nb, hp->norm_eps);
+}
+
+/* The prompt pass over a bucket of nb rows: the inputs' copies, every block,
+ * then the last row's logits and their argmax into the decode step's
+ * logits and best (so ez_llm_gpu_best and the logits readback serve both). */
+static int32_t record_batch(ez_llm_gpu *s, uint32_t nb, ez_gpu_cmd **out) {
+    const ez_llm_hparams *hp = &s->m->hp;
+    const uint32_t d = (uint32_t)hp->n_embd;
+    ez_gpu_cmd *c = NULL;
+    int32_t rc = ez_gpu_cmd_begin(s->g, &c);
+    if (rc == ELIZA_OK && !(rc = ez_gpu_op_copy(c, s->in_bx, 0, s->bx, 0, (uint64_t)nb * d * sizeof(float))) &&
+        !(rc = ez_gpu_op_copy(c, s->in_b_angles, 0, s->b_angles, 0, ez_gpu_buf_size(s->in_b_angles))))
+        rc = ez_gpu_op_copy(c, s->in_b_step, 0, s->b_step, 0, BATCH_WORDS * sizeof(uint32_t));
+    if (rc == ELIZA_OK) rc = ez_gpu_op_rms_norm(c, s->bx, s->layers[0].attn_norm, s->bh, d, nb, hp->norm_eps);
+    for (int32_t il = 0; il < hp->n_layer && rc == ELIZA_OK; il++) rc = record_batch_block(s, c, il, nb);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_matvec(c, &s->output, s->bh, (nb - 1) * d, s->logits, 0);
+    if (rc == ELIZA_OK && hp->final_softcap > 0.0f)
+        rc = ez_gpu_op_softcap(c, s->logits, (uint32_t)hp->n_vocab, hp->final_softcap);
+    if (rc == ELIZA_OK) rc = ez_gpu_op_argmax(c, s->logits, (uint32_t)hp->n_vocab, s->argmax_part, s->best);
+    if (rc == ELIZA_OK) rc = ez_gpu_cmd_end(c);
+    if (rc != ELIZA_OK) {
+        ez_gpu_cmd_free(c);
+        return rc;
+    }
+    *out = c;
+    return ELIZA_OK;
+}
+
+/* The embedding row of `token`, scaled as the model says, into dst. */
+static void embed(const ez_llm_model *m, int32_t token, float *dst) {
+    const ez_llm_hparams *hp = &m->hp;
+    ez_kernels_ref(m->tok_embd.type)->dequant(m->tok_embd.data + (size_t)token * m->tok_embd.row_bytes, dst, hp->n_embd);
+    if (hp->embd_scale != 1.0f)
+        for (int32_t i = 0; i < hp->n_embd; i++) dst[i] *= hp->embd_scale;
+}
+
+/* tokens[0..n) at positions pos0 .. in one prompt pass, n <= n_batch: the
+ * smallest bucket that holds them, the tokens in its last n rows. */
+static int32_t run_batch(ez_llm_gpu *s, const int32_t *tokens, int32_t n, int32_t pos0) {
+    const ez_llm_model *m = s->m;
+    const ez_llm_hparams *hp = &m->hp;
+    const size_t d = (size_t)hp->n_embd, nrot = (size_t)hp->n_rot, nbatch = (size_t)s->n_batch;
+    int k = 0;
+    while (EZ_MIN(BUCKETS[k], s->n_batch) < n) k++;
+    const int32_t nb = EZ_MIN(BUCKETS[k], s->n_batch), row0 = nb - n;
+    const uint32_t words[BATCH_WORDS] = {(uint32_t)row0, (uint32_t)(pos0 - row0),
+                                         (uint32_t)(pos0 - row0) * (uint32_t)(hp->n_head_kv * hp->head_dim)};
+    int32_t rc;
+    for (int32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->tok_embd.n_rows)
+            return ez_fail(ELIZA_E_INVALID_ARG, "token %d outside the embedding table (%lld rows)", (int)tokens[i],
+                           (long long)m->tok_embd.n_rows);
+    if (!s->batch_cmd[k] && (rc = record_batch(s, (uint32_t)nb, &s->batch_cmd[k]))) return rc;
+    memset(s->b_embd, 0, (size_t)row0 * d * sizeof(float));
+    for (int32_t i = 0; i < n; i++) embed(m, tokens[i], s->b_embd + (size_t)(row0 + i) * d);
+    for (int32_t r = 0; r < s->n_rope; r++) {
+        int32_t il = 0;
+        while (s->rope_of_layer[il] != r) il++;
+        for (int32_t i = 0; i < n; i++)
+            ez_rope_angles(s->b_cs + ((size_t)r * nbatch + (size_t)(row0 + i)) * nrot, pos0 + i, hp->n_rot,
+                           m->layers[il].rope_base, m->layers[il].rope_freq_scale, NULL);
+    }
+    if ((rc = ez_gpu_upload(s->in_bx, 0, s->b_embd, (uint64_t)nb * d * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->in_b_angles, 0, s->b_cs, (uint64_t)s->n_rope * nbatch * nrot * sizeof(float))) ||
+        (rc = ez_gpu_upload(s->in_b_step, 0, words, sizeof words)))
+        return rc;
+    s->last_batch = s->batch_cmd[k];
+    return ez_gpu_cmd_run(s->batch_cmd[k]);
+}
+
 int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits, int32_t *best) {
     const ez_llm_model *m = s->m;
     const ez_llm_hparams *hp = &m->hp;
-    const ez_type_kernels *k = ez_kernels_ref(m->tok_embd.type);
     const int32_t swa_first = hp->n_swa > 0 ? EZ_MAX(0, pos - hp->n_swa + 1) : 0;
     uint32_t words[STEP_WORDS];
     int32_t rc;
@@ -336,9 +518,7 @@ int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, float *logits
                        (long long)m->tok_embd.n_rows);
     if (pos < 0 || pos >= s->n_ctx)
         return ez_fail(ELIZA_E_CONTEXT_FULL, "GPU step at position %d of a %d-position cache", (int)pos, (int)s->n_ctx);
-    k->dequant(m->tok_embd.data + (size_t)token * m->tok_embd.row_bytes, s->embd_row, hp->n_embd);
-    if (hp->embd_scale != 1.0f)
-        for (int32_t i = 0; i < hp->n_embd; i++) s->embd_row[i] *= hp->embd_scale;
+    embed(m, token, s->embd_row);
     for (int32_t il = 0; il < hp->n_layer; il++)
         ez_rope_angles(s->cs + (size_t)il * hp->n_rot, pos, hp->n_rot, m->layers[il].rope_base,
                        m->layers[il].rope_freq_scale, NULL);
@@ -367,12 +547,31 @@ int ez_llm_gpu_timings(const ez_llm_gpu *s, double *ms, const char **names, int 
     return n;
 }
 
+int ez_llm_gpu_prompt_timings(const ez_llm_gpu *s, double *ms, const char **names, int cap) {
+    const int n = s->last_batch ? ez_gpu_cmd_timings(s->last_batch, ms, cap) : 0;
+    for (int i = 0; i < n && i < cap; i++) names[i] = ez_gpu_cmd_op_name(s->last_batch, i);
+    return n;
+}
+
 int32_t ez_llm_gpu_eval(ez_llm_gpu *s, const int32_t *tokens, int32_t n, int32_t pos0, float *logits, int all_logits,
                         ez_atomic_int *cancel) {
     const size_t n_vocab = (size_t)s->m->hp.n_vocab;
     if (n < 1 || pos0 < 0 || (int64_t)pos0 + n > s->n_ctx)
         return ez_fail(ELIZA_E_CONTEXT_FULL, "%d tokens at position %d do not fit the GPU cache of %d", (int)n,
                        (int)pos0, (int)s->n_ctx);
+    if (n > 1 && !all_logits) {
+        /* The prompt pass, in pieces of at most n_batch tokens. */
+        for (int32_t done = 0; done < n;) {
+            const int32_t piece = EZ_MIN(n - done, s->n_batch);
+            int32_t rc;
+            if (cancel && ez_atomic_int_load(cancel)) return ez_fail(ELIZA_E_CANCELLED, "cancelled");
+            if ((rc = run_batch(s, tokens + done, piece, pos0 + done))) return rc;
+            done += piece;
+        }
+        if (!logits) return ELIZA_OK;
+        int32_t rc = ez_gpu_cmd_run(s->read_cmd);
+        return rc ? rc : ez_gpu_download(s->out_logits, 0, logits, (uint64_t)n_vocab * sizeof(float));
+    }
     for (int32_t i = 0; i < n; i++) {
         float *row = logits && all_logits ? logits + (size_t)i * n_vocab : logits && i == n - 1 ? logits : NULL;
         int32_t rc;

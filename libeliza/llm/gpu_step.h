@@ -42,15 +42,22 @@ EZ_INTERNAL int32_t ez_llm_gpu_step(ez_llm_gpu *s, int32_t token, int32_t pos, f
  * most cap of each array. */
 EZ_INTERNAL int ez_llm_gpu_timings(const ez_llm_gpu *s, double *ms, const char **names, int cap);
 
+/* The same for the last prompt pass (ez_llm_gpu_eval of several tokens);
+ * 0 before one ran. */
+EZ_INTERNAL int ez_llm_gpu_prompt_timings(const ez_llm_gpu *s, double *ms, const char **names, int cap);
+
 /* ELIZA_OK when ez_llm_gpu_create can take m (its architecture, features and
  * weight types), else ELIZA_E_UNSUPPORTED saying why; no device is opened. */
 EZ_INTERNAL int32_t ez_llm_gpu_supports(const ez_llm_model *m);
 
-/* Evaluates tokens[0..n) at positions pos0 .. pos0 + n - 1, one replayed
- * step each (the cache rows of earlier positions are what earlier steps
- * wrote there). logits: NULL, the last token's [n_vocab], or with
- * all_logits every token's [n, n_vocab]. cancel (may be NULL) is polled
- * between tokens: ELIZA_E_CANCELLED, the tokens before it evaluated. */
+/* Evaluates tokens[0..n) at positions pos0 .. pos0 + n - 1 (the cache rows
+ * of earlier positions are what earlier calls wrote there). logits: NULL,
+ * the last token's [n_vocab], or with all_logits every token's [n,
+ * n_vocab]. Several tokens without all_logits run the prompt pass (a batch
+ * of up to 512 rows per run, longer prompts in pieces); one token or
+ * all_logits runs one replayed decode step each. cancel (may be NULL) is
+ * polled between steps or pieces: ELIZA_E_CANCELLED, the tokens before it
+ * evaluated. */
 EZ_INTERNAL int32_t ez_llm_gpu_eval(ez_llm_gpu *s, const int32_t *tokens, int32_t n, int32_t pos0, float *logits,
                                     int all_logits, ez_atomic_int *cancel);
 /* The greedy choice of the last step's logits (the first index of the

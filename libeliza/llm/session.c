@@ -156,8 +156,10 @@ int32_t ez_llm_session_rewind(ez_llm_session *s, int32_t n) {
     return ELIZA_OK;
 }
 
-/* Eval on the GPU: every token one replayed step; an error holds none of
- * the call's tokens (their cache rows are written again by the next eval). */
+/* Eval on the GPU: a prompt pass for several tokens without all_logits,
+ * one replayed step per token otherwise (ez_llm_gpu_eval); an error holds
+ * none of the call's tokens (their cache rows are written again by the
+ * next eval). */
 static int32_t eval_gpu(ez_llm_session *s, const int32_t *tokens, int32_t n, float *logits, int all_logits,
                         float *hidden, ez_llm_flag *cancel) {
     const int32_t pos0 = s->n_pos_gpu;

@@ -46,6 +46,11 @@ static ez_gpu *g_gpu;
 static ez_gpu *g_keep_driver_loaded;
 /* Small enough that the test's larger matrices take several bindings. */
 #define TEST_BINDING_BYTES 32768
+/* A context with a wider binding limit, for the batched ops' activations
+ * (64 tokens of 256 floats already pass the one above); while a test runs
+ * on it, it is g_gpu. */
+static ez_gpu *g_wide;
+#define WIDE_BINDING_BYTES (256 * 1024)
 
 static ez_gpu_buf *host_buf(size_t n_floats) {
     ez_gpu_buf *b = NULL;
@@ -197,43 +202,142 @@ static void test_gpu_matvec_matches_reference(void) {
     }
 }
 
+/* One weight type at one shape of the batched product: n_tok tokens
+ * against the double sums over the scalar dequantizer's rows (on g_gpu's
+ * binding limit: 1 and 7 tokens split the weights over several). With row0 >
+ * 0 (read from a step word), the token tiles wholly before it are skipped:
+ * their outputs keep the sentinel the buffer held. */
+static void check_matmul(uint32_t type, int64_t rows, int64_t cols, uint32_t n_tok, uint32_t row0) {
+    const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+    const size_t nx = (size_t)n_tok * (size_t)cols, ny = (size_t)n_tok * (size_t)rows;
+    float *x = (float *)malloc(nx * sizeof(float)), *wrow = (float *)malloc((size_t)cols * sizeof(float));
+    float *ref = (float *)malloc(ny * sizeof(float)), *got = (float *)malloc(ny * sizeof(float));
+    double *mag = (double *)calloc(ny, sizeof(double));
+    uint8_t *w = (uint8_t *)malloc((size_t)(rows * (int64_t)row_bytes));
+    ez_gpu_buf *xb = host_buf(nx), *yb = host_buf(ny), *step = host_buf(1);
+    ez_gpu_matrix m;
+    ez_gpu_cmd *c = NULL;
+    double worst = 0.0;
+    int bad = 0;
+    memset(&m, 0, sizeof m);
+    CHECK(x && wrow && ref && got && mag && w && xb && yb && step);
+    if (!x || !wrow || !ref || !got || !mag || !w || !xb || !yb || !step) goto done;
+    fill(x, nx, 1.0f);
+    CHECK_RC(ez_gpu_upload(xb, 0, x, nx * sizeof(float)), ELIZA_OK);
+    CHECK_RC(ez_gpu_upload(step, 0, &row0, sizeof row0), ELIZA_OK);
+    random_rows(type, rows, cols, w);
+    for (int64_t r = 0; r < rows; r++) {
+        ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
+        for (uint32_t t = 0; t < n_tok; t++) {
+            double sum = 0.0;
+            for (int64_t i = 0; i < cols; i++) {
+                sum += (double)wrow[i] * (double)x[(size_t)t * cols + i];
+                mag[(size_t)t * rows + r] += fabs((double)wrow[i] * (double)x[(size_t)t * cols + i]);
+            }
+            ref[(size_t)t * rows + r] = (float)sum;
+        }
+    }
+    for (size_t i = 0; i < ny; i++) got[i] = -7.0f;
+    CHECK_RC(ez_gpu_upload(yb, 0, got, ny * sizeof(float)), ELIZA_OK);
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, type, rows, cols, w, &m), ELIZA_OK);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && m.n_parts) {
+        CHECK_RC(ez_gpu_op_matmul(c, &m, xb, yb, n_tok + 1, NULL, 0), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_op_matmul(c, &m, xb, yb, n_tok, row0 ? step : NULL, 0), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(yb, 0, got, ny * sizeof(float)), ELIZA_OK);
+        for (uint32_t t = 0; t < n_tok; t++) {
+            const int skipped = t < row0 / 64 * 64;
+            for (int64_t r = 0; r < rows; r++) {
+                const size_t i = (size_t)t * rows + r;
+                const double d = fabs((double)got[i] - (double)ref[i]);
+                if (skipped) {
+                    bad += got[i] != -7.0f;
+                } else {
+                    bad += !(d <= 2e-6 * mag[i] + 1e-6);
+                    worst = d > worst ? d : worst;
+                }
+            }
+        }
+        CHECK_MSG(bad == 0, "matmul %s [%lld x %lld] x %u tokens (row0 %u): %d wrong, max |gpu - ref| %.3g",
+                  ez_type_traits_of(type)->name, (long long)rows, (long long)cols, n_tok, row0, bad, worst);
+    }
+    printf("  matmul %-5s [%lld x %lld] x %u tokens in %d binding(s), row0 %u: max |gpu - ref| %.3g\n",
+           ez_type_traits_of(type)->name, (long long)rows, (long long)cols, n_tok, m.n_parts, row0, worst);
+    ez_gpu_cmd_free(c);
+    ez_gpu_matrix_free(&m);
+done:
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(yb);
+    ez_gpu_buf_free(step);
+    free(x);
+    free(wrow);
+    free(ref);
+    free(got);
+    free(mag);
+    free(w);
+}
+
+/* Every type: 1, 7, 64 and 70 tokens (one token, a partial tile, a whole
+ * one, a whole and a partial one), 37 and 70 rows (a partial row tile, two
+ * tiles over several bindings); 70 tokens from row0 = 66 skip the first
+ * token tile; the float types also at 203 columns (a partial last quad). */
+static void test_gpu_matmul_matches_reference(void) {
+    static const uint32_t types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q4_1,
+                                     EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    ez_gpu *narrow = g_gpu;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        check_matmul(types[t], 37, 512, 1, 0);
+        check_matmul(types[t], 37, 512, 7, 0);
+        if (ez_type_traits_of(types[t])->block_size == 1) check_matmul(types[t], 29, 203, 7, 0);
+        g_gpu = g_wide;
+        check_matmul(types[t], 70, 256, 64, 0);
+        check_matmul(types[t], 70, 256, 70, 66);
+        g_gpu = narrow;
+    }
+}
+
 /* ---- element-wise and row ops ---------------------------------------------------------- */
 
 /* The fused block seam against the CPU ops composed: with Gemma's post norm
  * (o normed first) and without (llama). */
 static void test_gpu_add_rms_norm_matches_composed_ops(void) {
     const ez_llm_ops *ref = ez_llm_ops_ref();
-    enum { N = 1000 };
-    static float o[N], wp[N], x[N], w[N], on[N], xw[N], hw[N], got_x[N], got_h[N];
+    enum { N = 1000, ROWS = 3 };
+    static float o[ROWS * N], wp[N], x[ROWS * N], w[N], on[ROWS * N], xw[ROWS * N], hw[ROWS * N];
+    static float got_x[ROWS * N], got_h[ROWS * N];
     for (int post = 0; post < 2; post++) {
-        ez_gpu_buf *ob, *wpb, *xb, *wb, *hb = host_buf(N);
+        ez_gpu_buf *ob, *wpb, *xb, *wb, *hb = host_buf(ROWS * N);
         ez_gpu_cmd *c = NULL;
-        fill(o, N, 4.0f);
+        fill(o, ROWS * N, 4.0f);
         fill(wp, N, 2.0f);
-        fill(x, N, 3.0f);
+        fill(x, ROWS * N, 3.0f);
         fill(w, N, 2.0f);
-        if (post) {
-            ref->rms_norm(on, o, wp, N, 1e-6f);
-        } else {
-            memcpy(on, o, sizeof o);
+        for (int r = 0; r < ROWS; r++) {
+            if (post) {
+                ref->rms_norm(on + r * N, o + r * N, wp, N, 1e-6f);
+            } else {
+                memcpy(on + r * N, o + r * N, N * sizeof(float));
+            }
+            for (int i = 0; i < N; i++) xw[r * N + i] = x[r * N + i] + on[r * N + i];
+            ref->rms_norm(hw + r * N, xw + r * N, w, N, 1e-6f);
         }
-        for (int i = 0; i < N; i++) xw[i] = x[i] + on[i];
-        ref->rms_norm(hw, xw, w, N, 1e-6f);
-        ob = device_buf_from(o, N);
+        ob = device_buf_from(o, ROWS * N);
         wpb = device_buf_from(wp, N);
-        xb = device_buf_from(x, N);
+        xb = device_buf_from(x, ROWS * N);
         wb = device_buf_from(w, N);
         CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
         if (c && ob && wpb && xb && wb && hb) {
-            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, 0, 1e-6f), ELIZA_E_INVALID_ARG);
-            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, N + 1, 1e-6f), ELIZA_E_INVALID_ARG);
-            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, post ? wpb : NULL, xb, wb, hb, N, 1e-6f), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, 0, ROWS, 1e-6f), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, N + 1, ROWS, 1e-6f), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, N, ROWS + 1, 1e-6f), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, post ? wpb : NULL, xb, wb, hb, N, ROWS, 1e-6f), ELIZA_OK);
             CHECK_RC(run_one(c), ELIZA_OK);
             CHECK_RC(ez_gpu_download(xb, 0, got_x, sizeof got_x), ELIZA_OK);
             CHECK_RC(ez_gpu_download(hb, 0, got_h, sizeof got_h), ELIZA_OK);
-            CHECK_MSG(max_abs_diff(got_x, xw, N) <= 2e-5 && max_abs_diff(got_h, hw, N) <= 2e-5,
-                      "add_rms_norm (post %d): x %.3g, h %.3g", post, max_abs_diff(got_x, xw, N),
-                      max_abs_diff(got_h, hw, N));
+            CHECK_MSG(max_abs_diff(got_x, xw, ROWS * N) <= 2e-5 && max_abs_diff(got_h, hw, ROWS * N) <= 2e-5,
+                      "add_rms_norm (post %d): x %.3g, h %.3g", post, max_abs_diff(got_x, xw, ROWS * N),
+                      max_abs_diff(got_h, hw, ROWS * N));
         }
         ez_gpu_cmd_free(c);
         ez_gpu_buf_free(ob);
@@ -388,7 +492,7 @@ static void test_gpu_qk_rope_matches_separate_ops(void) {
         const uint32_t n_rot = variant == 3 ? 32 : HD;
         ez_gpu_buf *qa, *ka, *qb, *kb, *qnb, *knb, *cb, *ca, *cbk, *step = host_buf(1);
         ez_gpu_cmd *c = NULL;
-        ez_gpu_qk an = {NH, NKV, HD, n_rot, neox, 0, 1e-6f, NULL, NULL, step, 0};
+        ez_gpu_qk an = {NH, NKV, HD, n_rot, neox, 0, 1e-6f, NULL, NULL, step, 0, 1, 0, EZ_GPU_NO_WORD};
         fill(q, NH * HD, 2.0f);
         fill(k, NKV * HD, 2.0f);
         fill(qn, HD, 2.0f);
@@ -441,6 +545,60 @@ static void test_gpu_qk_rope_matches_separate_ops(void) {
         ez_gpu_buf *all[] = {qa, ka, qb, kb, qnb, knb, cb, ca, cbk, step};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ez_gpu_buf_free(all[i]);
     }
+}
+
+/* Three tokens in one qk_rope dispatch, each with its own angles, from row0
+ * = 1 (token 0 is a bucket's padding: left alone), against the CPU's
+ * per-head norm and rope; keys land in cache rows ROW, ROW + 1 for tokens
+ * 1 and 2 (the step word holds where token 0's row would go). */
+static void test_gpu_qk_rope_batch_matches_reference(void) {
+    enum { NH = 4, NKV = 2, HD = 64, NT = 3, ROW = 2, NROT = 32 };
+    const ez_llm_ops *ref = ez_llm_ops_ref();
+    static float q[NT * NH * HD], k[NT * NKV * HD], qn[HD], kn[HD], cs[NT * NROT], want_q[NT * NH * HD];
+    static float got_q[NT * NH * HD], want_k[6 * NKV * HD], got_k[6 * NKV * HD];
+    const uint32_t words[2] = {(ROW - 1) * NKV * HD, 1};
+    ez_gpu_buf *qb, *kb, *qnb, *knb, *cb, *cache, *step = host_buf(2);
+    ez_gpu_cmd *c = NULL;
+    fill(q, NT * NH * HD, 2.0f);
+    fill(k, NT * NKV * HD, 2.0f);
+    fill(qn, HD, 2.0f);
+    fill(kn, HD, 2.0f);
+    memset(want_k, 0, sizeof want_k);
+    memcpy(want_q, q, sizeof q);
+    for (int t = 0; t < NT; t++) ez_rope_angles(cs + t * NROT, 40 + t, NROT, 10000.0f, 1.0f, NULL);
+    for (int t = 1; t < NT; t++) {
+        float kr[NKV * HD];
+        for (int h = 0; h < NH; h++) ref->rms_norm(want_q + (t * NH + h) * HD, q + (t * NH + h) * HD, qn, HD, 1e-6f);
+        for (int h = 0; h < NKV; h++) ref->rms_norm(kr + h * HD, k + (t * NKV + h) * HD, kn, HD, 1e-6f);
+        ez_rope(want_q + t * NH * HD, NH, HD, NROT, cs + t * NROT, 1);
+        ez_rope(kr, NKV, HD, NROT, cs + t * NROT, 1);
+        memcpy(want_k + (ROW - 1 + t) * NKV * HD, kr, sizeof kr);
+    }
+    qb = device_buf_from(q, NT * NH * HD);
+    kb = device_buf_from(k, NT * NKV * HD);
+    qnb = device_buf_from(qn, HD);
+    knb = device_buf_from(kn, HD);
+    cb = device_buf_from(cs, NT * NROT);
+    memset(got_k, 0, sizeof got_k);
+    cache = device_buf_from(got_k, 6 * NKV * HD);
+    if (step) CHECK_RC(ez_gpu_upload(step, 0, words, sizeof words), ELIZA_OK);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && qb && kb && qnb && knb && cb && cache && step) {
+        const ez_gpu_qk a = {NH, NKV, HD, NROT, 1, 0, 1e-6f, qnb, knb, step, 0, NT, NROT, 1};
+        ez_gpu_qk bad = a;
+        bad.n_tok = NT + 1;
+        CHECK_RC(ez_gpu_op_qk_rope(c, &bad, qb, kb, cb, cache), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_op_qk_rope(c, &a, qb, kb, cb, cache), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(qb, 0, got_q, sizeof got_q), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(cache, 0, got_k, sizeof got_k), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got_q, want_q, NT * NH * HD) <= 2e-6 && max_abs_diff(got_k, want_k, 6 * NKV * HD) <= 2e-6,
+                  "qk_rope batch: q %.3g, k %.3g", max_abs_diff(got_q, want_q, NT * NH * HD),
+                  max_abs_diff(got_k, want_k, 6 * NKV * HD));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf *all[] = {qb, kb, qnb, knb, cb, cache, step};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ez_gpu_buf_free(all[i]);
 }
 
 /* At 5000 elements and 8000 (5 and 8 partial maxima, within the tests'
@@ -564,6 +722,108 @@ static void test_gpu_attention_matches_reference(void) {
     free(v);
     free(k16);
     free(v16);
+}
+
+/* The prompt pass's attention: a batch of NT rows whose first is padding
+ * (row0 = 1), rows 1.. at positions 100.. of a 120-row cache, each against
+ * the single-token reference over its own causal window: the whole prefix
+ * (head size 80: a partial round of dims) and a 37-position sliding window
+ * (crossing chunk boundaries); the copy of the batch's values into the
+ * cache rows (copy_rows) first. */
+static void test_gpu_attention_batch_matches_reference(void) {
+    enum { NT = 5, NH = 4, NKV = 2, NCTX = 120, POS1 = 100 };
+    static const uint32_t head_dims[] = {80, 64}, windows[] = {0, 37};
+    ez_gpu *narrow = g_gpu;
+    g_gpu = g_wide;
+    for (int variant = 0; variant < 2; variant++) {
+        const uint32_t hd = head_dims[variant], kvs = NKV * hd, n_swa = windows[variant];
+        const size_t n_cache = (size_t)NCTX * kvs, n_q = (size_t)NT * NH * hd;
+        float *k = (float *)malloc(n_cache * sizeof(float)), *v = (float *)malloc(n_cache * sizeof(float));
+        float *q = (float *)malloc(n_q * sizeof(float)), *want = (float *)calloc(n_q, sizeof(float));
+        float *got = (float *)malloc(n_q * sizeof(float)), *vnew = (float *)malloc((size_t)NT * kvs * sizeof(float));
+        /* Word 0: row0; word 1: row 0's position; word 2: where row 0's values would go. */
+        const uint32_t words[3] = {1, POS1 - 1, (uint32_t)((POS1 - 1) * kvs)};
+        ez_gpu_buf *qb = NULL, *kb = NULL, *vb = NULL, *vnb = NULL, *ob = NULL, *step = host_buf(3);
+        ez_gpu_cmd *c = NULL;
+        if (!k || !v || !q || !want || !got || !vnew) {
+            CHECK(0);
+            goto next;
+        }
+        fill(k, n_cache, 2.0f);
+        fill(v, n_cache, 1.0f);
+        fill(q, n_q, 2.0f);
+        fill(vnew, (size_t)NT * kvs, 1.0f);
+        vb = device_buf_from(v, n_cache);
+        for (uint32_t t = 1; t < NT; t++) memcpy(v + (size_t)(POS1 + t - 1) * kvs, vnew + (size_t)t * kvs, kvs * sizeof(float));
+        for (uint32_t t = 1; t < NT; t++) {
+            const uint32_t pos = POS1 + t - 1, first = n_swa && pos + 1 > n_swa ? pos + 1 - n_swa : 0;
+            ez_gpu_attn a = {NH, NKV, hd, pos + 1 - first, kvs, EZ_TYPE_F32, 0.1f, 0, NULL, 0};
+            attention_ref(&a, q + (size_t)t * NH * hd, k + (size_t)first * kvs, v + (size_t)first * kvs,
+                          want + (size_t)t * NH * hd);
+        }
+        qb = device_buf_from(q, n_q);
+        kb = device_buf_from(k, n_cache);
+        vnb = device_buf_from(vnew, (size_t)NT * kvs);
+        ob = host_buf(n_q);
+        if (ob) CHECK_RC(ez_gpu_upload(ob, 0, want, hd * NH * sizeof(float)), ELIZA_OK);
+        if (step) CHECK_RC(ez_gpu_upload(step, 0, words, sizeof words), ELIZA_OK);
+        CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+        if (c && qb && kb && vb && vnb && ob && step) {
+            const ez_gpu_attn_batch a = {NH, NKV, hd, NCTX, kvs, 0.1f, n_swa, NT, step, 0, 1};
+            ez_gpu_attn_batch bad = a;
+            bad.head_dim = 600;
+            CHECK_RC(ez_gpu_op_attention_batch(c, &bad, qb, kb, vb, ob), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_copy_rows(c, vnb, vb, NT, kvs, step, 2, 0), ELIZA_OK);
+            CHECK_RC(ez_gpu_op_attention_batch(c, &a, qb, kb, vb, ob), ELIZA_OK);
+            CHECK_RC(run_one(c), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(ob, 0, got, n_q * sizeof(float)), ELIZA_OK);
+            CHECK_MSG(max_abs_diff(got, want, n_q) <= 2e-6, "batch attention, head %u, window %u: %.3g", hd, n_swa,
+                      max_abs_diff(got, want, n_q));
+            printf("  batch attention, head %u, window %u: max |gpu - ref| %.3g\n", hd, n_swa,
+                   max_abs_diff(got, want, n_q));
+        }
+        ez_gpu_cmd_free(c);
+    next:
+        ez_gpu_buf_free(qb);
+        ez_gpu_buf_free(kb);
+        ez_gpu_buf_free(vb);
+        ez_gpu_buf_free(vnb);
+        ez_gpu_buf_free(ob);
+        ez_gpu_buf_free(step);
+        free(k);
+        free(v);
+        free(q);
+        free(want);
+        free(got);
+        free(vnew);
+    }
+    g_gpu = narrow;
+}
+
+/* Two independent copies recorded to overlap (no barrier between them),
+ * then an op that reads both: it still waits for each. */
+static void test_gpu_overlapped_ops_are_still_waited_for(void) {
+    enum { N = 3000 };
+    static float x[N], want[N], got[N];
+    ez_gpu_buf *xb, *a = host_buf(N), *b = host_buf(N);
+    ez_gpu_cmd *c = NULL;
+    fill(x, N, 2.0f);
+    for (int i = 0; i < N; i++) want[i] = x[i] + x[i];
+    xb = device_buf_from(x, N);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && xb && a && b) {
+        CHECK_RC(ez_gpu_op_add(c, xb, 0, a, 0, N, 0), ELIZA_OK);
+        ez_gpu_cmd_overlap_next(c);
+        CHECK_RC(ez_gpu_op_add(c, xb, 0, b, 0, N, 0), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_add(c, b, 0, a, 0, N, 1), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(a, 0, got, sizeof got), ELIZA_OK);
+        CHECK_MSG(max_abs_diff(got, want, N) == 0.0, "overlapped ops: %.3g", max_abs_diff(got, want, N));
+    }
+    ez_gpu_cmd_free(c);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(a);
+    ez_gpu_buf_free(b);
 }
 
 /* ---- replay, timestamps --------------------------------------------------------------- */
@@ -809,6 +1069,11 @@ int main(void) {
             rc = ez_gpu_open(&p, &g_gpu);
         }
     }
+    if (rc == ELIZA_OK) {
+        p.max_binding_bytes = WIDE_BINDING_BYTES;
+        rc = ez_gpu_open(&p, &g_wide);
+        if (rc != ELIZA_OK) ez_gpu_close(g_gpu);
+    }
     if (rc != ELIZA_OK) {
         const char *why = ez_error_message();
         /* No loader, no device, a loader or device older than Vulkan 1.1. */
@@ -824,19 +1089,25 @@ int main(void) {
            ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot,
            p.validation ? "on" : "off");
     test_gpu_matvec_matches_reference();
+    test_gpu_matmul_matches_reference();
     test_gpu_row_and_elementwise_ops_match_reference();
     test_gpu_rope_matches_reference();
     test_gpu_add_rms_norm_matches_composed_ops();
     test_gpu_qk_rope_matches_separate_ops();
+    test_gpu_qk_rope_batch_matches_reference();
     test_gpu_argmax_picks_the_first_largest();
     test_gpu_attention_matches_reference();
+    test_gpu_attention_batch_matches_reference();
     test_gpu_recorded_step_replays_with_new_inputs();
+    test_gpu_overlapped_ops_are_still_waited_for();
     test_gpu_step_words_move_a_replayed_recording();
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
     if (p.validation) test_gpu_validation_errors_fail_the_next_call();
-    CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0, "%d validation error(s)", ez_gpu_validation_errors(g_gpu));
+    CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0 && ez_gpu_validation_errors(g_wide) == 0,
+              "%d + %d validation error(s)", ez_gpu_validation_errors(g_gpu), ez_gpu_validation_errors(g_wide));
     ez_gpu_close(g_gpu);
+    ez_gpu_close(g_wide);
     if (g_failed) {
         fprintf(stderr, "test_gpu: FAILED (%d of %d checks)\n", g_failed, g_failed + g_passed);
         return 1;

@@ -1915,6 +1915,58 @@ static void test_llm_gpu_engine_matches_the_cpu_engine(const char *device) {
     }
 }
 
+/* The prompt pass (several tokens, the last position's logits): gemma3
+ * (local layers with a 5-token window and their own rope base, so two
+ * angle tables) and llama with F32 weights, against the CPU engine's last
+ * position: 12 tokens (a bucket of 16, 4 rows of padding; past two
+ * windows), 64 (a whole bucket) and 530 (longer than the largest bucket of
+ * 512: two pieces, the second of 18 rows over the first's cache rows). */
+static void test_llm_gpu_engine_prompt_pass(const char *device) {
+    static const char *const archs[] = {"gemma3", "llama"};
+    static const int lengths[] = {12, 64, 530};
+    enum { N_CTX = 600, MAX_TOK = 530 };
+    for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
+        spec s = base_spec(archs[ai]);
+        ref_model r;
+        eliza_llm *cpu, *gpu;
+        int32_t tokens[MAX_TOK], rc;
+        s.n_ctx_train = 1024;
+        s.rope_base_swa = 1000.0f;
+        write_model(&s, &r);
+        ref_free(&r);
+        cpu = open_model(N_CTX, 64, 2);
+        gpu = open_gpu(N_CTX, -1, device, 1, ELIZA_LLM_KV_F32, &rc);
+        CHECK_RC(rc, ELIZA_OK);
+        for (size_t li = 0; cpu && gpu && li < sizeof lengths / sizeof lengths[0]; li++) {
+            const int n = lengths[li];
+            float *lc = NULL, *lg = NULL;
+            size_t nc = 0, ng = 0;
+            double diff = 0.0, top = 0.0;
+            int bc = 0, bg = 0;
+            g_rng = 7 + li;
+            random_tokens(tokens, n);
+            CHECK_RC(eliza_llm_logits(cpu, tokens, (size_t)n, 0, &lc, &nc), ELIZA_OK);
+            CHECK_RC(eliza_llm_logits(gpu, tokens, (size_t)n, 0, &lg, &ng), ELIZA_OK);
+            CHECK(nc == ng && nc == (size_t)N_VOCAB);
+            for (size_t i = 0; lc && lg && nc == ng && i < nc; i++) {
+                const double e = fabs((double)lg[i] - lc[i]);
+                diff = e > diff || e != e ? e : diff;
+                top = fabs((double)lc[i]) > top ? fabs((double)lc[i]) : top;
+                if (lc[i] > lc[bc]) bc = (int)i;
+                if (lg[i] > lg[bg]) bg = (int)i;
+            }
+            CHECK_MSG(diff <= 1e-4 * top && bc == bg, "GPU prompt pass, %s, %d tokens: max |gpu - cpu| %.3g of %.3g, "
+                      "top-1 %d vs %d", archs[ai], n, diff, top, bg, bc);
+            printf("  GPU prompt pass, %s, %d tokens: max |gpu - cpu| logit %.3g (logits up to %.3g), top-1 %s\n",
+                   archs[ai], n, diff, top, bc == bg ? "equal" : "differs");
+            eliza_free(lc);
+            eliza_free(lg);
+        }
+        eliza_llm_close(cpu);
+        eliza_llm_close(gpu);
+    }
+}
+
 /* Copies the file at from to to; nonzero on success. */
 static int copy_file(const char *from, const char *to) {
     FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
@@ -2079,6 +2131,7 @@ static void test_llm_gpu_engine(void) {
     else printf("test_llm_gpu_engine: %s: running without validation\n", eliza_last_error());
     ez_gpu_close(probe);
     test_llm_gpu_engine_matches_the_cpu_engine(device);
+    test_llm_gpu_engine_prompt_pass(device);
     test_llm_gpu_engine_speculative_greedy(device);
     test_llm_gpu_engine_fallbacks(device);
 }

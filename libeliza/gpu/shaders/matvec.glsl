@@ -11,8 +11,8 @@
 // float types, TAIL_DOT with tail_dot for the n_cols % 4 elements past the
 // last quad.
 #include "common.glsl"
+#include "weights.glsl"
 
-layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer Input4 { vec4 x4[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
@@ -25,24 +25,6 @@ layout(push_constant) uniform Push {
     uint y_off;
     uint lanes;
 } p;
-
-// The 32-bit word at an even byte offset.
-uint word_at(uint off) {
-    const uint i = off >> 2;
-    return (off & 2u) == 0u ? w[i] : (w[i] >> 16) | (w[i + 1] << 16);
-}
-uint u16_at(uint off) { return (w[off >> 2] >> ((off & 2u) * 8u)) & 0xffffu; }
-float f16_at(uint off) { return unpackHalf2x16(u16_at(off)).x; }
-// The byte at any offset (scales of the K quants).
-uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xffu; }
-
-// The four unsigned bytes of q as floats, and the signed ones.
-vec4 u8x4(uint q) { return vec4(q & 0xffu, (q >> 8) & 0xffu, (q >> 16) & 0xffu, q >> 24); }
-vec4 s8x4(uint q) {
-    const int v = int(q);
-    return vec4(bitfieldExtract(v, 0, 8), bitfieldExtract(v, 8, 8), bitfieldExtract(v, 16, 8), bitfieldExtract(v, 24, 8));
-}
-float sum4(vec4 v) { return v.x + v.y + v.z + v.w; }
 
 float quad_dot(uint base, uint q, vec4 xq);
 #ifdef TAIL_DOT

@@ -1,0 +1,11 @@
+#version 450
+// F16 weights for matmul.glsl; a row's last quad may be partial.
+#include "matmul.glsl"
+
+vec4 quad_deq(uint base, uint q) {
+    const uint e = 4 * q, o = base + 8 * q;
+    if (e + 3 < p.n_cols) return vec4(unpackHalf2x16(word_at(o)), unpackHalf2x16(word_at(o + 4)));
+    vec4 v = vec4(0.0);
+    for (uint c = 0; c < 4 && e + c < p.n_cols; c++) v[c] = f16_at(o + 2 * c);
+    return v;
+}
