@@ -34,9 +34,9 @@ Prints the figures, our/llama.cpp ratios, and where libeliza's time goes (the
 llama.cpp is the build tests/tools/llama_cpp.py makes from the
 llama-cpp-python==0.3.36 sdist ($ELIZA_LLAMA_CPP_DIR, default
 ~/.cache/eliza/llama.cpp-0.3.36), driven through tests/tools/libllama.py
-(ctypes; llama-cpp-python is not needed), without its extra buffer types
-(on VMs that report AMX without enabling it they fault; --llama-extra-bufts
-to try). --kv-type (f32, f16, q8_0, q4_0, tbq4_0, tbq3_0; --kv-type-v for
+(ctypes; llama-cpp-python is not needed), with its extra buffer types (the
+repacked CPU kernels; --no-llama-extra-bufts leaves them out). That build
+has no AMX kernels: 0.3.36's fault on the Xeons here. --kv-type (f32, f16, q8_0, q4_0, tbq4_0, tbq3_0; --kv-type-v for
 values of another type) sets both engines' cache: llama.cpp's type_k /
 type_v with flash attention on (--llama-flash-attn; a quantized V needs it).
 llama.cpp has no TBQ cache: with those, libeliza runs alone.
@@ -314,8 +314,7 @@ def worker_args(engine: str, args: argparse.Namespace, ids_file: Path | None,
         cmd += ["--llama-flash-attn", args.llama_flash_attn]
         if args.context_threads:
             cmd += ["--context-threads", str(args.context_threads)]
-        if args.llama_extra_bufts:
-            cmd.append("--llama-extra-bufts")
+        cmd.append("--llama-extra-bufts" if args.llama_extra_bufts else "--no-llama-extra-bufts")
     return cmd
 
 
@@ -461,8 +460,8 @@ def parser() -> argparse.ArgumentParser:
                     help="llama.cpp's flash attention (on: a quantized V cache needs it)")
     ap.add_argument("--llama-wait", choices=("both", "active", "passive"), default="both",
                     help="OpenMP wait policies llama.cpp runs under, the better one counts")
-    ap.add_argument("--llama-extra-bufts", action="store_true",
-                    help="let llama.cpp use its extra buffer types")
+    ap.add_argument("--llama-extra-bufts", action=argparse.BooleanOptionalAction, default=True,
+                    help="let llama.cpp use its extra buffer types (repacked kernels)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--worker", choices=("libeliza", "llama.cpp"), help=argparse.SUPPRESS)
     ap.add_argument("--sweep", default=None, metavar="TYPES",
