@@ -14,7 +14,9 @@ Measures, for each engine in its own process (so peak RSS is its own):
   decode   tokens/s of DECODE greedy tokens (one token per forward pass, the
            argmax included; until DECODE or an end-of-generation token) after
            a short prompt, or after a prompt of --decode-context tokens: the
-           cost of attention over a long cache of each --kv-type
+           cost of attention over a long cache of each --kv-type; and the
+           CPU time (all threads) per decoded token, which says more than
+           the rate on a loaded machine
   rss      peak resident set of the process (MB), model mapping included
 libeliza tokenizes; llama.cpp then evaluates the very same ids. The engines
 alternate for --rounds rounds; the best round of each counts. llama.cpp runs
@@ -145,9 +147,10 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         pieces = llm.stream(prompt, max_tokens=args.decode, temperature=0.0)
         text = next(pieces, "")
         barrier(args, "libeliza")
-        t0 = time.perf_counter()
+        c0, t0 = cpu_s(), time.perf_counter()
         text += "".join(pieces)
         total_s = time.perf_counter() - t0
+        decode_cpu = cpu_s() - c0
         stats = llm.last_stats
         after = llm.info["profile"]
         assert stats is not None
@@ -159,6 +162,7 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
             "prefill_cpu_s": prefill_cpu,
             "decode_tok_s": stats.decode_tokens_per_s,
             "decode_wall_tok_s": (n_gen - 1) / total_s if total_s else 0.0,
+            "decode_cpu_ms": 1000 * decode_cpu / max(n_gen - 1, 1),
             "generated": n_gen,
             "decode_context": len(decode_ids),
             "context_prefill_s": stats.prefill_ms / 1000,
@@ -241,7 +245,7 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
         ctx.set_threads(args.threads, args.threads)
         pin(args.cpus)
         out: list[int] = []
-        t0 = time.perf_counter()
+        c0, t0 = cpu_s(), time.perf_counter()
         decode_s = 0.0
         for _ in range(args.decode):
             tok = int(np.argmax(np.ctypeslib.as_array(ctx.last_logits())))
@@ -252,12 +256,14 @@ def run_llama(args: argparse.Namespace) -> dict[str, Any]:
             ctx.decode([tok])
             decode_s += time.perf_counter() - t1
         total_s = time.perf_counter() - t0
+        decode_cpu = cpu_s() - c0
     return {
         "engine": "llama.cpp",
         "prefill_tok_s": args.prefill / prefill_s,
         "prefill_cpu_s": prefill_cpu,
         "decode_tok_s": len(out) / decode_s if decode_s else 0.0,
         "decode_wall_tok_s": len(out) / total_s if total_s else 0.0,
+        "decode_cpu_ms": 1000 * decode_cpu / max(len(out), 1),
         "generated": len(out),
         "decode_context": len(ids_of["decode"]),
         "context_prefill_s": context_prefill_s,
@@ -391,6 +397,7 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     for key in ("prefill_tok_s", "decode_tok_s", "decode_wall_tok_s"):
         out[key] = max(r[key] for r in rounds)
     out["rss_mb"] = min(r["rss_mb"] for r in rounds)
+    out["decode_cpu_ms"] = max(rounds, key=lambda r: r["decode_tok_s"])["decode_cpu_ms"]
     if "profile_ms_per_token" in out:
         fastest = max(rounds, key=lambda r: r["decode_tok_s"])
         out["profile_ms_per_token"] = fastest["profile_ms_per_token"]
@@ -482,7 +489,8 @@ def main() -> int:
                 last = runs[e][-1]
                 print(f"round {r + 1}: {e:10s} prefill {last['prefill_tok_s']:7.1f} tok/s "
                       f"({last['prefill_cpu_s']:.2f} s CPU)  decode {last['decode_tok_s']:6.1f} tok/s "
-                      f"after {last['decode_context']} tokens ({last['context_prefill_s']:.1f} s)",
+                      f"({last['decode_cpu_ms']:.1f} ms CPU/token) after {last['decode_context']} tokens "
+                      f"({last['context_prefill_s']:.1f} s)",
                       file=sys.stderr)
         for rounds in runs.values():
             for run in rounds:
@@ -498,15 +506,18 @@ def main() -> int:
           f"best of {args.rounds}, KV cache {kv} (libeliza {results['libeliza']['kv_mb']:.1f} MB"
           + (f"; llama.cpp {results['llama.cpp']['kv_type']}" if "llama.cpp" in results else "")
           + f"), libeliza backend {results['libeliza']['backend']}")
-    print(f"{'engine':12s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'peak RSS MB':>12s}")
+    print(f"{'engine':12s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'decode CPU ms/tok':>18s} "
+          f"{'peak RSS MB':>12s}")
     for e in engines:
         res = results[e]
-        print(f"{e:12s} {res['prefill_tok_s']:14.1f} {res['decode_tok_s']:13.1f} {res['rss_mb']:12.0f}")
+        print(f"{e:12s} {res['prefill_tok_s']:14.1f} {res['decode_tok_s']:13.1f} "
+              f"{res['decode_cpu_ms']:18.1f} {res['rss_mb']:12.0f}")
     if "llama.cpp" in results:
         a, b = results["libeliza"], results["llama.cpp"]
         print(f"{'ratio':12s} {a['prefill_tok_s'] / b['prefill_tok_s']:13.2f}x "
-              f"{a['decode_tok_s'] / b['decode_tok_s']:12.2f}x {a['rss_mb'] / b['rss_mb']:11.2f}x   "
-              "(libeliza / llama.cpp; RSS lower is better)")
+              f"{a['decode_tok_s'] / b['decode_tok_s']:12.2f}x "
+              f"{a['decode_cpu_ms'] / b['decode_cpu_ms']:17.2f}x {a['rss_mb'] / b['rss_mb']:11.2f}x   "
+              "(libeliza / llama.cpp; CPU and RSS lower are better)")
     if results["libeliza"]["backend"] != "cpu":
         # The GPU step is one recorded pass: bench/bench_gpu_llm.c has its kernel timestamps.
         return 0
