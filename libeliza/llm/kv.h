@@ -230,7 +230,7 @@ typedef struct {
     int32_t mark_low;          /* the lowest n_pos since the latest snapshot */
     uint32_t generation;       /* of the latest snapshot */
     ez_kv_layer *layers;       /* [n_layer] */
-    size_t bytes;              /* rows and states over all layers */
+    size_t bytes;              /* rows and states over all layers (not the key smoothing: 12 B per key channel) */
 } ez_kv_cache;
 
 typedef struct ez_kv_snapshot ez_kv_snapshot;

@@ -15,7 +15,7 @@ struct ez_kv_snapshot {
     int32_t n_pos, hi;
     uint8_t **rows;            /* FULL: [n_layer][2] copies of k and v (cap rows), NULL for layers without */
     uint8_t **states;          /* [n_layer] copies of the recurrent states, NULL for layers without */
-    float **smooth;            /* FULL: [n_layer] copies of the key smoothing (ready, then m, s, bias), NULL for layers without */
+    float **smooth;            /* FULL: [n_layer] copies of the key smoothing (ready, m, s, bias), NULL for layers without */
     size_t bytes;
 };
 
