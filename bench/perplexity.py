@@ -5,7 +5,8 @@ llama-perplexity on the same text, same chunks, same model.
     python bench/perplexity.py [--model gemma-3-270m-q4_k_m.gguf] [--ctx 512]
                                [--chunks 16] [--threads 2] [--kl-chunks 4]
                                [--types f32,f16,q8_0,q4_0,tbq4_0,tbq3_0]
-                               [--llama f16,q8_0,q4_0] [--json out.json]
+                               [--llama f16,q8_0,q4_0] [--llama-args ARGS]
+                               [--json out.json]
 
 The text: the Python 3.11 tutorial, real English prose (its reST sources in
 Debian's python3.11-doc, /usr/share/doc/python3.11/html/_sources/tutorial,
@@ -29,6 +30,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -153,9 +155,9 @@ def kl_divergences(model: Path, text: str, types: list[str], ctx: int, chunks: i
 
 
 def llama_cpp_perplexity(exe: Path, model: Path, text_file: Path, kv_type: str, ctx: int, chunks: int,
-                         threads: int) -> dict[str, Any]:
+                         threads: int, extra: list[str]) -> dict[str, Any]:
     cmd = [str(exe), "-m", str(model), "-f", str(text_file), "-c", str(ctx), "-b", str(ctx),
-           "--chunks", str(chunks), "-t", str(threads), "-fa", "on", "-ctk", kv_type, "-ctv", kv_type]
+           "--chunks", str(chunks), "-t", str(threads), "-fa", "on", "-ctk", kv_type, "-ctv", kv_type, *extra]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600,
                          env={**os.environ, "LD_LIBRARY_PATH": str(exe.parent)})
@@ -177,6 +179,9 @@ def main() -> int:
     ap.add_argument("--kl-chunks", type=int, default=4)
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--llama", default="f16,q8_0,q4_0", help="llama.cpp cache types ('' for none)")
+    ap.add_argument("--llama-args", default="",
+                    help="more llama-perplexity arguments, e.g. '-nr' (no weight repacking, which faults on "
+                         "some VMs)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "sdk"))
@@ -206,7 +211,7 @@ def main() -> int:
     for t in llama_types if exe is not None else []:
         assert exe is not None
         results["llama.cpp"][t] = llama_cpp_perplexity(exe, args.model, text_file, t, args.ctx, args.chunks,
-                                                       args.threads)
+                                                       args.threads, shlex.split(args.llama_args))
         r = results["llama.cpp"][t]
         print(f"llama.cpp {t:7s} PPL {r['ppl']:.4f} +/- {r['ppl_error']:.4f}  ({r['seconds']:.0f} s)",
               flush=True)

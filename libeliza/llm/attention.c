@@ -43,6 +43,15 @@ static const void *kv_head(const void *base, const ez_kv_format *f, int32_t cap,
     return (const uint8_t *)base + (size_t)(p % cap) * f->row_bytes + (size_t)g * f->head_bytes;
 }
 
+/* What key smoothing took out of every score of one query head (q . m,
+ * kv.h), or 0 where the softmax alone follows (no soft-cap: a shift of all
+ * of a row's scores does not change it). q: the head's query as attention
+ * gets it. */
+static float smooth_shift(const ez_attn *a, const ez_kv_layer *kv, const float *q, int g) {
+    if (!(a->softcap > 0.0f) || !kv->smooth || !kv->smooth->ready) return 0.0f;
+    return a->ops->dot(q, kv->smooth->bias + (int64_t)g * a->head_dim, a->head_dim);
+}
+
 /* Gemma 2's attention logit soft-capping, in place. */
 static void softcap_rows(float *s, int64_t n, float cap) {
     const float inv = 1.0f / cap;
@@ -77,7 +86,14 @@ static void attend(const attn_job *job, int32_t i, int h0, int n_h, int g, int32
         }
         for (; r < n_h; r++) w[(int64_t)r * len + s] = kk->dot(q + (int64_t)r * hd, k, hd) * a->scale;
     }
-    if (a->softcap > 0.0f) softcap_rows(w, (int64_t)n_h * len, a->softcap);
+    if (a->softcap > 0.0f) {
+        for (int r = 0; r < n_h; r++) {
+            const float shift = smooth_shift(a, kv, q + (int64_t)r * hd, g) * a->scale;
+            if (shift != 0.0f)
+                for (int32_t s = 0; s < len; s++) w[(int64_t)r * len + s] += shift;
+        }
+        softcap_rows(w, (int64_t)n_h * len, a->softcap);
+    }
     for (int r = 0; r < n_h; r++) {
         float *row = w + (int64_t)r * len, top = row[0], pmax = 0.0f;
         if (stats)
@@ -236,7 +252,8 @@ static void attend_block(const attn_job *job, int32_t i0, int32_t i1, int g, flo
         const int32_t p = job->pos0 + i0 + k / n_rep;
         const int32_t from = (kv->n_swa > 0 ? EZ_MAX(0, p - kv->n_swa + 1) : 0) - lo, to = p - lo + 1;
         float *row = sc + (int64_t)k * len;
-        for (int32_t j = from; j < to; j++) row[j] *= a->scale;
+        const float shift = smooth_shift(a, kv, q + (int64_t)k * hd, g);
+        for (int32_t j = from; j < to; j++) row[j] = (row[j] + shift) * a->scale;
         if (a->softcap > 0.0f) softcap_rows(row + from, to - from, a->softcap);
         a->ops->softmax(row + from, to - from);
         memset(row, 0, sizeof(float) * (size_t)from);

@@ -119,8 +119,16 @@ static void cpu_attention(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q,
     n_k = (int64_t)a.n_head_kv * a.head_dim;
     n_v = (int64_t)a.n_head_kv * a.head_dim_v;
     /* The cache's transforms (kv.h): new keys and values are stored
-     * transformed, queries meet them in that domain, and the output of
-     * attention is transformed back. */
+     * smoothed and transformed, queries meet them in that domain, and the
+     * output of attention is transformed back. The first batch of keys a
+     * layer writes after a clear fixes its smoothing. */
+    if (L->smooth) {
+        if (L->src == il && k && !L->smooth->ready) ez_kv_smooth_fit(L->smooth, k, n);
+        if (L->smooth->ready) {
+            ez_kv_smooth_queries(L->smooth, q, n, a.n_head);
+            if (L->src == il && k) ez_kv_smooth_keys(L->smooth, k, n);
+        }
+    }
     ez_kv_rotate(q, (int64_t)n * n_q, L->fk.rot);
     if (L->src == il && k) {
         ez_kv_rotate(k, (int64_t)n * n_k, L->fk.rot);

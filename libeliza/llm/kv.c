@@ -88,6 +88,59 @@ void ez_kv_unrotate(float *x, int64_t n, int rot) {
     }
 }
 
+/* ---- key smoothing (kv.h) ------------------------------------------------------------ */
+
+void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, int32_t n) {
+    const int hd = sm->head_dim;
+    const int64_t row = (int64_t)sm->n_head_kv * hd;
+    const double prior = EZ_KV_SMOOTH_PRIOR;
+    for (int g = 0; g < sm->n_head_kv; g++) {
+        float *m = sm->mean + (int64_t)g * hd, *sc = sm->scale + (int64_t)g * hd, *b = sm->bias + (int64_t)g * hd;
+        double head_sq = 0.0, norm = 0.0;
+        for (int c = 0; c < hd; c++) {
+            double sum = 0.0, sq = 0.0;
+            for (int32_t t = 0; t < n; t++) {
+                const double x = k[t * row + (int64_t)g * hd + c];
+                sum += x;
+                sq += x * x;
+            }
+            m[c] = (float)(sum / (n + prior));
+            /* the spread about m, for now in sc */
+            sc[c] = (float)EZ_MAX(0.0, sq - 2.0 * m[c] * sum + (double)n * m[c] * m[c]);
+            head_sq += sq;
+        }
+        head_sq /= (double)n * hd;
+        for (int c = 0; c < hd; c++) {
+            const double var = ((double)sc[c] + prior * head_sq) / (n + prior);
+            sc[c] = var > 0.0 ? (float)sqrt(sqrt(var)) : 1.0f;
+            norm += (double)sc[c] * sc[c];
+        }
+        norm = sqrt(norm / hd);
+        for (int c = 0; c < hd; c++) {
+            sc[c] = (float)(sc[c] / norm);
+            b[c] = m[c] / sc[c];
+        }
+        ez_kv_rotate(b, hd, sm->rot);
+    }
+    sm->ready = 1;
+}
+
+void ez_kv_smooth_keys(const ez_kv_smooth *sm, float *k, int32_t n) {
+    const int64_t row = (int64_t)sm->n_head_kv * sm->head_dim;
+    for (int32_t t = 0; t < n; t++)
+        for (int64_t c = 0; c < row; c++) k[t * row + c] = (k[t * row + c] - sm->mean[c]) / sm->scale[c];
+}
+
+void ez_kv_smooth_queries(const ez_kv_smooth *sm, float *q, int32_t n, int n_head) {
+    const int hd = sm->head_dim, n_rep = n_head / sm->n_head_kv;
+    for (int32_t t = 0; t < n; t++)
+        for (int h = 0; h < n_head; h++) {
+            float *x = q + ((int64_t)t * n_head + h) * hd;
+            const float *sc = sm->scale + (int64_t)(h / n_rep) * hd;
+            for (int c = 0; c < hd; c++) x[c] *= sc[c];
+        }
+}
+
 /* ---- writers ------------------------------------------------------------------------- */
 
 /* ggml's quantize_row_q4_0_ref: d = (the value of largest magnitude) / -8,

@@ -143,13 +143,51 @@ EZ_INTERNAL void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n);
  * valid under the same rule as a rewind, and only for the latest snapshot
  * taken and while the cache has not gone below its mark since
  * (ELIZA_E_STATE otherwise).
- * EZ_KV_SNAP_FULL also copies every held row (cost: the held rows' bytes,
- * up to ez_kv_cache_bytes) and restores whatever happened since.
+ * EZ_KV_SNAP_FULL also copies every held row and the key smoothing (cost:
+ * the held rows' bytes, up to ez_kv_cache_bytes) and restores whatever
+ * happened since.
  *
  * The speculative loop: take a STATES snapshot, eval the k drafted tokens
  * (all k logit rows), accept j of them; then either rewind(k - j) (attention
  * only), or, with recurrent layers, restore the snapshot and eval the j
  * accepted tokens again (k <= n_batch keeps both valid). */
+
+/* Key smoothing (the quantized key types). Gemma's keys carry large
+ * per-channel offsets and a few channels of outsized spread, which a block
+ * scale shared by 32 channels serves badly. A layer whose keys are smoothed
+ * stores, per key/value head and channel c,
+ *     k'[c] = (k[c] - m[c]) / s[c]
+ * (then transformed and quantized as its format says), and meets them with
+ * the query q'[c] = q[c] * s[c]: q . k = q' . k' + q . m, exactly. q . m is
+ * one number per query head and token, the same at every position that
+ * query sees, so a softmax drops it; attention adds it back (as the dot of
+ * q' with `bias`, m / s in the stored keys' domain) only where a soft-cap
+ * makes the scores' level matter. m and s are fixed by the first batch of
+ * keys the layer writes after a clear (in a session: the prompt's first
+ * batch): m the channel mean, s the square root of the channel's RMS about
+ * it, normalised to a mean square of 1; EZ_KV_SMOOTH_PRIOR positions of
+ * mean 0 and the head's mean square are counted in, so that a batch of one
+ * or a few tokens gives m near 0 and s near 1. They then hold for every row
+ * written until the next clear, so rewinds, rings, reused prefixes and
+ * snapshots keep all rows in one domain. */
+#define EZ_KV_SMOOTH_PRIOR 4
+typedef struct {
+    int ready;          /* mean, scale and bias fixed since the last clear */
+    int n_head_kv, head_dim;
+    int rot;            /* the keys' transform (ez_kv_rotation), for bias */
+    float *mean;        /* [n_head_kv * head_dim] m */
+    float *scale;       /* [n_head_kv * head_dim] s, > 0 */
+    float *bias;        /* [n_head_kv * head_dim] m / s, transformed by rot */
+} ez_kv_smooth;
+
+/* Fixes sm from n positions of keys k [n, n_head_kv * head_dim] (before
+ * any transform) and sets ready. */
+EZ_INTERNAL void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, int32_t n);
+/* k [n, n_head_kv * head_dim] = (k - m) / s, in place. */
+EZ_INTERNAL void ez_kv_smooth_keys(const ez_kv_smooth *sm, float *k, int32_t n);
+/* q [n, n_head * head_dim] *= s of each query head's key/value head
+ * (n_head a multiple of n_head_kv), in place. */
+EZ_INTERNAL void ez_kv_smooth_queries(const ez_kv_smooth *sm, float *q, int32_t n, int n_head);
 
 /* How one layer's keys (or values) are stored. */
 typedef struct {
@@ -170,6 +208,7 @@ typedef struct {
     int32_t n_swa;             /* > 0: attends through a window of n_swa positions (a ring) */
     int alias;                 /* >= 0: an earlier layer whose keys and values this one reads; -1: none */
     size_t state_bytes;        /* recurrent state, 0 for none */
+    int smooth_k;              /* store the keys smoothed (ez_kv_smooth); the session sets it for quantized keys */
 } ez_kv_layer_spec;
 
 typedef struct {
@@ -178,6 +217,7 @@ typedef struct {
     int32_t cap;               /* rows; position p lives in row p % cap */
     int32_t n_swa;             /* 0: global */
     int src;                   /* the layer whose rows these are (itself unless aliasing) */
+    ez_kv_smooth *smooth;      /* how the keys are smoothed (src's), NULL: stored as they are */
     uint8_t *state;            /* [state_bytes] or NULL */
     size_t state_bytes;
 } ez_kv_layer;
@@ -190,7 +230,7 @@ typedef struct {
     int32_t mark_low;          /* the lowest n_pos since the latest snapshot */
     uint32_t generation;       /* of the latest snapshot */
     ez_kv_layer *layers;       /* [n_layer] */
-    size_t bytes;              /* rows and states over all layers */
+    size_t bytes;              /* rows and states over all layers (not the key smoothing: 12 B per key channel) */
 } ez_kv_cache;
 
 typedef struct ez_kv_snapshot ez_kv_snapshot;
@@ -203,7 +243,8 @@ typedef struct ez_kv_snapshot ez_kv_snapshot;
 EZ_INTERNAL int32_t ez_kv_cache_create(const ez_kv_layer_spec *specs, int n_layer, int32_t n_ctx, int32_t n_batch,
                                        ez_kv_cache **out);
 EZ_INTERNAL void ez_kv_cache_free(ez_kv_cache *c);
-/* Drops every position and zeroes the recurrent states. */
+/* Drops every position, zeroes the recurrent states and unfixes the key
+ * smoothing. */
 EZ_INTERNAL void ez_kv_cache_clear(ez_kv_cache *c);
 /* Is a rewind to n_pos = pos valid (see above)? */
 EZ_INTERNAL int ez_kv_cache_can_rewind_to(const ez_kv_cache *c, int32_t pos);

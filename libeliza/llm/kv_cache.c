@@ -15,6 +15,7 @@ struct ez_kv_snapshot {
     int32_t n_pos, hi;
     uint8_t **rows;            /* FULL: [n_layer][2] copies of k and v (cap rows), NULL for layers without */
     uint8_t **states;          /* [n_layer] copies of the recurrent states, NULL for layers without */
+    float **smooth;            /* FULL: [n_layer] copies of the key smoothing (ready, m, s, bias), NULL for layers without */
     size_t bytes;
 };
 
@@ -47,6 +48,25 @@ static uint8_t *alloc_bytes(size_t n, int32_t *rc) {
     return p;
 }
 
+/* The floats a FULL snapshot keeps of a smoothing: ready, then m, s and bias. */
+static size_t smooth_floats(const ez_kv_smooth *sm) { return 1 + 3 * (size_t)sm->n_head_kv * (size_t)sm->head_dim; }
+
+static ez_kv_smooth *smooth_make(const ez_kv_format *fk, int n_head_kv, int32_t *rc) {
+    const size_t n = (size_t)n_head_kv * (size_t)fk->head_dim;
+    ez_kv_smooth *sm = (ez_kv_smooth *)calloc(1, sizeof *sm + 3 * n * sizeof(float));
+    if (!sm) {
+        *rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the KV cache's key smoothing");
+        return NULL;
+    }
+    sm->n_head_kv = n_head_kv;
+    sm->head_dim = fk->head_dim;
+    sm->rot = fk->rot;
+    sm->mean = (float *)(void *)(sm + 1);
+    sm->scale = sm->mean + n;
+    sm->bias = sm->scale + n;
+    return sm;
+}
+
 static int32_t layer_make(ez_kv_cache *c, const ez_kv_layer_spec *s, int il) {
     ez_kv_layer *L = &c->layers[il];
     int32_t rc = ELIZA_OK;
@@ -66,6 +86,7 @@ static int32_t layer_make(ez_kv_cache *c, const ez_kv_layer_spec *s, int il) {
         L->k = A->k;
         L->v = A->v;
         L->cap = A->cap;
+        L->smooth = A->smooth;
         L->src = s->alias;
     } else if (s->n_head_kv > 0) {
         if ((rc = format_make(s->type_k, s->head_dim_k, s->n_head_kv, 0, il, &L->fk)) ||
@@ -77,6 +98,7 @@ static int32_t layer_make(ez_kv_cache *c, const ez_kv_layer_spec *s, int il) {
             return ez_fail(ELIZA_E_NOMEM, "KV cache: %d rows of layer %d do not fit in memory", L->cap, il);
         L->k = alloc_bytes((size_t)L->cap * L->fk.row_bytes, &rc);
         L->v = alloc_bytes((size_t)L->cap * L->fv.row_bytes, &rc);
+        if (s->smooth_k && !rc) L->smooth = smooth_make(&L->fk, s->n_head_kv, &rc);
         c->bytes += (size_t)L->cap * (L->fk.row_bytes + L->fv.row_bytes);
     }
     if (s->state_bytes > 0) {
@@ -119,6 +141,7 @@ void ez_kv_cache_free(ez_kv_cache *c) {
             if (L->src == il) {
                 ez_aligned_free(L->k);
                 ez_aligned_free(L->v);
+                free(L->smooth);
             }
             ez_aligned_free(L->state);
         }
@@ -134,8 +157,10 @@ static void set_n_pos(ez_kv_cache *c, int32_t pos) {
 void ez_kv_cache_clear(ez_kv_cache *c) {
     set_n_pos(c, 0);
     c->hi = 0;
-    for (int il = 0; il < c->n_layer; il++)
+    for (int il = 0; il < c->n_layer; il++) {
         if (c->layers[il].state) memset(c->layers[il].state, 0, c->layers[il].state_bytes);
+        if (c->layers[il].smooth) c->layers[il].smooth->ready = 0;
+    }
 }
 
 /* A ring holds positions [hi - cap, hi); the next query at pos sees its
@@ -203,8 +228,12 @@ static int32_t snapshot_alloc(const ez_kv_cache *c, int mode, ez_kv_snapshot **o
     s->n_layer = c->n_layer;
     s->mode = mode;
     s->states = (uint8_t **)calloc((size_t)c->n_layer, sizeof *s->states);
-    if (mode == EZ_KV_SNAP_FULL) s->rows = (uint8_t **)calloc(2 * (size_t)c->n_layer, sizeof *s->rows);
-    if (!s->states || (mode == EZ_KV_SNAP_FULL && !s->rows)) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for a KV snapshot");
+    if (mode == EZ_KV_SNAP_FULL) {
+        s->rows = (uint8_t **)calloc(2 * (size_t)c->n_layer, sizeof *s->rows);
+        s->smooth = (float **)calloc((size_t)c->n_layer, sizeof *s->smooth);
+    }
+    if (!s->states || (mode == EZ_KV_SNAP_FULL && (!s->rows || !s->smooth)))
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for a KV snapshot");
     for (int il = 0; il < c->n_layer && !rc; il++) {
         const ez_kv_layer *L = &c->layers[il];
         if (L->state) {
@@ -215,6 +244,10 @@ static int32_t snapshot_alloc(const ez_kv_cache *c, int mode, ez_kv_snapshot **o
             s->rows[2 * il] = alloc_bytes((size_t)L->cap * L->fk.row_bytes, &rc);
             s->rows[2 * il + 1] = alloc_bytes((size_t)L->cap * L->fv.row_bytes, &rc);
             s->bytes += (size_t)L->cap * (L->fk.row_bytes + L->fv.row_bytes);
+        }
+        if (mode == EZ_KV_SNAP_FULL && L->src == il && L->smooth) {
+            s->smooth[il] = (float *)(void *)alloc_bytes(smooth_floats(L->smooth) * sizeof(float), &rc);
+            s->bytes += smooth_floats(L->smooth) * sizeof(float);
         }
     }
     if (rc) {
@@ -248,6 +281,10 @@ int32_t ez_kv_snapshot_take(ez_kv_cache *c, int mode, ez_kv_snapshot **snap) {
             memcpy(s->rows[2 * il], L->k, n * L->fk.row_bytes);
             memcpy(s->rows[2 * il + 1], L->v, n * L->fv.row_bytes);
         }
+        if (mode == EZ_KV_SNAP_FULL && s->smooth[il]) {
+            s->smooth[il][0] = (float)L->smooth->ready;
+            memcpy(s->smooth[il] + 1, L->smooth->mean, (smooth_floats(L->smooth) - 1) * sizeof(float));
+        }
     }
     s->generation = ++c->generation;
     c->mark_low = c->n_pos;
@@ -271,6 +308,10 @@ int32_t ez_kv_snapshot_restore(ez_kv_cache *c, const ez_kv_snapshot *s) {
             memcpy(L->k, s->rows[2 * il], n * L->fk.row_bytes);
             memcpy(L->v, s->rows[2 * il + 1], n * L->fv.row_bytes);
         }
+        if (s->mode == EZ_KV_SNAP_FULL && s->smooth[il]) {
+            L->smooth->ready = s->smooth[il][0] != 0.0f;
+            memcpy(L->smooth->mean, s->smooth[il] + 1, (smooth_floats(L->smooth) - 1) * sizeof(float));
+        }
     }
     if (s->mode == EZ_KV_SNAP_FULL) c->hi = s->hi;
     set_n_pos(c, s->n_pos);
@@ -285,7 +326,10 @@ void ez_kv_snapshot_free(ez_kv_snapshot *s) {
         for (int il = 0; il < s->n_layer; il++) ez_aligned_free(s->states[il]);
     if (s->rows)
         for (int i = 0; i < 2 * s->n_layer; i++) ez_aligned_free(s->rows[i]);
+    if (s->smooth)
+        for (int il = 0; il < s->n_layer; il++) ez_aligned_free(s->smooth[il]);
     free(s->states);
     free(s->rows);
+    free(s->smooth);
     free(s);
 }

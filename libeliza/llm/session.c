@@ -65,6 +65,7 @@ int32_t ez_llm_session_create(const ez_llm_model *m, ez_pool *pool, int32_t n_ct
         sp->n_swa = L->is_swa ? hp->n_swa : 0;
         sp->alias = L->kv_alias;
         sp->state_bytes = L->state_bytes;
+        sp->smooth_k = kv_type_k != EZ_KV_F32 && kv_type_k != EZ_KV_F16;
     }
     rc = ez_kv_cache_create(specs, hp->n_layer, n_ctx, n_batch, &s->kv);
     for (int il = 0; il < hp->n_layer; il++) s->recurrent |= specs[il].state_bytes > 0;
