@@ -36,7 +36,8 @@ llama-cpp-python==0.3.36 sdist ($ELIZA_LLAMA_CPP_DIR, default
 ~/.cache/eliza/llama.cpp-0.3.36), driven through tests/tools/libllama.py
 (ctypes; llama-cpp-python is not needed), with its extra buffer types (the
 repacked CPU kernels; --no-llama-extra-bufts leaves them out). That build
-has no AMX kernels: 0.3.36's fault on the Xeons here. --kv-type (f32, f16, q8_0, q4_0, tbq4_0, tbq3_0; --kv-type-v for
+has no AMX kernels: 0.3.36's fault on the Xeons here. --kv-type (f32, f16,
+q8_0, q4_0, tbq4_0, tbq3_0; --kv-type-v for
 values of another type) sets both engines' cache: llama.cpp's type_k /
 type_v with flash attention on (--llama-flash-attn; a quantized V needs it).
 llama.cpp has no TBQ cache: with those, libeliza runs alone.
