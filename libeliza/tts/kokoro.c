@@ -850,26 +850,9 @@ static int32_t check_args(const ez_kokoro *m, const int32_t *ids, int n, const f
     return ELIZA_OK;
 }
 
-/* Caps the last three of the durations dur[T] at max_tail frames together
- * (ez_kokoro_forward); returns the frames taken off. */
-static int cap_tail(int32_t *dur, int T, int max_tail) {
-    int cut = 0, first = EZ_MAX(T - 3, 1), sum = 0;
-    for (int t = first; t < T; t++) sum += dur[t];
-    while (sum > max_tail) {
-        int longest = first;
-        for (int t = first + 1; t < T; t++)
-            if (dur[t] > dur[longest]) longest = t;
-        if (dur[longest] == 1) break;
-        dur[longest]--;
-        sum--;
-        cut++;
-    }
-    return cut;
-}
-
 int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n, const float *style,
-                                float speed, int no_noise, uint64_t seed, int max_tail,
-                                ez_atomic_int *cancel, ez_kokoro_trace *trace, float **out_pcm, size_t *out_n) {
+                                float speed, int no_noise, uint64_t seed, ez_atomic_int *cancel,
+                                ez_kokoro_trace *trace, float **out_pcm, size_t *out_n) {
     const ez_kokoro_hparams *hp = &m->hp;
     const int D = hp->hidden, S = hp->style, T = n + 2;
     ez_kokoro_stack st = {{0}, 0};
@@ -918,7 +901,6 @@ int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids,
 
     NEED(d, (int64_t)T * (D + S));
     if ((rc = ez_kokoro_durations(&c, d_en, T, s_pred, speed, d, dur, &F))) goto done;
-    if (max_tail > 0) F -= cap_tail(dur, T, max_tail);
     STAGE_END("duration");
     if (F > max_frames(hp) || (int64_t)2 * F * upp > MAX_SAMPLES) {
         rc = ez_fail(ELIZA_E_INVALID_ARG, "Kokoro forward: %d frames at speed %g exceed the %d a chunk may last", F,
@@ -986,8 +968,6 @@ done:
 }
 
 int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n, const float *style, float speed,
-                          int no_noise, uint64_t seed, int max_tail, ez_atomic_int *cancel,
-                          float **out_pcm, size_t *out_n) {
-    return ez_kokoro_forward_trace(m, pool, ids, n, style, speed, no_noise, seed, max_tail, cancel, NULL, out_pcm,
-                                   out_n);
+                          int no_noise, uint64_t seed, ez_atomic_int *cancel, float **out_pcm, size_t *out_n) {
+    return ez_kokoro_forward_trace(m, pool, ids, n, style, speed, no_noise, seed, cancel, NULL, out_pcm, out_n);
 }

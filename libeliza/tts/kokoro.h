@@ -51,17 +51,12 @@ EZ_INTERNAL int ez_kokoro_profile(const ez_kokoro *m, ez_kokoro_phase *out, int 
 /* One chunk: ids [n] (1 <= n <= ez_kokoro_max_phonemes(m), without the pad ids
  * the model adds at both ends), style [256], speed > 0. no_noise zeroes the
  * random phase and noise of the harmonic source; otherwise they are drawn
- * from `seed`. max_tail > 0 caps the frames of the chunk's end, the silence
- * after its speech: the trailing pad id and the two ids before it together
- * (at a clause mark, Kokoro puts its pause on the mark and the phoneme
- * before it), taken one frame at a time off the longest, each keeping one
- * (a frame is 2 * hop * prod(ups_rate) samples, 25 ms at 24 kHz). *out_pcm
- * (malloc'd) holds *out_n samples. `cancel`, if not NULL, is polled
- * (atomically: another thread sets it) between stages and blocks: a nonzero
- * value gives ELIZA_E_CANCELLED. */
+ * from `seed`. *out_pcm (malloc'd) holds *out_n samples. `cancel`, if not
+ * NULL, is polled (atomically: another thread sets it) between stages and
+ * blocks: a nonzero value gives ELIZA_E_CANCELLED. */
 EZ_INTERNAL int32_t ez_kokoro_forward(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
                                       const float *style, float speed, int no_noise,
-                                      uint64_t seed, int max_tail, ez_atomic_int *cancel,
+                                      uint64_t seed, ez_atomic_int *cancel,
                                       float **out_pcm, size_t *out_n);
 
 /* ---- test only: the stage outputs of one forward pass ------------------------------
@@ -90,7 +85,7 @@ typedef struct {
  * ez_kokoro_trace_free, also after a failure). */
 EZ_INTERNAL int32_t ez_kokoro_forward_trace(ez_kokoro *m, ez_pool *pool, const int32_t *ids, int n,
                                             const float *style, float speed, int no_noise,
-                                            uint64_t seed, int max_tail, ez_atomic_int *cancel,
+                                            uint64_t seed, ez_atomic_int *cancel,
                                             ez_kokoro_trace *trace, float **out_pcm, size_t *out_n);
 EZ_INTERNAL void ez_kokoro_trace_free(ez_kokoro_trace *trace);
 

