@@ -178,6 +178,7 @@ typedef struct {
                        * 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K), two at a time;
                        * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
                        * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2) */
+    int scale32;      /* QK: one scale per 32 elements (the AVX-512 vpdpbusd kernel; every wide 3 type) */
 } ez_llm_tile_traits;
 
 /* NULL for types that only have per-pair dots. */

@@ -67,6 +67,21 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
     _mm512_storeu_ps(out[3], a3);
 }
 
+/* One super-block's integer sum of a row into its float accumulator: the
+ * offsets (mins, or the zero point) from the packed bsums, then d and c. */
+static inline __m512 ksuper_add(const ez_llm_ktile *t, const ez_llm_x8k_block *x0, const ez_llm_x8k_block *x1,
+                                __m512 dx, __m512i is, __m512 acc) {
+    __m512i o = _mm512_setzero_si512();
+    for (int i = 0; i < 8; i++) {
+        int32_t pair;
+        memcpy(&pair, &t->offset[2 * i], 4);
+        o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0->bsums[i], x1->bsums[i])));
+    }
+    is = _mm512_sub_epi32(is, _mm512_mullo_epi32(o, _mm512_set1_epi32(t->zp)));
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dx, _mm512_set1_ps(t->d)), acc);
+    return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t->c)), acc);
+}
+
 /* The same for K quants, per super-block: per 16-element group four
  * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, each alone for
  * codes to 127: `wide`), madds with the group's scale; then the offsets
@@ -105,23 +120,13 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
                 }
             }
         }
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-            __m512i o = _mm512_setzero_si512();
-            for (int i = 0; i < 8; i++) {
-                int32_t pair;
-                memcpy(&pair, &t[r].offset[2 * i], 4);
-                o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0[sb].bsums[i], x1[sb].bsums[i])));
-            }
-            is[r] = _mm512_sub_epi32(is[r], _mm512_mullo_epi32(o, _mm512_set1_epi32(t[r].zp)));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].d)), acc[r]);
-            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].c)), acc[r]);
-        }
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], x0 + sb, x1 + sb, dx, is[r], acc[r]);
     }
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
-/* The types whose scale is one per 32 elements (Q4_K, Q5_K, IQ4_XS, IQ2_XXS,
- * IQ3_XXS, IQ3_S, IQ1_S, TQ1_0; IQ4_XS's codes to 241 need it): eight vpdpbusd sum a
+/* The types whose scale is one per 32 elements (`scale32`; IQ4_XS's codes to
+ * 241 need it): eight vpdpbusd sum a
  * sub-block's unsigned codes times the activations in 32 bits, one vpmulld
  * applies its scale. The same integers as x16k_rows' maddubs form, in
  * about half the instructions. */
@@ -151,17 +156,7 @@ static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k
                                                                    _mm512_set1_epi32(t[r].scale[s][0])));
             }
         }
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-            __m512i o = _mm512_setzero_si512();
-            for (int i = 0; i < 8; i++) {
-                int32_t pair;
-                memcpy(&pair, &t[r].offset[2 * i], 4);
-                o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0[sb].bsums[i], x1[sb].bsums[i])));
-            }
-            if (t[r].zp) is[r] = _mm512_sub_epi32(is[r], _mm512_mullo_epi32(o, _mm512_set1_epi32(t[r].zp)));
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[r]), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].d)), acc[r]);
-            acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t[r].c)), acc[r]);
-        }
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], x0 + sb, x1 + sb, dx, is[r], acc[r]);
     }
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
@@ -199,9 +194,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
     const int wide = ez_llm_tile_traits_of(w->type)->wide;
-    const uint32_t t = w->type;
-    const int per32 = t == EZ_TYPE_Q4_K || t == EZ_TYPE_Q5_K || t == EZ_TYPE_IQ4_XS || t == EZ_TYPE_IQ2_XXS ||
-                      t == EZ_TYPE_IQ3_XXS || t == EZ_TYPE_IQ3_S || t == EZ_TYPE_IQ1_S || t == EZ_TYPE_TQ1_0;
+    const int per32 = ez_llm_tile_traits_of(w->type)->scale32;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
