@@ -65,6 +65,9 @@ from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# numpy's OpenBLAS threads spin after each call; on a 2-core machine they took
+# 3% of the timed synthesis from whichever engine ran next.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(REPO / "sdk"))
 
 TEXT = (

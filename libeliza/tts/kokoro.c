@@ -810,12 +810,26 @@ void ez_kokoro_rows(const ez_kokoro_tensor *w, int64_t row, int64_t n_rows, int6
         ez_kernels(EZ_TYPE_F16)->dequant((const uint16_t *)w->data + row * width, dst, n_rows * width);
 }
 
+typedef struct {
+    const ez_kokoro_tensor *w;
+    float *dst;
+} widen_job;
+
+static void widen_range(void *ctx, int64_t begin, int64_t end, int thread_index) {
+    const widen_job *j = ctx;
+    (void)thread_index;
+    ez_kokoro_rows(j->w, begin, end - begin, 1, j->dst + begin);
+}
+
+/* The widening of a layer's weights is split over the pool: on one thread it
+ * was about 5% of a synthesis, with the other threads waiting for it. */
 const float *ez_kokoro_f32(ez_kokoro_ctx *c, const ez_kokoro_tensor *w) {
-    float *p;
+    widen_job job;
     if (w->type == EZ_TYPE_F32) return (const float *)w->data;
-    if (!(p = ez_kokoro_alloc(c->st, w->n))) return NULL;
-    ez_kokoro_rows(w, 0, 1, w->n, p);
-    return p;
+    if (!(job.dst = ez_kokoro_alloc(c->st, w->n))) return NULL;
+    job.w = w;
+    ez_pool_for(c->pool, w->n, 1 << 15, widen_range, &job);
+    return job.dst;
 }
 
 /* ---- forward ----------------------------------------------------------------------------- */
