@@ -35,9 +35,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# numpy's OpenBLAS threads spin after each call and took CPU from the timed engines.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "sdk"))
