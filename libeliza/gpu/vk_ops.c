@@ -271,6 +271,7 @@ int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *s
 }
 
 #define ATTN_MAX_HEAD_DIM 512   /* attention.glsl's MAX_HEAD_DIM */
+#define ATTN_PREFILL_ROWS 4     /* attn_prefill.comp's ROWS: batch rows per workgroup */
 
 static uint32_t attn_chunks(const ez_gpu_attn *a) { return (a->n_kv + EZ_GPU_WORKGROUP - 1) / EZ_GPU_WORKGROUP; }
 
@@ -335,6 +336,6 @@ int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_
         (rc = fits(a->step, (uint64_t)EZ_MAX(a->row0_word, a->pos_word) + 1, "batch attention step words")) != ELIZA_OK)
         return rc;
     memcpy(&push[4], &a->scale, sizeof a->scale);
-    grid(a->n_tok * a->n_head, &gx, &gy);
+    grid((a->n_tok + ATTN_PREFILL_ROWS - 1) / ATTN_PREFILL_ROWS * a->n_head, &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_PREFILL, bufs, 5, push, sizeof push, gx, gy);
 }

@@ -732,10 +732,10 @@ static void test_gpu_attention_matches_reference(void) {
  * cache rows (copy_rows) first. */
 static void test_gpu_attention_batch_matches_reference(void) {
     enum { NT = 5, NH = 4, NKV = 2, NCTX = 120, POS1 = 100 };
-    static const uint32_t head_dims[] = {80, 64}, windows[] = {0, 37};
+    static const uint32_t head_dims[] = {80, 64, 256, 256}, windows[] = {0, 37, 0, 3};
     ez_gpu *narrow = g_gpu;
     g_gpu = g_wide;
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 4; variant++) {
         const uint32_t hd = head_dims[variant], kvs = NKV * hd, n_swa = windows[variant];
         const size_t n_cache = (size_t)NCTX * kvs, n_q = (size_t)NT * NH * hd;
         float *k = (float *)malloc(n_cache * sizeof(float)), *v = (float *)malloc(n_cache * sizeof(float));
