@@ -602,6 +602,37 @@ static void test_gguf_file(const char *path) {
     ez_gguf_close(g);
 }
 
+/* Every instruction set's activation quantizers give the reference's bytes:
+ * random rows at scales from 1e-30 to 1e30, zero blocks, ties between +a
+ * and -a for the largest magnitude, and values on the rounding midpoints. */
+static void test_activation_quantizers_isas(void) {
+    enum { NB = 9, N = NB * EZ_QK_K };
+    static const uint32_t types[] = {EZ_TYPE_Q8_0, EZ_TYPE_Q8_K};
+    static float x[N];
+    static uint8_t want[NB * sizeof(ez_block_q8_k)], got[NB * sizeof(ez_block_q8_k)];
+    for (int round = 0; round < 40; round++) {
+        const float scale = powf(10.0f, (float)(round % 13) * 5.0f - 30.0f);
+        for (int j = 0; j < N; j++) x[j] = scale * rng_float();
+        for (int j = 0; j < EZ_QK_K; j++) x[EZ_QK_K + j] = 0.0f;
+        x[2 * EZ_QK_K + 7] = 2.0f * scale, x[2 * EZ_QK_K + 100] = -2.0f * scale;
+        x[3 * EZ_QK_K + 5] = -2.0f * scale, x[3 * EZ_QK_K + 200] = 2.0f * scale;
+        x[4 * EZ_QK_K] = 127.0f;
+        for (int j = 1; j < EZ_QK_K; j++) x[4 * EZ_QK_K + j] = (float)(j % 255 - 127) * 0.5f;
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+            const uint64_t bytes = ez_row_bytes(types[t], N);
+            ez_kernels_ref(types[t])->quant(x, want, N);
+            for (size_t v = 0; v < N_ISAS; v++) {
+                const ez_type_kernels *k = isa_kernels(v, types[t]);
+                if (!k || !k->quant) continue;
+                memset(got, 0x55, sizeof got);
+                k->quant(x, got, N);
+                CHECK_MSG(memcmp(want, got, (size_t)bytes) == 0, "%s %s quantizer equals the reference (round %d)",
+                          g_isas[v].name, ez_type_traits_of(types[t])->name, round);
+            }
+        }
+    }
+}
+
 int main(void) {
     const char *gguf_path = getenv("ELIZA_TEST_GGUF");
     size_t v, t;
@@ -609,6 +640,7 @@ int main(void) {
     test_traits();
     test_half_conversions();
     test_activation_quantizers();
+    test_activation_quantizers_isas();
     test_dispatch();
     test_random_rows();
     if (gguf_path && *gguf_path) test_gguf_file(gguf_path);

@@ -337,6 +337,44 @@ static float dot_bf16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_F
 
 /* ---- the table: AVX2's dequantizers and quantizers, these dots ---- */
 
+/* Q8_K activations, bit-equal to ez_quant_q8_k_ref for finite input: the
+ * same largest magnitude (its first occurrence gives the sign), the same
+ * float product iscale * x, rounded half to even by vcvtps2dq (the
+ * reference's magic-number rounding does the same for |v| <= 2^22), and
+ * the same integer sums of 16. */
+static void quant_q8_k_avx512(const float *src, void *dst, int64_t n) {
+    ez_block_q8_k *y = (ez_block_q8_k *)dst;
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    for (int64_t i = 0; i < n / EZ_QK_K; i++, src += EZ_QK_K) {
+        __m512 amax16 = _mm512_setzero_ps();
+        for (int j = 0; j < EZ_QK_K; j += 16)
+            amax16 = _mm512_max_ps(_mm512_andnot_ps(sign, _mm512_loadu_ps(src + j)), amax16);
+        const float amax = _mm512_reduce_max_ps(amax16);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        float max = 0.0f;
+        for (int j = 0; j < EZ_QK_K; j += 16) {
+            const __m512 x = _mm512_loadu_ps(src + j);
+            const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, x), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            if (hit) {
+                max = src[j + __builtin_ctz(hit)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m512 is = _mm512_set1_ps(iscale);
+        for (int j = 0; j < EZ_QK_K; j += 16) {
+            const __m512i v = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(is, _mm512_loadu_ps(src + j))),
+                                               _mm512_set1_epi32(127));
+            _mm_storeu_si128((__m128i *)(y[i].qs + j), _mm512_cvtepi32_epi8(v));
+            y[i].bsums[j / 16] = (int16_t)_mm512_reduce_add_epi32(v);
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
 #define EZ_AVX2_DEQUANT(name, type) \
     static void name(const void *src, float *dst, int64_t n) { ez_kernels_avx2(type)->dequant(src, dst, n); }
 EZ_AVX2_DEQUANT(dequant_f16, EZ_TYPE_F16)
@@ -359,7 +397,7 @@ static const ez_type_kernels g_avx512[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q4_K] = {dequant_q4_k, NULL, dot_q4_k_q8_k_avx512},
     [EZ_TYPE_Q5_K] = {dequant_q5_k, NULL, dot_q5_k_q8_k_avx512},
     [EZ_TYPE_Q6_K] = {dequant_q6_k, NULL, dot_q6_k_q8_k_avx512},
-    [EZ_TYPE_Q8_K] = {NULL, ez_quant_q8_k_ref, NULL},
+    [EZ_TYPE_Q8_K] = {NULL, quant_q8_k_avx512, NULL},
     [EZ_TYPE_IQ4_NL] = {ez_dequant_iq4_nl_ref, NULL, dot_iq4_nl_q8_0_avx512},
 };
 
