@@ -359,7 +359,9 @@ static void quant_q8_k_avx512(const float *src, void *dst, int64_t n) {
             const __m512 x = _mm512_loadu_ps(src + j);
             const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, x), _mm512_set1_ps(amax), _CMP_EQ_OQ);
             if (hit) {
-                max = src[j + __builtin_ctz(hit)];
+                int l = 0;
+                while (!(hit >> l & 1)) l++;
+                max = src[j + l];
                 break;
             }
         }
