@@ -822,7 +822,8 @@ static void widen_range(void *ctx, int64_t begin, int64_t end, int thread_index)
 }
 
 /* The widening of a layer's weights is split over the pool: on one thread it
- * was about 5% of a synthesis, with the other threads waiting for it. */
+ * was 3% of a synthesis's CPU time, with the other threads waiting for it.
+ * ez_kokoro_rows sees the tensor as rows of one element here. */
 const float *ez_kokoro_f32(ez_kokoro_ctx *c, const ez_kokoro_tensor *w) {
     widen_job job;
     if (w->type == EZ_TYPE_F32) return (const float *)w->data;

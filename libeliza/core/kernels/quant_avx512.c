@@ -1,6 +1,7 @@
 /* AVX-512 dots (F, DQ, BW, VL and VNNI; this file is compiled with the
  * AVX-512 flags and only called at the avx512 level). Dequantization stays
- * with the AVX2 table: it is bit-exact there and bound by memory.
+ * with the AVX2 table: it is bit-exact there and bound by memory. The Q8_K
+ * activation quantizer is here, bit-equal to the reference.
  *
  * The int8 products are VNNI's vpdpbusd (unsigned x signed bytes, four per
  * int32 lane). Signed weights (Q4_0, Q5_0, Q8_0) move their sign onto the
@@ -335,7 +336,7 @@ static float dot_f16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FL
 static float dot_bf16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(bf16x16, 2); }
 #undef EZ_DOT_FLOATS
 
-/* ---- the table: AVX2's dequantizers and quantizers, these dots ---- */
+/* ---- the Q8_K activation quantizer ---- */
 
 /* Q8_K activations, bit-equal to ez_quant_q8_k_ref for finite input: the
  * same largest magnitude (its first occurrence gives the sign), the same
@@ -376,6 +377,8 @@ static void quant_q8_k_avx512(const float *src, void *dst, int64_t n) {
         y[i].d = 1.0f / iscale;
     }
 }
+
+/* ---- the table: AVX2's dequantizers, the reference Q8_0 quantizer, these dots ---- */
 
 #define EZ_AVX2_DEQUANT(name, type) \
     static void name(const void *src, float *dst, int64_t n) { ez_kernels_avx2(type)->dequant(src, dst, n); }
