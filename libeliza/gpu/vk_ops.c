@@ -42,19 +42,24 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
  * then takes each invocation 4 quads: decode's matvecs are bound by memory
  * latency, not by bandwidth, so more invocations per row finish sooner),
  * but for a matrix of MV_MANY_ROWS rows or more (an output projection) no
- * more than leave each invocation MV_MANY_UNITS quads (Q4_K excepted): its grid fills the
+ * more than leave each invocation MV_MANY_UNITS quads (not the slices): its grid fills the
  * device anyway, and fewer, longer rows per workgroup were faster there
  * (docs/gpu.md: Gemma 3's 262,144 x 640 Q8_0 output took 0.160 ms at 32
  * lanes, 0.267 ms at 128). At least the subgroup where the shaders reduce
- * with subgroup arithmetic. A unit is a quad (4 elements), but Q4_K's
- * shader reads 16-byte slices of 32 elements (mv_q4_k.comp). */
+ * with subgroup arithmetic. A unit is a quad (4 elements), but the K
+ * quants' shaders read 16-byte runs of slices: 32 elements for Q4_K
+ * (mv_q4_k.comp), 64 for Q6_K (mv_q6_k.comp). */
 #define MV_ROWS 2
 #define MV_MANY_ROWS 16384u
 #define MV_MANY_UNITS 4u
 
+static uint32_t matvec_unit(uint32_t type) {
+    return type == EZ_TYPE_Q4_K ? 32u : type == EZ_TYPE_Q6_K ? 64u : 4u;
+}
+
 static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, uint32_t n_rows) {
-    const uint32_t units = n_cols / (type == EZ_TYPE_Q4_K ? 32u : 4u);
-    const uint32_t most = type != EZ_TYPE_Q4_K && n_rows >= MV_MANY_ROWS ? units / MV_MANY_UNITS : units;
+    const uint32_t unit = matvec_unit(type), units = n_cols / unit;
+    const uint32_t most = unit == 4u && n_rows >= MV_MANY_ROWS ? units / MV_MANY_UNITS : units;
     uint32_t lanes = 1;
     while (lanes * 2 <= most && lanes < EZ_GPU_MV_WORKGROUP) lanes *= 2;
     return EZ_MAX(EZ_MAX(lanes, MV_ROWS), g->mv_subgroup);
