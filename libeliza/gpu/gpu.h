@@ -38,6 +38,9 @@ typedef struct {
      * device's maxStorageBufferRange) so tests split small matrices. */
     const char *deny;
     uint64_t max_binding_bytes;
+    /* The matvecs' shared-memory reduction even where the device has
+     * subgroup arithmetic (also $ELIZA_GPU_NO_SUBGROUP=1). */
+    int no_subgroup;
 } ez_gpu_params;
 
 typedef struct {
@@ -52,6 +55,7 @@ typedef struct {
     int timestamps;            /* the compute queue writes timestamps */
     uint32_t timestamp_bits;   /* of them that count (timestampValidBits) */
     uint32_t subgroup_size;
+    int subgroup_arith;        /* subgroup arithmetic (subgroupAdd) in compute shaders */
     uint32_t max_workgroup_invocations;
     uint64_t device_local_bytes;   /* largest device-local heap */
     uint64_t max_binding_bytes;    /* maxStorageBufferRange */

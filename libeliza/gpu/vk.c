@@ -279,6 +279,8 @@ static uint32_t describe(ez_vk_fns *vk, VkPhysicalDevice pd, ez_gpu_device_info 
     }
     vk->vkGetPhysicalDeviceProperties2(pd, &p2);
     info->subgroup_size = sub.subgroupSize;
+    info->subgroup_arith = (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                           (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
     if (has_12) snprintf(info->driver, sizeof info->driver, "%.120s %.120s", drv.driverName, drv.driverInfo);
     info->int8_dot = has_dot && dot.integerDotProduct4x8BitPackedSignedAccelerated;
     if (has_12 || device_extension_present(vk, pd, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
@@ -456,8 +458,14 @@ int32_t ez_gpu_open(const ez_gpu_params *params, ez_gpu **out) {
     }
     g->max_binding = g->info.max_binding_bytes;
     if (p.max_binding_bytes && p.max_binding_bytes < g->max_binding) g->max_binding = p.max_binding_bytes;
-    ez_log(ELIZA_LOG_INFO, "GPU: Vulkan device '%s' (%s, driver %s)%s", g->info.name, g->info.type, g->info.driver,
-           p.validation ? ", validation on" : "");
+    /* The matvecs' subgroup builds where the device has subgroup arithmetic
+     * and a power-of-two subgroup no wider than their workgroup. */
+    if (g->info.subgroup_arith && !p.no_subgroup && !ez_env_flag("ELIZA_GPU_NO_SUBGROUP") &&
+        g->info.subgroup_size >= 4 && g->info.subgroup_size <= EZ_GPU_MV_WORKGROUP &&
+        (g->info.subgroup_size & (g->info.subgroup_size - 1)) == 0)
+        g->mv_subgroup = g->info.subgroup_size;
+    ez_log(ELIZA_LOG_INFO, "GPU: Vulkan device '%s' (%s, driver %s)%s%s", g->info.name, g->info.type, g->info.driver,
+           p.validation ? ", validation on" : "", g->mv_subgroup ? ", subgroup matvecs" : "");
     *out = g;
     return ELIZA_OK;
 }
@@ -533,9 +541,10 @@ static void append_device(ez_strbuf *sb, uint32_t index, const ez_gpu_device_inf
     ez_sb_json_str(sb, d->driver, strlen(d->driver));
     ez_sb_printf(sb,
                  ", \"fp16\": %s, \"int8\": %s, \"int8_dot\": %s, \"cooperative_matrix\": %s, \"timestamps\": %s"
-                 ", \"subgroup_size\": %u, \"device_memory_mb\": %llu, \"max_binding_mb\": %llu, \"usable\": %s}",
+                 ", \"subgroup_size\": %u, \"subgroup_arithmetic\": %s, \"device_memory_mb\": %llu, \"max_binding_mb\": %llu, \"usable\": %s}",
                  d->fp16 ? "true" : "false", d->int8 ? "true" : "false", d->int8_dot ? "true" : "false",
                  d->cooperative_matrix ? "true" : "false", d->timestamps ? "true" : "false", d->subgroup_size,
+                 d->subgroup_arith ? "true" : "false",
                  (unsigned long long)(d->device_local_bytes >> 20), (unsigned long long)(d->max_binding_bytes >> 20),
                  usable ? "true" : "false");
 }

@@ -2,6 +2,7 @@
  * buffers recorded once and replayed: each dispatch gets its own
  * descriptor set, a barrier after the dispatch before it, and timestamps
  * around it when the device has them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,7 +73,9 @@ static const ez_gpu_shader *find_shader(const char *name) {
 static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     const kernel_desc *kd = &KERNELS[k];
     ez_gpu_pipe *p = &g->pipes[k];
-    const ez_gpu_shader *sh = find_shader(kd->shader);
+    const int sg = g->mv_subgroup && k <= EZ_GPU_K_MV_Q6_K;
+    char sg_name[32];
+    const ez_gpu_shader *sh;
     VkDescriptorSetLayoutBinding binds[EZ_GPU_MAX_BINDINGS];
     VkDescriptorSetLayoutCreateInfo sli = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     VkPushConstantRange push = {VK_SHADER_STAGE_COMPUTE_BIT, 0, EZ_GPU_PUSH_BYTES};
@@ -85,7 +88,9 @@ static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     VkShaderModule module;
     VkResult r;
     int i;
-    if (!sh) return ez_fail(ELIZA_E_INTERNAL, "GPU shader '%s' is not in this build", kd->shader);
+    snprintf(sg_name, sizeof sg_name, "%s_sg", kd->shader);
+    sh = find_shader(sg ? sg_name : kd->shader);
+    if (!sh) return ez_fail(ELIZA_E_INTERNAL, "GPU shader '%s' is not in this build", sg ? sg_name : kd->shader);
     /* A power of two within the device's limit (at least 128 everywhere). */
     while (workgroup > EZ_GPU_WORKGROUP && workgroup > g->info.max_workgroup_invocations) workgroup /= 2;
     for (i = 0; i < kd->n_bindings; i++) {

@@ -126,6 +126,7 @@ struct ez_gpu {
     ez_gpu_device_info info;
     uint64_t max_binding;       /* the limit buffers are held to */
     ez_gpu_pipe pipes[EZ_GPU_K_COUNT];
+    uint32_t mv_subgroup;       /* the matvecs run their `_sg` shaders at lanes >= this; 0: the tree */
     int timestamps_off;         /* ez_gpu_set_timestamps(g, 0): recordings without them */
     int validation_errors;      /* messages of error severity */
     int validation_reported;    /* errors already turned into a failed call */

@@ -37,14 +37,32 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
     }
 }
 
-/* Invocations per row: the largest power of two up to the row's quads (4
- * elements), at most the workgroup (a row of 2,048 elements then takes each
- * invocation 4 quads: decode's matvecs are bound by memory latency, not by
- * bandwidth, so more invocations per row finish sooner). */
-static uint32_t matvec_lanes(uint32_t n_cols) {
+/* Invocations per row group (MV_ROWS = 2 rows): the largest power of two
+ * up to the row's units, at most the workgroup (a row of 2,048 elements
+ * then takes each invocation 4 quads: decode's matvecs are bound by memory
+ * latency, not by bandwidth, so more invocations per row finish sooner),
+ * but for a matrix of MV_MANY_ROWS rows or more (an output projection) no
+ * more than leave each invocation MV_MANY_UNITS quads (not the slices): its grid fills the
+ * device anyway, and fewer, longer rows per workgroup were faster there
+ * (docs/gpu.md: Gemma 3's 262,144 x 640 Q8_0 output took 0.160 ms at 32
+ * lanes, 0.267 ms at 128). At least the subgroup where the shaders reduce
+ * with subgroup arithmetic. A unit is a quad (4 elements), but the K
+ * quants' shaders read 16-byte runs of slices: 32 elements for Q4_K
+ * (mv_q4_k.comp), 64 for Q6_K (mv_q6_k.comp). */
+#define MV_ROWS 2
+#define MV_MANY_ROWS 16384u
+#define MV_MANY_UNITS 4u
+
+static uint32_t matvec_unit(uint32_t type) {
+    return type == EZ_TYPE_Q4_K ? 32u : type == EZ_TYPE_Q6_K ? 64u : 4u;
+}
+
+static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, uint32_t n_rows) {
+    const uint32_t unit = matvec_unit(type), units = n_cols / unit;
+    const uint32_t most = unit == 4u && n_rows >= MV_MANY_ROWS ? units / MV_MANY_UNITS : units;
     uint32_t lanes = 1;
-    while (lanes * 2 <= n_cols / 4 && lanes < EZ_GPU_MV_WORKGROUP) lanes *= 2;
-    return lanes;
+    while (lanes * 2 <= most && lanes < EZ_GPU_MV_WORKGROUP) lanes *= 2;
+    return EZ_MAX(EZ_MAX(lanes, MV_ROWS), g->mv_subgroup);
 }
 
 int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
@@ -56,11 +74,11 @@ int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, u
     if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows, "matvec output")) != ELIZA_OK) return rc;
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
-        const uint32_t lanes = matvec_lanes((uint32_t)w->n_cols);
+        const uint32_t lanes = matvec_lanes(w->parts[i]->g, w->type, (uint32_t)w->n_cols, (uint32_t)w->n_rows);
         const uint32_t push[6] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
                                   y_off + (uint32_t)w->part_row0[i], lanes};
         ez_gpu_buf *bufs[3] = {w->parts[i], x, y};
-        const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes;
+        const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes * MV_ROWS;
         uint32_t gx, gy;
         grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
         rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 3, push, sizeof push, gx, gy);

@@ -364,12 +364,15 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
                           G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
-    /* q, k and v read h alone: they may run at once (so may gate and up). */
+    /* q, k and v read h alone: they may run at once (so may gate and up,
+     * and the value's cache write and the query and key's rope, which touch
+     * different buffers). */
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
         (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
         return rc;
+    ez_gpu_cmd_overlap_next(c);
     if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))

@@ -51,6 +51,9 @@ static ez_gpu *g_keep_driver_loaded;
  * on it, it is g_gpu. */
 static ez_gpu *g_wide;
 #define WIDE_BINDING_BYTES (256 * 1024)
+/* A context like g_gpu whose matvecs keep the shared-memory reduction
+ * (no_subgroup), where g_gpu's use subgroup arithmetic. */
+static ez_gpu *g_tree;
 
 static ez_gpu_buf *host_buf(size_t n_floats) {
     ez_gpu_buf *b = NULL;
@@ -159,7 +162,8 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
         tol_worst = mag > tol_worst ? mag : tol_worst;
     }
     CHECK_RC(ez_gpu_matrix_upload(g_gpu, type, rows, cols, w, &m), ELIZA_OK);
-    CHECK_MSG(m.n_parts == (int)((rows + TEST_BINDING_BYTES / row_bytes - 1) / (TEST_BINDING_BYTES / row_bytes)),
+    const uint64_t binding = g_gpu == g_wide ? WIDE_BINDING_BYTES : TEST_BINDING_BYTES;
+    CHECK_MSG(m.n_parts == (int)((rows + binding / row_bytes - 1) / (binding / row_bytes)),
               "%s: %d parts", ez_type_traits_of(type)->name, m.n_parts);
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
     if (c && m.n_parts) {
@@ -194,12 +198,24 @@ done:
 static void test_gpu_matvec_matches_reference(void) {
     static const uint32_t types[] = {EZ_TYPE_F32,  EZ_TYPE_F16,  EZ_TYPE_BF16, EZ_TYPE_Q4_0, EZ_TYPE_Q4_1,
                                      EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        check_matvec(types[t], 37, 512, 4);
-        check_matvec(types[t], 70, 1280, 3);
-        check_matvec(types[t], 21, 4352, 0);
-        if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203, 0);
+    ez_gpu *sub = g_gpu;
+    for (int pass = 0; pass < 2; pass++) {
+        g_gpu = pass == 0 ? sub : g_tree;
+        printf("  matvecs with %s\n", pass == 0 && ez_gpu_info(sub)->subgroup_arith ? "subgroup arithmetic"
+                                                                                  : "the shared-memory reduction");
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+            check_matvec(types[t], 37, 512, 4);
+            check_matvec(types[t], 70, 1280, 3);
+            check_matvec(types[t], 21, 4352, 0);
+            if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203, 0);
+        }
     }
+    /* An output projection's many rows take fewer lanes (vk_ops.c's
+     * MV_MANY_ROWS); its vectors need the wider bindings. */
+    g_gpu = g_wide;
+    check_matvec(EZ_TYPE_Q8_0, 16390, 320, 0);
+    check_matvec(EZ_TYPE_Q6_K, 16390, 512, 4);
+    g_gpu = sub;
 }
 
 /* One weight type at one shape of the batched product: n_tok tokens
@@ -1070,9 +1086,18 @@ int main(void) {
         }
     }
     if (rc == ELIZA_OK) {
+        p.no_subgroup = 1;
+        rc = ez_gpu_open(&p, &g_tree);
+        p.no_subgroup = 0;
+        if (rc != ELIZA_OK) ez_gpu_close(g_gpu);
+    }
+    if (rc == ELIZA_OK) {
         p.max_binding_bytes = WIDE_BINDING_BYTES;
         rc = ez_gpu_open(&p, &g_wide);
-        if (rc != ELIZA_OK) ez_gpu_close(g_gpu);
+        if (rc != ELIZA_OK) {
+            ez_gpu_close(g_gpu);
+            ez_gpu_close(g_tree);
+        }
     }
     if (rc != ELIZA_OK) {
         const char *why = ez_error_message();
@@ -1084,9 +1109,10 @@ int main(void) {
         fprintf(stderr, "test_gpu: cannot open the GPU: %s (%s)\n", eliza_status_name(rc), why);
         return 1;
     }
-    printf("test_gpu: device '%s' (%s, %s), subgroup %u, fp16 %d, int8 dot %d, validation %s\n",
+    printf("test_gpu: device '%s' (%s, %s), subgroup %u (arithmetic %d), fp16 %d, int8 dot %d, validation %s\n",
            ez_gpu_info(g_gpu)->name, ez_gpu_info(g_gpu)->type, ez_gpu_info(g_gpu)->driver,
-           ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->fp16, ez_gpu_info(g_gpu)->int8_dot,
+           ez_gpu_info(g_gpu)->subgroup_size, ez_gpu_info(g_gpu)->subgroup_arith, ez_gpu_info(g_gpu)->fp16,
+           ez_gpu_info(g_gpu)->int8_dot,
            p.validation ? "on" : "off");
     test_gpu_matvec_matches_reference();
     test_gpu_matmul_matches_reference();
@@ -1104,9 +1130,12 @@ int main(void) {
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
     if (p.validation) test_gpu_validation_errors_fail_the_next_call();
-    CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0 && ez_gpu_validation_errors(g_wide) == 0,
-              "%d + %d validation error(s)", ez_gpu_validation_errors(g_gpu), ez_gpu_validation_errors(g_wide));
+    CHECK_MSG(ez_gpu_validation_errors(g_gpu) == 0 && ez_gpu_validation_errors(g_wide) == 0 &&
+                  ez_gpu_validation_errors(g_tree) == 0,
+              "%d + %d + %d validation error(s)", ez_gpu_validation_errors(g_gpu), ez_gpu_validation_errors(g_wide),
+              ez_gpu_validation_errors(g_tree));
     ez_gpu_close(g_gpu);
+    ez_gpu_close(g_tree);
     ez_gpu_close(g_wide);
     if (g_failed) {
         fprintf(stderr, "test_gpu: FAILED (%d of %d checks)\n", g_failed, g_failed + g_passed);

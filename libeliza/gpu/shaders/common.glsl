@@ -2,8 +2,12 @@
 // a power of two the host picks), the flat index of a workgroup in a 2-D
 // grid (a dimension holds at most 65535 groups everywhere), and a
 // workgroup sum / max in shared memory, so no shader depends on the
-// subgroup size.
+// subgroup size (the matvecs' `_sg` builds, EZ_SUBGROUP, use subgroup
+// arithmetic where the device has it: mv_reduce.glsl).
 #extension GL_GOOGLE_include_directive : require
+#ifdef EZ_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;

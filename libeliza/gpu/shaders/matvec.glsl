@@ -1,11 +1,11 @@
-// y[y_off + r] = W[r] . x[x_off ..]: each workgroup takes WG / p.lanes rows,
-// p.lanes invocations per row (a power of two the host picks from the row's
-// length). Invocation l of a row takes the quads (4 consecutive elements:
+// y[y_off + r] = W[r] . x[x_off ..]: each workgroup takes WG / p.lanes row
+// groups of MV_ROWS = 2 rows (each x load serves both),
+// p.lanes invocations per group (a power of two the host picks from the
+// row's length). Invocation l of a row takes the quads (4 consecutive elements:
 // one 32-bit word of 8-bit quants, or the nibbles of one) l, l + lanes, ...,
 // so neighbouring invocations read neighbouring words of the weights and of
-// x (x as a vec4 where x_off is a multiple of 4); then a shared-memory tree
-// over the row's lanes (no subgroup operation, so no assumption on the
-// subgroup size). The weight buffer needs no 8- or 16-bit storage feature;
+// x (x as a vec4 where x_off is a multiple of 4); then the group's sums
+// (mv_reduce.glsl). The weight buffer needs no 8- or 16-bit storage feature;
 // rows start at any even byte. The including shader defines
 // quad_dot(byte offset of the row, quad index, the quad's x) and, for the
 // float types, TAIL_DOT with tail_dot for the n_cols % 4 elements past the
@@ -26,6 +26,9 @@ layout(push_constant) uniform Push {
     uint lanes;
 } p;
 
+#define MV_ROWS 2
+#include "mv_reduce.glsl"
+
 float quad_dot(uint base, uint q, vec4 xq);
 #ifdef TAIL_DOT
 float tail_dot(uint base, uint i, uint xi);
@@ -41,26 +44,33 @@ vec4 x_quad(uint q) {
 void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint lane = t % p.lanes;
-    const uint row = group_index() * (WG / p.lanes) + t / p.lanes;
-    float s = 0.0;
-    if (row < p.n_rows) {
-        const uint base = row * p.row_bytes, nq = p.n_cols / 4, l = p.lanes;
+    const uint row0 = (group_index() * (WG / p.lanes) + t / p.lanes) * MV_ROWS;
+    const uint nq = p.n_cols / 4, l = p.lanes;
+    float acc[MV_ROWS];
+    uint base[MV_ROWS];
+    for (uint r = 0; r < MV_ROWS; r++) {
+        acc[r] = 0.0;
+        base[r] = min(row0 + r, p.n_rows - 1) * p.row_bytes;
+    }
+    if (row0 < p.n_rows) {
         uint q = lane;
         // Four quads per round, so each invocation has four quads' loads in
-        // flight before it needs the first (decode is latency bound).
-        for (; q + 3 * l < nq; q += 4 * l)
-            s += quad_dot(base, q, x_quad(q)) + quad_dot(base, q + l, x_quad(q + l)) +
-                 quad_dot(base, q + 2 * l, x_quad(q + 2 * l)) + quad_dot(base, q + 3 * l, x_quad(q + 3 * l));
-        for (; q < nq; q += l) s += quad_dot(base, q, x_quad(q));
+        // flight before it needs the first (decode is latency bound); each
+        // quad's x serves the group's MV_ROWS rows.
+        for (; q + 3 * l < nq; q += 4 * l) {
+            const vec4 x0 = x_quad(q), x1 = x_quad(q + l), x2 = x_quad(q + 2 * l), x3 = x_quad(q + 3 * l);
+            for (uint r = 0; r < MV_ROWS; r++)
+                acc[r] += quad_dot(base[r], q, x0) + quad_dot(base[r], q + l, x1) + quad_dot(base[r], q + 2 * l, x2) +
+                          quad_dot(base[r], q + 3 * l, x3);
+        }
+        for (; q < nq; q += l) {
+            const vec4 x0 = x_quad(q);
+            for (uint r = 0; r < MV_ROWS; r++) acc[r] += quad_dot(base[r], q, x0);
+        }
 #ifdef TAIL_DOT
-        for (uint i = nq * 4 + lane; i < p.n_cols; i += l) s += tail_dot(base, i, p.x_off);
+        for (uint i = nq * 4 + lane; i < p.n_cols; i += l)
+            for (uint r = 0; r < MV_ROWS; r++) acc[r] += tail_dot(base[r], i, p.x_off);
 #endif
     }
-    red[t] = s;
-    barrier();
-    for (uint st = p.lanes / 2; st > 0; st >>= 1) {
-        if (lane < st) red[t] += red[t + st];
-        barrier();
-    }
-    if (lane == 0 && row < p.n_rows) y[p.y_off + row] = red[t];
+    store_rows(acc, t, lane, row0);
 }

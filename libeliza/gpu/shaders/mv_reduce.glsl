@@ -1,0 +1,38 @@
+// The end of every matvec: the sums of a row group's p.lanes invocations
+// for its MV_ROWS rows, written to y. The including shader declares p
+// (with lanes, n_rows, y_off), y and MV_ROWS. Built as `NAME_sg` with
+// EZ_SUBGROUP (where the device has subgroup arithmetic in compute): one
+// subgroupAdd per row, then the row group's p.lanes / gl_SubgroupSize
+// partial sums; subgroups are taken to be runs of consecutive invocations,
+// so each lies within one row group when gl_SubgroupSize <= p.lanes (the
+// host's lanes are at least the reported subgroup size); otherwise, and
+// without EZ_SUBGROUP, a shared-memory tree over the lanes (no assumption
+// on the subgroup size).
+shared float sums[MV_ROWS * WG];
+
+void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
+#ifdef EZ_SUBGROUP
+    if (gl_SubgroupSize <= p.lanes) {
+        const uint per = p.lanes / gl_SubgroupSize;
+        for (uint r = 0; r < MV_ROWS; r++) {
+            const float v = subgroupAdd(acc[r]);
+            if (subgroupElect()) sums[r * WG + gl_SubgroupID] = v;
+        }
+        barrier();
+        if (lane < MV_ROWS && row0 + lane < p.n_rows) {
+            float v = 0.0;
+            for (uint i = 0; i < per; i++) v += sums[lane * WG + (t / p.lanes) * per + i];
+            y[p.y_off + row0 + lane] = v;
+        }
+        return;
+    }
+#endif
+    for (uint r = 0; r < MV_ROWS; r++) sums[r * WG + t] = acc[r];
+    barrier();
+    for (uint st = p.lanes / 2; st > 0; st >>= 1) {
+        if (lane < st)
+            for (uint r = 0; r < MV_ROWS; r++) sums[r * WG + t] += sums[r * WG + t + st];
+        barrier();
+    }
+    if (lane < MV_ROWS && row0 + lane < p.n_rows) y[p.y_off + row0 + lane] = sums[lane * WG + t - lane];
+}
