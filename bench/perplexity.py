@@ -40,10 +40,16 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-TUTORIAL = Path("/usr/share/doc/python3.11/html/_sources/tutorial")
+SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
+TUTORIAL = SOURCES / "tutorial"
 CHAPTERS = ("appetite", "interpreter", "introduction", "controlflow", "datastructures", "modules",
             "inputoutput", "errors", "classes", "stdlib", "stdlib2", "venv", "whatnow", "interactive",
             "floatingpoint", "appendix")
+# --text long: the tutorial, then the FAQ, the HOWTOs and the language
+# reference of the same package (each folder's pages in name order, its
+# index left out): about 5x the tutorial's tokens, enough for 64+ chunks of
+# 512 or 16 of 2048, with the tutorial's chunks first and unchanged.
+MORE = ("faq", "howto", "reference")
 TYPES = ("f32", "f16", "q8_0", "q4_0", "tbq4_0", "tbq3_0")
 
 
@@ -58,14 +64,22 @@ _ROLE = re.compile(r":[a-z:]+:`(?:[^`<]*<)?([^`>]*)>?`")
 _LINK = re.compile(r"`([^`<]+?)\s*<[^>]*>`_+")
 
 
-def prose_text(tutorial: Path | None = None) -> str:
-    """The tutorial's chapters as plain paragraphs: literal blocks (after
-    '::'), doctest and directive lines, section underlines and inline
-    markup removed."""
-    root = tutorial or ensure_tutorial()
+def source_files(text: str = "tutorial") -> list[Path]:
+    """The reST pages of --text `text` ("tutorial" or "long"), in order."""
+    root = ensure_tutorial()
+    files = [root / f"{name}.rst.txt" for name in CHAPTERS]
+    if text == "long":
+        for folder in MORE:
+            files += sorted(p for p in (SOURCES / folder).glob("*.rst.txt") if p.name != "index.rst.txt")
+    return files
+
+
+def prose_text(text: str = "tutorial") -> str:
+    """The pages as plain paragraphs: literal blocks (after '::'), doctest
+    and directive lines, section underlines and inline markup removed."""
     paragraphs: list[str] = []
-    for name in CHAPTERS:
-        lines = (root / f"{name}.rst.txt").read_text(encoding="utf-8").splitlines()
+    for path in source_files(text):
+        lines = path.read_text(encoding="utf-8").splitlines()
         para: list[str] = []
         literal = False
         for raw in [*lines, ""]:
@@ -122,7 +136,35 @@ def eliza_perplexity(model: Path, text: str, kv_type: str, ctx: int, chunks: int
         info = llm.info
     return {"ppl": result.ppl, "ppl_error": result.ppl_error, "chunks": result.n_chunks,
             "scored": len(result.nll), "kv_bytes_per_token": info["kv_bytes_per_token"],
-            "kv_bytes": info["kv_bytes"], "seconds": seconds}
+            "kv_bytes": info["kv_bytes"], "seconds": seconds, "nll": result.nll}
+
+
+def paired(nll: np.ndarray, base: np.ndarray) -> tuple[float, float]:
+    """Mean of the per-token difference nll - base (the log of the
+    perplexity ratio over the same tokens) and its standard error: the
+    ratio's own uncertainty, far smaller than either perplexity's."""
+    d = nll.astype(np.float64) - base.astype(np.float64)
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d)))
+
+
+def prefix_report(results: dict[str, Any], ctx: int, prefixes: list[int]) -> dict[str, Any]:
+    """Each type against F16 over the first n chunks, for each n: the
+    perplexity ratio, with the paired standard error (in %)."""
+    per_chunk = ctx - 1 - ctx // 2
+    base = results["f16"]["nll"]
+    out: dict[str, Any] = {}
+    for n in prefixes:
+        if n > results["f16"]["chunks"]:
+            continue
+        row = {}
+        for t, r in results.items():
+            if t == "f16":
+                continue
+            mean, err = paired(r["nll"][: n * per_chunk], base[: n * per_chunk])
+            row[t] = {"pct": 100 * (np.exp(mean) - 1), "pct_error": 100 * err}
+            print(f"libeliza  first {n:3d} chunks {t:7s} vs f16: {row[t]['pct']:+.3f}% +/- {row[t]['pct_error']:.3f}%")
+        out[str(n)] = row
+    return out
 
 
 def kl_divergences(model: Path, text: str, types: list[str], ctx: int, chunks: int,
@@ -182,15 +224,20 @@ def main() -> int:
     ap.add_argument("--llama-args", default="",
                     help="more llama-perplexity arguments, e.g. '-nr' (no weight repacking, which faults on "
                          "some VMs)")
+    ap.add_argument("--text", choices=("tutorial", "long"), default="tutorial",
+                    help="the tutorial (about 8k tokens), or it followed by the FAQ, HOWTOs and reference")
+    ap.add_argument("--prefixes", default="",
+                    help="also compare each type with F16 over the first N chunks, e.g. 16,32,64")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--nll", type=Path, help="save each type's per-token NLL (.npz), to compare runs token by token")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "sdk"))
 
-    text = prose_text()
-    text_file = Path(os.environ.get("TMPDIR", "/tmp")) / "eliza_ppl_tutorial.txt"
+    text = prose_text(args.text)
+    text_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"eliza_ppl_{args.text}.txt"
     text_file.write_text(text, encoding="utf-8")
     types = [t for t in args.types.split(",") if t]
-    results: dict[str, Any] = {"model": str(args.model), "ctx": args.ctx, "chunks": args.chunks,
+    results: dict[str, Any] = {"model": str(args.model), "text": args.text, "ctx": args.ctx, "chunks": args.chunks,
                                "machine": platform.machine(), "eliza": {}, "llama.cpp": {}}
     for t in types:
         results["eliza"][t] = eliza_perplexity(args.model, text, t, args.ctx, args.chunks, args.threads)
@@ -218,11 +265,20 @@ def main() -> int:
     base = results["eliza"].get("f16", {}).get("ppl")
     if base:
         for t, r in results["eliza"].items():
-            print(f"libeliza  {t:7s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}%")
+            mean, err = paired(r["nll"], results["eliza"]["f16"]["nll"])
+            print(f"libeliza  {t:7s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}% "
+                  f"(paired standard error {100 * err:.3f}%)")
+        prefixes = [int(n) for n in args.prefixes.split(",") if n]
+        if prefixes:
+            results["prefixes"] = prefix_report(results["eliza"], args.ctx, prefixes)
         for t, r in results["llama.cpp"].items():
             ours = results["eliza"].get(t, {}).get("ppl")
             if ours:
                 print(f"libeliza  {t:7s} vs llama.cpp {t}: {100 * (ours / r['ppl'] - 1):+.3f}%")
+    if args.nll:
+        np.savez(args.nll, **{t: r["nll"] for t, r in results["eliza"].items()})
+    for r in results["eliza"].values():
+        r.pop("nll")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, threads {args.threads}")

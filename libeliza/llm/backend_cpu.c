@@ -123,7 +123,8 @@ static void cpu_attention(ez_llm_backend *be, ez_kv_cache *kv, int il, float *q,
      * output of attention is transformed back. The first batch of keys a
      * layer writes after a clear fixes its smoothing. */
     if (L->smooth) {
-        if (L->src == il && k && !L->smooth->ready) ez_kv_smooth_fit(L->smooth, k, n);
+        if (L->src == il && k && !L->smooth->ready)
+            ez_kv_smooth_fit(L->smooth, k, q, n, a.n_head);
         if (L->smooth->ready) {
             ez_kv_smooth_queries(L->smooth, q, n, a.n_head);
             if (L->src == il && k) ez_kv_smooth_keys(L->smooth, k, n);

@@ -90,13 +90,13 @@ void ez_kv_unrotate(float *x, int64_t n, int rot) {
 
 /* ---- key smoothing (kv.h) ------------------------------------------------------------ */
 
-void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, int32_t n) {
-    const int hd = sm->head_dim;
+void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, const float *q, int32_t n, int n_head) {
+    const int hd = sm->head_dim, n_rep = q ? n_head / sm->n_head_kv : 0;
     const int64_t row = (int64_t)sm->n_head_kv * hd;
     const double prior = EZ_KV_SMOOTH_PRIOR;
     for (int g = 0; g < sm->n_head_kv; g++) {
         float *m = sm->mean + (int64_t)g * hd, *sc = sm->scale + (int64_t)g * hd, *b = sm->bias + (int64_t)g * hd;
-        double head_sq = 0.0, norm = 0.0;
+        double head_sq = 0.0, q_sq = 0.0, norm = 0.0;
         for (int c = 0; c < hd; c++) {
             double sum = 0.0, sq = 0.0;
             for (int32_t t = 0; t < n; t++) {
@@ -110,9 +110,22 @@ void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, int32_t n) {
             head_sq += sq;
         }
         head_sq /= (double)n * hd;
+        /* the mean square of the queries that meet this head, over channels, in b for now */
+        for (int c = 0; c < hd; c++) {
+            double sq = 0.0;
+            for (int32_t t = 0; t < n && q; t++)
+                for (int r = 0; r < n_rep; r++) {
+                    const double x = q[((int64_t)t * n_head + g * n_rep + r) * hd + c];
+                    sq += x * x;
+                }
+            b[c] = (float)sq;
+            q_sq += sq;
+        }
+        q_sq /= (double)EZ_MAX(1, n * n_rep) * hd;
         for (int c = 0; c < hd; c++) {
             const double var = ((double)sc[c] + prior * head_sq) / (n + prior);
-            sc[c] = var > 0.0 ? (float)sqrt(sqrt(var)) : 1.0f;
+            const double qv = q ? ((double)b[c] + prior * q_sq) / ((double)n * n_rep + prior) : 1.0;
+            sc[c] = var > 0.0 && qv > 0.0 ? (float)sqrt(sqrt(var / qv)) : 1.0f;
             norm += (double)sc[c] * sc[c];
         }
         norm = sqrt(norm / hd);

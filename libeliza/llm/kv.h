@@ -164,9 +164,16 @@ EZ_INTERNAL void ez_kv_load_tbq3_0(const void *src, float *y, int64_t n);
  * q' with `bias`, m / s in the stored keys' domain) only where a soft-cap
  * makes the scores' level matter. m and s are fixed by the first batch of
  * keys the layer writes after a clear (in a session: the prompt's first
- * batch): m the channel mean, s the square root of the channel's RMS about
- * it, normalised to a mean square of 1; EZ_KV_SMOOTH_PRIOR positions of
- * mean 0 and the head's mean square are counted in, so that a batch of one
+ * batch): m the channel mean, s the fourth root of the channel's key
+ * variance about m over the mean square of the queries' channel (over the
+ * query heads that share the key/value head), normalised to a mean square
+ * of 1. A block quantizer's error is spread over its block (the rotation
+ * or conditioning) in proportion to the block's mean square, so the
+ * expected squared score error of a block B goes as
+ * (sum_B s^2 Q)(sum_B K / s^2) for key variances K and query mean squares
+ * Q, which is least (Cauchy-Schwarz) at s^4 = K / Q. Without queries, Q is
+ * taken as 1. EZ_KV_SMOOTH_PRIOR positions of mean 0 and the head's mean
+ * square (of keys, and of queries) are counted in, so that a batch of one
  * or a few tokens gives m near 0 and s near 1. They then hold for every row
  * written until the next clear, so rewinds, rings, reused prefixes and
  * snapshots keep all rows in one domain. */
@@ -180,9 +187,10 @@ typedef struct {
     float *bias;        /* [n_head_kv * head_dim] m / s, transformed by rot */
 } ez_kv_smooth;
 
-/* Fixes sm from n positions of keys k [n, n_head_kv * head_dim] (before
- * any transform) and sets ready. */
-EZ_INTERNAL void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, int32_t n);
+/* Fixes sm from n positions of keys k [n, n_head_kv * head_dim] and their
+ * queries q [n, n_head * head_dim] (before any transform; q may be NULL)
+ * and sets ready. */
+EZ_INTERNAL void ez_kv_smooth_fit(ez_kv_smooth *sm, const float *k, const float *q, int32_t n, int n_head);
 /* k [n, n_head_kv * head_dim] = (k - m) / s, in place. */
 EZ_INTERNAL void ez_kv_smooth_keys(const ez_kv_smooth *sm, float *k, int32_t n);
 /* q [n, n_head * head_dim] *= s of each query head's key/value head
