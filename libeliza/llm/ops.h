@@ -165,7 +165,8 @@ typedef void (*ez_llm_tile_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, c
 /* How a weight type's rows unpack for the tile and x8 kernels, from which
  * every tile kernel is chosen. */
 typedef enum {
-    EZ_LLM_TILE_Q32 = 1,  /* 32-element blocks: a byte per code and a float scale per block (Q8_0 activations) */
+    EZ_LLM_TILE_Q32 = 1,  /* 32-element blocks: a byte per code and a float scale per block (Q8_0
+                           * activations; Q8_1 for the types with a min) */
     EZ_LLM_TILE_QK = 2    /* 256-element super-blocks into ez_llm_ktile (Q8_K activations) */
 } ez_llm_tile_family;
 
@@ -179,23 +180,28 @@ typedef struct {
                        * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
                        * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2) */
     int scale32;      /* QK: one scale per 32 elements (the AVX-512 vpdpbusd kernel; every wide 3 type) */
+    int has_min;      /* Q32: weight = d * code + m (Q4_1, Q5_1; zero point 0, Q8_1 activations):
+                       * block dot = d * dx * sum code*x + m * s, s = Q8_1's dx * sum x. Only x8
+                       * kernels (the tile kernels read Q8_0 rows) */
 } ez_llm_tile_traits;
 
 /* NULL for types that only have per-pair dots. */
 EZ_INTERNAL const ez_llm_tile_traits *ez_llm_tile_traits_of(uint32_t w_type);
 
 EZ_INTERNAL size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols);
-/* Unpacks rows [r0, r0 + n_rows) into codes [nb][TILE_ROWS][32] and scales
- * [nb][TILE_ROWS] (rows past n_rows zero). */
+/* Unpacks rows [r0, r0 + n_rows) into codes [nb][TILE_ROWS][32], scales
+ * [nb][TILE_ROWS] and, for the has_min types, mins [nb][TILE_ROWS] (mins is
+ * not touched for the others and may be NULL; rows past n_rows zero). */
 EZ_INTERNAL void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
-                                        float *scales);
+                                        float *scales, float *mins);
 /* The same with AVX2 (x86-64 only; the caller checks the CPU). */
 EZ_INTERNAL void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes,
-                                         float *scales);
+                                         float *scales, float *mins);
 /* K quants: tiles[sb * TILE_ROWS + r] for every super-block sb. */
 EZ_INTERNAL void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
-/* NULL when the type has no tile kernel (or, for _active, under
- * ELIZA_FORCE_SCALAR, where the per-pair reference dots are used). */
+/* NULL when the type has no tile kernel (the has_min types; or, for
+ * _active, under ELIZA_FORCE_SCALAR, where the per-pair reference dots are
+ * used). */
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type);
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type);
 /* AVX2 plus AVX-VNNI's vpdpbusd where it pays (the Q*_0 family); NULL when
@@ -206,7 +212,7 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 
 /* ---- x8 kernels: eight activation rows per vector lane ------------------------------
  *
- * For the tile types with unsigned codes (Q8_0 activations), the signed ones
+ * For the tile types with unsigned codes (Q8_0 or, with a min, Q8_1 activations), the signed ones
  * where vpdpbusd sums (AVX-VNNI, AVX-512: see below), and every K-tile type
  * (Q8_K activations), with at least EZ_LLM_X8_MIN_ROWS activation rows.
  * The activations are repacked once per product into groups of 8 rows whose
@@ -227,9 +233,12 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 EZ_INTERNAL void ez_llm_tile_codes_unsigned(uint8_t *codes, size_t n);
 
 typedef struct ez_llm_x8_block_s {
-    int8_t q[8][8][4];   /* [4-byte group][row][byte]: one Q8_0 block of 8 rows */
+    int8_t q[8][8][4];   /* [4-byte group][row][byte]: one Q8_0 or Q8_1 block of 8 rows */
     float d[8];          /* block scales of the 8 rows */
-    int32_t sum[8];      /* sum of each row's 32 codes (for the weight's zero point) */
+    union {
+        int32_t sum[8];  /* Q8_0 packs: sum of each row's 32 codes (for the weight's zero point) */
+        float s[8];      /* Q8_1 packs: each row's s (d * sum as Q8_1 stores it, for the weight's min) */
+    };
 } ez_llm_x8_block;       /* 320 bytes */
 
 /* The same for one Q8_K super-block of 8 rows. */
@@ -242,6 +251,9 @@ typedef struct ez_llm_x8k_block_s {
 /* Rows [0, M) of Q8_0 activations (rows of x_row_bytes) into ceil(M / 8)
  * groups of K/32 blocks each; rows past M are zero. */
 EZ_INTERNAL void ez_llm_pack_x8(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8_block *dst);
+/* The same for Q8_1 rows (core's ez_block_q8_1): d and s as stored, so the
+ * min term m * s rounds as in the per-pair dots and llama.cpp's. */
+EZ_INTERNAL void ez_llm_pack_x8_1(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8_block *dst);
 /* Q8_K rows into ceil(M / 8) groups of K/256 super-blocks. */
 EZ_INTERNAL void ez_llm_pack_x8k(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8k_block *dst);
 

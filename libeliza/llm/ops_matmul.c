@@ -54,6 +54,7 @@ static void pack_groups(void *ctx, int64_t g0, int64_t g1, int thread_index) {
     uint8_t *dst = (uint8_t *)j->dst + (size_t)g0 * j->group_bytes;
     (void)thread_index;
     if (j->vdt == EZ_TYPE_Q8_0) ez_llm_pack_x8(xq, j->row_bytes, rows, j->K, (ez_llm_x8_block *)dst);
+    else if (j->vdt == EZ_TYPE_Q8_1) ez_llm_pack_x8_1(xq, j->row_bytes, rows, j->K, (ez_llm_x8_block *)dst);
     else ez_llm_pack_x8k(xq, j->row_bytes, rows, j->K, (ez_llm_x8k_block *)dst);
 }
 
@@ -63,8 +64,9 @@ static int32_t x8_activations(ez_pool *pool, const ez_llm_acts *a, ez_llm_act_ro
     const int64_t n_groups = (a->n_rows + 7) / 8;
     pack_job job;
     size_t need;
-    job.group_bytes = f->type == EZ_TYPE_Q8_0 ? (size_t)(a->n_cols / EZ_QK) * sizeof(ez_llm_x8_block)
-                                              : (size_t)(a->n_cols / EZ_QK_K) * sizeof(ez_llm_x8k_block);
+    job.group_bytes = f->type == EZ_TYPE_Q8_0 || f->type == EZ_TYPE_Q8_1
+                          ? (size_t)(a->n_cols / EZ_QK) * sizeof(ez_llm_x8_block)
+                          : (size_t)(a->n_cols / EZ_QK_K) * sizeof(ez_llm_x8k_block);
     need = (size_t)n_groups * job.group_bytes;
     if (!f->x8_ready) {
         if (f->x8_cap < need) {

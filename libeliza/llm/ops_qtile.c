@@ -9,7 +9,9 @@
  * 32-element block with the block's float scale. Q4_0 and Q5_0 keep their
  * unsigned codes (0..15, 0..31) and the zero point (8, 16) comes off the
  * integer sum; Q8_0 stays signed, and IQ4_NL / MXFP4 codes become their
- * signed table values.
+ * signed table values. Q4_1 / Q5_1 (Q8_1 activations, x8 kernels only) keep
+ * their unsigned codes with zero point 0 and add the min: per block
+ * d * dx * sum(code * x) + m * s, s = Q8_1's stored dx * sum(x).
  *
  * Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / TQ2_0 (Q8_K activations, 256-element
  * super-blocks): unsigned codes (0..3, 0..7, 0..15, 0..31, 0..63, 0..2), an
@@ -41,6 +43,7 @@ _Static_assert(sizeof(ez_llm_ktile) % 32 == 0, "K tiles must keep their codes 32
 
 static const ez_llm_tile_traits g_tile_traits[EZ_TYPE_COUNT] = {
     [EZ_TYPE_Q4_0] = {EZ_LLM_TILE_Q32, 8, 0, 0, 0},    [EZ_TYPE_Q5_0] = {EZ_LLM_TILE_Q32, 16, 0, 0, 0},
+    [EZ_TYPE_Q4_1] = {EZ_LLM_TILE_Q32, 0, 0, 0, 0, 1}, [EZ_TYPE_Q5_1] = {EZ_LLM_TILE_Q32, 0, 0, 0, 0, 1},
     [EZ_TYPE_Q8_0] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},    [EZ_TYPE_IQ4_NL] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},
     [EZ_TYPE_MXFP4] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},   [EZ_TYPE_Q2_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},
     [EZ_TYPE_Q3_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},     [EZ_TYPE_Q4_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},
@@ -61,18 +64,36 @@ static int is_family(uint32_t t, ez_llm_tile_family f) {
     return tt && tt->family == f;
 }
 
-/* Unpacked group: Q*_0 codes[b][r][32] then scale[b][r] for nb blocks;
- * K quants ez_llm_ktile[sb][r] for nb super-blocks. */
+/* Unpacked group: Q32 codes[b][r][32], then scale[b][r] and min[b][r] for
+ * nb blocks; K quants ez_llm_ktile[sb][r] for nb super-blocks. */
 size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols) {
     if (is_family(w_type, EZ_LLM_TILE_QK))
         return (size_t)(n_cols / EZ_QK_K) * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
-    return (size_t)(n_cols / EZ_QK) * EZ_LLM_TILE_ROWS * (EZ_QK + sizeof(float)) + 64;
+    return (size_t)(n_cols / EZ_QK) * EZ_LLM_TILE_ROWS * (EZ_QK + 2 * sizeof(float)) + 64;
 }
 
-/* Codes of one block as bytes: unsigned for Q4_0 / Q5_0, signed for the others. */
-static void unpack_block(uint32_t type, const uint8_t *blk, uint8_t *codes, float *scale) {
+/* Codes of one block as bytes: unsigned for Q4_0 / Q5_0 / Q4_1 / Q5_1 (the
+ * last two also write *min), signed for the others. */
+static void unpack_block(uint32_t type, const uint8_t *blk, uint8_t *codes, float *scale, float *min) {
     int j;
-    if (type == EZ_TYPE_IQ4_NL || type == EZ_TYPE_MXFP4) {
+    if (type == EZ_TYPE_Q4_1) {
+        const ez_block_q4_1 *b = (const ez_block_q4_1 *)blk;
+        for (j = 0; j < EZ_QK / 2; j++) {
+            codes[j] = (uint8_t)(b->qs[j] & 0x0f);
+            codes[j + EZ_QK / 2] = (uint8_t)(b->qs[j] >> 4);
+        }
+        *scale = ez_f16_to_f32(b->d);
+        *min = ez_f16_to_f32(b->m);
+    } else if (type == EZ_TYPE_Q5_1) {
+        const ez_block_q5_1 *b = (const ez_block_q5_1 *)blk;
+        uint32_t qh = (uint32_t)b->qh[0] | (uint32_t)b->qh[1] << 8 | (uint32_t)b->qh[2] << 16 | (uint32_t)b->qh[3] << 24;
+        for (j = 0; j < EZ_QK / 2; j++) {
+            codes[j] = (uint8_t)((b->qs[j] & 0x0f) | ((qh >> j) & 1) << 4);
+            codes[j + EZ_QK / 2] = (uint8_t)((b->qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+        }
+        *scale = ez_f16_to_f32(b->d);
+        *min = ez_f16_to_f32(b->m);
+    } else if (type == EZ_TYPE_IQ4_NL || type == EZ_TYPE_MXFP4) {
         const ez_block_iq4_nl *b = (const ez_block_iq4_nl *)blk;
         const ez_block_mxfp4 *bm = (const ez_block_mxfp4 *)blk;
         const int8_t *kv = type == EZ_TYPE_IQ4_NL ? ez_kvalues_iq4nl : ez_kvalues_mxfp4;
@@ -104,18 +125,23 @@ static void unpack_block(uint32_t type, const uint8_t *blk, uint8_t *codes, floa
     }
 }
 
-void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales) {
+void ez_llm_tile_unpack_ref(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales,
+                            float *mins) {
     const int64_t nb = w->n_cols / EZ_QK;
     const size_t bsize = w->row_bytes / (size_t)nb;
+    const int has_min = ez_llm_tile_traits_of(w->type)->has_min;
     for (int64_t b = 0; b < nb; b++)
         for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
             uint8_t *c = codes + ((size_t)b * EZ_LLM_TILE_ROWS + (size_t)r) * EZ_QK;
-            float *s = scales + (size_t)b * EZ_LLM_TILE_ROWS + (size_t)r;
+            const size_t i = (size_t)b * EZ_LLM_TILE_ROWS + (size_t)r;
+            float unused;
             if (r < n_rows) {
-                unpack_block(w->type, w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)b * bsize, c, s);
+                unpack_block(w->type, w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)b * bsize, c, &scales[i],
+                             has_min ? &mins[i] : &unused);
             } else {
                 memset(c, 0, EZ_QK);
-                *s = 0.0f;
+                scales[i] = 0.0f;
+                if (has_min) mins[i] = 0.0f;
             }
         }
 }
@@ -129,7 +155,7 @@ static void tile_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
     for (int64_t g = r0; g < r1; g += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g);
-        ez_llm_tile_unpack_ref(w, g, n_rows, codes, scales);
+        ez_llm_tile_unpack_ref(w, g, n_rows, codes, scales, NULL);
         for (int64_t m = 0; m < M; m++) {
             const ez_block_q8_0 *xb = (const ez_block_q8_0 *)(x + (size_t)m * x_row_bytes);
             for (int r = 0; r < n_rows; r++) {
@@ -308,7 +334,7 @@ static void ktile_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint
 }
 
 ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type) {
-    if (is_family(w_type, EZ_LLM_TILE_Q32)) return tile_ref;
+    if (is_family(w_type, EZ_LLM_TILE_Q32)) return ez_llm_tile_traits_of(w_type)->has_min ? NULL : tile_ref;
     if (is_family(w_type, EZ_LLM_TILE_QK)) return ktile_ref;
     return NULL;
 }
@@ -343,6 +369,27 @@ void ez_llm_pack_x8(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K,
                     for (int k4 = 0; k4 < 8; k4++) memset(o->q[k4][a], 0, 4);
                     o->d[a] = 0.0f;
                     o->sum[a] = 0;
+                }
+            }
+        }
+}
+
+void ez_llm_pack_x8_1(const uint8_t *xq, size_t x_row_bytes, int64_t M, int64_t K, ez_llm_x8_block *dst) {
+    const int64_t nb = K / EZ_QK, n_groups = (M + 7) / 8;
+    for (int64_t g = 0; g < n_groups; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            ez_llm_x8_block *o = &dst[g * nb + b];
+            for (int a = 0; a < 8; a++) {
+                const int64_t m = g * 8 + a;
+                if (m < M) {
+                    const ez_block_q8_1 *xb = (const ez_block_q8_1 *)(xq + (size_t)m * x_row_bytes) + b;
+                    for (int k4 = 0; k4 < 8; k4++) memcpy(o->q[k4][a], xb->qs + 4 * k4, 4);
+                    o->d[a] = xb->d;
+                    o->s[a] = xb->s;
+                } else {
+                    for (int k4 = 0; k4 < 8; k4++) memset(o->q[k4][a], 0, 4);
+                    o->d[a] = 0.0f;
+                    o->s[a] = 0.0f;
                 }
             }
         }
@@ -410,12 +457,14 @@ static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x
     const ez_llm_x8_block *x = (const ez_llm_x8_block *)xv;
     const int64_t nb = w->n_cols / EZ_QK;
     const int is_signed = ez_llm_tile_traits_of(w->type)->is_signed;
+    const int has_min = ez_llm_tile_traits_of(w->type)->has_min;
     const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)scratch;
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
+    float *mins = scales + (size_t)nb * EZ_LLM_TILE_ROWS;
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_tile_unpack_ref(w, g0, n_rows, codes, scales);
+        ez_llm_tile_unpack_ref(w, g0, n_rows, codes, scales, mins);
         if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m++) {
             const ez_llm_x8_block *xg = x + (m / 8) * nb;
@@ -424,9 +473,11 @@ static void x8_ref(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x
                 float sum = 0.0f;
                 for (int64_t b = 0; b < nb; b++) {
                     const uint8_t *c = codes + ((size_t)b * EZ_LLM_TILE_ROWS + (size_t)r) * EZ_QK;
-                    int32_t isum = -zp * xg[b].sum[a];
+                    /* has_min packs hold s, not sum, and zp is 0 */
+                    int32_t isum = has_min ? 0 : -zp * xg[b].sum[a];
                     for (int j = 0; j < EZ_QK; j++) isum += (int32_t)c[j] * xg[b].q[j / 4][a][j % 4];
                     sum += scales[b * EZ_LLM_TILE_ROWS + r] * xg[b].d[a] * (float)isum;
+                    if (has_min) sum += mins[b * EZ_LLM_TILE_ROWS + r] * xg[b].s[a];
                 }
                 y[m * ldy + g0 + r] = sum;
             }

@@ -60,8 +60,10 @@ static inline __m256i fifth_bits(const uint8_t qh_bytes[4]) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales) {
+void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales,
+                             float *mins) {
     const int64_t nb = w->n_cols / EZ_QK;
+    const int has_min = ez_llm_tile_traits_of(w->type)->has_min;
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
         const uint8_t *row = w->data + (size_t)(r0 + r) * w->row_bytes;
         for (int64_t b = 0; b < nb; b++) {
@@ -70,6 +72,17 @@ void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uin
             if (r >= n_rows) {
                 _mm256_store_si256(c, _mm256_setzero_si256());
                 *s = 0.0f;
+                if (has_min) mins[(size_t)b * EZ_LLM_TILE_ROWS + (size_t)r] = 0.0f;
+            } else if (w->type == EZ_TYPE_Q4_1) {
+                const ez_block_q4_1 *blk = (const ez_block_q4_1 *)row + b;
+                _mm256_store_si256(c, nibbles(blk->qs));
+                *s = f16(blk->d);
+                mins[(size_t)b * EZ_LLM_TILE_ROWS + (size_t)r] = f16(blk->m);
+            } else if (w->type == EZ_TYPE_Q5_1) {
+                const ez_block_q5_1 *blk = (const ez_block_q5_1 *)row + b;
+                _mm256_store_si256(c, _mm256_or_si256(nibbles(blk->qs), fifth_bits(blk->qh)));
+                *s = f16(blk->d);
+                mins[(size_t)b * EZ_LLM_TILE_ROWS + (size_t)r] = f16(blk->m);
             } else if (w->type == EZ_TYPE_Q8_0) {
                 const ez_block_q8_0 *blk = (const ez_block_q8_0 *)row + b;
                 _mm256_store_si256(c, _mm256_loadu_si256((const __m256i *)blk->qs));
@@ -198,7 +211,7 @@ static void tile_with(pair_fn pair, const ez_llm_matrix *w, int64_t r0, int64_t 
     act_rows a;
     for (int64_t g = r0; g < r1; g += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g);
-        ez_llm_tile_unpack_avx2(w, g, n_rows, codes, scales);
+        ez_llm_tile_unpack_avx2(w, g, n_rows, codes, scales, NULL);
         for (int64_t m = 0; m < M; m += PAIR_ACTS) {
             const int n_acts = (int)EZ_MIN((int64_t)PAIR_ACTS, M - m);
             for (int j = 0; j < PAIR_ACTS; j++)
@@ -226,12 +239,13 @@ static void tile_vnni(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint
 }
 #endif
 
-/* ---- x8 kernels (Q4_0 / Q5_0): four weight rows against eight packed activation rows --
+/* ---- x8 kernels (Q4_0 / Q5_0 / Q4_1 / Q5_1): four weight rows against eight packed activation rows --
  *
  * Lanes are activation rows. Per block and weight row: eight 4-byte groups,
  * each the row's 4 codes broadcast (a load) against the 8 rows' 4 bytes (one
  * 32-byte load shared by the 4 weight rows); then one conversion and one FMA
- * for 8 results. Two integer chains per weight row hide the VNNI latency. */
+ * for 8 results, and for the types with a min one more FMA (m * s). Two
+ * integer chains per weight row hide the VNNI latency. */
 
 static inline __m256i bcast4(const uint8_t *p) {
     int32_t v;
@@ -240,7 +254,7 @@ static inline __m256i bcast4(const uint8_t *p) {
 }
 
 /* AVX2: four maddubs summed in 16 bits (|sum| <= 31 * 128 * 2 * 4 < 2^15 for
- * codes up to 31), then pairs summed to 32 bits. */
+ * codes up to 31: Q5_0, Q5_1), then pairs summed to 32 bits. */
 #define X8_ISUM_AVX2(isum, c, xb, nz)                                                                    \
     {                                                                                                    \
         const __m256i ones16 = _mm256_set1_epi16(1);                                                     \
@@ -270,8 +284,8 @@ static inline __m256i bcast4(const uint8_t *p) {
     }
 
 #define X8_KERNEL(NAME, ATTR, ISUM)                                                                          \
-    ATTR static void NAME(int64_t nb, const uint8_t *codes, const float *scales, const ez_llm_x8_block *xg,  \
-                          int zp, float out[EZ_LLM_TILE_ROWS][8]) {                                          \
+    ATTR static void NAME(int64_t nb, const uint8_t *codes, const float *scales, const float *mins,         \
+                          const ez_llm_x8_block *xg, int zp, float out[EZ_LLM_TILE_ROWS][8]) {              \
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                          \
         const __m256i vzp = _mm256_set1_epi32(-zp);                                                          \
         for (int64_t b = 0; b < nb; b++) {                                                                   \
@@ -279,7 +293,8 @@ static inline __m256i bcast4(const uint8_t *p) {
             const uint8_t *cb = codes + (size_t)b * EZ_LLM_TILE_ROWS * EZ_QK;                                \
             const float *s = scales + (size_t)b * EZ_LLM_TILE_ROWS;                                          \
             const __m256 dx = _mm256_loadu_ps(xb->d);                                                        \
-            const __m256i nz = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)xb->sum), vzp);        \
+            const __m256i nz = mins ? _mm256_setzero_si256()                                                 \
+                                    : _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)xb->sum), vzp); \
             __m256i i0, i1, i2, i3;                                                                          \
             ISUM(i0, cb, xb, nz)                                                                             \
             ISUM(i1, cb + EZ_QK, xb, nz)                                                                     \
@@ -289,6 +304,14 @@ static inline __m256i bcast4(const uint8_t *p) {
             a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i1), _mm256_mul_ps(dx, _mm256_set1_ps(s[1])), a1);       \
             a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i2), _mm256_mul_ps(dx, _mm256_set1_ps(s[2])), a2);       \
             a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i3), _mm256_mul_ps(dx, _mm256_set1_ps(s[3])), a3);       \
+            if (mins) {                                                                                      \
+                const float *mn = mins + (size_t)b * EZ_LLM_TILE_ROWS;                                       \
+                const __m256 sx = _mm256_loadu_ps(xb->s);                                                    \
+                a0 = _mm256_fmadd_ps(sx, _mm256_set1_ps(mn[0]), a0);                                         \
+                a1 = _mm256_fmadd_ps(sx, _mm256_set1_ps(mn[1]), a1);                                         \
+                a2 = _mm256_fmadd_ps(sx, _mm256_set1_ps(mn[2]), a2);                                         \
+                a3 = _mm256_fmadd_ps(sx, _mm256_set1_ps(mn[3]), a3);                                         \
+            }                                                                                                \
         }                                                                                                    \
         _mm256_storeu_ps(out[0], a0);                                                                        \
         _mm256_storeu_ps(out[1], a1);                                                                        \
@@ -301,8 +324,9 @@ X8_KERNEL(x8_rows_avx2, , X8_ISUM_AVX2)
 X8_KERNEL(x8_rows_vnni, __attribute__((target("avx2,fma,f16c,avxvnni"))), X8_ISUM_VNNI)
 #endif
 
-typedef void (*x8_rows_fn)(int64_t nb, const uint8_t *codes, const float *scales, const ez_llm_x8_block *xg, int zp,
-                           float out[EZ_LLM_TILE_ROWS][8]);
+/* mins: NULL for the types without a min (xg holds sums), else their mins (xg holds s). */
+typedef void (*x8_rows_fn)(int64_t nb, const uint8_t *codes, const float *scales, const float *mins,
+                           const ez_llm_x8_block *xg, int zp, float out[EZ_LLM_TILE_ROWS][8]);
 
 /* Signed codes only with the VNNI rows (EZ_LLM_SIGNED_ZP). */
 static void x8_with(x8_rows_fn rows, const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M,
@@ -313,14 +337,15 @@ static void x8_with(x8_rows_fn rows, const ez_llm_matrix *w, int64_t r0, int64_t
     const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
+    float *mins = ez_llm_tile_traits_of(w->type)->has_min ? scales + (size_t)nb * EZ_LLM_TILE_ROWS : NULL;
     float out[EZ_LLM_TILE_ROWS][8];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
+        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales, mins);
         if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m += 8) {
             const int n_acts = (int)EZ_MIN((int64_t)8, M - m);
-            rows(nb, codes, scales, x + (m / 8) * nb, zp, out);
+            rows(nb, codes, scales, mins, x + (m / 8) * nb, zp, out);
             for (int a = 0; a < n_acts; a++)
                 for (int r = 0; r < n_rows; r++) y[(m + a) * ldy + g0 + r] = out[r][a];
         }
@@ -516,7 +541,7 @@ static void ktile_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uin
 
 ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type) {
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
-    if (!tt || tt->wide == 3) return NULL;
+    if (!tt || tt->wide == 3 || tt->has_min) return NULL;
     return tt->family == EZ_LLM_TILE_Q32 ? tile_avx2 : ktile_avx2;
 }
 
@@ -531,7 +556,7 @@ int ez_llm_cpu_has_avxvnni(void) {
 ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type) {
 #if EZ_LLM_HAVE_AVXVNNI
     const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(w_type);
-    if (tt && tt->family == EZ_LLM_TILE_Q32) return tile_vnni;
+    if (tt && tt->family == EZ_LLM_TILE_Q32 && !tt->has_min) return tile_vnni;
     return ez_llm_tile_avx2(w_type);
 #else
     (void)w_type;

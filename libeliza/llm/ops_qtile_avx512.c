@@ -1,7 +1,7 @@
 /* AVX-512 x8 kernels (see ops.h and ops_qtile_avx2.c): the AVX2 kernels'
  * scheme with two packed groups of 8 activation rows in the two halves of
  * each register, so a weight's broadcast codes serve 16 rows per
- * instruction. The Q*_0 family (signed codes shifted to unsigned, see
+ * instruction. The Q32 family (signed codes shifted to unsigned, see
  * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd, and so do Q4_K / Q5_K (one
  * scale per 32 elements, applied to the 32-bit sums); the other K quants
  * keep the maddubs + madd form whose 16-bit products carry the per-16
@@ -32,16 +32,18 @@ static inline __m512 halves_ps(const float *lo, const float *hi) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1);
 }
 
-/* out[r][0..8) for group x0's rows, out[r][8..16) for x1's. */
-static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, const ez_llm_x8_block *x0,
-                     const ez_llm_x8_block *x1, int zp, float out[EZ_LLM_TILE_ROWS][16]) {
+/* out[r][0..8) for group x0's rows, out[r][8..16) for x1's. mins: NULL for
+ * the types without a min (the packs hold sums), else their mins (the packs
+ * hold s: one more FMA per block and row). */
+static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, const float *mins,
+                     const ez_llm_x8_block *x0, const ez_llm_x8_block *x1, int zp, float out[EZ_LLM_TILE_ROWS][16]) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     const __m512i vzp = _mm512_set1_epi32(-zp);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *cb = codes + (size_t)b * EZ_LLM_TILE_ROWS * EZ_QK;
         const float *s = scales + (size_t)b * EZ_LLM_TILE_ROWS;
         const __m512 dx = halves_ps(x0[b].d, x1[b].d);
-        const __m512i nz = _mm512_mullo_epi32(halves(x0[b].sum, x1[b].sum), vzp);
+        const __m512i nz = mins ? _mm512_setzero_si512() : _mm512_mullo_epi32(halves(x0[b].sum, x1[b].sum), vzp);
         __m512i q[8], isum[EZ_LLM_TILE_ROWS];
         for (int k = 0; k < 8; k++) q[k] = halves(x0[b].q[k], x1[b].q[k]);
         for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
@@ -60,6 +62,14 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
         a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[1]), _mm512_mul_ps(dx, _mm512_set1_ps(s[1])), a1);
         a2 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[2]), _mm512_mul_ps(dx, _mm512_set1_ps(s[2])), a2);
         a3 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[3]), _mm512_mul_ps(dx, _mm512_set1_ps(s[3])), a3);
+        if (mins) {
+            const float *mn = mins + (size_t)b * EZ_LLM_TILE_ROWS;
+            const __m512 sx = halves_ps(x0[b].s, x1[b].s);
+            a0 = _mm512_fmadd_ps(sx, _mm512_set1_ps(mn[0]), a0);
+            a1 = _mm512_fmadd_ps(sx, _mm512_set1_ps(mn[1]), a1);
+            a2 = _mm512_fmadd_ps(sx, _mm512_set1_ps(mn[2]), a2);
+            a3 = _mm512_fmadd_ps(sx, _mm512_set1_ps(mn[3]), a3);
+        }
     }
     _mm512_storeu_ps(out[0], a0);
     _mm512_storeu_ps(out[1], a1);
@@ -176,14 +186,15 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
     const int zp = is_signed ? EZ_LLM_SIGNED_ZP : ez_llm_tile_traits_of(w->type)->zero_point;
     uint8_t *codes = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     float *scales = (float *)(codes + (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
+    float *mins = ez_llm_tile_traits_of(w->type)->has_min ? scales + (size_t)nb * EZ_LLM_TILE_ROWS : NULL;
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales);
+        ez_llm_tile_unpack_avx2(w, g0, n_rows, codes, scales, mins);
         if (is_signed) ez_llm_tile_codes_unsigned(codes, (size_t)nb * EZ_LLM_TILE_ROWS * EZ_QK);
         for (int64_t m = 0; m < M; m += 16) {
             const ez_llm_x8_block *xa = x + (m / 8) * nb, *xb = m + 8 < M ? xa + nb : xa;
-            x16_rows(nb, codes, scales, xa, xb, zp, out);
+            x16_rows(nb, codes, scales, mins, xa, xb, zp, out);
             store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
         }
     }

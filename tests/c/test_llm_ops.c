@@ -456,20 +456,28 @@ static void test_llm_tile_kernels_match_dots(void) {
         free(scratch);
     }
     CHECK(ez_llm_tile_ref(EZ_TYPE_F16) == NULL);
-    /* every type with tile traits is in the list above */
+    /* every type with tile traits is in the list above, but those with a min
+     * (Q8_1 activations), which have only x8 kernels */
     for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        const ez_llm_tile_traits *tt = ez_llm_tile_traits_of(t);
         int listed = 0;
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) listed |= types[ti] == t;
-        CHECK_MSG(!ez_llm_tile_traits_of(t) || listed, "type %u has tile traits but no tile test", t);
+        if (tt && tt->has_min) {
+            CHECK_MSG(!listed && !ez_llm_tile_ref(t) && !ez_llm_tile_avx2(t) && !ez_llm_tile_avx2_vnni(t),
+                      "type %u has a min but a tile kernel", t);
+            continue;
+        }
+        CHECK_MSG(!tt || listed, "type %u has tile traits but no tile test", t);
     }
     CHECK(bad == 0);
 }
 
 /* The x8 kernels (packed activations, 8 rows per lane) against the per-pair
  * reference dots: every kernel the CPU runs, ragged row counts, a partial
- * group of activation rows. */
+ * group of activation rows. Q4_1 / Q5_1 read Q8_1 packs (d and s). */
 static void test_llm_x8_kernels_match_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,    EZ_TYPE_Q8_0,   EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
+    static const uint32_t types[] = {EZ_TYPE_Q4_0,   EZ_TYPE_Q5_0,    EZ_TYPE_Q4_1,   EZ_TYPE_Q5_1,
+                                     EZ_TYPE_Q8_0,   EZ_TYPE_IQ4_NL, EZ_TYPE_MXFP4,
                                      EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,    EZ_TYPE_Q6_K,   EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,
                                      EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,   EZ_TYPE_IQ2_XXS, EZ_TYPE_IQ2_XS, EZ_TYPE_IQ2_S,
                                      EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,  EZ_TYPE_IQ1_S,  EZ_TYPE_IQ1_M,  EZ_TYPE_IQ4_XS};
@@ -477,22 +485,25 @@ static void test_llm_x8_kernels_match_dots(void) {
      * kernels' pairs of groups include a lone one. */
     enum { K = 512, R = 11, M = 21 };
     static float x[M * K], y[M * R];
-    static uint8_t xq[M * 600];
+    static uint8_t xq[M * 640]; /* a Q8_1 row of K */
     int bad = 0;
     fill(x, M * K, 3.0f);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const uint32_t vdt = ez_type_traits_of(types[ti])->vec_dot_type;
         const size_t xrb = (size_t)ez_row_bytes(vdt, (uint64_t)K);
-        void *pack = ez_aligned_alloc((M + 7) / 8 * (vdt == EZ_TYPE_Q8_0 ? (K / 32) * sizeof(ez_llm_x8_block)
-                                                               : (K / 256) * sizeof(ez_llm_x8k_block)));
+        const int q32 = vdt == EZ_TYPE_Q8_0 || vdt == EZ_TYPE_Q8_1;
+        void *pack = ez_aligned_alloc((M + 7) / 8 * (q32 ? (K / 32) * sizeof(ez_llm_x8_block)
+                                                         : (K / 256) * sizeof(ez_llm_x8k_block)));
         void *scratch = malloc(ez_llm_tile_scratch(types[ti], K) + 64);
         ez_llm_x8_fn fns[4];
         ez_llm_matrix w;
         for (int m = 0; m < M; m++) {
             if (vdt == EZ_TYPE_Q8_0) ez_llm_quant_q8_0_ref(x + m * K, xq + (size_t)m * xrb, K);
+            else if (vdt == EZ_TYPE_Q8_1) ez_llm_quant_q8_1(x + m * K, xq + (size_t)m * xrb, K);
             else ez_kernels_ref(vdt)->quant(x + m * K, xq + (size_t)m * xrb, K);
         }
         if (vdt == EZ_TYPE_Q8_0) ez_llm_pack_x8(xq, xrb, M, K, (ez_llm_x8_block *)pack);
+        else if (vdt == EZ_TYPE_Q8_1) ez_llm_pack_x8_1(xq, xrb, M, K, (ez_llm_x8_block *)pack);
         else ez_llm_pack_x8k(xq, xrb, M, K, (ez_llm_x8k_block *)pack);
         fns[0] = ez_llm_x8_ref(types[ti]);
         fns[1] = (ez_cpu_features() & EZ_CPU_AVX2) ? ez_llm_x8_avx2(types[ti]) : NULL;
@@ -524,6 +535,14 @@ static void test_llm_x8_kernels_match_dots(void) {
         ez_aligned_free(pack);
     }
     CHECK(ez_llm_x8_ref(EZ_TYPE_F16) == NULL && ez_llm_x8_ref(EZ_TYPE_IQ4_XS) != NULL);
+    /* every type with tile traits is in the list above */
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        int listed = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) listed |= types[ti] == t;
+        CHECK_MSG(!ez_llm_tile_traits_of(t) || listed, "type %u has x8 kernels but no x8 test", t);
+    }
+    /* Q5_1's codes reach 31 like Q5_0's: the plain AVX2 kernel's 16-bit sums hold them. */
+    CHECK(!(ez_cpu_features() & EZ_CPU_AVX2) || (ez_llm_x8_avx2(EZ_TYPE_Q4_1) && ez_llm_x8_avx2(EZ_TYPE_Q5_1)));
     /* IQ4_XS codes reach 241: one maddubs could leave int16, so AVX2 has no tile or x8 kernel. */
     CHECK(ez_llm_x8_avx2(EZ_TYPE_IQ4_XS) == NULL && ez_llm_tile_avx2(EZ_TYPE_IQ4_XS) == NULL);
     /* maddubs would saturate on signed codes: the plain AVX2 kernel refuses them. */
