@@ -99,6 +99,21 @@ int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64
     return ELIZA_OK;
 }
 
+int32_t ez_nn_weight(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, const float **out,
+                     ez_nn_owned *owned) {
+    float *own;
+    int32_t rc;
+    if (owned->n == EZ_NN_MAX_OWNED) return ez_fail(ELIZA_E_INTERNAL, "tensor '%s': too many copies kept", name);
+    if ((rc = ez_nn_tensor_view(g, name, n_dims, dims, out, &own))) return rc;
+    if (own) owned->p[owned->n++] = own;
+    return ELIZA_OK;
+}
+
+void ez_nn_owned_free(ez_nn_owned *owned) {
+    for (int i = 0; i < owned->n; i++) free(owned->p[i]);
+    owned->n = 0;
+}
+
 float *ez_nn_arena_get(ez_nn_arena *a, size_t floats, const char *what) {
     if (floats <= a->floats) return a->data;
     ez_aligned_free(a->data);

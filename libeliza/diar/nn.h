@@ -33,6 +33,19 @@ EZ_INTERNAL int32_t ez_nn_tensor_view(const ez_gguf *g, const char *name, int n_
 EZ_INTERNAL int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
                                  float **out);
 
+/* The copies a model had to make of tensors it otherwise reads in place
+ * (ez_nn_tensor_view: a file aligned to less than a float), freed with it. */
+#define EZ_NN_MAX_OWNED 16
+typedef struct {
+    float *p[EZ_NN_MAX_OWNED];
+    int n;
+} ez_nn_owned;
+
+/* ez_nn_tensor_view, keeping a copy it makes in *owned. */
+EZ_INTERNAL int32_t ez_nn_weight(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
+                                 const float **out, ez_nn_owned *owned);
+EZ_INTERNAL void ez_nn_owned_free(ez_nn_owned *owned);
+
 /* A growable buffer kept by a model between calls, so repeated calls do not
  * map and fault in fresh pages each time. */
 typedef struct {
