@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "core/cpu.h"
+#include "core/kernels/lstm.h"
 #include "core/platform.h"
 #include "core/pool.h"
 #include "tts/ops.h"
@@ -83,6 +84,7 @@ typedef struct {
     shape s;
     ez_pool *pool; /* NULL: run the reference */
     float *x, *w, *w2, *b, *b2, *y, *gb;
+    float *ws;   /* lstm reference: projections [T, 4H], c and gates */
 } run_ctx;
 
 static int out_len(const shape *s) {
@@ -136,8 +138,18 @@ static void run(void *p) {
             const float *const bi[2] = {r->b, r->b}, *const bh[2] = {r->b2, r->b2};
             ez_tts_lstm_bidir(r->pool, r->x, s->t, s->c_in, H, wi, wh, bi, bh, r->y);
         } else {
-            for (int d = 0; d < 2; d++)
-                ez_tts_lstm_ref(r->x, s->t, s->c_in, H, r->w, r->w2, r->b, r->b2, d, r->y + d * H, 2 * H);
+            /* the linear reference for the projections, core's reference step (w2: panels) */
+            float *xp = r->ws, *c = xp + (int64_t)s->t * 4 * H, *gates = c + H;
+            ez_tts_linear_ref(r->x, s->t, s->c_in, r->w, r->b, 4 * H, xp);
+            for (int d = 0; d < 2; d++) {
+                memset(c, 0, sizeof(float) * (size_t)H);
+                for (int step = 0; step < s->t; step++) {
+                    int t = d ? s->t - 1 - step : step;
+                    const float *row = xp + (int64_t)t * 4 * H, *h_prev = r->y + (int64_t)(d ? t + 1 : t - 1) * 2 * H + d * H;
+                    if (step == 0) h_prev = r->b2 + 4 * H; /* zeros */
+                    ez_lstm_step_ref(1, H, 0, H, &row, r->b2, r->w2, h_prev, r->y + (int64_t)t * 2 * H + d * H, c, gates);
+                }
+            }
         }
         break;
     }
@@ -235,14 +247,16 @@ static void bench_shape(ez_pool *pools[2], shape s) {
     nw = (int64_t)s.c_out * (s.c_in / s.groups) * s.k;
     if (s.kind == OP_CONVT) nw = (int64_t)s.c_in * (s.c_out / s.groups) * s.k;
     if (s.kind == OP_LINEAR) nw = (int64_t)s.c_out * s.c_in;
-    if (s.kind == OP_LSTM) nw = (int64_t)4 * s.c_out * s.c_in, nw2 = (int64_t)4 * s.c_out * s.c_out;
+    if (s.kind == OP_LSTM) nw = (int64_t)4 * s.c_out * s.c_in, nw2 = (int64_t)ez_lstm_panels_floats(s.c_out);
     if (s.kind == OP_ADAIN_SNAKE) ny = nx;
     memset(&r, 0, sizeof r);
     r.x = filled(nx, 1.0f);
     r.w = filled(nw, 0.05f);
     r.w2 = filled(nw2, 0.05f);
     r.b = filled(EZ_MAX(4 * s.c_out, s.c_in), 0.5f);
-    r.b2 = filled(4 * s.c_out, 0.1f);
+    r.b2 = filled(5 * s.c_out, 0.1f);
+    memset(r.b2 + 4 * s.c_out, 0, sizeof(float) * (size_t)s.c_out); /* h_{-1} of the lstm reference */
+    if (s.kind == OP_LSTM) r.ws = filled((int64_t)s.t * 4 * s.c_out + 5 * s.c_out, 0.0f);
     r.gb = filled(2 * s.c_in, 0.5f);
     if (s.kind == OP_ADAIN_SNAKE) /* Snake's alpha: r.b in [0.5, 1.5) */
         for (int i = 0; i < s.c_in; i++) r.b[i] += 1.0f;
@@ -259,7 +273,7 @@ static void bench_shape(ez_pool *pools[2], shape s) {
     printf("%-38s | %7.2f %7.2f | %7.2f %7.2f | %7.2f | %6.1fx %6.1fx | %8.2f\n", s.name, flops / ref, flops / ref_cpu,
            flops / f1, flops / f1_cpu, flops / f2, ref_cpu / f1_cpu, ref / f2, f2 * 1e3);
     ez_aligned_free(r.x), ez_aligned_free(r.w), ez_aligned_free(r.w2), ez_aligned_free(r.b);
-    ez_aligned_free(r.b2), ez_aligned_free(r.gb), ez_aligned_free(r.y);
+    ez_aligned_free(r.b2), ez_aligned_free(r.gb), ez_aligned_free(r.y), ez_aligned_free(r.ws);
 }
 
 int main(int argc, char **argv) {

@@ -40,19 +40,18 @@ struct ez_emb_model {
     float min_coverage;
     int n_layers, H, n_embd;
     float *dft;                      /* [2 * n_bins, n_fft]: w[n] cos(2 pi k n / N), then w[n] sin(...) */
-    float *mel;                      /* [n_mels, n_bins] */
+    const float *mel;                /* [n_mels, n_bins], in place */
     ez_nn_lstm lstm[MAX_LSTM_LAYERS];
-    float *lin_w, *lin_b;            /* [n_embd, H], [n_embd] */
+    const float *lin_w, *lin_b;      /* [n_embd, H], [n_embd], in place */
+    ez_nn_owned owned;               /* copies where the file is aligned to less than a float */
     ez_nn_arena work;                /* activations, kept between calls */
 };
 
 void ez_emb_free(ez_emb_model *m) {
     if (!m) return;
     free(m->dft);
-    free(m->mel);
     for (int l = 0; l < MAX_LSTM_LAYERS; l++) ez_nn_lstm_free(&m->lstm[l]);
-    free(m->lin_w);
-    free(m->lin_b);
+    ez_nn_owned_free(&m->owned);
     ez_nn_arena_free(&m->work);
     ez_gguf_close(m->gguf);
     free(m);
@@ -117,7 +116,7 @@ static int32_t load_front_end(ez_emb_model *m, const ez_gguf *g) {
     {
         int64_t dw[1] = {m->n_fft}, dm[2] = {m->n_mels, m->n_bins};
         if ((rc = ez_nn_tensor(g, "mel.window", 1, dw, &window))) return rc;
-        if ((rc = ez_nn_tensor(g, "mel.filters", 2, dm, &m->mel))) {
+        if ((rc = ez_nn_weight(g, "mel.filters", 2, dm, &m->mel, &m->owned))) {
             free(window);
             return rc;
         }
@@ -152,8 +151,8 @@ static int32_t load_layers(ez_emb_model *m, const ez_gguf *g, const char *order)
         snprintf(name, sizeof name, "lstm.%d.weight_ih", m->n_layers);
         if (ez_gguf_find_tensor(g, name))
             return ez_fail(ELIZA_E_FORMAT, "tensor '%s' exists but " ARCH ".lstm.layer_count is %d", name, m->n_layers);
-        if ((rc = ez_nn_tensor(g, "linear.weight", 2, dw, &m->lin_w)) ||
-            (rc = ez_nn_tensor(g, "linear.bias", 1, db, &m->lin_b)))
+        if ((rc = ez_nn_weight(g, "linear.weight", 2, dw, &m->lin_w, &m->owned)) ||
+            (rc = ez_nn_weight(g, "linear.bias", 1, db, &m->lin_b, &m->owned)))
             return rc;
     }
     return ELIZA_OK;

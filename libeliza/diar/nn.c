@@ -10,6 +10,7 @@
 #include "core/cpu.h"
 #include "core/error.h"
 #include "core/gemm.h"
+#include "core/kernels/lstm.h"
 #include "core/platform.h"
 #include "core/quant.h"
 
@@ -98,6 +99,21 @@ int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64
     return ELIZA_OK;
 }
 
+int32_t ez_nn_weight(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims, const float **out,
+                     ez_nn_owned *owned) {
+    float *own;
+    int32_t rc;
+    if (owned->n == EZ_NN_MAX_OWNED) return ez_fail(ELIZA_E_INTERNAL, "tensor '%s': too many copies kept", name);
+    if ((rc = ez_nn_tensor_view(g, name, n_dims, dims, out, &own))) return rc;
+    if (own) owned->p[owned->n++] = own;
+    return ELIZA_OK;
+}
+
+void ez_nn_owned_free(ez_nn_owned *owned) {
+    for (int i = 0; i < owned->n; i++) free(owned->p[i]);
+    owned->n = 0;
+}
+
 float *ez_nn_arena_get(ez_nn_arena *a, size_t floats, const char *what) {
     if (floats <= a->floats) return a->data;
     ez_aligned_free(a->data);
@@ -151,22 +167,9 @@ static int identity_order(const int perm[4]) { return perm[0] == 0 && perm[1] ==
 void ez_nn_lstm_free(ez_nn_lstm *l) {
     if (!l) return;
     free(l->own_ih);
-    free(l->own_hh);
     free(l->bias);
-    free(l->w_hh_t);
+    ez_aligned_free(l->w_hh);
     memset(l, 0, sizeof *l);
-}
-
-/* Whether the recurrence of hidden size H runs the fast (panel) kernels. */
-static int lstm_fast(int H) {
-#if EZ_ARCH_X86_64
-    return ez_simd_at_least(EZ_SIMD_AVX2) && H % 16 == 0;
-#elif EZ_ARCH_AARCH64
-    return ez_simd_level_active() != EZ_SIMD_SCALAR && H % 16 == 0;
-#else
-    (void)H;
-    return 0;
-#endif
 }
 
 /* A weight of n_dirs directions, [4H, cols] each, in i, f, g, o order: the
@@ -190,8 +193,6 @@ int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_o
     char name[96];
     const float *w_ih, *w_hh, *b_ih, *b_hh;
     float *own[4] = {NULL, NULL, NULL, NULL}; /* copies of tensors the file does not align for floats */
-    const float *hh = NULL;
-    float *hh_own = NULL;
     int perm[4];
     int64_t G = 4 * (int64_t)H;
     int32_t rc;
@@ -211,13 +212,10 @@ int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_o
     out->n_in = n_in;
     out->H = H;
     out->n_dirs = n_dirs;
-    /* The input projection reads w_ih as stored; the recurrence reads w_hh
-     * as stored (the reference) or in panels (the fast kernels), never both. */
-    if ((rc = gate_rows(w_ih, perm, n_dirs, H, n_in, prefix, &out->w_ih, &out->own_ih)) ||
-        (rc = gate_rows(w_hh, perm, n_dirs, H, H, prefix, &hh, &hh_own)))
-        goto done;
+    /* The input projection reads w_ih as stored (in place when the file's
+     * gate order is the internal one); the recurrence reads w_hh in panels. */
+    if ((rc = gate_rows(w_ih, perm, n_dirs, H, n_in, prefix, &out->w_ih, &out->own_ih))) goto done;
     if (own[0] && !out->own_ih) out->own_ih = own[0], own[0] = NULL;
-    if (own[1] && !hh_own) hh_own = own[1], own[1] = NULL;
     out->bias = (float *)malloc((size_t)(n_dirs * G) * sizeof(float));
     if (!out->bias) {
         rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its biases", prefix);
@@ -229,31 +227,16 @@ int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_o
                 const int64_t src = d * G + perm[k] * (int64_t)H + j;
                 out->bias[d * G + k * (int64_t)H + j] = b_ih[src] + b_hh[src];
             }
-    if (!lstm_fast(H)) {
-        out->w_hh = hh;
-        out->own_hh = hh_own;
-        hh_own = NULL;
-        rc = ELIZA_OK;
-        goto done;
-    }
-    out->w_hh_t = (float *)malloc((size_t)(n_dirs * G * H) * sizeof(float));
-    if (!out->w_hh_t) {
+    out->w_hh = (float *)ez_aligned_alloc((size_t)n_dirs * ez_lstm_panels_floats(H) * sizeof(float));
+    if (!out->w_hh) {
         rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its weights", prefix);
         goto done;
     }
-    /* Panels of 16 gate rows: panel p holds w_hh[16p .. 16p + 16, k] for
-     * k = 0 .. H-1, 16 consecutive floats per k, so the fast path streams
-     * each panel sequentially. */
-    for (int d = 0; d < n_dirs; d++) {
-        const float *w = hh + d * G * H;
-        float *hh_t = out->w_hh_t + d * G * H;
-        for (int64_t r = 0; r < G; r++)
-            for (int64_t k = 0; k < H; k++) hh_t[((r / 16) * H + k) * 16 + r % 16] = w[r * H + k];
-    }
+    for (int d = 0; d < n_dirs; d++)
+        ez_lstm_pack(H, w_hh + d * G * H, perm, out->w_hh + (size_t)d * ez_lstm_panels_floats(H));
     rc = ELIZA_OK;
 done:
     for (int i = 0; i < 4; i++) free(own[i]);
-    free(hh_own);
     if (rc) ez_nn_lstm_free(out);
     return rc;
 }
@@ -263,33 +246,6 @@ done:
 void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const float *x, int64_t rows, float *xp) {
     int64_t N = (int64_t)l->n_dirs * 4 * l->H;
     ez_gemm_f32(pool, rows, N, l->n_in, x, l->n_in, l->w_ih, l->n_in, 1, xp, N, 0);
-}
-
-static float sigmoid_ref(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, const float *bias, const float *w_hh,
-                         float *gates, float *h, float *c) {
-    int G = 4 * H;
-    for (int b = 0; b < nb; b++) {
-        const float *hb = h + (int64_t)b * H;
-        float *gb = gates + (int64_t)b * G;
-        for (int r = 0; r < G; r++) {
-            const float *w = w_hh + (int64_t)r * H;
-            float s = 0.0f;
-            for (int k = 0; k < H; k++) s += w[k] * hb[k];
-            gb[r] = xp[b][r] + bias[r] + s;
-        }
-    }
-    for (int b = 0; b < nb; b++) {
-        const float *gb = gates + (int64_t)b * G;
-        float *hb = h + (int64_t)b * H, *cb = c + (int64_t)b * H;
-        for (int j = 0; j < H; j++) {
-            float i = sigmoid_ref(gb[j]), f = sigmoid_ref(gb[H + j]);
-            float gg = tanhf(gb[2 * H + j]), o = sigmoid_ref(gb[3 * H + j]);
-            cb[j] = f * cb[j] + i * gg;
-            hb[j] = o * tanhf(cb[j]);
-        }
-    }
 }
 
 /* One work item: the whole recurrence of one direction for sequences
@@ -303,8 +259,7 @@ typedef struct {
     float *scratch;      /* per item: h, c [group, H], gates [group, 4H] */
     int64_t scratch_per_item;
     const float **rows;  /* per item: [group] projected-input rows of this step */
-    ez_nn_lstm_step_fn step;
-    int fast;
+    ez_lstm_step_fn step;
 } recur_job;
 
 static void recur_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
@@ -319,7 +274,7 @@ static void recur_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
         float *c = h + (int64_t)job->group * H;
         float *gates = c + (int64_t)job->group * H;
         const float **rows = job->rows + item * job->group;
-        const float *w = job->fast ? l->w_hh_t + (int64_t)d * G * H : l->w_hh + (int64_t)d * G * H;
+        const float *w = l->w_hh + (size_t)d * ez_lstm_panels_floats(H);
         if (nb <= 0) continue;
         memset(h, 0, (size_t)(2 * job->group * H) * sizeof(float));
         for (int s = 0; s < job->T; s++) {
@@ -327,7 +282,7 @@ static void recur_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
             for (int b = 0; b < nb; b++)
                 rows[b] = job->xp + (int64_t)(b0 + b) * job->xp_bstride + (int64_t)t * job->xp_tstride +
                           (int64_t)d * G;
-            job->step(nb, H, rows, l->bias + (int64_t)d * G, w, gates, h, c);
+            job->step(nb, H, 0, H, rows, l->bias + (int64_t)d * G, w, h, h, c, gates);
             for (int b = 0; b < nb; b++)
                 memcpy(job->y + (int64_t)(b0 + b) * job->y_bstride + (int64_t)t * job->y_tstride +
                            (int64_t)d * H,
@@ -358,18 +313,7 @@ int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, in
     job.n_groups = EZ_MAX(1, EZ_MIN(B, (threads + l->n_dirs - 1) / l->n_dirs));
     job.group = (B + job.n_groups - 1) / job.n_groups;
     job.n_groups = (B + job.group - 1) / job.group;
-#if EZ_ARCH_X86_64
-    job.fast = lstm_fast(l->H) && l->w_hh_t;
-    job.step = !job.fast                             ? ez_nn_lstm_step_ref
-               : ez_simd_at_least(EZ_SIMD_AVX512) ? ez_nn_lstm_step_avx512
-                                                  : ez_nn_lstm_step_avx2;
-#elif EZ_ARCH_AARCH64
-    job.fast = lstm_fast(l->H) && l->w_hh_t;
-    job.step = job.fast ? ez_nn_lstm_step_neon : ez_nn_lstm_step_ref;
-#else
-    job.fast = 0;
-    job.step = ez_nn_lstm_step_ref;
-#endif
+    job.step = ez_lstm_step_for(l->H);
     n_items = (int64_t)l->n_dirs * job.n_groups;
     /* h, c and gates of one item, rounded to 64 bytes. */
     job.scratch_per_item = ((int64_t)job.group * 6 * l->H + 15) / 16 * 16;

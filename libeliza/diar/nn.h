@@ -4,8 +4,9 @@
  * LSTM weights are kept in the order PyTorch documents (gate blocks i, f, g,
  * o of H rows each); a file says in which order it stores them
  * (`<arch>.lstm.gate_order`, docs/diarization.md) and ez_nn_lstm_load()
- * reorders. The recurrence has a scalar reference (ez_nn_lstm_step_ref)
- * and an AVX2 path; ELIZA_FORCE_SCALAR=1 selects the reference. */
+ * reorders. Each step of the recurrence is core's LSTM step
+ * (core/kernels/lstm.h: scalar reference, AVX2, AVX-512, NEON), which the
+ * TTS engine shares. */
 #ifndef EZ_DIAR_NN_H
 #define EZ_DIAR_NN_H
 
@@ -32,6 +33,19 @@ EZ_INTERNAL int32_t ez_nn_tensor_view(const ez_gguf *g, const char *name, int n_
 EZ_INTERNAL int32_t ez_nn_tensor(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
                                  float **out);
 
+/* The copies a model had to make of tensors it otherwise reads in place
+ * (ez_nn_tensor_view: a file aligned to less than a float), freed with it. */
+#define EZ_NN_MAX_OWNED 16
+typedef struct {
+    float *p[EZ_NN_MAX_OWNED];
+    int n;
+} ez_nn_owned;
+
+/* ez_nn_tensor_view, keeping a copy it makes in *owned. */
+EZ_INTERNAL int32_t ez_nn_weight(const ez_gguf *g, const char *name, int n_dims, const int64_t *dims,
+                                 const float **out, ez_nn_owned *owned);
+EZ_INTERNAL void ez_nn_owned_free(ez_nn_owned *owned);
+
 /* A growable buffer kept by a model between calls, so repeated calls do not
  * map and fault in fresh pages each time. */
 typedef struct {
@@ -46,21 +60,18 @@ EZ_INTERNAL void ez_nn_arena_free(ez_nn_arena *a);
 
 /* ---- LSTM ------------------------------------------------------------------ */
 
-/* The weights a file stores in the internal gate order are read in place
- * from its mapping (w_ih always, w_hh on the reference path); a file of
- * another order is reordered once into copies (own_ih, own_hh). The fast
- * kernels read w_hh in panels, a copy made at load (w_hh is NULL then):
- * each step streams every panel once with h broadcast, where the stored
- * rows would need a horizontal sum per gate row (docs/diarization.md). */
+/* w_ih is read in place from the file's mapping when the file stores the
+ * internal gate order, else reordered once into a copy (own_ih). w_hh is
+ * always a copy: the step kernels read it in panels (core/kernels/lstm.h),
+ * reordered on the way; each step streams every panel once with h
+ * broadcast, where the stored rows would need a horizontal sum per gate row
+ * (docs/diarization.md). */
 typedef struct {
     int n_in, H, n_dirs;
     const float *w_ih;  /* [n_dirs * 4H, n_in], gate blocks i, f, g, o per direction */
     float *bias;        /* [n_dirs * 4H], b_ih + b_hh */
-    const float *w_hh;  /* [n_dirs, 4H, H], the reference's layout; NULL on the fast path */
-    float *w_hh_t;      /* [n_dirs, 4H / 16, H, 16]: w_hh in panels of 16 rows, each
-                         * stored k-major (the fast path's layout); NULL on the reference
-                         * path (ELIZA_FORCE_SCALAR, no AVX2 / NEON, H % 16 != 0) */
-    float *own_ih, *own_hh; /* the copies w_ih, w_hh point to, or NULL (freed with the layer) */
+    float *w_hh;        /* n_dirs x ez_lstm_panels_floats(H): w_hh of each direction in panels */
+    float *own_ih;      /* the copy w_ih points to, or NULL (freed with the layer) */
 } ez_nn_lstm;
 
 /* Parses a gate order: four distinct letters of i, f, o and c (or g, the
@@ -89,24 +100,5 @@ EZ_INTERNAL void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const fl
 EZ_INTERNAL int32_t ez_nn_lstm_recur(const ez_nn_lstm *l, ez_pool *pool, const float *xp, int B, int T,
                                      int64_t xp_bstride, int64_t xp_tstride, float *y, int64_t y_bstride,
                                      int64_t y_tstride);
-
-/* One step of nb sequences of one direction: gates[b] = xp[b] + bias +
- * h[b] . w^T, then c[b] and h[b] ([nb, H] each) updated in place. gates: [nb, 4H]
- * scratch. The reference reads w_hh ([4H, H]); the AVX2 and NEON kernels
- * read the panels of w_hh_t and need H % 16 == 0. */
-typedef void (*ez_nn_lstm_step_fn)(int nb, int H, const float *const *xp, const float *bias, const float *w,
-                                   float *gates, float *h, float *c);
-EZ_INTERNAL void ez_nn_lstm_step_ref(int nb, int H, const float *const *xp, const float *bias, const float *w_hh,
-                                     float *gates, float *h, float *c);
-#if EZ_ARCH_X86_64
-EZ_INTERNAL void ez_nn_lstm_step_avx2(int nb, int H, const float *const *xp, const float *bias,
-                                      const float *w_hh_t, float *gates, float *h, float *c);
-EZ_INTERNAL void ez_nn_lstm_step_avx512(int nb, int H, const float *const *xp, const float *bias,
-                                        const float *w_hh_t, float *gates, float *h, float *c);
-#endif
-#if EZ_ARCH_AARCH64
-EZ_INTERNAL void ez_nn_lstm_step_neon(int nb, int H, const float *const *xp, const float *bias,
-                                      const float *w_hh_t, float *gates, float *h, float *c);
-#endif
 
 #endif /* EZ_DIAR_NN_H */

@@ -46,7 +46,7 @@ struct ez_seg_model {
     float eps, slope;
     float wav_w, wav_b;               /* the waveform InstanceNorm's affine step */
     float *conv_w[N_CONV];            /* [chan, kernel, chan_in] ([80, 251] for SincNet) */
-    float *conv_b[N_CONV];            /* [chan]; NULL for SincNet (no bias) */
+    const float *conv_b[N_CONV];      /* [chan]; NULL for SincNet (no bias) */
     /* SincNet's filters come in pairs, a cosine band-pass that is exactly
      * symmetric and a sine one that is exactly antisymmetric (the right half
      * is built as the mirror of the left). The fast path adds (subtracts)
@@ -56,11 +56,14 @@ struct ez_seg_model {
     int n_sym, n_anti;
     int *sinc_col;                    /* [chan[0]]: filter c's column in the folded output */
     double *sinc_sum;                 /* [chan[0]]: the sum of filter c's taps */
-    float *norm_w[N_CONV], *norm_b[N_CONV];
+    /* Biases, norms and linear layers are read in place from the mapping
+     * (copies only in `owned`, for a file aligned to less than a float). */
+    const float *norm_w[N_CONV], *norm_b[N_CONV];
     ez_nn_lstm lstm[MAX_LSTM_LAYERS];
-    float *lin0_w, *lin0_b;           /* [n_lin0, 2H], [n_lin0] */
-    float *lin1_w, *lin1_b;           /* [n_lin1, n_lin0] */
-    float *cls_w, *cls_b;             /* [n_classes, n_lin1] */
+    const float *lin0_w, *lin0_b;     /* [n_lin0, 2H], [n_lin0] */
+    const float *lin1_w, *lin1_b;     /* [n_lin1, n_lin0] */
+    const float *cls_w, *cls_b;       /* [n_classes, n_lin1] */
+    ez_nn_owned owned;
     uint8_t *powerset;                /* [n_classes, n_speakers] */
     ez_nn_arena work;                 /* activations, kept between calls */
     ez_nn_arena span_work;            /* ez_seg_forward_span's filterbank rows */
@@ -73,20 +76,12 @@ void ez_seg_free(ez_seg_model *m) {
     free(m->sinc_sum);
     for (int i = 0; i < N_CONV; i++) {
         free(m->conv_w[i]);
-        free(m->conv_b[i]);
-        free(m->norm_w[i]);
-        free(m->norm_b[i]);
     }
+    ez_nn_owned_free(&m->owned);
     for (int l = 0; l < MAX_LSTM_LAYERS; l++) ez_nn_lstm_free(&m->lstm[l]);
     free(m->sinc_sym);
     free(m->sinc_anti);
     free(m->sinc_col);
-    free(m->lin0_w);
-    free(m->lin0_b);
-    free(m->lin1_w);
-    free(m->lin1_b);
-    free(m->cls_w);
-    free(m->cls_b);
     free(m->powerset);
     ez_nn_arena_free(&m->work);
     ez_nn_arena_free(&m->span_work);
@@ -157,14 +152,14 @@ static int32_t load_conv(ez_seg_model *m, const ez_gguf *g, int i, int c_in) {
     if (i > 0) {
         int64_t dims[1] = {m->chan[i]};
         snprintf(name, sizeof name, "sincnet.conv.%d.bias", i);
-        if ((rc = ez_nn_tensor(g, name, 1, dims, &m->conv_b[i]))) return rc;
+        if ((rc = ez_nn_weight(g, name, 1, dims, &m->conv_b[i], &m->owned))) return rc;
     }
     {
         int64_t dims[1] = {m->chan[i]};
         snprintf(name, sizeof name, "sincnet.norm.%d.weight", i);
-        if ((rc = ez_nn_tensor(g, name, 1, dims, &m->norm_w[i]))) return rc;
+        if ((rc = ez_nn_weight(g, name, 1, dims, &m->norm_w[i], &m->owned))) return rc;
         snprintf(name, sizeof name, "sincnet.norm.%d.bias", i);
-        if ((rc = ez_nn_tensor(g, name, 1, dims, &m->norm_b[i]))) return rc;
+        if ((rc = ez_nn_weight(g, name, 1, dims, &m->norm_b[i], &m->owned))) return rc;
     }
     return ELIZA_OK;
 }
@@ -204,16 +199,17 @@ static int32_t fold_sincnet(ez_seg_model *m) {
     return ELIZA_OK;
 }
 
-static int32_t load_linear(const ez_gguf *g, const char *prefix, int n_in, int *n_out, float **w, float **b) {
+static int32_t load_linear(ez_seg_model *m, const ez_gguf *g, const char *prefix, int n_in, int *n_out,
+                           const float **w, const float **b) {
     char name[64];
     int32_t rc;
     snprintf(name, sizeof name, "%s.weight", prefix);
     if ((rc = outer_dim(g, name, 65536, n_out))) return rc;
     {
         int64_t dw[2] = {*n_out, n_in}, db[1] = {*n_out};
-        if ((rc = ez_nn_tensor(g, name, 2, dw, w))) return rc;
+        if ((rc = ez_nn_weight(g, name, 2, dw, w, &m->owned))) return rc;
         snprintf(name, sizeof name, "%s.bias", prefix);
-        return ez_nn_tensor(g, name, 1, db, b);
+        return ez_nn_weight(g, name, 1, db, b, &m->owned);
     }
 }
 
@@ -340,9 +336,9 @@ static int32_t load_head(ez_seg_model *m, const ez_gguf *g, const char *order) {
         if (ez_gguf_find_tensor(g, name))
             return ez_fail(ELIZA_E_FORMAT, "tensor '%s' exists but " ARCH ".lstm.layer_count is %d", name, m->n_layers);
     }
-    if ((rc = load_linear(g, "linear.0", 2 * m->H, &m->n_lin0, &m->lin0_w, &m->lin0_b)) ||
-        (rc = load_linear(g, "linear.1", m->n_lin0, &m->n_lin1, &m->lin1_w, &m->lin1_b)) ||
-        (rc = load_linear(g, "classifier", m->n_lin1, &m->n_classes, &m->cls_w, &m->cls_b)))
+    if ((rc = load_linear(m, g, "linear.0", 2 * m->H, &m->n_lin0, &m->lin0_w, &m->lin0_b)) ||
+        (rc = load_linear(m, g, "linear.1", m->n_lin0, &m->n_lin1, &m->lin1_w, &m->lin1_b)) ||
+        (rc = load_linear(m, g, "classifier", m->n_lin1, &m->n_classes, &m->cls_w, &m->cls_b)))
         return rc;
     return load_powerset(m, g);
 }

@@ -381,174 +381,215 @@ static int simple_turns(sbuf *b, int t, const eliza_chat_message *m, size_t n, i
     }
 }
 
-/* Templates that map each known role to its own markers. */
-static int role_turns(sbuf *b, int t, const eliza_chat_message *m, size_t n, int add_ass) {
-    size_t i;
-    for (i = 0; i < n; i++) {
-        const char *r = m[i].role, *c = m[i].content;
-        int sys = is(r, "system"), user = is(r, "user"), asst = is(r, "assistant");
-        switch (t) {
-        case T_MISTRAL_V7:
-        case T_MISTRAL_V7_TEKKEN: {
-            const char *sp = t == T_MISTRAL_V7 ? " " : "";
-            if (sys) put(b, "[SYSTEM_PROMPT]", sp, c, "[/SYSTEM_PROMPT]", END);
-            else if (user) put(b, "[INST]", sp, c, "[/INST]", END);
-            else put(b, sp, c, "</s>", END);
-            break;
-        }
-        case T_OPENCHAT:
-            if (sys) {
-                put(b, c, "<|end_of_turn|>", END);
-            } else {
-                put(b, "GPT4 Correct ", END);
-                put_upper(b, r, 0);
-                put(b, ": ", c, "<|end_of_turn|>", END);
-            }
-            break;
-        case T_VICUNA:
-        case T_VICUNA_ORCA:
-            if (sys) put(b, t == T_VICUNA_ORCA ? "SYSTEM: " : "", c, t == T_VICUNA_ORCA ? "\n" : "\n\n", END);
-            else if (user) put(b, "USER: ", c, "\n", END);
-            else if (asst) put(b, "ASSISTANT: ", c, "</s>\n", END);
-            break;
-        case T_DEEPSEEK:
-            if (sys) put(b, c, END);
-            else if (user) put(b, "### Instruction:\n", c, "\n", END);
-            else if (asst) put(b, "### Response:\n", c, "\n<|EOT|>\n", END);
-            break;
-        case T_COMMAND_R: {
-            const char *tag = sys ? "<|SYSTEM_TOKEN|>" : user ? "<|USER_TOKEN|>" : asst ? "<|CHATBOT_TOKEN|>" : NULL;
-            if (!tag) break;
-            put(b, "<|START_OF_TURN_TOKEN|>", tag, END);
-            put_trim(b, c);
-            put(b, "<|END_OF_TURN_TOKEN|>", END);
-            break;
-        }
-        case T_MINICPM:
-            if (user) put(b, "<\xE7\x94\xA8\xE6\x88\xB7>", END);
-            put_trim(b, c);
-            if (user) put(b, "<AI>", END);
-            break;
-        case T_DEEPSEEK_2:
-            if (sys) put(b, c, "\n\n", END);
-            else if (user) put(b, "User: ", c, "\n\n", END);
-            else if (asst) put(b, "Assistant: ", c, "<" FW "end" LB "of" LB "sentence" FW ">", END);
-            break;
-        case T_DEEPSEEK_3:
-            if (sys) put(b, c, "\n\n", END);
-            else if (user) put(b, "<" FW "User" FW ">", c, END);
-            else if (asst) put(b, "<" FW "Assistant" FW ">", c, "<" FW "end" LB "of" LB "sentence" FW ">", END);
-            break;
-        case T_DEEPSEEK_OCR:
-            put(b, c, END);
-            break;
-        case T_EXAONE_3:
-        case T_EXAONE_4: {
-            int tool = t == T_EXAONE_4 && is(r, "tool");
-            const char *tag = sys ? "[|system|]" : user ? "[|user|]" : asst ? "[|assistant|]" : tool ? "[|tool|]" : NULL;
-            if (!tag) break;
-            put(b, tag, END);
-            put_trim(b, c);
-            put(b, user ? "\n" : "[|endofturn|]\n", END);
-            break;
-        }
-        case T_EXAONE_MOE: {
-            const char *tag = sys ? "<|system|>\n" : user ? "<|user|>\n" : asst ? "<|assistant|>\n"
-                              : is(r, "tool") ? "<|tool|>\n" : NULL;
-            if (!tag) break;
-            put(b, tag, END);
-            put_trim(b, c);
-            put(b, "<|endofturn|>\n", END);
-            break;
-        }
-        case T_RWKV_WORLD:
-            if (sys) {
-                put(b, "System: ", END);
-                put_trim(b, c);
-                put(b, "\n\n", END);
-            } else if (user) {
-                put(b, "User: ", END);
-                put_trim(b, c);
-                put(b, "\n\n", END);
-                if (i == n - 1) put(b, "Assistant:", END);
-            } else if (asst) {
-                put(b, "Assistant: ", END);
-                put_trim(b, c);
-                put(b, "\n\n", END);
-            }
-            break;
-        case T_YANDEX:
-            /* " Пользователь: " and " Ассистент: " */
-            if (user) put(b, " \xD0\x9F\xD0\xBE\xD0\xBB\xD1\x8C\xD0\xB7\xD0\xBE\xD0\xB2\xD0\xB0\xD1\x82\xD0\xB5\xD0\xBB\xD1\x8C: ", c, "\n\n", END);
-            else if (asst) put(b, " \xD0\x90\xD1\x81\xD1\x81\xD0\xB8\xD1\x81\xD1\x82\xD0\xB5\xD0\xBD\xD1\x82: ", c, "\n\n", END);
-            break;
-        case T_BAILING:
-        case T_BAILING_THINK:
-        case T_BAILING2:
-            put(b, "<role>", END);
-            if (user) put(b, "HUMAN", END);
-            else put_upper(b, r, 1);
-            put(b, "</role>", c, t == T_BAILING2 ? "<|role_end|>" : "", END);
-            break;
-        case T_SMOLVLM:
-            if (sys) put(b, c, "\n\n", END);
-            else if (user) put(b, "User: ", c, "<end_of_utterance>\n", END);
-            else put(b, "Assistant: ", c, "<end_of_utterance>\n", END);
-            break;
-        case T_DOTS1:
-            if (sys) put(b, "<|system|>", c, "<|endofsystem|>", END);
-            else if (user) put(b, "<|userprompt|>", c, "<|endofuserprompt|>", END);
-            else put(b, "<|response|>", c, "<|endofresponse|>", END);
-            break;
-        case T_HUNYUAN_MOE:
-            if (sys) put(b, "<|startoftext|>", c, "<|extra_4|>", END);
-            else if (asst) put(b, c, "<|eos|>", END);
-            else put(b, "<|startoftext|>", c, "<|extra_0|>", END);
-            break;
-        case T_HUNYUAN_DENSE:
-            if (i == 0 && sys) put(b, c, "<" FW "hy_place" LB "holder" LB "no" LB "3" FW ">", END);
-            if (asst) put(b, "<" FW "hy_Assistant" FW ">", c, "<" FW "hy_place" LB "holder" LB "no" LB "2" FW ">", END);
-            else if (user) put(b, "<" FW "hy_User" FW ">", c, "<" FW "hy_Assistant" FW ">", END);
-            break;
-        case T_HUNYUAN_VL:
-            if (i == 0 && sys) put(b, c, "<" FW "hy_place" LB "holder" LB "no" LB "3" FW ">", END);
-            else if (user) put(b, c, "<" FW "hy_User" FW ">", END);
-            else if (asst) put(b, c, "<" FW "hy_Assistant" FW ">", END);
-            break;
-        case T_KIMI_K2:
-            if (sys) put(b, "<|im_system|>system<|im_middle|>", END);
-            else if (user) put(b, "<|im_user|>user<|im_middle|>", END);
-            else if (asst) put(b, "<|im_assistant|>assistant<|im_middle|>", END);
-            else if (is(r, "tool")) put(b, "<|im_system|>tool<|im_middle|>", END);
-            put(b, c, "<|im_end|>", END);
-            break;
-        case T_GROK_2:
-            if (sys || user) {
-                put(b, sys ? "System: " : "Human: ", END);
-                put_trim(b, c);
-                put(b, "<|separator|>\n\n", END);
-            } else if (asst) {
-                put(b, "Assistant: ", c, "<|separator|>\n\n", END);
-            }
-            break;
-        case T_PANGU_EMBED: {
-            /* [unused9]系统：, 用户：, 助手：, 工具：, 方法：  ... [unused10] */
-            static const char *const roles[5] = {"system", "user", "assistant", "tool", "function"};
-            static const char *const tags[5] = {
-                "[unused9]\xE7\xB3\xBB\xE7\xBB\x9F\xEF\xBC\x9A", "[unused9]\xE7\x94\xA8\xE6\x88\xB7\xEF\xBC\x9A",
-                "[unused9]\xE5\x8A\xA9\xE6\x89\x8B\xEF\xBC\x9A", "[unused9]\xE5\xB7\xA5\xE5\x85\xB7\xEF\xBC\x9A",
-                "[unused9]\xE6\x96\xB9\xE6\xB3\x95\xEF\xBC\x9A"};
-            int k;
-            if (i == 0 && !sys) put(b, tags[0], "[unused10]", END);
-            for (k = 0; k < 5; k++)
-                if (is(r, roles[k])) put(b, tags[k], c, "[unused10]", END);
-            break;
-        }
-        default:
-            return 0;
-        }
+/* Templates that map each known role to its own markers: one message. */
+typedef struct {
+    const char *role, *content;
+    int sys, user, asst; /* the role is system, user, assistant */
+    int first, last;     /* the first, the last message */
+} turn;
+
+/* One turn of Mistral v7, OpenChat, Vicuna, DeepSeek (v1); 0 when t is none of them. */
+static int turn_mistral_to_deepseek(sbuf *b, int t, const turn *u) {
+    switch (t) {
+    case T_MISTRAL_V7:
+    case T_MISTRAL_V7_TEKKEN: {
+        const char *sp = t == T_MISTRAL_V7 ? " " : "";
+        if (u->sys) put(b, "[SYSTEM_PROMPT]", sp, u->content, "[/SYSTEM_PROMPT]", END);
+        else if (u->user) put(b, "[INST]", sp, u->content, "[/INST]", END);
+        else put(b, sp, u->content, "</s>", END);
+        break;
     }
-    if (!add_ass) return 1;
+    case T_OPENCHAT:
+        if (u->sys) {
+            put(b, u->content, "<|end_of_turn|>", END);
+        } else {
+            put(b, "GPT4 Correct ", END);
+            put_upper(b, u->role, 0);
+            put(b, ": ", u->content, "<|end_of_turn|>", END);
+        }
+        break;
+    case T_VICUNA:
+    case T_VICUNA_ORCA:
+        if (u->sys) put(b, t == T_VICUNA_ORCA ? "SYSTEM: " : "", u->content, t == T_VICUNA_ORCA ? "\n" : "\n\n", END);
+        else if (u->user) put(b, "USER: ", u->content, "\n", END);
+        else if (u->asst) put(b, "ASSISTANT: ", u->content, "</s>\n", END);
+        break;
+    case T_DEEPSEEK:
+        if (u->sys) put(b, u->content, END);
+        else if (u->user) put(b, "### Instruction:\n", u->content, "\n", END);
+        else if (u->asst) put(b, "### Response:\n", u->content, "\n<|EOT|>\n", END);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* One turn of Command-R, MiniCPM, DeepSeek 2 / 3 / OCR; 0 when t is none of them. */
+static int turn_command_r_to_deepseek_ocr(sbuf *b, int t, const turn *u) {
+    switch (t) {
+    case T_COMMAND_R: {
+        const char *tag = u->sys    ? "<|SYSTEM_TOKEN|>"
+                          : u->user ? "<|USER_TOKEN|>"
+                          : u->asst ? "<|CHATBOT_TOKEN|>"
+                                    : NULL;
+        if (!tag) break;
+        put(b, "<|START_OF_TURN_TOKEN|>", tag, END);
+        put_trim(b, u->content);
+        put(b, "<|END_OF_TURN_TOKEN|>", END);
+        break;
+    }
+    case T_MINICPM:
+        if (u->user) put(b, "<\xE7\x94\xA8\xE6\x88\xB7>", END);
+        put_trim(b, u->content);
+        if (u->user) put(b, "<AI>", END);
+        break;
+    case T_DEEPSEEK_2:
+        if (u->sys) put(b, u->content, "\n\n", END);
+        else if (u->user) put(b, "User: ", u->content, "\n\n", END);
+        else if (u->asst) put(b, "Assistant: ", u->content, "<" FW "end" LB "of" LB "sentence" FW ">", END);
+        break;
+    case T_DEEPSEEK_3:
+        if (u->sys) put(b, u->content, "\n\n", END);
+        else if (u->user) put(b, "<" FW "User" FW ">", u->content, END);
+        else if (u->asst) put(b, "<" FW "Assistant" FW ">", u->content, "<" FW "end" LB "of" LB "sentence" FW ">", END);
+        break;
+    case T_DEEPSEEK_OCR:
+        put(b, u->content, END);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* One turn of EXAONE 3 / 4 / MoE, RWKV World, Yandex, Bailing; 0 when t is none of them. */
+static int turn_exaone_to_bailing(sbuf *b, int t, const turn *u) {
+    switch (t) {
+    case T_EXAONE_3:
+    case T_EXAONE_4: {
+        int tool = t == T_EXAONE_4 && is(u->role, "tool");
+        const char *tag = u->sys    ? "[|system|]"
+                          : u->user ? "[|user|]"
+                          : u->asst ? "[|assistant|]"
+                          : tool    ? "[|tool|]"
+                                    : NULL;
+        if (!tag) break;
+        put(b, tag, END);
+        put_trim(b, u->content);
+        put(b, u->user ? "\n" : "[|endofturn|]\n", END);
+        break;
+    }
+    case T_EXAONE_MOE: {
+        const char *tag = u->sys ? "<|system|>\n" : u->user ? "<|user|>\n" : u->asst ? "<|assistant|>\n"
+                          : is(u->role, "tool") ? "<|tool|>\n" : NULL;
+        if (!tag) break;
+        put(b, tag, END);
+        put_trim(b, u->content);
+        put(b, "<|endofturn|>\n", END);
+        break;
+    }
+    case T_RWKV_WORLD:
+        if (u->sys) {
+            put(b, "System: ", END);
+            put_trim(b, u->content);
+            put(b, "\n\n", END);
+        } else if (u->user) {
+            put(b, "User: ", END);
+            put_trim(b, u->content);
+            put(b, "\n\n", END);
+            if (u->last) put(b, "Assistant:", END);
+        } else if (u->asst) {
+            put(b, "Assistant: ", END);
+            put_trim(b, u->content);
+            put(b, "\n\n", END);
+        }
+        break;
+    case T_YANDEX:
+        /* " Пользователь: " and " Ассистент: " */
+        if (u->user) put(b, " \xD0\x9F\xD0\xBE\xD0\xBB\xD1\x8C\xD0\xB7\xD0\xBE\xD0\xB2\xD0\xB0\xD1\x82\xD0\xB5\xD0\xBB\xD1\x8C: ", u->content, "\n\n", END);
+        else if (u->asst) put(b, " \xD0\x90\xD1\x81\xD1\x81\xD0\xB8\xD1\x81\xD1\x82\xD0\xB5\xD0\xBD\xD1\x82: ", u->content, "\n\n", END);
+        break;
+    case T_BAILING:
+    case T_BAILING_THINK:
+    case T_BAILING2:
+        put(b, "<role>", END);
+        if (u->user) put(b, "HUMAN", END);
+        else put_upper(b, u->role, 1);
+        put(b, "</role>", u->content, t == T_BAILING2 ? "<|role_end|>" : "", END);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* One turn of SmolVLM, dots.1, Hunyuan, Kimi K2, Grok 2, openPangu-Embedded; 0 when t is none of them. */
+static int turn_smolvlm_to_pangu(sbuf *b, int t, const turn *u) {
+    switch (t) {
+    case T_SMOLVLM:
+        if (u->sys) put(b, u->content, "\n\n", END);
+        else if (u->user) put(b, "User: ", u->content, "<end_of_utterance>\n", END);
+        else put(b, "Assistant: ", u->content, "<end_of_utterance>\n", END);
+        break;
+    case T_DOTS1:
+        if (u->sys) put(b, "<|system|>", u->content, "<|endofsystem|>", END);
+        else if (u->user) put(b, "<|userprompt|>", u->content, "<|endofuserprompt|>", END);
+        else put(b, "<|response|>", u->content, "<|endofresponse|>", END);
+        break;
+    case T_HUNYUAN_MOE:
+        if (u->sys) put(b, "<|startoftext|>", u->content, "<|extra_4|>", END);
+        else if (u->asst) put(b, u->content, "<|eos|>", END);
+        else put(b, "<|startoftext|>", u->content, "<|extra_0|>", END);
+        break;
+    case T_HUNYUAN_DENSE:
+        if (u->first && u->sys) put(b, u->content, "<" FW "hy_place" LB "holder" LB "no" LB "3" FW ">", END);
+        if (u->asst)
+            put(b, "<" FW "hy_Assistant" FW ">", u->content, "<" FW "hy_place" LB "holder" LB "no" LB "2" FW ">", END);
+        else if (u->user) put(b, "<" FW "hy_User" FW ">", u->content, "<" FW "hy_Assistant" FW ">", END);
+        break;
+    case T_HUNYUAN_VL:
+        if (u->first && u->sys) put(b, u->content, "<" FW "hy_place" LB "holder" LB "no" LB "3" FW ">", END);
+        else if (u->user) put(b, u->content, "<" FW "hy_User" FW ">", END);
+        else if (u->asst) put(b, u->content, "<" FW "hy_Assistant" FW ">", END);
+        break;
+    case T_KIMI_K2:
+        if (u->sys) put(b, "<|im_system|>system<|im_middle|>", END);
+        else if (u->user) put(b, "<|im_user|>user<|im_middle|>", END);
+        else if (u->asst) put(b, "<|im_assistant|>assistant<|im_middle|>", END);
+        else if (is(u->role, "tool")) put(b, "<|im_system|>tool<|im_middle|>", END);
+        put(b, u->content, "<|im_end|>", END);
+        break;
+    case T_GROK_2:
+        if (u->sys || u->user) {
+            put(b, u->sys ? "System: " : "Human: ", END);
+            put_trim(b, u->content);
+            put(b, "<|separator|>\n\n", END);
+        } else if (u->asst) {
+            put(b, "Assistant: ", u->content, "<|separator|>\n\n", END);
+        }
+        break;
+    case T_PANGU_EMBED: {
+        /* [unused9]系统：, 用户：, 助手：, 工具：, 方法：  ... [unused10] */
+        static const char *const roles[5] = {"system", "user", "assistant", "tool", "function"};
+        static const char *const tags[5] = {
+            "[unused9]\xE7\xB3\xBB\xE7\xBB\x9F\xEF\xBC\x9A", "[unused9]\xE7\x94\xA8\xE6\x88\xB7\xEF\xBC\x9A",
+            "[unused9]\xE5\x8A\xA9\xE6\x89\x8B\xEF\xBC\x9A", "[unused9]\xE5\xB7\xA5\xE5\x85\xB7\xEF\xBC\x9A",
+            "[unused9]\xE6\x96\xB9\xE6\xB3\x95\xEF\xBC\x9A"};
+        int k;
+        if (u->first && !u->sys) put(b, tags[0], "[unused10]", END);
+        for (k = 0; k < 5; k++)
+            if (is(u->role, roles[k])) put(b, tags[k], u->content, "[unused10]", END);
+        break;
+    }
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* What add_ass appends after the turns of the role-tagged templates. */
+static void assistant_prefix(sbuf *b, int t) {
     switch (t) {
     case T_OPENCHAT: put(b, "GPT4 Correct Assistant:", END); break;
     case T_VICUNA:
@@ -571,6 +612,20 @@ static int role_turns(sbuf *b, int t, const eliza_chat_message *m, size_t n, int
     case T_PANGU_EMBED: put(b, "[unused9]\xE5\x8A\xA9\xE6\x89\x8B\xEF\xBC\x9A", END); break;
     default: break;
     }
+}
+
+/* The role-tagged templates: each message by its family's function, then
+ * the assistant prefix; 0 (nothing written) when there are messages and
+ * none of the families is t. */
+static int role_turns(sbuf *b, int t, const eliza_chat_message *m, size_t n, int add_ass) {
+    for (size_t i = 0; i < n; i++) {
+        const char *r = m[i].role;
+        const turn u = {r, m[i].content, is(r, "system"), is(r, "user"), is(r, "assistant"), i == 0, i == n - 1};
+        if (!turn_mistral_to_deepseek(b, t, &u) && !turn_command_r_to_deepseek_ocr(b, t, &u) &&
+            !turn_exaone_to_bailing(b, t, &u) && !turn_smolvlm_to_pangu(b, t, &u))
+            return 0;
+    }
+    if (add_ass) assistant_prefix(b, t);
     return 1;
 }
 

@@ -14,7 +14,8 @@
  *    channels, so no two threads add into the same row.
  *  - depthwise convolutions (one channel per group) are direct loops.
  *  - LSTM: one GEMM for the input projections of every step, then per step
- *    only w_hh . h_{t-1}, split over hidden units.
+ *    only w_hh . h_{t-1} and the cell update, split over hidden units: core's
+ *    LSTM step (core/kernels/lstm.h), which diarization shares.
  * Work is split over blocks of outputs (channels, time, hidden units), and
  * each output is computed by the same operations whatever block holds it:
  * depth is always cut at the same kc boundaries, and the tile kernels form
@@ -34,6 +35,7 @@
 #include "core/gemm.h"
 #include "core/kernels/gemm_bf16.h"
 #include "core/kernels/gemm_kernels_ext.h"
+#include "core/kernels/lstm.h"
 #include "core/platform.h"
 #include "tts/ops.h"
 #include "tts/ops_kernels.h"
@@ -70,32 +72,7 @@ static void affine_act_c(float *x, int64_t n, double mean, float inv, float scal
     }
 }
 
-static float sigmoid_c(float v) { return 1.0f / (1.0f + expf(-v)); }
-
-/* Eight partial sums the compiler can keep in one or two vector registers. */
-static float dot_c(const float *w, const float *h, int K) {
-    float part[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
-    int i = 0;
-    for (; i + 8 <= K; i += 8)
-        for (int l = 0; l < 8; l++) part[l] += w[i + l] * h[i + l];
-    s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (; i < K; i++) s += w[i] * h[i];
-    return s;
-}
-
-static void lstm_cell_c(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c, float *h_out,
-                        int u0, int u1) {
-    for (int u = u0; u < u1; u++) {
-        float pre[4];
-        for (int q = 0; q < 4; q++)
-            pre[q] = g_t[(int64_t)q * H + u] + dot_c(w_hh + ((int64_t)q * H + u) * H, h_prev, H);
-        c[u] = sigmoid_c(pre[1]) * c[u] + sigmoid_c(pre[0]) * tanhf(pre[2]);
-        h_out[u] = sigmoid_c(pre[3]) * tanhf(c[u]);
-    }
-}
-
-static const ez_tts_kernels portable_kernels = {snake_c, mean_var_c, affine_act_c, lstm_cell_c,
-                                                ez_tts_gelu_tanh_ref};
+static const ez_tts_kernels portable_kernels = {snake_c, mean_var_c, affine_act_c, ez_tts_gelu_tanh_ref};
 
 /* NULL under ELIZA_FORCE_SCALAR or on a CPU without GEMM kernels: the
  * references run then. */
@@ -694,17 +671,18 @@ void ez_tts_conv_transpose1d(ez_pool *pool, const float *x, int c_in, int t_in, 
 
 /* ---- LSTM --------------------------------------------------------------------------------- */
 
-/* Hidden units per chunk of a step: a multiple of the kernels' 8 lanes, so
- * a unit always takes the same path (vector block or tail). */
+/* Hidden units per chunk of a step: a multiple of the step kernels' 16, so
+ * every chunk starts on a panel. */
 #define LSTM_UNIT_GRAIN 32
 
 typedef struct {
-    const ez_tts_kernels *tk;
+    ez_lstm_step_fn step;
     ez_pool *pool;
     int T, H, reverse, y_stride;
-    const float *w_hh;
+    const float *w_hh;   /* panels (core/kernels/lstm.h) */
     float *gates;        /* [T, 4H]: x . w_ih^T + b_ih + b_hh */
     float *c;            /* [H] */
+    float *step_gates;   /* [4H]: the step kernel's scratch */
     const float *zeros;  /* [H]: h_{-1} */
     float *y;
     /* the step being run */
@@ -715,7 +693,7 @@ typedef struct {
 static void lstm_units(void *ctx, int64_t u0, int64_t u1, int thread_index) {
     const lstm_dir *d = (const lstm_dir *)ctx;
     (void)thread_index;
-    d->tk->lstm_cell(d->H, d->g_t, d->w_hh, d->h_prev, d->c, d->h_out, (int)u0, (int)u1);
+    d->step(1, d->H, (int)u0, (int)u1, &d->g_t, NULL, d->w_hh, d->h_prev, d->h_out, d->c, d->step_gates);
 }
 
 static void lstm_recurrence(lstm_dir *d) {
@@ -736,13 +714,19 @@ static void lstm_directions(void *ctx, int64_t d0, int64_t d1, int thread_index)
 }
 
 /* gates[T, 4H] = x . w_ih^T + b_ih + b_hh, with the calling thread's
- * packing memory at ws. Returns nonzero if some thread ran without scratch. */
+ * packing memory at ws (the GEMM tiles), or by ez_gemm_f32's reference
+ * where there are no tiles (kern NULL). Returns nonzero if some thread ran
+ * without scratch. */
 static int lstm_project(ez_pool *pool, const ez_gemm_kernels *kern, int caller, float *ws, const float *x, int T,
                         int n_in, int H, const float *w_ih, const float *b_ih, const float *b_hh, float *gates) {
     operands op;
     gemm_job job;
     for (int r = 0; r < 4 * H; r++) gates[r] = (b_ih ? b_ih[r] : 0.0f) + (b_hh ? b_hh[r] : 0.0f);
     for (int t = 1; t < T; t++) memcpy(gates + (int64_t)t * 4 * H, gates, sizeof(float) * 4 * (size_t)H);
+    if (!kern) {
+        ez_gemm_f32(pool, T, 4 * (int64_t)H, n_in, x, n_in, w_ih, n_in, 1, gates, 4 * (int64_t)H, 1);
+        return 0;
+    }
     memset(&op, 0, sizeof op);
     op.M = T;
     op.N = 4 * (int64_t)H;
@@ -762,35 +746,29 @@ static int lstm_project(ez_pool *pool, const ez_gemm_kernels *kern, int caller, 
 
 /* n_dir directions (1 or 2) of one layer; direction d reads w_ih[d] ... and
  * writes y + d * H, reverse when reverse[d]. The calling thread's scratch
- * holds the gates, the cell states and its GEMM packing memory; without it
- * the references run. */
-static void lstm_layer(ez_pool *pool, const float *x, int T, int n_in, int H, int n_dir,
-                       const float *const w_ih[2], const float *const w_hh[2], const float *const b_ih[2],
-                       const float *const b_hh[2], const int reverse[2], float *y, int y_stride) {
+ * holds the gates, the cell states and its GEMM packing memory. */
+static int32_t lstm_layer(ez_pool *pool, const float *x, int T, int n_in, int H, int n_dir,
+                          const float *const w_ih[2], const float *const w_hh[2], const float *const b_ih[2],
+                          const float *const b_hh[2], const int reverse[2], float *y, int y_stride) {
     const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
-    const ez_tts_kernels *tk = tts_kernels();
     int caller = ez_pool_thread_index(pool), starved = 0;
-    size_t gates_floats = whole_lines((int64_t)T * 4 * H), state_floats = whole_lines(H), total;
+    size_t gates_floats = whole_lines((int64_t)T * 4 * H), state_floats = whole_lines(H);
+    size_t step_floats = whole_lines(4 * (int64_t)H), total;
     void *owned = NULL;
-    float *mem = NULL, *zeros, *ws;
+    float *mem, *zeros, *ws;
     lstm_dir dirs[2];
-    if (kern && tk) {
-        total = (size_t)n_dir * (gates_floats + state_floats) + state_floats + (size_t)gemm_ws_floats(kern);
-        mem = take_scratch(pool, caller, sizeof(float) * total, &owned);
-        if (!mem) warn_starved(pool, "lstm", 1);
-    }
-    if (!mem) {
-        for (int d = 0; d < n_dir; d++)
-            ez_tts_lstm_ref(x, T, n_in, H, w_ih[d], w_hh[d], b_ih[d], b_hh[d], reverse[d], y + d * H, y_stride);
-        return;
-    }
-    zeros = mem + n_dir * (gates_floats + state_floats);
+    total = (size_t)n_dir * (gates_floats + state_floats + step_floats) + state_floats +
+            (size_t)(kern ? gemm_ws_floats(kern) : 0);
+    mem = take_scratch(pool, caller, sizeof(float) * total, &owned);
+    if (!mem)
+        return ez_fail(ELIZA_E_NOMEM, "lstm: no memory for the gates of %d steps (H %d)", T, H);
+    zeros = mem + n_dir * (gates_floats + state_floats + step_floats);
     ws = zeros + state_floats;
     memset(zeros, 0, sizeof(float) * (size_t)H);
     for (int d = 0; d < n_dir; d++) {
         lstm_dir *dd = &dirs[d];
         memset(dd, 0, sizeof *dd);
-        dd->tk = tk;
+        dd->step = ez_lstm_step_for(H);
         dd->pool = pool;
         dd->T = T;
         dd->H = H;
@@ -799,6 +777,7 @@ static void lstm_layer(ez_pool *pool, const float *x, int T, int n_in, int H, in
         dd->w_hh = w_hh[d];
         dd->gates = mem + d * gates_floats;
         dd->c = mem + n_dir * gates_floats + d * state_floats;
+        dd->step_gates = mem + n_dir * (gates_floats + state_floats) + d * step_floats;
         dd->zeros = zeros;
         dd->y = y + d * H;
         starved |= lstm_project(pool, kern, caller, ws, x, T, n_in, H, w_ih[d], b_ih[d], b_hh[d], dd->gates);
@@ -811,23 +790,24 @@ static void lstm_layer(ez_pool *pool, const float *x, int T, int n_in, int H, in
     else
         lstm_directions(dirs, 0, n_dir, caller);
     ez_aligned_free(owned);
+    return ELIZA_OK;
 }
 
-void ez_tts_lstm(ez_pool *pool, const float *x, int T, int n_in, int H, const float *w_ih, const float *w_hh,
-                 const float *b_ih, const float *b_hh, int reverse, float *y, int y_stride) {
+int32_t ez_tts_lstm(ez_pool *pool, const float *x, int T, int n_in, int H, const float *w_ih, const float *w_hh,
+                    const float *b_ih, const float *b_hh, int reverse, float *y, int y_stride) {
     const float *const wi[2] = {w_ih, NULL}, *const wh[2] = {w_hh, NULL};
     const float *const bi[2] = {b_ih, NULL}, *const bh[2] = {b_hh, NULL};
     const int rev[2] = {reverse, 0};
-    if (T <= 0 || H <= 0) return;
-    lstm_layer(pool, x, T, n_in, H, 1, wi, wh, bi, bh, rev, y, y_stride);
+    if (T <= 0 || H <= 0) return ELIZA_OK;
+    return lstm_layer(pool, x, T, n_in, H, 1, wi, wh, bi, bh, rev, y, y_stride);
 }
 
-void ez_tts_lstm_bidir(ez_pool *pool, const float *x, int T, int n_in, int H, const float *const w_ih[2],
-                       const float *const w_hh[2], const float *const b_ih[2], const float *const b_hh[2],
-                       float *y) {
+int32_t ez_tts_lstm_bidir(ez_pool *pool, const float *x, int T, int n_in, int H, const float *const w_ih[2],
+                          const float *const w_hh[2], const float *const b_ih[2], const float *const b_hh[2],
+                          float *y) {
     const int rev[2] = {0, 1};
-    if (T <= 0 || H <= 0) return;
-    lstm_layer(pool, x, T, n_in, H, 2, w_ih, w_hh, b_ih, b_hh, rev, y, 2 * H);
+    if (T <= 0 || H <= 0) return ELIZA_OK;
+    return lstm_layer(pool, x, T, n_in, H, 2, w_ih, w_hh, b_ih, b_hh, rev, y, 2 * H);
 }
 
 /* ---- AdaIN, Snake --------------------------------------------------------------------------- */

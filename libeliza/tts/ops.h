@@ -95,14 +95,16 @@ EZ_INTERNAL void ez_tts_conv_transpose1d(ez_pool *pool, const float *x, int c_in
                                          int stride, int pad, int out_pad, int groups, float *y);
 
 /* One direction of a PyTorch LSTM layer (gates i, f, g, o).
- * x: [T, n_in]; w_ih: [4H, n_in]; w_hh: [4H, H]; b_ih, b_hh: [4H] or NULL.
+ * x: [T, n_in]; w_ih: [4H, n_in]; w_hh: [4H, H] in core's step panels
+ * (ez_lstm_pack, core/kernels/lstm.h); b_ih, b_hh: [4H] or NULL.
  * Writes h_t to y + t * y_stride (y_stride >= H), so the two directions of a
  * bidirectional layer fill the halves of one [T, 2H] buffer. reverse runs
- * t = T-1 .. 0. Initial state zero. */
-EZ_INTERNAL void ez_tts_lstm(ez_pool *pool, const float *x, int T, int n_in, int H,
-                             const float *w_ih, const float *w_hh,
-                             const float *b_ih, const float *b_hh, int reverse,
-                             float *y, int y_stride);
+ * t = T-1 .. 0. Initial state zero. ELIZA_E_NOMEM (with ez_fail) when the
+ * gates' working memory cannot be had. */
+EZ_INTERNAL int32_t ez_tts_lstm(ez_pool *pool, const float *x, int T, int n_in, int H,
+                                const float *w_ih, const float *w_hh,
+                                const float *b_ih, const float *b_hh, int reverse,
+                                float *y, int y_stride);
 
 /* LayerNorm over the last dimension of x: [T, C], in place; gamma, beta:
  * [C] or NULL. */
@@ -129,9 +131,9 @@ EZ_INTERNAL void ez_tts_gelu_tanh(ez_pool *pool, float *x, int64_t n);
  * y: [T, 2H]. w_ih[d], w_hh[d], b_ih[d], b_hh[d] as in ez_tts_lstm (biases
  * may be NULL). Bit-identical to the two ez_tts_lstm calls; with two or
  * more threads the directions run side by side. */
-EZ_INTERNAL void ez_tts_lstm_bidir(ez_pool *pool, const float *x, int T, int n_in, int H,
-                                   const float *const w_ih[2], const float *const w_hh[2],
-                                   const float *const b_ih[2], const float *const b_hh[2], float *y);
+EZ_INTERNAL int32_t ez_tts_lstm_bidir(ez_pool *pool, const float *x, int T, int n_in, int H,
+                                      const float *const w_ih[2], const float *const w_hh[2],
+                                      const float *const b_ih[2], const float *const b_hh[2], float *y);
 
 /* ez_tts_adain1d then ez_tts_snake (alpha: [C]), fused: one pass over x
  * after the statistics, split over channels. */
@@ -152,9 +154,6 @@ EZ_INTERNAL void ez_tts_conv1d_ref(const float *x, int c_in, int t_in, const flo
 EZ_INTERNAL void ez_tts_conv_transpose1d_ref(const float *x, int c_in, int t_in, const float *w,
                                              const float *b, int c_out, int k, int stride,
                                              int pad, int out_pad, int groups, float *y);
-EZ_INTERNAL void ez_tts_lstm_ref(const float *x, int T, int n_in, int H, const float *w_ih,
-                                 const float *w_hh, const float *b_ih, const float *b_hh,
-                                 int reverse, float *y, int y_stride);
 EZ_INTERNAL void ez_tts_adain1d_ref(float *x, int C, int T, const float *gamma_beta, float eps);
 EZ_INTERNAL void ez_tts_snake_ref(float *x, int C, int T, const float *alpha);
 EZ_INTERNAL void ez_tts_gelu_tanh_ref(float *x, int64_t n);

@@ -3,7 +3,7 @@
  *
  * sin and exp are Cephes' single-precision polynomials, evaluated with FMA.
  * Errors measured against double-precision libm (every fifth float of the
- * range for sin, steps of 1e-5 for exp, 1e-6 for the gates):
+ * range for sin, steps of 1e-5 for exp):
  *  - sin_ps: reduction by pi/4 in three parts (exact products for
  *    |x| <= 8192), degree-7 odd / degree-8 even polynomials: absolute error
  *    <= 7.8e-8 on [-8192, 8192], relative error <= 1.6 ulp wherever
@@ -11,9 +11,6 @@
  *    through libm sinf.
  *  - ez_exp_avx2 (core/kernels/vmath_avx2.h): x = n ln2 + r, degree-7 polynomial in r: <= 1.3 ulp on
  *    [-87.3, 88.3] (inputs are clamped to that range).
- *  - sigmoid(v) = 1 / (1 + exp(-v)) and tanh(v) = sign(v) (1 - e) / (1 + e),
- *    e = exp(-2|v|): absolute error <= 9e-8 on [-30, 30] and saturated
- *    outside, as good as the reference's float libm (8.9e-8, 1.0e-7).
  * tests/c/test_tts_ops.c holds the ops that use them to bounds derived
  * from these. */
 #include "tts/ops_kernels.h"
@@ -26,14 +23,6 @@
 #include "core/kernels/vmath_avx2.h"
 
 /* ---- vector math ------------------------------------------------------------------ */
-
-static inline __m256 tanh_ps(__m256 v) {
-    const __m256 one = _mm256_set1_ps(1.0f), sign_bit = _mm256_set1_ps(-0.0f);
-    __m256 sign = _mm256_and_ps(v, sign_bit);
-    __m256 e = ez_exp_avx2(_mm256_mul_ps(_mm256_set1_ps(-2.0f), _mm256_andnot_ps(sign_bit, v)));
-    __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
-    return _mm256_or_ps(t, sign);
-}
 
 /* Valid where |x| <= 8192 (see the file comment); sin_ps checks. */
 static inline __m256 sin_ps_reduced(__m256 x) {
@@ -166,91 +155,6 @@ static void affine_act_avx2(float *x, int64_t n, double mean, float inv, float s
     }
 }
 
-/* ---- LSTM step ------------------------------------------------------------------------- */
-
-/* Lane l = sum of the lanes of a_l. */
-static inline __m256 reduce8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5, __m256 a6,
-                             __m256 a7) {
-    __m256 t0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    __m256 t1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
-    return _mm256_add_ps(_mm256_permute2f128_ps(t0, t1, 0x20), _mm256_permute2f128_ps(t0, t1, 0x31));
-}
-
-/* Lane l = dot of row l of w (8 rows of K, stride K) with h. */
-static inline __m256 dot8(const float *w, int K, const float *h) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, sum;
-    const float *w1 = w + K, *w2 = w + 2 * K, *w3 = w + 3 * K, *w4 = w + 4 * K, *w5 = w + 5 * K;
-    const float *w6 = w + 6 * K, *w7 = w + 7 * K;
-    int i = 0;
-    for (; i + 8 <= K; i += 8) {
-        __m256 hv = _mm256_loadu_ps(h + i);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), hv, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + i), hv, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + i), hv, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + i), hv, a3);
-        a4 = _mm256_fmadd_ps(_mm256_loadu_ps(w4 + i), hv, a4);
-        a5 = _mm256_fmadd_ps(_mm256_loadu_ps(w5 + i), hv, a5);
-        a6 = _mm256_fmadd_ps(_mm256_loadu_ps(w6 + i), hv, a6);
-        a7 = _mm256_fmadd_ps(_mm256_loadu_ps(w7 + i), hv, a7);
-    }
-    sum = reduce8(a0, a1, a2, a3, a4, a5, a6, a7);
-    if (i < K) {
-        float tail[8];
-        for (int l = 0; l < 8; l++) {
-            float s = 0.0f;
-            for (int k = i; k < K; k++) s = fmaf(w[(int64_t)l * K + k], h[k], s);
-            tail[l] = s;
-        }
-        sum = _mm256_add_ps(sum, _mm256_loadu_ps(tail));
-    }
-    return sum;
-}
-
-static inline float dot1(const float *w, int K, const float *h) {
-    __m256 a = _mm256_setzero_ps();
-    __m128 s;
-    float r;
-    int i = 0;
-    for (; i + 8 <= K; i += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(h + i), a);
-    s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    r = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-    for (; i < K; i++) r = fmaf(w[i], h[i], r);
-    return r;
-}
-
-/* c = f c + i g, h = o tanh(c), PyTorch's gate order i, f, g, o. */
-static inline void cell_ps(__m256 gi, __m256 gf, __m256 gg, __m256 go, __m256 *c, __m256 *h) {
-    __m256 i = ez_sigmoid_avx2(gi), f = ez_sigmoid_avx2(gf), g = tanh_ps(gg), o = ez_sigmoid_avx2(go);
-    *c = _mm256_fmadd_ps(f, *c, _mm256_mul_ps(i, g));
-    *h = _mm256_mul_ps(o, tanh_ps(*c));
-}
-
-static void lstm_cell_avx2(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c, float *h_out,
-                           int u0, int u1) {
-    const int64_t H64 = H;
-    int u = u0;
-    for (; u + 8 <= u1; u += 8) {
-        __m256 pre[4], cv = _mm256_loadu_ps(c + u), hv;
-        for (int q = 0; q < 4; q++)
-            pre[q] = _mm256_add_ps(_mm256_loadu_ps(g_t + q * H64 + u), dot8(w_hh + (q * H64 + u) * H64, H, h_prev));
-        cell_ps(pre[0], pre[1], pre[2], pre[3], &cv, &hv);
-        _mm256_storeu_ps(c + u, cv);
-        _mm256_storeu_ps(h_out + u, hv);
-    }
-    for (; u < u1; u++) {
-        float pre[4], cs, hs;
-        __m256 cv = _mm256_set1_ps(c[u]), hv;
-        for (int q = 0; q < 4; q++) pre[q] = g_t[q * H64 + u] + dot1(w_hh + (q * H64 + u) * H64, H, h_prev);
-        cell_ps(_mm256_set1_ps(pre[0]), _mm256_set1_ps(pre[1]), _mm256_set1_ps(pre[2]), _mm256_set1_ps(pre[3]),
-                &cv, &hv);
-        cs = _mm256_cvtss_f32(cv);
-        hs = _mm256_cvtss_f32(hv);
-        c[u] = cs;
-        h_out[u] = hs;
-    }
-}
-
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
 static void gelu_tanh_avx2(float *x, int64_t n) {
@@ -263,7 +167,7 @@ static void gelu_tanh_avx2(float *x, int64_t n) {
 }
 
 static const ez_tts_kernels avx2_kernels = {
-    snake_avx2, mean_var_avx2, affine_act_avx2, lstm_cell_avx2, gelu_tanh_avx2,
+    snake_avx2, mean_var_avx2, affine_act_avx2, gelu_tanh_avx2,
 };
 
 const ez_tts_kernels *ez_tts_kernels_avx2(void) { return &avx2_kernels; }

@@ -13,15 +13,6 @@
 
 /* ---- vector math ------------------------------------------------------------------ */
 
-static inline __m512 tanh_ps(__m512 v) {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 av = _mm512_abs_ps(v);
-    __m512 e = ez_exp_avx512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), av));
-    __m512 t = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), _mm512_andnot_si512(_mm512_castps_si512(av),
-                                                                                         _mm512_castps_si512(v))));
-}
-
 /* Valid where |x| <= 8192; sin_ps checks. */
 static inline __m512 sin_ps_reduced(__m512 x) {
     const __m512 ax = _mm512_abs_ps(x);
@@ -137,73 +128,6 @@ static void affine_act_avx512(float *x, int64_t n, double mean, float inv, float
     }
 }
 
-/* ---- LSTM step ------------------------------------------------------------------------- */
-
-/* Lane l (of 8) = dot of row l of w (8 rows of K, stride K) with h: 16-lane
- * sums over K, reduced per row, then the masked rest of K in the same
- * lanes. Every unit of a block of 8 gets the same operations. */
-static inline __m256 dot8(const float *w, int K, const float *h) {
-    __m512 a[8];
-    float s[8];
-    int i = 0;
-    for (int l = 0; l < 8; l++) a[l] = _mm512_setzero_ps();
-    for (; i + 16 <= K; i += 16) {
-        const __m512 hv = _mm512_loadu_ps(h + i);
-        for (int l = 0; l < 8; l++) a[l] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (int64_t)l * K + i), hv, a[l]);
-    }
-    if (i < K) {
-        const __mmask16 m = ez_lanes_avx512(K - i);
-        const __m512 hv = _mm512_maskz_loadu_ps(m, h + i);
-        for (int l = 0; l < 8; l++)
-            a[l] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w + (int64_t)l * K + i), hv, a[l]);
-    }
-    for (int l = 0; l < 8; l++) s[l] = _mm512_reduce_add_ps(a[l]);
-    return _mm256_loadu_ps(s);
-}
-
-static inline float dot1(const float *w, int K, const float *h) {
-    __m512 a = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= K; i += 16) a = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(h + i), a);
-    if (i < K) {
-        const __mmask16 m = ez_lanes_avx512(K - i);
-        a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, w + i), _mm512_maskz_loadu_ps(m, h + i), a);
-    }
-    return _mm512_reduce_add_ps(a);
-}
-
-/* c = f c + i g, h = o tanh(c), PyTorch's gate order i, f, g, o; 8 units in
- * the low lanes (the high ones are don't-care). */
-static inline void cell_ps(__m512 gi, __m512 gf, __m512 gg, __m512 go, __m512 *c, __m512 *h) {
-    __m512 i = ez_sigmoid_avx512(gi), f = ez_sigmoid_avx512(gf), g = tanh_ps(gg), o = ez_sigmoid_avx512(go);
-    *c = _mm512_fmadd_ps(f, *c, _mm512_mul_ps(i, g));
-    *h = _mm512_mul_ps(o, tanh_ps(*c));
-}
-
-static void lstm_cell_avx512(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c, float *h_out,
-                             int u0, int u1) {
-    const int64_t H64 = H;
-    int u = u0;
-    for (; u + 8 <= u1; u += 8) {
-        __m512 pre[4], cv = _mm512_castps256_ps512(_mm256_loadu_ps(c + u)), hv;
-        for (int q = 0; q < 4; q++)
-            pre[q] = _mm512_castps256_ps512(
-                _mm256_add_ps(_mm256_loadu_ps(g_t + q * H64 + u), dot8(w_hh + (q * H64 + u) * H64, H, h_prev)));
-        cell_ps(pre[0], pre[1], pre[2], pre[3], &cv, &hv);
-        _mm256_storeu_ps(c + u, _mm512_castps512_ps256(cv));
-        _mm256_storeu_ps(h_out + u, _mm512_castps512_ps256(hv));
-    }
-    for (; u < u1; u++) {
-        float pre[4];
-        __m512 cv = _mm512_set1_ps(c[u]), hv;
-        for (int q = 0; q < 4; q++) pre[q] = g_t[q * H64 + u] + dot1(w_hh + (q * H64 + u) * H64, H, h_prev);
-        cell_ps(_mm512_set1_ps(pre[0]), _mm512_set1_ps(pre[1]), _mm512_set1_ps(pre[2]), _mm512_set1_ps(pre[3]), &cv,
-                &hv);
-        c[u] = _mm512_cvtss_f32(cv);
-        h_out[u] = _mm512_cvtss_f32(hv);
-    }
-}
-
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
 static void gelu_tanh_avx512(float *x, int64_t n) {
@@ -216,7 +140,7 @@ static void gelu_tanh_avx512(float *x, int64_t n) {
 }
 
 static const ez_tts_kernels avx512_kernels = {
-    snake_avx512, mean_var_avx512, affine_act_avx512, lstm_cell_avx512, gelu_tanh_avx512,
+    snake_avx512, mean_var_avx512, affine_act_avx512, gelu_tanh_avx512,
 };
 
 const ez_tts_kernels *ez_tts_kernels_avx512(void) { return &avx512_kernels; }

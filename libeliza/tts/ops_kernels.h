@@ -27,14 +27,6 @@ typedef struct {
     void (*affine_act)(float *x, int64_t n, double mean, float inv, float scale, float shift, int act,
                        float param);
 
-    /* One LSTM step for hidden units [u0, u1): gates = g_t + w_hh . h_prev
-     * (g_t: [4H] input projection plus biases for this step, w_hh: [4H, H]
-     * in PyTorch's i, f, g, o blocks), then c[j] and h_out[j]. Every unit is
-     * computed by the same operations whichever range it is in, as long as
-     * u0 is a multiple of 8. */
-    void (*lstm_cell)(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c,
-                      float *h_out, int u0, int u1);
-
     /* ez_tts_gelu_tanh over n values (the AVX2 one as x / (1 + e^-2u),
      * which is 0.5 x (1 + tanh u)). */
     void (*gelu_tanh)(float *x, int64_t n);

@@ -15,14 +15,6 @@
 
 /* ---- vector math ------------------------------------------------------------------ */
 
-/* sign(v) (1 - e) / (1 + e), e = e^(-2 |v|) */
-static inline float32x4_t tanh_ps(float32x4_t v) {
-    const float32x4_t one = vdupq_n_f32(1.0f);
-    float32x4_t e = ez_exp_neon(vmulq_n_f32(vabsq_f32(v), -2.0f));
-    float32x4_t t = vdivq_f32(vsubq_f32(one, e), vaddq_f32(one, e));
-    return vbslq_f32(vdupq_n_u32(0x80000000u), v, t);
-}
-
 /* Valid where |x| <= 8192; sin_ps checks. Octant reduction by pi/4 in three
  * parts, then the sine or cosine polynomial. */
 static inline float32x4_t sin_ps_reduced(float32x4_t x) {
@@ -142,71 +134,6 @@ static void affine_act_neon(float *x, int64_t n, double mean, float inv, float s
     if (i < n) store_tail(x + i, n - i, act_ps(normalize_ps(load_tail(x + i, n - i), m, vi, vs, vb), act, p, ip));
 }
 
-/* ---- LSTM step ------------------------------------------------------------------------- */
-
-/* Lane l = dot of row l of w (4 rows of K, stride K) with h. */
-static inline float32x4_t dot4(const float *w, int K, const float *h) {
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0;
-    const float *w1 = w + K, *w2 = w + 2 * K, *w3 = w + 3 * K;
-    float t[4];
-    int i = 0;
-    for (; i + 4 <= K; i += 4) {
-        float32x4_t hv = vld1q_f32(h + i);
-        a0 = vfmaq_f32(a0, vld1q_f32(w + i), hv);
-        a1 = vfmaq_f32(a1, vld1q_f32(w1 + i), hv);
-        a2 = vfmaq_f32(a2, vld1q_f32(w2 + i), hv);
-        a3 = vfmaq_f32(a3, vld1q_f32(w3 + i), hv);
-    }
-    t[0] = vaddvq_f32(a0);
-    t[1] = vaddvq_f32(a1);
-    t[2] = vaddvq_f32(a2);
-    t[3] = vaddvq_f32(a3);
-    for (; i < K; i++) {
-        t[0] += w[i] * h[i];
-        t[1] += w1[i] * h[i];
-        t[2] += w2[i] * h[i];
-        t[3] += w3[i] * h[i];
-    }
-    return vld1q_f32(t);
-}
-
-/* Units [u0, u1) in groups of four (u0 a multiple of 8; every group, the
- * last one shorter, takes the same operations wherever it starts). */
-static void lstm_cell_neon(int H, const float *g_t, const float *w_hh, const float *h_prev, float *c, float *h_out,
-                           int u0, int u1) {
-    for (int u = u0; u < u1; u += 4) {
-        const int n = u1 - u < 4 ? u1 - u : 4;
-        float pre[4][4], cv[4], hv[4];
-        for (int q = 0; q < 4; q++) {
-            if (n == 4) {
-                float32x4_t d = dot4(w_hh + ((int64_t)q * H + u) * H, H, h_prev);
-                vst1q_f32(pre[q], vaddq_f32(vld1q_f32(g_t + (int64_t)q * H + u), d));
-            } else {
-                for (int l = 0; l < 4; l++) {
-                    const int uu = u + (l < n ? l : 0);
-                    const float *row = w_hh + ((int64_t)q * H + uu) * H;
-                    float s = 0.0f;
-                    for (int i = 0; i < H; i++) s += row[i] * h_prev[i];
-                    pre[q][l] = g_t[(int64_t)q * H + uu] + s;
-                }
-            }
-        }
-        {
-            float32x4_t i_g = ez_sigmoid_neon(vld1q_f32(pre[0])), f_g = ez_sigmoid_neon(vld1q_f32(pre[1]));
-            float32x4_t g_g = tanh_ps(vld1q_f32(pre[2])), o_g = ez_sigmoid_neon(vld1q_f32(pre[3]));
-            float c_prev[4];
-            for (int l = 0; l < 4; l++) c_prev[l] = c[u + (l < n ? l : 0)];
-            float32x4_t cn = vfmaq_f32(vmulq_f32(i_g, g_g), f_g, vld1q_f32(c_prev));
-            vst1q_f32(cv, cn);
-            vst1q_f32(hv, vmulq_f32(o_g, tanh_ps(cn)));
-        }
-        for (int l = 0; l < n; l++) {
-            c[u + l] = cv[l];
-            h_out[u + l] = hv[l];
-        }
-    }
-}
-
 /* ---- GELU (tanh form) ----------------------------------------------------------------- */
 
 static void gelu_tanh_neon(float *x, int64_t n) {
@@ -216,7 +143,7 @@ static void gelu_tanh_neon(float *x, int64_t n) {
 }
 
 static const ez_tts_kernels neon_kernels = {
-    snake_neon, mean_var_neon, affine_act_neon, lstm_cell_neon, gelu_tanh_neon,
+    snake_neon, mean_var_neon, affine_act_neon, gelu_tanh_neon,
 };
 
 const ez_tts_kernels *ez_tts_kernels_neon(void) { return &neon_kernels; }

@@ -60,37 +60,6 @@ void ez_tts_conv_transpose1d_ref(const float *x, int c_in, int t_in, const float
     }
 }
 
-static float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
-
-/* Needs no working memory: h_{t-1} is read back from y, and c_{t-1} waits
- * in the not yet written y row of step t until unit j of step t takes it
- * (each unit only needs its own c). */
-void ez_tts_lstm_ref(const float *x, int T, int n_in, int H, const float *w_ih, const float *w_hh,
-                     const float *b_ih, const float *b_hh, int reverse, float *y, int y_stride) {
-    for (int step = 0; step < T; step++) {
-        int t = reverse ? T - 1 - step : step, dir = reverse ? -1 : 1;
-        const float *xt = x + (int64_t)t * n_in;
-        const float *h_prev = step > 0 ? y + (int64_t)(t - dir) * y_stride : NULL;
-        float *h = y + (int64_t)t * y_stride;
-        float *c_next = step + 1 < T ? y + (int64_t)(t + dir) * y_stride : NULL;
-        for (int j = 0; j < H; j++) {
-            float gates[4], c;
-            for (int q = 0; q < 4; q++) {
-                int r = q * H + j;
-                double acc = (b_ih ? b_ih[r] : 0.0) + (b_hh ? b_hh[r] : 0.0);
-                for (int i = 0; i < n_in; i++) acc += (double)w_ih[(int64_t)r * n_in + i] * xt[i];
-                if (h_prev)
-                    for (int i = 0; i < H; i++) acc += (double)w_hh[(int64_t)r * H + i] * h_prev[i];
-                gates[q] = (float)acc;
-            }
-            c = step > 0 ? h[j] : 0.0f; /* c_{t-1}, parked here by the previous step */
-            c = sigmoid(gates[1]) * c + sigmoid(gates[0]) * tanhf(gates[2]);
-            h[j] = sigmoid(gates[3]) * tanhf(c);
-            if (c_next) c_next[j] = c;
-        }
-    }
-}
-
 void ez_tts_layer_norm(float *x, int T, int C, const float *gamma, const float *beta, float eps) {
     for (int t = 0; t < T; t++) {
         float *r = x + (int64_t)t * C;

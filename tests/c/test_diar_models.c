@@ -1,8 +1,7 @@
 /* The LSTM shared by the diarization models (diar/nn.h): the gate-order
- * parser, the AVX2 step against the scalar reference on random data and on
- * the real shapes (segmentation H 128, embedding H 256; 1 to 13 sequences),
- * and the recurrence over a pool against a plain loop of reference steps,
- * bit-identical for any thread count. The models themselves are checked
+ * parser and the recurrence over a pool against a plain loop of reference
+ * steps, bit-identical for any thread count (the step kernels themselves:
+ * tests/c/test_lstm.c). The models themselves are checked
  * against onnxruntime / resemblyzer in tests/diar.
  *
  * `test_diar_models shared SEG.gguf EMB.gguf` (run by
@@ -24,6 +23,7 @@
 
 #include "core/cpu.h"
 #include "core/error.h"
+#include "core/kernels/lstm.h"
 #include "core/platform.h"
 #include "core/pool.h"
 #include "diar/embedding.h"
@@ -70,61 +70,6 @@ static void test_gate_order_parser(void) {
     }
 }
 
-/* w_hh [4H, H] into the fast path's panels (nn.c's layout). */
-static float *panels(const float *w, int H) {
-    int G = 4 * H;
-    float *p = (float *)malloc(sizeof(float) * (size_t)G * (size_t)H);
-    for (int r = 0; r < G; r++)
-        for (int k = 0; k < H; k++) p[((r / 16) * H + k) * 16 + r % 16] = w[r * H + k];
-    return p;
-}
-
-static void test_step_fast_matches_reference(void) {
-#if EZ_ARCH_X86_64 || EZ_ARCH_AARCH64
-    static const int Hs[] = {16, 128, 256};
-#if EZ_ARCH_X86_64
-    const ez_nn_lstm_step_fn kernels[] = {ez_nn_lstm_step_avx2, ez_nn_lstm_step_avx512};
-    const uint32_t needs[] = {EZ_CPU_LEVEL_AVX2, EZ_CPU_LEVEL_AVX512};
-#else
-    const ez_nn_lstm_step_fn kernels[] = {ez_nn_lstm_step_neon};
-    const uint32_t needs[] = {EZ_CPU_NEON};
-#endif
-    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const ez_nn_lstm_step_fn fast = kernels[ki];
-        if ((ez_cpu_features() & needs[ki]) != needs[ki]) {
-            printf("skip: kernel %zu needs CPU features this one lacks\n", ki);
-            continue;
-        }
-        for (size_t hi = 0; hi < sizeof Hs / sizeof Hs[0]; hi++)
-            for (int nb = 1; nb <= 13; nb += (nb < 9 ? 1 : 4)) {
-                int H = Hs[hi], G = 4 * H;
-                float *w = random_floats((size_t)G * H, 1.0f / sqrtf((float)H)), *wp = panels(w, H);
-                float *xp = random_floats((size_t)nb * G, 3.0f), *bias = random_floats((size_t)G, 0.5f);
-                float *h0 = random_floats((size_t)nb * H, 1.0f), *c0 = random_floats((size_t)nb * H, 2.0f);
-                float *h1 = (float *)malloc(sizeof(float) * (size_t)nb * H), *c1 = (float *)malloc(sizeof(float) * (size_t)nb * H);
-                float *g0 = (float *)malloc(sizeof(float) * (size_t)nb * G), *g1 = (float *)malloc(sizeof(float) * (size_t)nb * G);
-                const float *rows[13];
-                double err_h = 0, err_c = 0;
-                for (int b = 0; b < nb; b++) rows[b] = xp + (size_t)b * G;
-                memcpy(h1, h0, sizeof(float) * (size_t)nb * H);
-                memcpy(c1, c0, sizeof(float) * (size_t)nb * H);
-                /* A few steps so the state feeds back. */
-                for (int s = 0; s < 3; s++) {
-                    ez_nn_lstm_step_ref(nb, H, rows, bias, w, g0, h0, c0);
-                    fast(nb, H, rows, bias, wp, g1, h1, c1);
-                }
-                for (int i = 0; i < nb * H; i++) {
-                    err_h = max_d(err_h, fabs((double)h0[i] - h1[i]));
-                    err_c = max_d(err_c, fabs((double)c0[i] - c1[i]) / (1.0 + fabs((double)c0[i])));
-                }
-                CHECK_MSG(err_h <= 2e-6 && err_c <= 2e-6, "kernel %zu H %d nb %d: max |h| err %.3g, c err %.3g", ki, H,
-                          nb, err_h, err_c);
-                free(w), free(wp), free(xp), free(bias), free(h0), free(c0), free(h1), free(c1), free(g0), free(g1);
-            }
-    }
-#endif
-}
-
 /* A layer loaded by hand: weights straight into the ez_nn_lstm fields (the
  * loader itself is covered by the model tests). */
 static void fill_layer(ez_nn_lstm *l, int n_dirs, int n_in, int H) {
@@ -136,13 +81,11 @@ static void fill_layer(ez_nn_lstm *l, int n_dirs, int n_in, int H) {
     l->own_ih = random_floats((size_t)n_dirs * G * n_in, 0.3f);
     l->w_ih = l->own_ih;
     l->bias = random_floats((size_t)n_dirs * G, 0.5f);
-    l->own_hh = random_floats((size_t)n_dirs * G * H, 1.0f / sqrtf((float)H));
-    l->w_hh = l->own_hh;
-    l->w_hh_t = (float *)malloc(sizeof(float) * (size_t)n_dirs * G * H);
+    l->w_hh = (float *)ez_aligned_alloc(sizeof(float) * (size_t)n_dirs * ez_lstm_panels_floats(H));
     for (int d = 0; d < n_dirs; d++) {
-        float *p = panels(l->w_hh + (size_t)d * G * H, H);
-        memcpy(l->w_hh_t + (size_t)d * G * H, p, sizeof(float) * (size_t)G * H);
-        free(p);
+        float *w = random_floats((size_t)G * H, 1.0f / sqrtf((float)H));
+        ez_lstm_pack(H, w, NULL, l->w_hh + (size_t)d * ez_lstm_panels_floats(H));
+        free(w);
     }
 }
 
@@ -163,7 +106,8 @@ static void test_recurrence_matches_plain_loop(void) {
             for (int s = 0; s < T; s++) {
                 int t = d ? T - 1 - s : s;
                 const float *row = xp + ((size_t)b * T + t) * 2 * G + (size_t)d * G;
-                ez_nn_lstm_step_ref(1, H, &row, l.bias + (size_t)d * G, l.w_hh + (size_t)d * G * H, gates, h, c);
+                ez_lstm_step_ref(1, H, 0, H, &row, l.bias + (size_t)d * G, l.w_hh + (size_t)d * ez_lstm_panels_floats(H),
+                                 h, h, c, gates);
                 memcpy(want + ((size_t)b * T + t) * 2 * H + (size_t)d * H, h, sizeof h);
             }
         }
@@ -346,7 +290,6 @@ int main(int argc, char **argv) {
     }
     SKIP_IF_PINNED_LEVEL_MISSING();
     test_gate_order_parser();
-    test_step_fast_matches_reference();
     test_recurrence_matches_plain_loop();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;
