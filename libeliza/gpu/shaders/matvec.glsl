@@ -24,6 +24,7 @@ layout(push_constant) uniform Push {
     uint x_off;
     uint y_off;
     uint lanes;
+    uint glu;
 } p;
 
 #define MV_ROWS 2

@@ -28,6 +28,7 @@ layout(push_constant) uniform Push {
     uint x_off;
     uint y_off;
     uint lanes;
+    uint glu;
 } p;
 
 #include "mv_reduce.glsl"
