@@ -155,6 +155,10 @@ EZ_INTERNAL int32_t ez_gpu_op_copy(ez_gpu_cmd *c, ez_gpu_buf *src, uint64_t src_
  * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K weights times F32 activations. */
 EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
                                      ez_gpu_buf *y, uint32_t y_off);
+/* ez_gpu_op_matvec with y_off grown at run time by word step_word of step
+ * (a uint32 buffer): the value's matvec writing its KV-cache row. */
+EZ_INTERNAL int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
+                                        ez_gpu_buf *y, uint32_t y_off, ez_gpu_buf *step, uint32_t step_word);
 typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
 /* y[y_off + i] = act(a[i] . x) * (b[i] . x), i < n_rows / 2, for a paired
  * matrix (ez_gpu_matrix_upload_pair): the gate, the up and their gated

@@ -66,27 +66,32 @@ static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, ui
 }
 
 /* The matvec of w's parts; glu 0 writes every row, otherwise 1 + the
- * activation of a paired matrix's gated unit (one output per row pair). */
+ * activation of a paired matrix's gated unit (one output per row pair);
+ * with step, y_off grows by its word step_word at run time. */
 static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
-                             uint32_t y_off, uint32_t glu) {
+                             uint32_t y_off, uint32_t glu, ez_gpu_buf *step, uint32_t step_word) {
     const uint32_t per_out = glu ? 2u : 1u;
     int32_t rc;
     int i;
     if (!ez_gpu_has_matvec(w->type) || w->n_parts <= 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec: no matrix");
     if (glu && !w->paired) return ez_fail(ELIZA_E_INVALID_ARG, "GPU gated matvec of a matrix that is not a pair");
     if ((rc = fits(x, (uint64_t)x_off + (uint64_t)w->n_cols, "matvec input")) != ELIZA_OK) return rc;
-    if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows / per_out, "matvec output")) != ELIZA_OK) return rc;
+    if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows / per_out, "matvec output")) != ELIZA_OK ||
+        (step && (rc = fits(step, (uint64_t)step_word + 1, "matvec step word")) != ELIZA_OK))
+        return rc;
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
         const uint32_t lanes = matvec_lanes(w->parts[i]->g, w->type, (uint32_t)w->n_cols,
                                              (uint32_t)(w->n_rows / per_out));
-        const uint32_t push[7] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
-                                  y_off + (uint32_t)(w->part_row0[i] / per_out), lanes, glu};
-        ez_gpu_buf *bufs[3] = {w->parts[i], x, y};
+        const uint32_t push[8] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
+                                  y_off + (uint32_t)(w->part_row0[i] / per_out), lanes, glu,
+                                  step ? step_word : EZ_GPU_NO_WORD};
+        /* Without a step buffer the binding is there but never read: x fills it. */
+        ez_gpu_buf *bufs[4] = {w->parts[i], x, y, step ? step : x};
         const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes * MV_ROWS;
         uint32_t gx, gy;
         grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
-        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 3, push, sizeof push, gx, gy);
+        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 4, push, sizeof push, gx, gy);
         if (rc != ELIZA_OK) return rc;
     }
     return ELIZA_OK;
@@ -94,14 +99,20 @@ static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *
 
 int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
                          uint32_t y_off) {
-    return record_matvec(c, w, x, x_off, y, y_off, 0);
+    return record_matvec(c, w, x, x_off, y, y_off, 0, NULL, 0);
+}
+
+int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                            uint32_t y_off, ez_gpu_buf *step, uint32_t step_word) {
+    if (!step) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec at a step word without a step buffer");
+    return record_matvec(c, w, x, x_off, y, y_off, 0, step, step_word);
 }
 
 int32_t ez_gpu_op_matvec_glu(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
                              uint32_t y_off, ez_gpu_glu act) {
     if (act != EZ_GPU_GELU_TANH && act != EZ_GPU_SILU)
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU gated matvec: activation %d", (int)act);
-    return record_matvec(c, w, x, x_off, y, y_off, 1u + (uint32_t)act);
+    return record_matvec(c, w, x, x_off, y, y_off, 1u + (uint32_t)act, NULL, 0);
 }
 
 static ez_gpu_kernel matmul_kernel(uint32_t type) {

@@ -54,7 +54,6 @@ struct ez_llm_gpu {
     ez_gpu_buf *f, *u;      /* [n_ff] */
     ez_gpu_buf *scores;     /* attention's per-chunk partials (ez_gpu_attn_scratch_floats) */
     ez_gpu_buf *argmax_part; /* the argmax's partial maxima */
-    ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
     ez_gpu_buf *angles;     /* [n_layer * n_rot] */
     ez_gpu_buf *step;       /* uint32 STEP_WORDS */
     ez_gpu_buf *logits;     /* [n_vocab] */
@@ -296,7 +295,6 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, (int64_t)attn_scratch(hp, n_ctx), EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
                             (rc = scratch(g, ez_gpu_argmax_scratch_words((uint32_t)hp->n_vocab), EZ_GPU_DEVICE_LOCAL,
                                           &s->argmax_part)) ||
-                            (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_DEVICE_LOCAL, &s->angles)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->in_angles)) ||
                             (rc = scratch(g, STEP_WORDS, EZ_GPU_DEVICE_LOCAL, &s->step)) ||
@@ -328,7 +326,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     ez_gpu_matrix_free(&s->output);
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores, s->argmax_part,
-                              s->v, s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
+                              s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
                               s->out_logits, s->bx, s->bh, s->bo, s->bq, s->batt, s->bk, s->bv, s->bf, s->bu,
                               s->b_angles, s->in_b_angles, s->b_step, s->in_b_step, s->in_bx};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
@@ -384,16 +382,13 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     const ez_gpu_glu act = hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
                           G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
-    /* q, k and v read h alone: they may run at once (so may gate and up,
-     * and the value's cache write and the query and key's rope, which touch
-     * different buffers). */
+    /* q, k and v read h alone: they may run at once (so may gate and up
+     * where they are two matrices); the value's matvec writes its cache
+     * row. */
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
-        (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
-        return rc;
-    ez_gpu_cmd_overlap_next(c);
-    if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
+        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec_at(c, &G->wv, s->h, 0, G->v_cache, 0, s->step, STEP_CACHE_ROW)) ||
+        (rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;

@@ -133,7 +133,8 @@ static void random_rows(uint32_t type, int64_t rows, int64_t cols, uint8_t *dst)
 
 /* One weight type at one shape: the GPU's product against the double sum
  * over the scalar dequantizer's rows, x at x_off (a multiple of 4 takes the
- * shader's vec4 loads), y at an odd offset. */
+ * shader's vec4 loads), y at an odd offset (at x_off 3, part of it from a
+ * step word: ez_gpu_op_matvec_at). */
 static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_off) {
     const uint32_t y_off = 5;
     const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
@@ -142,11 +143,13 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     float *ref = (float *)malloc((size_t)rows * sizeof(float));
     float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float));
     uint8_t *w = (uint8_t *)malloc((size_t)(rows * (int64_t)row_bytes));
-    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off));
+    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off)), *sb = host_buf(2);
+    const uint32_t words[2] = {7, y_off - 2};
     ez_gpu_matrix m;
     ez_gpu_cmd *c = NULL;
     double worst = 0.0, tol_worst = 0.0;
-    CHECK(x && wrow && ref && got && w && xb && yb);
+    CHECK(x && wrow && ref && got && w && xb && yb && sb);
+    if (sb) CHECK_RC(ez_gpu_upload(sb, 0, words, sizeof words), ELIZA_OK);
     if (!x || !wrow || !ref || !got || !w || !xb || !yb) goto done;
     fill(x, (size_t)(cols + x_off), 1.0f);
     CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
@@ -168,7 +171,14 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
     if (c && m.n_parts) {
         CHECK_RC(ez_gpu_upload(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
-        CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
+        if (x_off == 3 && sb) {
+            /* y_off as 2 in the push constants and 3 from a step word. */
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, NULL, 1), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, sb, 1000), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, sb, 1), ELIZA_OK);
+        } else {
+            CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
+        }
         CHECK_RC(run_one(c), ELIZA_OK);
         CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
         worst = max_abs_diff(got + y_off, ref, (size_t)rows);
@@ -183,6 +193,7 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
 done:
     ez_gpu_buf_free(xb);
     ez_gpu_buf_free(yb);
+    ez_gpu_buf_free(sb);
     free(x);
     free(wrow);
     free(ref);

@@ -25,6 +25,7 @@ layout(push_constant) uniform Push {
     uint y_off;
     uint lanes;
     uint glu;
+    uint step_word;
 } p;
 
 #define MV_ROWS 2

@@ -30,6 +30,7 @@ layout(push_constant) uniform Push {
     uint y_off;
     uint lanes;
     uint glu;
+    uint step_word;
 } p;
 
 #include "mv_reduce.glsl"
