@@ -230,7 +230,8 @@ static int32_t record_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t 
     if (n == 0 || n > UINT32_MAX / 2) return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu of %u elements", n);
     if (act != EZ_GPU_GELU_TANH && act != EZ_GPU_SILU)
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu: activation %d", (int)act);
-    if ((rc = fits(g, (uint64_t)n * (pairs ? 2u : 1u), "glu gate")) != ELIZA_OK || (rc = fits(u, n, "glu up")) != ELIZA_OK)
+    if ((rc = fits(g, (uint64_t)n * (pairs ? 2u : 1u), "glu gate")) != ELIZA_OK ||
+        (rc = fits(u, n, "glu up")) != ELIZA_OK)
         return rc;
     grid(groups_for(n), &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);

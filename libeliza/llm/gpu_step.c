@@ -387,7 +387,8 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
      * row. */
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec_at(c, &G->wv, s->h, 0, G->v_cache, 0, s->step, STEP_CACHE_ROW)) ||
+        (ez_gpu_cmd_overlap_next(c),
+         rc = ez_gpu_op_matvec_at(c, &G->wv, s->h, 0, G->v_cache, 0, s->step, STEP_CACHE_ROW)) ||
         (rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))

@@ -250,7 +250,8 @@ static void check_matvec_glu(uint32_t type, int64_t rows, int64_t cols, uint32_t
         CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
         worst = max_abs_diff(got + y_off, gate, (size_t)rows);
         /* The product's error of each factor (2e-6 of the sums' scale) times the other's size. */
-        CHECK_MSG(worst <= (2e-6 * tol + 1e-6) * (2.0 * tol + 1.0), "gated matvec %s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
+        CHECK_MSG(worst <= (2e-6 * tol + 1e-6) * (2.0 * tol + 1.0),
+                  "gated matvec %s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
                   ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol);
         CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
     }
