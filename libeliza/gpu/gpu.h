@@ -100,11 +100,18 @@ typedef struct {
     int n_parts;
     ez_gpu_buf **parts;
     int64_t *part_row0;         /* first row of each part; [n_parts + 1], last = n_rows */
+    int paired;                 /* rows interleave two matrices (ez_gpu_matrix_upload_pair) */
 } ez_gpu_matrix;
 
 /* ELIZA_E_UNSUPPORTED for a type without a GPU kernel. */
 EZ_INTERNAL int32_t ez_gpu_matrix_upload(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols,
                                          const void *data, ez_gpu_matrix *out);
+/* Two matrices of one type and shape [n_rows, n_cols] (a gate's and an
+ * up's) as one of 2 n_rows rows, a's row i at 2 i and b's at 2 i + 1, so one
+ * matvec reads both (ez_gpu_op_matvec_glu) and one matmul makes both
+ * products (then ez_gpu_op_glu_pairs). */
+EZ_INTERNAL int32_t ez_gpu_matrix_upload_pair(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols,
+                                              const void *a, const void *b, ez_gpu_matrix *out);
 EZ_INTERNAL void ez_gpu_matrix_free(ez_gpu_matrix *m);
 /* Nonzero when ez_gpu_op_matvec has a kernel for this weight type. */
 EZ_INTERNAL int ez_gpu_has_matvec(uint32_t type);
@@ -148,6 +155,16 @@ EZ_INTERNAL int32_t ez_gpu_op_copy(ez_gpu_cmd *c, ez_gpu_buf *src, uint64_t src_
  * Q5_0, Q8_0, Q4_K, Q5_K, Q6_K weights times F32 activations. */
 EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
                                      ez_gpu_buf *y, uint32_t y_off);
+/* ez_gpu_op_matvec with y_off grown at run time by word step_word of step
+ * (a uint32 buffer): the value's matvec writing its KV-cache row. */
+EZ_INTERNAL int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
+                                        ez_gpu_buf *y, uint32_t y_off, ez_gpu_buf *step, uint32_t step_word);
+typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
+/* y[y_off + i] = act(a[i] . x) * (b[i] . x), i < n_rows / 2, for a paired
+ * matrix (ez_gpu_matrix_upload_pair): the gate, the up and their gated
+ * unit in one dispatch. */
+EZ_INTERNAL int32_t ez_gpu_op_matvec_glu(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
+                                         ez_gpu_buf *y, uint32_t y_off, ez_gpu_glu act);
 /* Y = X W^T for n_tok tokens: y[t * n_rows + r] = W[r] . x[t * n_cols ..]
  * (x [n_tok, n_cols], y [n_tok, n_rows]), in tiles of 64 rows x 64 tokens,
  * for the types ez_gpu_op_matvec takes. With step not NULL, the tiles
@@ -189,9 +206,11 @@ typedef struct {
 } ez_gpu_qk;
 EZ_INTERNAL int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                       ez_gpu_buf *angles, ez_gpu_buf *k_cache);
-typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
 /* g[i] = act(g[i]) * u[i], i < n. */
 EZ_INTERNAL int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act);
+/* u[i] = act(g[2 i]) * g[2 i + 1], i < n: the gated unit of a paired
+ * matrix's products (ez_gpu_matrix_upload_pair), g [n_tok, 2 n_ff]. */
+EZ_INTERNAL int32_t ez_gpu_op_glu_pairs(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act);
 /* y[y_off + i] = x[x_off + i] (accumulate 0) or += it (accumulate 1), i < n:
  * a copy into the KV cache, a residual. */
 EZ_INTERNAL int32_t ez_gpu_op_add(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y, uint32_t y_off,

@@ -183,50 +183,81 @@ int ez_gpu_has_matvec(uint32_t type) {
     }
 }
 
-int32_t ez_gpu_matrix_upload(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols, const void *data,
+/* The rows of a matrix into its parts: n_rows of data (b NULL), or with b,
+ * n_rows of a and of b interleaved (a's row i at 2 i, b's at 2 i + 1), each
+ * part then holding whole pairs. */
+static int32_t matrix_upload(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols, const void *a, const void *b,
                              ez_gpu_matrix *out) {
     const ez_type_traits *tr = ez_type_traits_of(type);
+    const int paired = b != NULL;
     uint64_t row_bytes = n_cols > 0 ? ez_row_bytes(type, (uint64_t)n_cols) : 0;
-    int64_t rows_per_part, r0;
+    int64_t rows_per_part, r0, total;
+    uint8_t *pairs = NULL;
     int32_t rc = ELIZA_OK;
     int i;
     memset(out, 0, sizeof *out);
     if (!tr || !ez_gpu_has_matvec(type))
         return ez_fail(ELIZA_E_UNSUPPORTED, "no GPU matrix kernel for weight type %s", tr ? tr->name : "(unknown)");
-    if (n_rows <= 0 || row_bytes == 0 || n_cols > UINT32_MAX || n_rows > UINT32_MAX)
+    if (n_rows <= 0 || row_bytes == 0 || n_cols > UINT32_MAX || n_rows > (paired ? UINT32_MAX / 2 : UINT32_MAX))
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU matrix [%lld, %lld] of %s", (long long)n_rows, (long long)n_cols,
                        tr->name);
-    if ((uint64_t)n_rows > g->info.device_local_bytes / row_bytes)
+    total = paired ? 2 * n_rows : n_rows;
+    if ((uint64_t)total > g->info.device_local_bytes / row_bytes)
         return ez_fail(ELIZA_E_NOMEM, "GPU matrix [%lld, %lld] of %s: %llu MiB past the device-local heap of '%s' (%llu MiB)",
-                       (long long)n_rows, (long long)n_cols, tr->name,
-                       (unsigned long long)(((uint64_t)n_rows * row_bytes) >> 20), g->info.name,
+                       (long long)total, (long long)n_cols, tr->name,
+                       (unsigned long long)(((uint64_t)total * row_bytes) >> 20), g->info.name,
                        (unsigned long long)(g->info.device_local_bytes >> 20));
     rows_per_part = (int64_t)(g->max_binding / row_bytes);
+    if (paired) rows_per_part &= ~(int64_t)1;
     if (rows_per_part == 0)
-        return ez_fail(ELIZA_E_UNSUPPORTED, "a %s row of %lld elements (%llu bytes) passes the binding limit of %llu bytes",
-                       tr->name, (long long)n_cols, (unsigned long long)row_bytes, (unsigned long long)g->max_binding);
+        return ez_fail(ELIZA_E_UNSUPPORTED, "%s %s row%s of %lld elements (%llu bytes) pass%s the binding limit of %llu bytes",
+                       paired ? "two" : "a", tr->name, paired ? "s" : "", (long long)n_cols,
+                       (unsigned long long)row_bytes, paired ? "" : "es", (unsigned long long)g->max_binding);
     out->type = type;
-    out->n_rows = n_rows;
+    out->n_rows = total;
     out->n_cols = n_cols;
     out->row_bytes = row_bytes;
-    out->n_parts = (int)((n_rows + rows_per_part - 1) / rows_per_part);
+    out->paired = paired;
+    out->n_parts = (int)((total + rows_per_part - 1) / rows_per_part);
     out->parts = (ez_gpu_buf **)calloc((size_t)out->n_parts, sizeof *out->parts);
     out->part_row0 = (int64_t *)calloc((size_t)out->n_parts + 1, sizeof *out->part_row0);
-    if (!out->parts || !out->part_row0) {
+    if (paired) pairs = (uint8_t *)malloc((size_t)(EZ_MIN(rows_per_part, total) * (int64_t)row_bytes));
+    if (!out->parts || !out->part_row0 || (paired && !pairs)) {
+        free(pairs);
         ez_gpu_matrix_free(out);
         return ez_fail(ELIZA_E_NOMEM, "out of memory for a GPU matrix");
     }
     for (i = 0, r0 = 0; i < out->n_parts && rc == ELIZA_OK; i++, r0 += rows_per_part) {
-        const int64_t rows = EZ_MIN(rows_per_part, n_rows - r0);
+        const int64_t rows = EZ_MIN(rows_per_part, total - r0);
+        const uint8_t *src = (const uint8_t *)a + (uint64_t)r0 * row_bytes;
         out->part_row0[i] = r0;
+        if (paired) {
+            for (int64_t r = 0; r < rows; r++)
+                memcpy(pairs + (uint64_t)r * row_bytes,
+                       (const uint8_t *)(r % 2 ? b : a) + (uint64_t)((r0 + r) / 2) * row_bytes, (size_t)row_bytes);
+            src = pairs;
+        }
         rc = ez_gpu_buf_create(g, (uint64_t)rows * row_bytes, EZ_GPU_DEVICE_LOCAL, &out->parts[i]);
-        if (rc == ELIZA_OK)
-            rc = ez_gpu_upload(out->parts[i], 0, (const uint8_t *)data + (uint64_t)r0 * row_bytes,
-                               (uint64_t)rows * row_bytes);
+        if (rc == ELIZA_OK) rc = ez_gpu_upload(out->parts[i], 0, src, (uint64_t)rows * row_bytes);
     }
-    out->part_row0[out->n_parts] = n_rows;
+    free(pairs);
+    out->part_row0[out->n_parts] = total;
     if (rc != ELIZA_OK) ez_gpu_matrix_free(out);
     return rc;
+}
+
+int32_t ez_gpu_matrix_upload(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols, const void *data,
+                             ez_gpu_matrix *out) {
+    return matrix_upload(g, type, n_rows, n_cols, data, NULL, out);
+}
+
+int32_t ez_gpu_matrix_upload_pair(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n_cols, const void *a,
+                                  const void *b, ez_gpu_matrix *out) {
+    if (!a || !b) {
+        memset(out, 0, sizeof *out);
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU matrix pair without both matrices");
+    }
+    return matrix_upload(g, type, n_rows, n_cols, a, b, out);
 }
 
 void ez_gpu_matrix_free(ez_gpu_matrix *m) {

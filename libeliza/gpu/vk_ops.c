@@ -65,26 +65,54 @@ static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, ui
     return EZ_MAX(EZ_MAX(lanes, MV_ROWS), g->mv_subgroup);
 }
 
-int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
-                         uint32_t y_off) {
+/* The matvec of w's parts; glu 0 writes every row, otherwise 1 + the
+ * activation of a paired matrix's gated unit (one output per row pair);
+ * with step, y_off grows by its word step_word at run time. */
+static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                             uint32_t y_off, uint32_t glu, ez_gpu_buf *step, uint32_t step_word) {
+    const uint32_t per_out = glu ? 2u : 1u;
     int32_t rc;
     int i;
     if (!ez_gpu_has_matvec(w->type) || w->n_parts <= 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec: no matrix");
+    if (glu && !w->paired) return ez_fail(ELIZA_E_INVALID_ARG, "GPU gated matvec of a matrix that is not a pair");
     if ((rc = fits(x, (uint64_t)x_off + (uint64_t)w->n_cols, "matvec input")) != ELIZA_OK) return rc;
-    if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows, "matvec output")) != ELIZA_OK) return rc;
+    if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows / per_out, "matvec output")) != ELIZA_OK ||
+        (step && (rc = fits(step, (uint64_t)step_word + 1, "matvec step word")) != ELIZA_OK))
+        return rc;
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
-        const uint32_t lanes = matvec_lanes(w->parts[i]->g, w->type, (uint32_t)w->n_cols, (uint32_t)w->n_rows);
-        const uint32_t push[6] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
-                                  y_off + (uint32_t)w->part_row0[i], lanes};
-        ez_gpu_buf *bufs[3] = {w->parts[i], x, y};
+        const uint32_t lanes = matvec_lanes(w->parts[i]->g, w->type, (uint32_t)w->n_cols,
+                                             (uint32_t)(w->n_rows / per_out));
+        const uint32_t push[8] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
+                                  y_off + (uint32_t)(w->part_row0[i] / per_out), lanes, glu,
+                                  step ? step_word : EZ_GPU_NO_WORD};
+        /* Without a step buffer the binding is there but never read: x fills it. */
+        ez_gpu_buf *bufs[4] = {w->parts[i], x, y, step ? step : x};
         const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes * MV_ROWS;
         uint32_t gx, gy;
         grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
-        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 3, push, sizeof push, gx, gy);
+        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 4, push, sizeof push, gx, gy);
         if (rc != ELIZA_OK) return rc;
     }
     return ELIZA_OK;
+}
+
+int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                         uint32_t y_off) {
+    return record_matvec(c, w, x, x_off, y, y_off, 0, NULL, 0);
+}
+
+int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                            uint32_t y_off, ez_gpu_buf *step, uint32_t step_word) {
+    if (!step) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec at a step word without a step buffer");
+    return record_matvec(c, w, x, x_off, y, y_off, 0, step, step_word);
+}
+
+int32_t ez_gpu_op_matvec_glu(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                             uint32_t y_off, ez_gpu_glu act) {
+    if (act != EZ_GPU_GELU_TANH && act != EZ_GPU_SILU)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU gated matvec: activation %d", (int)act);
+    return record_matvec(c, w, x, x_off, y, y_off, 1u + (uint32_t)act, NULL, 0);
 }
 
 static ez_gpu_kernel matmul_kernel(uint32_t type) {
@@ -194,15 +222,27 @@ int32_t ez_gpu_op_qk_rope(ez_gpu_cmd *c, const ez_gpu_qk *a, ez_gpu_buf *q, ez_g
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_QK_ROPE, bufs, 7, push, sizeof push, gx, gy);
 }
 
-int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act) {
-    const uint32_t push[2] = {n, (uint32_t)act};
+static int32_t record_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act, uint32_t pairs) {
+    const uint32_t push[3] = {n, (uint32_t)act, pairs};
     ez_gpu_buf *bufs[2] = {g, u};
     uint32_t gx, gy;
     int32_t rc;
-    if (n == 0) return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu of 0 elements");
-    if ((rc = fits(g, n, "glu gate")) != ELIZA_OK || (rc = fits(u, n, "glu up")) != ELIZA_OK) return rc;
+    if (n == 0 || n > UINT32_MAX / 2) return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu of %u elements", n);
+    if (act != EZ_GPU_GELU_TANH && act != EZ_GPU_SILU)
+        return ez_fail(ELIZA_E_INVALID_ARG, "GPU glu: activation %d", (int)act);
+    if ((rc = fits(g, (uint64_t)n * (pairs ? 2u : 1u), "glu gate")) != ELIZA_OK ||
+        (rc = fits(u, n, "glu up")) != ELIZA_OK)
+        return rc;
     grid(groups_for(n), &gx, &gy);
     return ez_gpu_cmd_dispatch(c, EZ_GPU_K_GLU, bufs, 2, push, sizeof push, gx, gy);
+}
+
+int32_t ez_gpu_op_glu(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act) {
+    return record_glu(c, g, u, n, act, 0);
+}
+
+int32_t ez_gpu_op_glu_pairs(ez_gpu_cmd *c, ez_gpu_buf *g, ez_gpu_buf *u, uint32_t n, ez_gpu_glu act) {
+    return record_glu(c, g, u, n, act, 1);
 }
 
 /* The add kernel with every push constant (add.comp). */

@@ -28,11 +28,15 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/platform.h"
 #include "core/quant.h"
 #include "ops.h"
 
 typedef struct {
     ez_gpu_matrix wq, wk, wv, wo, gate, up, down;
+    /* gate and up as one paired matrix (ez_gpu_matrix_upload_pair) where
+     * their types agree, gate_up.paired set and gate, up left empty. */
+    ez_gpu_matrix gate_up;
     ez_gpu_buf *attn_norm, *q_norm, *k_norm, *post_attn_norm, *ffn_norm, *post_ffw_norm;
     ez_gpu_buf *k_cache, *v_cache;   /* [n_ctx][n_head_kv * head_dim] F32 */
 } gpu_layer;
@@ -50,7 +54,6 @@ struct ez_llm_gpu {
     ez_gpu_buf *f, *u;      /* [n_ff] */
     ez_gpu_buf *scores;     /* attention's per-chunk partials (ez_gpu_attn_scratch_floats) */
     ez_gpu_buf *argmax_part; /* the argmax's partial maxima */
-    ez_gpu_buf *v;          /* [n_head_kv * head_dim] */
     ez_gpu_buf *angles;     /* [n_layer * n_rot] */
     ez_gpu_buf *step;       /* uint32 STEP_WORDS */
     ez_gpu_buf *logits;     /* [n_vocab] */
@@ -70,7 +73,7 @@ struct ez_llm_gpu {
     ez_gpu_buf *bx, *bh, *bo;    /* [n_batch, n_embd] */
     ez_gpu_buf *bq, *batt;       /* [n_batch, n_head * head_dim] */
     ez_gpu_buf *bk, *bv;         /* [n_batch, n_head_kv * head_dim] */
-    ez_gpu_buf *bf, *bu;         /* [n_batch, n_ff] */
+    ez_gpu_buf *bf, *bu;         /* [n_batch, n_ff]; bf [n_batch, 2 n_ff] where a layer is paired */
     ez_gpu_buf *b_angles, *in_b_angles; /* [n_rope][n_batch][n_rot] */
     ez_gpu_buf *b_step, *in_b_step;     /* uint32 BATCH_WORDS */
     ez_gpu_buf *in_bx;           /* [n_batch, n_embd] */
@@ -108,6 +111,19 @@ static int32_t upload_vec(ez_gpu *g, const float *v, int64_t n, ez_gpu_buf **out
 
 static int32_t upload_matrix(ez_gpu *g, const ez_llm_matrix *w, ez_gpu_matrix *out) {
     return ez_gpu_matrix_upload(g, w->type, w->n_rows, w->n_cols, w->data, out);
+}
+
+/* A layer's gate and up: one paired matrix where their types and shapes
+ * agree (one matvec then makes the gated unit), unless
+ * $ELIZA_GPU_NO_FUSED_GLU=1; two matrices otherwise. */
+static int32_t upload_ffn_in(ez_gpu *g, const ez_llm_layer *L, gpu_layer *G) {
+    const ez_llm_matrix *a = &L->ffn_gate, *b = &L->ffn_up;
+    int32_t rc;
+    if (a->type == b->type && a->n_rows == b->n_rows && a->n_cols == b->n_cols && a->row_bytes == b->row_bytes &&
+        !ez_env_flag("ELIZA_GPU_NO_FUSED_GLU"))
+        return ez_gpu_matrix_upload_pair(g, a->type, a->n_rows, a->n_cols, a->data, b->data, &G->gate_up);
+    if ((rc = upload_matrix(g, a, &G->gate)) != ELIZA_OK) return rc;
+    return upload_matrix(g, b, &G->up);
 }
 
 static int32_t scratch(ez_gpu *g, int64_t n, ez_gpu_mem mem, ez_gpu_buf **out) {
@@ -194,6 +210,8 @@ static int32_t create_batch(ez_llm_gpu *s) {
     const int64_t q_row = (int64_t)hp->n_head * hp->head_dim, n_cs = (int64_t)s->n_rope * nb * hp->n_rot;
     ez_gpu *g = s->g;
     int32_t rc;
+    int paired = 0;
+    for (int32_t il = 0; il < hp->n_layer; il++) paired |= s->layers[il].gate_up.paired;
     if ((rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bx)) ||
         (rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bh)) ||
         (rc = scratch(g, nb * hp->n_embd, EZ_GPU_DEVICE_LOCAL, &s->bo)) ||
@@ -201,7 +219,7 @@ static int32_t create_batch(ez_llm_gpu *s) {
         (rc = scratch(g, nb * q_row, EZ_GPU_DEVICE_LOCAL, &s->batt)) ||
         (rc = scratch(g, nb * kv_row, EZ_GPU_DEVICE_LOCAL, &s->bk)) ||
         (rc = scratch(g, nb * kv_row, EZ_GPU_DEVICE_LOCAL, &s->bv)) ||
-        (rc = scratch(g, nb * hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->bf)) ||
+        (rc = scratch(g, (paired ? 2 : 1) * nb * hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->bf)) ||
         (rc = scratch(g, nb * hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->bu)) ||
         (rc = scratch(g, n_cs, EZ_GPU_DEVICE_LOCAL, &s->b_angles)) ||
         (rc = scratch(g, n_cs, EZ_GPU_HOST, &s->in_b_angles)) ||
@@ -251,7 +269,7 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
         gpu_layer *G = &s->layers[il];
         if ((rc = upload_matrix(g, &L->wq, &G->wq)) || (rc = upload_matrix(g, &L->wk, &G->wk)) ||
             (rc = upload_matrix(g, &L->wv, &G->wv)) || (rc = upload_matrix(g, &L->wo, &G->wo)) ||
-            (rc = upload_matrix(g, &L->ffn_gate, &G->gate)) || (rc = upload_matrix(g, &L->ffn_up, &G->up)) ||
+            (rc = upload_ffn_in(g, L, G)) ||
             (rc = upload_matrix(g, &L->ffn_down, &G->down)) ||
             (rc = upload_vec(g, L->attn_norm, hp->n_embd, &G->attn_norm)) ||
             (rc = upload_vec(g, L->q_norm, hp->head_dim, &G->q_norm)) ||
@@ -277,7 +295,6 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, (int64_t)attn_scratch(hp, n_ctx), EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
                             (rc = scratch(g, ez_gpu_argmax_scratch_words((uint32_t)hp->n_vocab), EZ_GPU_DEVICE_LOCAL,
                                           &s->argmax_part)) ||
-                            (rc = scratch(g, kv_row, EZ_GPU_DEVICE_LOCAL, &s->v)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_DEVICE_LOCAL, &s->angles)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_HOST, &s->in_angles)) ||
                             (rc = scratch(g, STEP_WORDS, EZ_GPU_DEVICE_LOCAL, &s->step)) ||
@@ -300,7 +317,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     for (size_t i = 0; i < sizeof s->batch_cmd / sizeof s->batch_cmd[0]; i++) ez_gpu_cmd_free(s->batch_cmd[i]);
     for (int32_t il = 0; s->layers && il < s->m->hp.n_layer; il++) {
         gpu_layer *G = &s->layers[il];
-        ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->down};
+        ez_gpu_matrix *mats[] = {&G->wq, &G->wk, &G->wv, &G->wo, &G->gate, &G->up, &G->gate_up, &G->down};
         ez_gpu_buf *bufs[] = {G->attn_norm, G->q_norm, G->k_norm, G->post_attn_norm, G->ffn_norm, G->post_ffw_norm,
                               G->k_cache, G->v_cache};
         for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) ez_gpu_matrix_free(mats[i]);
@@ -309,7 +326,7 @@ void ez_llm_gpu_free(ez_llm_gpu *s) {
     ez_gpu_matrix_free(&s->output);
     {
         ez_gpu_buf *bufs[] = {s->output_norm, s->x, s->h, s->o, s->q, s->k, s->att, s->f, s->u, s->scores, s->argmax_part,
-                              s->v, s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
+                              s->angles, s->step, s->logits, s->in_x, s->in_angles, s->in_step, s->best,
                               s->out_logits, s->bx, s->bh, s->bo, s->bq, s->batt, s->bk, s->bv, s->bf, s->bu,
                               s->b_angles, s->in_b_angles, s->b_step, s->in_b_step, s->in_bx};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ez_gpu_buf_free(bufs[i]);
@@ -362,27 +379,28 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     a.step = s->step;
     a.step_word = L->is_swa && hp->n_swa > 0 ? STEP_SWA : STEP_GLOBAL;
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
+    const ez_gpu_glu act = hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
                           G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
-    /* q, k and v read h alone: they may run at once (so may gate and up,
-     * and the value's cache write and the query and key's rope, which touch
-     * different buffers). */
+    /* q, k and v read h alone: they may run at once (so may gate and up
+     * where they are two matrices); the value's matvec writes its cache
+     * row. */
     if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wv, s->h, 0, s->v, 0)) ||
-        (rc = ez_gpu_op_add_at(c, s->v, 0, G->v_cache, 0, kv_row, 0, s->step, STEP_CACHE_ROW)))
-        return rc;
-    ez_gpu_cmd_overlap_next(c);
-    if ((rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
+        (ez_gpu_cmd_overlap_next(c),
+         rc = ez_gpu_op_matvec_at(c, &G->wv, s->h, 0, G->v_cache, 0, s->step, STEP_CACHE_ROW)) ||
+        (rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;
-    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)) ||
-        (rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0)) ||
-        (rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
-        (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0)))
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->o, G->post_attn_norm, s->x, G->ffn_norm, s->h, d, 1, hp->norm_eps)))
         return rc;
+    if (G->gate_up.paired)
+        rc = ez_gpu_op_matvec_glu(c, &G->gate_up, s->h, 0, s->f, 0, act);
+    else if (!(rc = ez_gpu_op_matvec(c, &G->gate, s->h, 0, s->f, 0)) &&
+             (ez_gpu_cmd_overlap_next(c), !(rc = ez_gpu_op_matvec(c, &G->up, s->h, 0, s->u, 0))))
+        rc = ez_gpu_op_glu(c, s->f, s->u, (uint32_t)hp->n_ff, act);
+    if (rc != ELIZA_OK || (rc = ez_gpu_op_matvec(c, &G->down, s->f, 0, s->o, 0))) return rc;
     return ez_gpu_op_add_rms_norm(c, s->o, G->post_ffw_norm, s->x, next_norm, s->h, d, 1, hp->norm_eps);
 }
 
@@ -424,6 +442,8 @@ static int32_t record_batch_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, uint
                                  BATCH_POS};
     ez_gpu_buf *next_norm = il + 1 < hp->n_layer ? s->layers[il + 1].attn_norm : s->output_norm;
     ez_gpu_buf *st = s->b_step;
+    const ez_gpu_glu act = hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU;
+    const uint32_t n_ff = nb * (uint32_t)hp->n_ff;
     int32_t rc;
     if ((rc = ez_gpu_op_matmul(c, &G->wq, s->bh, s->bq, nb, st, BATCH_ROW0)) ||
         (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->wk, s->bh, s->bk, nb, st, BATCH_ROW0)) ||
@@ -433,12 +453,22 @@ static int32_t record_batch_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il, uint
         (rc = ez_gpu_op_attention_batch(c, &a, s->bq, G->k_cache, G->v_cache, s->batt)) ||
         (rc = ez_gpu_op_matmul(c, &G->wo, s->batt, s->bo, nb, st, BATCH_ROW0)))
         return rc;
-    if ((rc = ez_gpu_op_add_rms_norm(c, s->bo, G->post_attn_norm, s->bx, G->ffn_norm, s->bh, d, nb, hp->norm_eps)) ||
-        (rc = ez_gpu_op_matmul(c, &G->gate, s->bh, s->bf, nb, st, BATCH_ROW0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->up, s->bh, s->bu, nb, st, BATCH_ROW0)) ||
-        (rc = ez_gpu_op_glu(c, s->bf, s->bu, nb * (uint32_t)hp->n_ff, hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU)) ||
-        (rc = ez_gpu_op_matmul(c, &G->down, s->bf, s->bo, nb, st, BATCH_ROW0)))
+    if ((rc = ez_gpu_op_add_rms_norm(c, s->bo, G->post_attn_norm, s->bx, G->ffn_norm, s->bh, d, nb, hp->norm_eps)))
         return rc;
+    /* Paired: one matmul makes [nb, 2 n_ff] (gate and up interleaved), the
+     * gated unit goes to bu; otherwise gate into bf, up into bu, the unit
+     * into bf. */
+    if (G->gate_up.paired) {
+        if ((rc = ez_gpu_op_matmul(c, &G->gate_up, s->bh, s->bf, nb, st, BATCH_ROW0)) ||
+            (rc = ez_gpu_op_glu_pairs(c, s->bf, s->bu, n_ff, act)) ||
+            (rc = ez_gpu_op_matmul(c, &G->down, s->bu, s->bo, nb, st, BATCH_ROW0)))
+            return rc;
+    } else if ((rc = ez_gpu_op_matmul(c, &G->gate, s->bh, s->bf, nb, st, BATCH_ROW0)) ||
+               (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matmul(c, &G->up, s->bh, s->bu, nb, st, BATCH_ROW0)) ||
+               (rc = ez_gpu_op_glu(c, s->bf, s->bu, n_ff, act)) ||
+               (rc = ez_gpu_op_matmul(c, &G->down, s->bf, s->bo, nb, st, BATCH_ROW0))) {
+        return rc;
+    }
     return ez_gpu_op_add_rms_norm(c, s->bo, G->post_ffw_norm, s->bx, next_norm, s->bh, d, nb, hp->norm_eps);
 }
 

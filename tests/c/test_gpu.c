@@ -133,7 +133,8 @@ static void random_rows(uint32_t type, int64_t rows, int64_t cols, uint8_t *dst)
 
 /* One weight type at one shape: the GPU's product against the double sum
  * over the scalar dequantizer's rows, x at x_off (a multiple of 4 takes the
- * shader's vec4 loads), y at an odd offset. */
+ * shader's vec4 loads), y at an odd offset (at x_off 3, part of it from a
+ * step word: ez_gpu_op_matvec_at). */
 static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_off) {
     const uint32_t y_off = 5;
     const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
@@ -142,11 +143,13 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     float *ref = (float *)malloc((size_t)rows * sizeof(float));
     float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float));
     uint8_t *w = (uint8_t *)malloc((size_t)(rows * (int64_t)row_bytes));
-    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off));
+    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off)), *sb = host_buf(2);
+    const uint32_t words[2] = {7, y_off - 2};
     ez_gpu_matrix m;
     ez_gpu_cmd *c = NULL;
     double worst = 0.0, tol_worst = 0.0;
-    CHECK(x && wrow && ref && got && w && xb && yb);
+    CHECK(x && wrow && ref && got && w && xb && yb && sb);
+    if (sb) CHECK_RC(ez_gpu_upload(sb, 0, words, sizeof words), ELIZA_OK);
     if (!x || !wrow || !ref || !got || !w || !xb || !yb) goto done;
     fill(x, (size_t)(cols + x_off), 1.0f);
     CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
@@ -168,7 +171,14 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
     if (c && m.n_parts) {
         CHECK_RC(ez_gpu_upload(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
-        CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
+        if (x_off == 3 && sb) {
+            /* y_off as 2 in the push constants and 3 from a step word. */
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, NULL, 1), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, sb, 1000), ELIZA_E_INVALID_ARG);
+            CHECK_RC(ez_gpu_op_matvec_at(c, &m, xb, x_off, yb, 2, sb, 1), ELIZA_OK);
+        } else {
+            CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
+        }
         CHECK_RC(run_one(c), ELIZA_OK);
         CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
         worst = max_abs_diff(got + y_off, ref, (size_t)rows);
@@ -183,9 +193,80 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
 done:
     ez_gpu_buf_free(xb);
     ez_gpu_buf_free(yb);
+    ez_gpu_buf_free(sb);
     free(x);
     free(wrow);
     free(ref);
+    free(got);
+    free(w);
+}
+
+/* The gated matvec of a paired matrix (gate's and up's rows interleaved):
+ * act(gate . x) * (up . x) against the double sums over the scalar
+ * dequantizer's rows and the CPU's activation, on g_gpu's binding limit (so
+ * the larger shapes split the pair over several bindings, at even rows). */
+static void check_matvec_glu(uint32_t type, int64_t rows, int64_t cols, uint32_t x_off, ez_gpu_glu act) {
+    const uint32_t y_off = 3;
+    const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+    float *x = (float *)malloc((size_t)(cols + x_off) * sizeof(float));
+    float *wrow = (float *)malloc((size_t)cols * sizeof(float));
+    float *gate = (float *)malloc((size_t)rows * sizeof(float));
+    float *up = (float *)malloc((size_t)rows * sizeof(float));
+    float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float));
+    uint8_t *w = (uint8_t *)malloc((size_t)(2 * rows * (int64_t)row_bytes));
+    ez_gpu_buf *xb = host_buf((size_t)(cols + x_off)), *yb = host_buf((size_t)(rows + y_off));
+    ez_gpu_matrix m;
+    ez_gpu_cmd *c = NULL;
+    double worst = 0.0, tol = 0.0;
+    memset(&m, 0, sizeof m);
+    CHECK(x && wrow && gate && up && got && w && xb && yb);
+    if (!x || !wrow || !gate || !up || !got || !w || !xb || !yb) goto done;
+    fill(x, (size_t)(cols + x_off), 1.0f);
+    CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
+    random_rows(type, 2 * rows, cols, w);
+    for (int64_t r = 0; r < 2 * rows; r++) {
+        double sum = 0.0, mag = 0.0;
+        ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
+        for (int64_t i = 0; i < cols; i++) {
+            sum += (double)wrow[i] * (double)x[x_off + i];
+            mag += fabs((double)wrow[i] * (double)x[x_off + i]);
+        }
+        (r < rows ? gate : up)[r % rows] = (float)sum;
+        tol = mag > tol ? mag : tol;
+    }
+    if (act == EZ_GPU_GELU_TANH) {
+        ez_llm_ops_ref()->gelu_tanh_mul(gate, up, rows);
+    } else {
+        ez_llm_ops_ref()->silu_mul(gate, up, rows);
+    }
+    CHECK_RC(ez_gpu_matrix_upload_pair(g_gpu, type, rows, cols, w, w + (uint64_t)rows * row_bytes, &m), ELIZA_OK);
+    CHECK(m.paired && m.n_rows == 2 * rows);
+    for (int i = 0; i < m.n_parts; i++) CHECK(m.part_row0[i] % 2 == 0);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && m.n_parts) {
+        CHECK_RC(ez_gpu_upload(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
+        CHECK_RC(ez_gpu_op_matvec_glu(c, &m, xb, x_off, yb, y_off, act), ELIZA_OK);
+        CHECK_RC(run_one(c), ELIZA_OK);
+        CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
+        worst = max_abs_diff(got + y_off, gate, (size_t)rows);
+        /* The product's error of each factor (2e-6 of the sums' scale) times the other's size. */
+        CHECK_MSG(worst <= (2e-6 * tol + 1e-6) * (2.0 * tol + 1.0),
+                  "gated matvec %s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
+                  ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol);
+        CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+    }
+    printf("  gated matvec %-5s [2 x %lld x %lld] in %d binding(s), %s: max |gpu - ref| %.3g\n",
+           ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts,
+           act == EZ_GPU_GELU_TANH ? "GELU" : "SiLU", worst);
+    ez_gpu_cmd_free(c);
+done:
+    ez_gpu_matrix_free(&m);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(yb);
+    free(x);
+    free(wrow);
+    free(gate);
+    free(up);
     free(got);
     free(w);
 }
@@ -208,6 +289,8 @@ static void test_gpu_matvec_matches_reference(void) {
             check_matvec(types[t], 70, 1280, 3);
             check_matvec(types[t], 21, 4352, 0);
             if (ez_type_traits_of(types[t])->block_size == 1) check_matvec(types[t], 29, 203, 0);
+            check_matvec_glu(types[t], 37, 512, 4, EZ_GPU_GELU_TANH);
+            check_matvec_glu(types[t], 21, types[t] == EZ_TYPE_F32 ? 203 : 4352, 0, EZ_GPU_SILU);
         }
     }
     /* An output projection's many rows take fewer lanes (vk_ops.c's
@@ -316,13 +399,19 @@ static void test_gpu_matmul_matches_reference(void) {
 /* ---- element-wise and row ops ---------------------------------------------------------- */
 
 /* The fused block seam against the CPU ops composed: with Gemma's post norm
- * (o normed first) and without (llama). */
+ * (o normed first) and without (llama), on rows held in registers (1000)
+ * and on the passes over the row (1002: not whole vec4s; 5000: past the
+ * registers). */
 static void test_gpu_add_rms_norm_matches_composed_ops(void) {
     const ez_llm_ops *ref = ez_llm_ops_ref();
-    enum { N = 1000, ROWS = 3 };
-    static float o[ROWS * N], wp[N], x[ROWS * N], w[N], on[ROWS * N], xw[ROWS * N], hw[ROWS * N];
-    static float got_x[ROWS * N], got_h[ROWS * N];
-    for (int post = 0; post < 2; post++) {
+    enum { NMAX = 5000, ROWS = 3 };
+    static float o[ROWS * NMAX], wp[NMAX], x[ROWS * NMAX], w[NMAX], on[ROWS * NMAX], xw[ROWS * NMAX], hw[ROWS * NMAX];
+    static float got_x[ROWS * NMAX], got_h[ROWS * NMAX];
+    static const int sizes[] = {1000, 1002, 5000};
+    for (int it = 0; it < 6; it++) {
+        const int post = it % 2, N = sizes[it / 2];
+        ez_gpu *keep = g_gpu;
+        if (N > 2000) g_gpu = g_wide; /* three rows of 5000 need the wider bindings */
         ez_gpu_buf *ob, *wpb, *xb, *wb, *hb = host_buf(ROWS * N);
         ez_gpu_cmd *c = NULL;
         fill(o, ROWS * N, 4.0f);
@@ -349,10 +438,10 @@ static void test_gpu_add_rms_norm_matches_composed_ops(void) {
             CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, wpb, xb, wb, hb, N, ROWS + 1, 1e-6f), ELIZA_E_INVALID_ARG);
             CHECK_RC(ez_gpu_op_add_rms_norm(c, ob, post ? wpb : NULL, xb, wb, hb, N, ROWS, 1e-6f), ELIZA_OK);
             CHECK_RC(run_one(c), ELIZA_OK);
-            CHECK_RC(ez_gpu_download(xb, 0, got_x, sizeof got_x), ELIZA_OK);
-            CHECK_RC(ez_gpu_download(hb, 0, got_h, sizeof got_h), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(xb, 0, got_x, (size_t)(ROWS * N) * sizeof(float)), ELIZA_OK);
+            CHECK_RC(ez_gpu_download(hb, 0, got_h, (size_t)(ROWS * N) * sizeof(float)), ELIZA_OK);
             CHECK_MSG(max_abs_diff(got_x, xw, ROWS * N) <= 2e-5 && max_abs_diff(got_h, hw, ROWS * N) <= 2e-5,
-                      "add_rms_norm (post %d): x %.3g, h %.3g", post, max_abs_diff(got_x, xw, ROWS * N),
+                      "add_rms_norm (post %d, n %d): x %.3g, h %.3g", post, N, max_abs_diff(got_x, xw, ROWS * N),
                       max_abs_diff(got_h, hw, ROWS * N));
         }
         ez_gpu_cmd_free(c);
@@ -361,6 +450,7 @@ static void test_gpu_add_rms_norm_matches_composed_ops(void) {
         ez_gpu_buf_free(xb);
         ez_gpu_buf_free(wb);
         ez_gpu_buf_free(hb);
+        g_gpu = keep;
     }
 }
 
@@ -411,6 +501,32 @@ static void test_gpu_row_and_elementwise_ops_match_reference(void) {
         ez_gpu_cmd_free(c);
         ez_gpu_buf_free(gb);
         ez_gpu_buf_free(ub);
+        /* The same unit over interleaved pairs (a paired matrix's products)
+         * into u's buffer. */
+        {
+            float pairs[2 * NG], zero[NG];
+            for (int i = 0; i < NG; i++) {
+                pairs[2 * i] = g[i];
+                pairs[2 * i + 1] = u[i];
+                zero[i] = 0.0f;
+            }
+            gb = device_buf_from(pairs, 2 * NG);
+            ub = device_buf_from(zero, NG);
+            c = NULL;
+            CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+            if (c && gb && ub) {
+                CHECK_RC(ez_gpu_op_glu_pairs(c, gb, ub, NG, act == 0 ? EZ_GPU_GELU_TANH : EZ_GPU_SILU), ELIZA_OK);
+                CHECK_RC(ez_gpu_op_glu_pairs(c, ub, ub, NG, act == 0 ? EZ_GPU_GELU_TANH : EZ_GPU_SILU),
+                         ELIZA_E_INVALID_ARG);
+                CHECK_RC(run_one(c), ELIZA_OK);
+                CHECK_RC(ez_gpu_download(ub, 0, got, NG * sizeof(float)), ELIZA_OK);
+                CHECK_MSG(max_abs_diff(got, gw, NG) <= 2e-5, "%s pairs: %.3g", act == 0 ? "geglu" : "swiglu",
+                          max_abs_diff(got, gw, NG));
+            }
+            ez_gpu_cmd_free(c);
+            ez_gpu_buf_free(gb);
+            ez_gpu_buf_free(ub);
+        }
     }
 
     /* Residual add and copy at offsets; soft-capping as the CPU engine's tanhf. */

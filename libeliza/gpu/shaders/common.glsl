@@ -41,3 +41,10 @@ float wg_max(float v) {
     barrier();
     return r;
 }
+
+// The gated units' activations: act 0 is GELU-tanh in its sigmoid form,
+// x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)); act 1 is SiLU.
+float glu_act(float v, uint act) {
+    if (act == 0) return v / (1.0 + exp(-2.0 * 0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    return v / (1.0 + exp(-v));
+}

@@ -1,26 +1,23 @@
 #version 450
-// g[i] = act(g[i]) * u[i]: act 0 is GELU-tanh in its sigmoid form,
-// x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)); act 1 is SiLU.
+// g[i] = act(g[i]) * u[i] (common.glsl's glu_act), or with pairs,
+// u[i] = act(g[2i]) * g[2i + 1]: the product of a matrix whose rows
+// interleave the gate's and the up's (ez_gpu_matrix_upload_pair).
 #include "common.glsl"
 
 layout(std430, binding = 0) buffer Gate { float g[]; };
-layout(std430, binding = 1) readonly buffer Up { float u[]; };
+layout(std430, binding = 1) buffer Up { float u[]; };
 
 layout(push_constant) uniform Push {
     uint n;
     uint act;
+    uint pairs;
 } p;
 
 void main() {
     const uint i = group_index() * WG + gl_LocalInvocationID.x;
     if (i >= p.n) return;
-    const float v = g[i];
-    float a;
-    if (p.act == 0) {
-        const float t = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-        a = v / (1.0 + exp(-2.0 * t));
-    } else {
-        a = v / (1.0 + exp(-v));
-    }
-    g[i] = a * u[i];
+    if (p.pairs != 0)
+        u[i] = glu_act(g[2 * i], p.act) * g[2 * i + 1];
+    else
+        g[i] = glu_act(g[i], p.act) * u[i];
 }

@@ -29,6 +29,8 @@ layout(push_constant) uniform Push {
     uint x_off;
     uint y_off;
     uint lanes;
+    uint glu;
+    uint step_word;
 } p;
 
 #include "mv_reduce.glsl"

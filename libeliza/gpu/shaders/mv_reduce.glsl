@@ -1,6 +1,11 @@
 // The end of every matvec: the sums of a row group's p.lanes invocations
-// for its MV_ROWS rows, written to y. The including shader declares p
-// (with lanes, n_rows, y_off), y and MV_ROWS. Built as `NAME_sg` with
+// for its MV_ROWS rows, written to y; with p.glu (1 + common.glsl's act),
+// the rows are a gate's and an up's row i (MV_ROWS = 2, row0 = 2 i: a
+// matrix from ez_gpu_matrix_upload_pair) and y[y_off + i] = act(gate) * up.
+// With p.step_word other than 0xffffffff, y_off grows by that word of the
+// step buffer at binding 3 (the value's matvec writes its cache row, which
+// moves with the position). The including shader declares p (with lanes,
+// n_rows, y_off, glu, step_word), y and MV_ROWS. Built as `NAME_sg` with
 // EZ_SUBGROUP (where the device has subgroup arithmetic in compute): one
 // subgroupAdd per row, then the row group's p.lanes / gl_SubgroupSize
 // partial sums; subgroups are taken to be runs of consecutive invocations,
@@ -9,6 +14,10 @@
 // without EZ_SUBGROUP, a shared-memory tree over the lanes (no assumption
 // on the subgroup size).
 shared float sums[MV_ROWS * WG];
+
+layout(std430, binding = 3) readonly buffer Step { uint st[]; };
+
+uint y_base() { return p.y_off + (p.step_word != 0xffffffffu ? st[p.step_word] : 0u); }
 
 void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
 #ifdef EZ_SUBGROUP
@@ -19,10 +28,20 @@ void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
             if (subgroupElect()) sums[r * WG + gl_SubgroupID] = v;
         }
         barrier();
-        if (lane < MV_ROWS && row0 + lane < p.n_rows) {
+        const uint first = (t / p.lanes) * per;
+        if (p.glu != 0) {
+            if (lane == 0 && row0 < p.n_rows) {
+                float g = 0.0, u = 0.0;
+                for (uint i = 0; i < per; i++) {
+                    g += sums[first + i];
+                    u += sums[WG + first + i];
+                }
+                y[y_base() + row0 / 2] = glu_act(g, p.glu - 1) * u;
+            }
+        } else if (lane < MV_ROWS && row0 + lane < p.n_rows) {
             float v = 0.0;
-            for (uint i = 0; i < per; i++) v += sums[lane * WG + (t / p.lanes) * per + i];
-            y[p.y_off + row0 + lane] = v;
+            for (uint i = 0; i < per; i++) v += sums[lane * WG + first + i];
+            y[y_base() + row0 + lane] = v;
         }
         return;
     }
@@ -34,5 +53,9 @@ void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
             for (uint r = 0; r < MV_ROWS; r++) sums[r * WG + t] += sums[r * WG + t + st];
         barrier();
     }
-    if (lane < MV_ROWS && row0 + lane < p.n_rows) y[p.y_off + row0 + lane] = sums[lane * WG + t - lane];
+    if (p.glu != 0) {
+        if (lane == 0 && row0 < p.n_rows) y[y_base() + row0 / 2] = glu_act(sums[t], p.glu - 1) * sums[WG + t];
+    } else if (lane < MV_ROWS && row0 + lane < p.n_rows) {
+        y[y_base() + row0 + lane] = sums[lane * WG + t - lane];
+    }
 }
