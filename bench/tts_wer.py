@@ -14,6 +14,8 @@ Engines: ``libeliza`` (its English G2P, misaki's en.G2P in C), ``kokoro-onnx``
 (onnxruntime on the shipped int8 ONNX, text in, its own espeak-ng G2P: what a
 user of kokoro-onnx gets), ``kokoro-onnx-misaki`` (the same, speaking misaki's
 own en.G2P phonemes, as KPipeline would). For finding where errors come from:
+``libeliza-stream`` (libeliza's stream, a chunk per sentence and the first
+cut early, its chunks back to back; ``libeliza`` is ``TTS.synthesize``),
 ``libeliza-misaki`` (libeliza speaking misaki's phonemes, ``phonemes=True``),
 ``libeliza-espeak`` (libeliza's espeak-only path, ``lang="espeak:en-us"``).
 The sentences, the scoring and the recognizer are
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -53,12 +56,48 @@ def table(results: dict[str, Any], voice: str, engines: list[str]) -> str:
     return "\n".join(rows)
 
 
+def paired(results: dict[str, Any], voice: str, engines: list[str]) -> str:
+    """Each engine against the first, sentence by sentence (the sentences
+    both have done): how many it loses, wins and ties, the net words, and a
+    two-sided sign test on the sentences that differ (is the net more than
+    the noise of which sentences happened to go wrong?)."""
+    base = results.get(voice, {}).get(engines[0], {})
+    rows = [f"{voice}: per sentence against {engines[0]}"]
+    for engine in engines[1:]:
+        done = results.get(voice, {}).get(engine, {})
+        both = [i for i in base if i in done]
+        diff = [done[i]["errors"] - base[i]["errors"] for i in both]
+        worse, better = sum(d > 0 for d in diff), sum(d < 0 for d in diff)
+        n, k = worse + better, min(worse, better)
+        p = min(1.0, 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0
+        rows.append(
+            f"  {engine:20s} {len(both)} sentences: {worse} worse, {better} better, {len(both) - n} equal;"
+            f" net {sum(diff):+d} words; sign test p = {p:.2f}"
+        )
+    return "\n".join(rows)
+
+
+def differences(results: dict[str, Any], voice: str, engines: list[str]) -> str:
+    """The sentences where the engines' error counts differ: the text, then
+    what the recognizer heard from each engine with its errors."""
+    runs = results.get(voice, {})
+    rows = [f"{voice}: sentences where the engines differ"]
+    for i in sorted({i for e in engines for i in runs.get(e, {})}, key=int):
+        got = {e: runs[e][i] for e in engines if i in runs.get(e, {})}
+        if len({r["errors"] for r in got.values()}) < 2:
+            continue
+        rows.append(f"  [{i}] {next(iter(got.values()))['text']}")
+        rows += [f"      {e:20s} {r['errors']}  {r['heard'].strip()}" for e, r in got.items()]
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=100)
     ap.add_argument("--engines", default="libeliza,kokoro-onnx,kokoro-onnx-misaki")
     ap.add_argument("--voices", default="af_heart,am_adam,bf_emma")
     ap.add_argument("--out", default="wer.json")
+    ap.add_argument("--show", action="store_true", help="print the sentences where the engines differ")
     args = ap.parse_args()
 
     intel = importlib.import_module("test_intelligibility")
@@ -95,6 +134,10 @@ def main() -> int:
                     out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
             if (i + 1) % 10 == 0 or i + 1 == len(texts):
                 print("\n".join(table(results, voice, engines) for voice in voices), flush=True)
+    if len(engines) > 1:
+        print("\n".join(paired(results, voice, engines) for voice in voices))
+    if args.show:
+        print("\n".join(differences(results, voice, engines) for voice in voices))
     return 0
 
 

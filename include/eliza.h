@@ -509,9 +509,13 @@ ELIZA_API const char *eliza_tts_voice_gender(const eliza_tts *tts, int32_t index
 
 enum {
     ELIZA_TTS_PHONEMES = 1u << 0,  /* `text` is Kokoro phonemes, not text: no G2P */
-    ELIZA_TTS_NO_NOISE = 1u << 1   /* no random phase or noise in the harmonic
+    ELIZA_TTS_NO_NOISE = 1u << 1,  /* no random phase or noise in the harmonic
                                     * source: repeatable output, as the
                                     * reference with its random draws zeroed */
+    ELIZA_TTS_WHOLE_LINES = 1u << 2 /* a stream of KPipeline's chunks: each text
+                                    * line's sentences together up to the model's
+                                    * 510 phonemes, no early first cut; the first
+                                    * audio waits for the whole first chunk */
 };
 
 typedef struct eliza_tts_config {
@@ -547,9 +551,10 @@ ELIZA_API int32_t eliza_tts_phonemize_language(eliza_tts *tts, const char *text,
                                                char **out_phonemes);
 
 /* Synthesizes the whole text: *out_pcm (freed with eliza_free()) holds
- * *out_count float32 samples, mono, at eliza_tts_sample_rate(). Text with
- * nothing to say (empty, only punctuation) gives ELIZA_OK and 0 samples.
- * Unknown voice: ELIZA_E_NOT_FOUND; bad speed or blend weight, a blend of
+ * *out_count float32 samples, mono, at eliza_tts_sample_rate(): the chunks
+ * of a stream with ELIZA_TTS_WHOLE_LINES (set whatever config->flags say)
+ * back to back. Text with nothing to say (empty, only punctuation) gives
+ * ELIZA_OK and 0 samples. Unknown voice: ELIZA_E_NOT_FOUND; bad speed or blend weight, a blend of
  * voices of two languages, invalid UTF-8: ELIZA_E_INVALID_ARG; text in a
  * language without a G2P here (Japanese, Mandarin: pass phonemes):
  * ELIZA_E_UNSUPPORTED. */
@@ -568,9 +573,9 @@ typedef struct eliza_tts_chunk {
 /* Prepares a pull stream over `config` (copied: its strings need not outlive
  * the call): one chunk of audio per sentence, except that the first chunk of
  * a long first sentence ends at its first clause boundary (comma, colon,
- * semicolon, dash), so the first audio comes sooner; chunks fade out and in
- * over 4 ms at their seams. One stream per model at a time (ELIZA_E_STATE
- * otherwise). */
+ * semicolon, dash), so the first audio comes sooner (ELIZA_TTS_WHOLE_LINES:
+ * neither cut); chunks fade out and in over 4 ms at their seams. One stream
+ * per model at a time (ELIZA_E_STATE otherwise). */
 ELIZA_API int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config,
                                         eliza_tts_stream **out);
 

@@ -202,7 +202,7 @@ static int32_t read_config(const eliza_tts_config *in, eliza_tts_config *c) {
     if (!isfinite(c->speed) || c->speed < MIN_SPEED || c->speed > MAX_SPEED)
         return ez_fail(ELIZA_E_INVALID_ARG, "speed %g is outside %g..%g", (double)c->speed, (double)MIN_SPEED,
                        (double)MAX_SPEED);
-    if (c->flags & ~(uint32_t)(ELIZA_TTS_PHONEMES | ELIZA_TTS_NO_NOISE))
+    if (c->flags & ~(uint32_t)(ELIZA_TTS_PHONEMES | ELIZA_TTS_NO_NOISE | ELIZA_TTS_WHOLE_LINES))
         return ez_fail(ELIZA_E_INVALID_ARG, "unknown flags 0x%" PRIx32, c->flags);
     return ELIZA_OK;
 }
@@ -224,6 +224,7 @@ int32_t eliza_tts_stream_open(eliza_tts *tts, const eliza_tts_config *config, el
     sc.text_len = strlen(c.text);
     sc.phoneme_input = (c.flags & ELIZA_TTS_PHONEMES) != 0;
     sc.no_noise = (c.flags & ELIZA_TTS_NO_NOISE) != 0;
+    sc.whole_lines = (c.flags & ELIZA_TTS_WHOLE_LINES) != 0;
     sc.language = c.language;
     sc.speed = c.speed;
     sc.seed = c.seed;
@@ -285,6 +286,7 @@ int32_t eliza_tts_stream_next(eliza_tts_stream *s, eliza_tts_chunk *chunk) {
 
 int32_t eliza_tts_synthesize(eliza_tts *tts, const eliza_tts_config *config, float **out_pcm, size_t *out_count) {
     eliza_tts_stream *s = NULL;
+    eliza_tts_config whole;
     eliza_tts_chunk chunk;
     float *pcm = NULL;
     size_t n = 0, cap = 0;
@@ -294,7 +296,11 @@ int32_t eliza_tts_synthesize(eliza_tts *tts, const eliza_tts_config *config, flo
     if (out_pcm) *out_pcm = NULL;
     if (out_count) *out_count = 0;
     if (!out_pcm || !out_count) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_tts_synthesize: NULL argument");
-    rc = eliza_tts_stream_open(tts, config, &s);
+    if (!config) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_tts_synthesize: NULL argument");
+    /* No first audio to hurry: whole lines, as KPipeline speaks them. */
+    if ((rc = read_config(config, &whole))) return rc;
+    whole.flags |= ELIZA_TTS_WHOLE_LINES;
+    rc = eliza_tts_stream_open(tts, &whole, &s);
     memset(&chunk, 0, sizeof chunk);
     chunk.struct_size = (uint32_t)sizeof chunk;
     while (rc == ELIZA_OK && (rc = eliza_tts_stream_next(s, &chunk)) == ELIZA_OK) {

@@ -4,6 +4,7 @@
 #include "tts/chunk.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "core/utf8.h"
@@ -135,4 +136,34 @@ size_t ez_tts_first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int
         }
     }
     return 0;
+}
+
+static int is_blank_byte(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+size_t ez_tts_join_sentences(char *lines, size_t n, int max_cp) {
+    size_t r = 0, w = 0;
+    int cur_cp = 0;
+    /* Each separator written replaces at least the '\n' read before the
+     * line, so the write position never passes the read position. */
+    while (r < n) {
+        size_t b = r, e;
+        int cp = 0;
+        while (r < n && lines[r] != '\n') r++;
+        e = r;
+        if (r < n) r++;
+        while (b < e && is_blank_byte(lines[b])) b++;
+        while (e > b && is_blank_byte(lines[e - 1])) e--;
+        if (b == e) continue;
+        for (size_t i = b; i < e; i++) cp += ((unsigned char)lines[i] & 0xC0) != 0x80;
+        if (w > 0) {
+            int join = cur_cp + 1 + cp <= max_cp;
+            lines[w++] = join ? ' ' : '\n';
+            cur_cp = join ? cur_cp + 1 : 0;
+        }
+        memmove(lines + w, lines + b, e - b);
+        w += e - b;
+        cur_cp += cp;
+    }
+    if (w < n) lines[w] = '\0';
+    return w;
 }

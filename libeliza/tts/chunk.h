@@ -32,4 +32,11 @@ EZ_INTERNAL int ez_tts_phoneme_ids(const ez_kokoro *m, const char *ph, size_t n,
  * none; *cut_cp is the code points before it. */
 EZ_INTERNAL size_t ez_tts_first_clause_cut(const char *ph, size_t b, size_t e, int n_cp, int *cut_cp);
 
+/* KPipeline's chunks of a text line (its en_tokenize): the G2P's sentence
+ * lines of lines[0, n) joined by one space, in place, as long as a joined
+ * line stays within max_cp code points (the model's ez_kokoro_max_phonemes);
+ * spaces at the lines' ends and empty lines go. Returns the new length
+ * (lines[len] = '\0' when it shrank). */
+EZ_INTERNAL size_t ez_tts_join_sentences(char *lines, size_t n, int max_cp);
+
 #endif /* EZ_TTS_CHUNK_H */

@@ -5,13 +5,17 @@
  * tts/chunk.c.
  *
  * Chunks follow kokoro 0.9.4's KPipeline: the text is cut at line breaks
- * (its split_pattern r'\n+'), G2P splits a line into sentences, a chunk's
+ * (its split_pattern r'\n+'), a line's phonemes go in chunks of up to 510
+ * (en_tokenize; the G2P gives them sentence by sentence), a chunk's
  * style is row len(phonemes) - 1 of the voice pack, symbols outside the
  * vocabulary are dropped (KModel.forward), and a whole synthesis is the
  * chunks' audio back to back with nothing between them (kokoro's CLI).
- * Two departures, for a stream's latency and its seams: the first chunk of
- * a long line ends at its first clause boundary (tts/chunk.c), and every
- * seam fades out and in over a few milliseconds (SEAM_FADE_MS). */
+ * Departures, for a stream's latency and its seams: the G2P's sentences
+ * are chunks of their own, the first chunk of a long line ends at its first
+ * clause boundary (tts/chunk.c), and every seam fades out and in over a few
+ * milliseconds (SEAM_FADE_MS). A stream of whole lines (ELIZA_TTS_WHOLE_LINES,
+ * what synthesis uses) makes neither cut: a text line's sentences go
+ * together up to the model's 510 phonemes, as KPipeline's en_tokenize. */
 #include "tts/stream.h"
 
 #include <inttypes.h>
@@ -234,6 +238,7 @@ struct ez_tts_stream {
     ez_tts_blend voice;
     float speed;
     int no_noise;
+    int whole_lines;           /* no early first cut */
     uint64_t seed;
 
     ez_strbuf lines;           /* phoneme lines not spoken yet (text input) */
@@ -270,6 +275,7 @@ int32_t ez_tts_stream_open(ez_kokoro *m, ez_pool *pool, ez_tts_frontend *fe, ez_
     s->state = STREAM_RUNNING;
     s->phoneme_input = c->phoneme_input;
     s->no_noise = c->no_noise;
+    s->whole_lines = c->whole_lines;
     s->speed = c->speed;
     s->seed = c->seed;
     s->voice = c->voice;
@@ -317,14 +323,14 @@ static int32_t fail_stream(ez_tts_stream *s, int32_t rc) {
 }
 
 /* The next chunk of ph[0, len) from *pos (ez_tts_next_phoneme_chunk), the first of
- * the stream cut early (ez_tts_first_clause_cut): the rest of its line is the
- * next chunk. */
+ * the stream cut early (ez_tts_first_clause_cut) unless whole_lines: the rest of
+ * its line is the next chunk. */
 static int stream_chunk(ez_tts_stream *s, const char *ph, size_t len, size_t *pos, const char **out, size_t *n,
                         int *n_cp) {
     size_t b, e, cut;
     int cut_cp = 0;
     if (!ez_tts_next_phoneme_chunk(ph, len, ez_kokoro_max_phonemes(s->model), pos, &b, &e, n_cp)) return 0;
-    if (s->index == 0 && (cut = ez_tts_first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
+    if (s->index == 0 && !s->whole_lines && (cut = ez_tts_first_clause_cut(ph, b, e, *n_cp, &cut_cp)) != 0) {
         e = cut;
         *n_cp = cut_cp;
         *pos = cut;
@@ -365,6 +371,8 @@ static int32_t next_chunk_phonemes(ez_tts_stream *s, const char **ph, size_t *n,
             profile_add(s->prof, "g2p", (double)(ez_time_ns() - t0) / 1e6);
             if (rc) return rc;
             if (s->lines.failed) return ez_fail(ELIZA_E_NOMEM, "out of memory for phonemes");
+            /* whole lines: the line's sentences in as few chunks as fit, as KPipeline speaks them */
+            if (s->whole_lines) s->lines.len = ez_tts_join_sentences(s->lines.data, s->lines.len, max_cp);
         }
     }
 }

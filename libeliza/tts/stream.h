@@ -63,6 +63,7 @@ typedef struct {
     ez_tts_blend voice;
     float speed;          /* > 0 */
     int no_noise;
+    int whole_lines;      /* no early first cut */
     uint64_t seed;
 } ez_tts_stream_config;
 

@@ -32,6 +32,7 @@ __all__ = ["TTS", "Chunk", "Voice", "write_wav", "pcm16"]
 
 _PHONEMES = 1 << 0
 _NO_NOISE = 1 << 1
+_WHOLE_LINES = 1 << 2
 _U64_MAX = (1 << 64) - 1
 
 
@@ -289,6 +290,7 @@ class TTS(NativeModel["_Stream"]):
         no_noise: bool,
         seed: int | None,
         lang: str | None,
+        whole_lines: bool = False,
     ) -> tuple[TtsConfig, tuple[bytes, bytes | None, bytes | None]]:
         if seed is not None and not 0 <= seed <= _U64_MAX:
             raise InvalidArgumentError(Status.E_INVALID_ARG, f"seed {seed} is not an unsigned 64-bit integer")
@@ -303,7 +305,11 @@ class TTS(NativeModel["_Stream"]):
         cfg.voice = voice_bytes
         if speed is not None:
             cfg.speed = float(speed)
-        cfg.flags = (_PHONEMES if phonemes else 0) | (_NO_NOISE if no_noise else 0)
+        cfg.flags = (
+            (_PHONEMES if phonemes else 0)
+            | (_NO_NOISE if no_noise else 0)
+            | (_WHOLE_LINES if whole_lines else 0)
+        )
         if seed is not None:
             cfg.seed = seed
         cfg.language = lang_bytes
@@ -331,9 +337,13 @@ class TTS(NativeModel["_Stream"]):
         left None take the library's defaults (``eliza_tts_default_config``:
         1 and 0). Text with nothing to say
         gives an empty array. Ctrl-C stops the synthesis within a fraction
-        of a second (the chunks of :meth:`stream`, each cancellable).
+        of a second (the chunks of :meth:`stream` with ``whole_lines``, each
+        cancellable): a text line's sentences are spoken together, as KPipeline
+        speaks them, with no cut for an early first audio.
         """
-        chunks = [c.audio for c in self.stream(text, voice, speed, phonemes, no_noise, seed, lang)]
+        chunks = [
+            c.audio for c in self.stream(text, voice, speed, phonemes, no_noise, seed, lang, whole_lines=True)
+        ]
         return np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
 
     def stream(
@@ -345,16 +355,21 @@ class TTS(NativeModel["_Stream"]):
         no_noise: bool = False,
         seed: int | None = None,
         lang: str | None = None,
+        whole_lines: bool = False,
     ) -> Generator[Chunk, None, None]:
         """The audio of ``text`` one chunk (sentence) at a time, as it is
         made; arguments as in :meth:`synthesize`, whose result is the chunks'
-        audio back to back.
+        audio back to back with ``whole_lines``. Without it each sentence is
+        a chunk and the first chunk of a long first sentence ends at its
+        first clause boundary, for a sooner first audio; with it a text
+        line's sentences go together up to the model's 510 phonemes, with
+        no early cut (KPipeline's chunks).
 
         The arguments are checked here, so a bad one raises at once; the
         model runs as the iterator is consumed. Leaving the loop early
         closes the stream; :meth:`cancel` from another thread ends it.
         """
-        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed, lang)
+        cfg, _keep = self._config(text, voice, speed, phonemes, no_noise, seed, lang, whole_lines)
         out = ctypes.c_void_p()
         with self._calling() as handle:
             check(lib().eliza_tts_stream_open(handle, ctypes.byref(cfg), ctypes.byref(out)))

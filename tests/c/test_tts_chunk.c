@@ -1,5 +1,6 @@
 /* tts/chunk.c on its own: text pieces for the G2P, phoneme chunks cut to
- * what one forward takes, and the stream's early first cut. */
+ * what one forward takes, the stream's early first cut, and a line's
+ * sentences joined as KPipeline chunks them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,10 +50,33 @@ static void test_first_cut_at_a_clause_with_room_on_both_sides(void) {
     CHECK(ez_tts_first_clause_cut(ph, 0, (size_t)n, n, &cut_cp) == 0);
 }
 
+static void join(const char *in, int max_cp, const char *want) {
+    char buf[128];
+    size_t n = strlen(in), len;
+    memcpy(buf, in, n + 1);
+    len = ez_tts_join_sentences(buf, n, max_cp);
+    CHECK_MSG(len == strlen(want) && memcmp(buf, want, len) == 0 && buf[len] == '\0', "'%s' -> '%.*s'", in, (int)len,
+              buf);
+}
+
+static void test_sentences_join_while_they_fit(void) {
+    join("aa.\nbb.\ncc.", 510, "aa. bb. cc.");
+    /* one space between them, whatever the lines' ends held; empty lines go */
+    join("  aa. \n\n \t\nbb.\r\n", 510, "aa. bb.");
+    /* a join that would pass max_cp starts a new line; code points, not bytes */
+    join("aa.\nbb.\ncc.", 7, "aa. bb.\ncc.");
+    join("\xc9\x99\xc9\x99.\nbb.", 7, "\xc9\x99\xc9\x99. bb.");
+    join("\xc9\x99\xc9\x99.\nbb.", 6, "\xc9\x99\xc9\x99.\nbb.");
+    join("aaaaaaaa.\nb.", 4, "aaaaaaaa.\nb.");
+    join("", 510, "");
+    join("\n \n", 510, "");
+}
+
 int main(void) {
     test_text_pieces_follow_lines_and_cut_long_ones_at_sentences();
     test_phoneme_chunks_are_lines_cut_back_to_a_space();
     test_first_cut_at_a_clause_with_room_on_both_sides();
+    test_sentences_join_while_they_fit();
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;
 }

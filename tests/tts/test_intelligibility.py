@@ -61,7 +61,14 @@ def edit_distance(a: list[str], b: list[str]) -> int:
     return row[-1]
 
 
-ENGINES = ("libeliza", "kokoro-onnx", "kokoro-onnx-misaki", "libeliza-misaki", "libeliza-espeak")
+ENGINES = (
+    "libeliza",
+    "kokoro-onnx",
+    "kokoro-onnx-misaki",
+    "libeliza-stream",
+    "libeliza-misaki",
+    "libeliza-espeak",
+)
 
 
 def load_whisper() -> Any:
@@ -124,6 +131,9 @@ class Speakers:
         lang = VOICES[voice]
         if engine == "libeliza":
             return self.tts.synthesize(text, voice=voice, seed=0), self.tts.phonemize(text, voice=voice)
+        if engine == "libeliza-stream":
+            chunks = list(self.tts.stream(text, voice=voice, seed=0))
+            return np.concatenate([c.audio for c in chunks]), "\n".join(c.phonemes for c in chunks)
         if engine == "libeliza-espeak":
             return self.tts.synthesize(text, voice=voice, seed=0, lang=f"espeak:{lang}"), ""
         if engine == "libeliza-misaki":

@@ -169,8 +169,8 @@ def test_stream_of_three_lines_gives_three_chunks(tts: eliza.TTS) -> None:
 
 
 def test_synthesize_is_the_streams_chunks_back_to_back(tts: eliza.TTS) -> None:
-    text = "\n".join(LINES)
-    chunks = list(tts.stream(text, phonemes=True, seed=5))
+    text = "\n".join([" ".join(CLAUSES), *LINES])
+    chunks = list(tts.stream(text, phonemes=True, seed=5, whole_lines=True))
     whole = tts.synthesize(text, phonemes=True, seed=5)
     np.testing.assert_array_equal(whole, np.concatenate([c.audio for c in chunks]))
 
@@ -330,11 +330,45 @@ def test_text_stream_speaks_the_phonemize_lines(tts: eliza.TTS, espeak: None) ->
     chunks = list(tts.stream(text, no_noise=True))
     assert [c.phonemes for c in chunks] == lines and len(lines) == 3
     # Text in equals its phonemes in.
-    np.testing.assert_array_equal(
-        tts.synthesize(text, no_noise=True), tts.synthesize("\n".join(lines), phonemes=True, no_noise=True)
-    )
+    np.testing.assert_array_equal(np.concatenate([c.audio for c in chunks]), say(tts, "\n".join(lines)))
     prof = tts.profile()
     assert "g2p" not in prof  # the phoneme run was the last one
+
+
+def test_synthesis_speaks_a_text_lines_sentences_together(tts: eliza.TTS, espeak: None) -> None:
+    """KPipeline's chunks (its en_tokenize): a text line's sentences in one
+    chunk, up to the model's 510 phonemes, and no early first cut. Spoken
+    one sentence at a time, the end of each sounds final: bf_emma's "late."
+    was heard "later", "Birds sang." "Bird sang" (docs/kokoro.md)."""
+    text = "Hello there, my good old friend from the city. How are you?\nI am fine, thank you, and you?"
+    lines = tts.phonemize(text).split("\n")
+    assert len(lines) == 3
+    whole = [f"{lines[0]} {lines[1]}", lines[2]]
+    chunks = list(tts.stream(text, no_noise=True, whole_lines=True))
+    assert [c.phonemes for c in chunks] == whole
+    np.testing.assert_array_equal(tts.synthesize(text, no_noise=True), say(tts, "\n".join(whole)))
+    # the plain stream: a chunk per sentence, the first cut at its comma
+    assert [c.phonemes for c in tts.stream(text, no_noise=True)][1:] == [
+        lines[0].split(", ", 1)[1],
+        *lines[1:],
+    ]
+
+
+def test_whole_lines_stream_of_phonemes_keeps_its_lines(tts: eliza.TTS) -> None:
+    """Phoneme input's lines are the caller's chunks: not joined, not cut."""
+    line = " ".join(CLAUSES)
+    chunks = list(tts.stream(f"{line}\n{LINES[0]}", phonemes=True, no_noise=True, whole_lines=True))
+    assert [c.phonemes for c in chunks] == [line, LINES[0]]
+
+
+def test_long_text_line_joins_up_to_the_models_phonemes(tts: eliza.TTS, espeak: None) -> None:
+    text = " ".join(["The quick brown fox jumps over the lazy dog."] * 20)
+    chunks = [c.phonemes for c in tts.stream(text, no_noise=True, whole_lines=True)]
+    sentence = tts.phonemize("The quick brown fox jumps over the lazy dog.")
+    assert len(chunks) > 1 and all(len(c) <= 510 for c in chunks)
+    assert " ".join(chunks) == " ".join([sentence] * 20)
+    # each chunk as full as one sentence more allows
+    assert all(len(c) + 1 + len(sentence) > 510 for c in chunks[:-1])
 
 
 def test_text_profile_counts_g2p(tts: eliza.TTS, espeak: None) -> None:
