@@ -227,7 +227,8 @@ def compare_caches(model: Path, text: str, specs: list[str], ctx: int, chunks: i
         for s, h in handles.items():
             x, d = np.concatenate(nll[s]), np.concatenate(kl[s])
             mean = float(x.mean())
-            out[s] = {"ppl": float(np.exp(mean)), "ppl_error": float(x.std() / np.sqrt(len(x) - 1) * np.exp(mean)),
+            ppl = float(np.exp(mean))
+            out[s] = {"ppl": ppl, "ppl_error": float(x.std() / np.sqrt(len(x) - 1)) * ppl,
                       "chunks": n, "scored": len(x), "kv_bytes_per_token": h.info["kv_bytes_per_token"],
                       "kv_bytes": h.info["kv_bytes"], "seconds": seconds[s], "nll": x,
                       "kl_vs_f32": float(d.mean()), "kl_error": float(d.std(ddof=1) / np.sqrt(len(d)))}
@@ -284,7 +285,8 @@ def main() -> int:
     if args.no_kl:
         for t in types:
             k, v = cache_spec(t)
-            results["eliza"][t] = eliza_perplexity(args.model, text, k, args.ctx, args.chunks, args.threads, v)
+            results["eliza"][t] = eliza_perplexity(args.model, text, k, args.ctx, args.chunks, args.threads,
+                                                   v)
     else:
         results["eliza"] = compare_caches(args.model, text, types, args.ctx, args.chunks, args.threads)
         results["eliza"] = {t: results["eliza"][t] for t in types}
@@ -309,7 +311,7 @@ def main() -> int:
         for t, r in results["eliza"].items():
             mean, err = paired(r["nll"], results["eliza"]["f16"]["nll"])
             print(f"libeliza  {t:11s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}% "
-                  f"(paired standard error {100 * err:.3f}%)")
+                  f"(paired: {100 * np.expm1(mean):+.3f}% +/- {100 * err:.3f}%)")
         prefixes = [int(n) for n in args.prefixes.split(",") if n]
         if prefixes:
             results["prefixes"] = prefix_report(results["eliza"], args.ctx, prefixes)
