@@ -178,10 +178,13 @@ def cache_spec(spec: str) -> tuple[str, str]:
 
 
 def open_cache(model: Path, spec: str, ctx: int, threads: int) -> Any:
+    """A handle whose eval of a chunk splits it where LLM.perplexity's
+    does (eliza_llm_token_nll: the unscored half, then the rest), so that
+    the key smoothing is fitted on the same first batch."""
     import eliza
 
     k, v = cache_spec(spec)
-    return eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=k, kv_type_v=v)
+    return eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx // 2, kv_type=k, kv_type_v=v)
 
 
 def compare_caches(model: Path, text: str, specs: list[str], ctx: int, chunks: int, threads: int,
