@@ -3,8 +3,8 @@
 llama-perplexity on the same text, same chunks, same model.
 
     python bench/perplexity.py [--model gemma-3-270m-q4_k_m.gguf] [--ctx 512]
-                               [--chunks 16] [--threads 2] [--kl-chunks 4]
-                               [--types f32,f16,q8_0,q4_0,tbq4_0,tbq3_0]
+                               [--chunks 16] [--threads 2] [--no-kl]
+                               [--types f32,f16,q8_0,q4_0,tbq4_0,tbq3_0,q8_0/f16,...]
                                [--llama f16,q8_0,q4_0] [--llama-args ARGS]
                                [--json out.json]
 
@@ -13,10 +13,13 @@ Debian's python3.11-doc, /usr/share/doc/python3.11/html/_sources/tutorial,
 installed with apt-get when missing), with code blocks, doctest lines,
 directives and markup taken out (prose_text()). Nothing of it is committed.
 
-For each libeliza cache type: the perplexity of the first --chunks chunks of
---ctx tokens by llama-perplexity's method (LLM.perplexity), the KV bytes per
-token, and the mean KL divergence of the next-token distribution from the
-F32 cache's over the scored positions of the first --kl-chunks chunks.
+For each libeliza cache type (T, or K/V for keys of type K and values of
+type V): the perplexity of the first --chunks chunks of --ctx tokens by
+llama-perplexity's method (LLM.perplexity's chunks and scoring), the KV
+bytes per token, and the mean KL divergence of the next-token distribution
+from the F32 cache's at every scored position, with its standard error. The
+types run chunk by chunk beside an F32 cache (compare_caches); --no-kl runs
+each type's LLM.perplexity alone instead.
 llama.cpp: llama-perplexity -c CTX -b CTX --chunks N -fa on -ctk T -ctv T
 (flash attention on, which a quantized V needs there), from the build that
 tests/tools/llama_cpp.py makes ($ELIZA_LLAMA_CPP_DIR, default
@@ -124,10 +127,11 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def eliza_perplexity(model: Path, text: str, kv_type: str, ctx: int, chunks: int,
-                     threads: int) -> dict[str, Any]:
+                     threads: int, kv_type_v: str | None = None) -> dict[str, Any]:
     import eliza
 
-    with eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=kv_type) as llm:
+    with eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=kv_type,
+                   kv_type_v=kv_type_v) as llm:
         ids = llm.tokenize(text, special=False)[: chunks * ctx]
         clipped = llm.detokenize(ids)
         t0 = time.perf_counter()
@@ -167,30 +171,71 @@ def prefix_report(results: dict[str, Any], ctx: int, prefixes: list[int]) -> dic
     return out
 
 
-def kl_divergences(model: Path, text: str, types: list[str], ctx: int, chunks: int,
-                   threads: int) -> dict[str, float]:
-    """Mean KL(F32 cache || type) of the next-token distributions over the
-    scored half of the first `chunks` chunks (BOS-led, as perplexity)."""
+def cache_spec(spec: str) -> tuple[str, str]:
+    """A --types entry: "T" (keys and values T) or "K/V"."""
+    k, _, v = spec.partition("/")
+    return k, v or k
+
+
+def open_cache(model: Path, spec: str, ctx: int, threads: int) -> Any:
+    """A handle whose eval of a chunk splits it where LLM.perplexity's
+    does (eliza_llm_token_nll: the unscored half, then the rest), so that
+    the key smoothing is fitted on the same first batch."""
     import eliza
 
-    handles = {t: eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx, kv_type=t)
-               for t in ["f32", *types]}
+    k, v = cache_spec(spec)
+    return eliza.LLM(model, n_threads=threads, context_size=ctx, n_batch=ctx // 2, kv_type=k, kv_type_v=v)
+
+
+def compare_caches(model: Path, text: str, specs: list[str], ctx: int, chunks: int, threads: int,
+                   opener: Any = open_cache) -> dict[str, Any]:
+    """Each cache of `specs` against the F32 cache, chunk by chunk in one
+    pass: llama-perplexity's chunks (LLM.perplexity: BOS first, each chunk
+    from an empty cache, its second half scored), the per-token NLL of
+    every scored position (the perplexity), and the KL(F32 || spec) of the
+    next-token distribution at each of them. F32 is the reference, so it is
+    evaluated once whether or not it is in `specs`."""
+    handles = {s: opener(model, s, ctx, threads) for s in dict.fromkeys(["f32", *specs])}
     try:
         base = handles["f32"]
-        ids = base.tokenize(text, special=False)
-        sums = dict.fromkeys(types, 0.0)
-        count = 0
-        for c in range(min(chunks, len(ids) // ctx)):
-            chunk = ids[c * ctx:(c + 1) * ctx]
-            chunk[0] = int(base.info["bos"])
-            ref = log_softmax(base.logits(chunk, all_positions=True)[ctx // 2:ctx - 1].astype(np.float64))
-            p = np.exp(ref)
-            for t in types:
-                logits = handles[t].logits(chunk, all_positions=True)[ctx // 2:ctx - 1]
-                got = log_softmax(logits.astype(np.float64))
-                sums[t] += float((p * (ref - got)).sum())
-            count += len(ref)
-        return {t: sums[t] / count for t in types}
+        ids = base.tokenize(text, add_bos=True, special=False)
+        n = min(chunks, len(ids) // ctx)
+        first, bos = ctx // 2, int(base.info["bos"])
+        nll: dict[str, list[np.ndarray]] = {s: [] for s in handles}
+        kl: dict[str, list[np.ndarray]] = {s: [] for s in handles}
+        seconds = dict.fromkeys(handles, 0.0)
+        for c in range(n):
+            chunk = list(ids[c * ctx:(c + 1) * ctx])
+            chunk[0] = bos
+            target = np.asarray(chunk[first + 1:])
+            ref = None
+            for s, h in handles.items():
+                t0 = time.perf_counter()
+                logits = h.logits(chunk, all_positions=True)[first:ctx - 1]
+                seconds[s] += time.perf_counter() - t0
+                # log-softmax in float64, 64 rows at a time (a row is 262,144 values)
+                lp = np.concatenate([log_softmax(logits[r:r + 64].astype(np.float64)).astype(np.float32)
+                                     for r in range(0, len(logits), 64)])
+                del logits
+                nll[s].append(-lp[np.arange(len(target)), target].astype(np.float64))
+                if ref is None:
+                    ref = lp
+                    kl[s].append(np.zeros(len(target)))
+                    continue
+                kl[s].append(np.concatenate([
+                    (np.exp(ref[r:r + 64].astype(np.float64))
+                     * (ref[r:r + 64].astype(np.float64) - lp[r:r + 64])).sum(-1)
+                    for r in range(0, len(lp), 64)]))
+        out: dict[str, Any] = {}
+        for s, h in handles.items():
+            x, d = np.concatenate(nll[s]), np.concatenate(kl[s])
+            mean = float(x.mean())
+            ppl = float(np.exp(mean))
+            out[s] = {"ppl": ppl, "ppl_error": float(x.std() / np.sqrt(len(x) - 1)) * ppl,
+                      "chunks": n, "scored": len(x), "kv_bytes_per_token": h.info["kv_bytes_per_token"],
+                      "kv_bytes": h.info["kv_bytes"], "seconds": seconds[s], "nll": x,
+                      "kl_vs_f32": float(d.mean()), "kl_error": float(d.std(ddof=1) / np.sqrt(len(d)))}
+        return out
     finally:
         for h in handles.values():
             h.close()
@@ -218,7 +263,8 @@ def main() -> int:
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--chunks", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--kl-chunks", type=int, default=4)
+    ap.add_argument("--no-kl", action="store_true",
+                    help="each type's LLM.perplexity alone, without the F32 cache beside it and the KL")
     ap.add_argument("--types", default=",".join(TYPES))
     ap.add_argument("--llama", default="f16,q8_0,q4_0", help="llama.cpp cache types ('' for none)")
     ap.add_argument("--llama-args", default="",
@@ -239,18 +285,19 @@ def main() -> int:
     types = [t for t in args.types.split(",") if t]
     results: dict[str, Any] = {"model": str(args.model), "text": args.text, "ctx": args.ctx, "chunks": args.chunks,
                                "machine": platform.machine(), "eliza": {}, "llama.cpp": {}}
-    for t in types:
-        results["eliza"][t] = eliza_perplexity(args.model, text, t, args.ctx, args.chunks, args.threads)
-        r = results["eliza"][t]
-        print(f"libeliza  {t:7s} PPL {r['ppl']:.4f} +/- {r['ppl_error']:.4f}  "
-              f"{r['kv_bytes_per_token']:6d} B/token  ({r['chunks']} chunks, {r['seconds']:.0f} s)",
+    if args.no_kl:
+        for t in types:
+            k, v = cache_spec(t)
+            results["eliza"][t] = eliza_perplexity(args.model, text, k, args.ctx, args.chunks, args.threads,
+                                                   v)
+    else:
+        results["eliza"] = compare_caches(args.model, text, types, args.ctx, args.chunks, args.threads)
+        results["eliza"] = {t: results["eliza"][t] for t in types}
+    for t, r in results["eliza"].items():
+        kl = f"  KL vs F32 {r['kl_vs_f32']:.5f} +/- {r['kl_error']:.5f}" if "kl_vs_f32" in r else ""
+        print(f"libeliza  {t:11s} PPL {r['ppl']:.4f} +/- {r['ppl_error']:.4f}  "
+              f"{r['kv_bytes_per_token']:6d} B/token  ({r['chunks']} chunks, {r['seconds']:.0f} s){kl}",
               flush=True)
-    if args.kl_chunks > 0:
-        kl = kl_divergences(args.model, text, [t for t in types if t != "f32"], args.ctx, args.kl_chunks,
-                            args.threads)
-        for t, v in kl.items():
-            results["eliza"][t]["kl_vs_f32"] = v
-            print(f"libeliza  {t:7s} mean KL vs F32 cache {v:.5f}", flush=True)
     exe = llama_perplexity_bin()
     llama_types = [t for t in args.llama.split(",") if t]
     if llama_types and exe is None:
@@ -266,8 +313,8 @@ def main() -> int:
     if base:
         for t, r in results["eliza"].items():
             mean, err = paired(r["nll"], results["eliza"]["f16"]["nll"])
-            print(f"libeliza  {t:7s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}% "
-                  f"(paired standard error {100 * err:.3f}%)")
+            print(f"libeliza  {t:11s} vs libeliza f16: {100 * (r['ppl'] / base - 1):+.3f}% "
+                  f"(paired: {100 * np.expm1(mean):+.3f}% +/- {100 * err:.3f}%)")
         prefixes = [int(n) for n in args.prefixes.split(",") if n]
         if prefixes:
             results["prefixes"] = prefix_report(results["eliza"], args.ctx, prefixes)

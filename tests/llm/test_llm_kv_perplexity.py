@@ -42,7 +42,7 @@ def runs(gemma_path: Path) -> dict[str, Any]:
     return {
         "bench": bench,
         "text": text,
-        "eliza": {t: bench.eliza_perplexity(gemma_path, text, t, CTX, CHUNKS, 2) for t in bench.TYPES},
+        "eliza": bench.compare_caches(gemma_path, text, list(bench.TYPES), CTX, CHUNKS, 2),
     }
 
 
@@ -51,14 +51,21 @@ def test_gemma_perplexity_per_kv_cache_type(runs: dict[str, Any]) -> None:
     ppl = {t: r["ppl"] for t, r in runs["eliza"].items()}
     f16 = ppl["f16"]
     assert abs(ppl["f32"] / f16 - 1) < 0.005
-    # Goal 0.1%; measured +0.3% (the Q8_0 activations turn any change of
-    # the attention output into flipped codes: F16 vs F32 moves it 0.16%).
+    # Goal 0.1%; measured +0.3%. On this model any change of the cache,
+    # down to noise of 1e-6 of a head's RMS, moves the perplexity by a few
+    # tenths of a percent either way and gives a KL of about 0.006 against
+    # F32 (docs/llm.md, bench/kv_floor.py): Q8_0 is as close to F32 as F16
+    # is, which is what can be asserted.
     assert abs(ppl["q8_0"] / f16 - 1) < 0.006
-    # Goals 2% and 10%; measured +3.0% and +17.7% on Gemma 3 270M (8 chunks;
-    # +5.8% and +29% with the RMS scale the scale search replaced).
+    kl = {t: r["kl_vs_f32"] for t, r in runs["eliza"].items()}
+    assert kl["q8_0"] < 1.25 * kl["f16"]
+    assert kl["f16"] < kl["tbq4_0"] < kl["tbq3_0"]
+    # Goals 2% and 10%; measured +1.46% and +4.96% on 16 chunks (docs/llm.md;
+    # +3.0% and +17.7% on 8 chunks before the key smoothing). With the
+    # query-weighted smoothing Q4_0 and TBQ4_0 are within each other's
+    # noise (8 chunks: 21.81 and 21.86), so their order is not asserted.
     assert ppl["tbq4_0"] / f16 - 1 < 0.045
     assert ppl["tbq3_0"] / f16 - 1 < 0.22
-    assert ppl["tbq4_0"] < ppl["q4_0"]
     per_token = {t: r["kv_bytes_per_token"] for t, r in runs["eliza"].items()}
     assert per_token["f16"] * 2 == per_token["f32"]
     assert per_token["tbq3_0"] * 32 == per_token["f32"] * 14 / 4
