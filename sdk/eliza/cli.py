@@ -643,7 +643,7 @@ def _cmd_say(args: argparse.Namespace) -> int:
     if args.output is not None:
         _check_say_output(args.output)
     with TTS(args.model, n_threads=args.threads) as tts:
-        # The phoneme lines are the chunks: phonemize first for the progress total.
+        # The G2P's lines are the sentences: phonemize first for the progress total.
         lines = text if args.phonemes else tts.phonemize(text, voice=args.voice, lang=args.lang)
         total = sum(1 for line in lines.split("\n") if line.strip())
         if total == 0:
@@ -651,20 +651,35 @@ def _cmd_say(args: argparse.Namespace) -> int:
         rate = tts.sample_rate
         pieces = []
         t0 = time.perf_counter()
-        chunks = tts.stream(
-            lines, voice=args.voice, speed=args.speed, phonemes=True, no_noise=args.no_noise, seed=args.seed
-        )
         player = _say_player(args, rate)
         output = args.output if args.output is not None or player is not None else "out.wav"
+        # Played: a chunk per sentence, the first cut early for a sooner first
+        # audio. Written only: the text's lines whole, as synthesize speaks them
+        # (KPipeline's chunks; the early cut costs intelligibility, docs/kokoro.md).
+        whole = player is None and not args.phonemes
+        chunks = tts.stream(
+            text if whole else lines,
+            voice=args.voice,
+            speed=args.speed,
+            phonemes=not whole,
+            no_noise=args.no_noise,
+            seed=args.seed,
+            lang=args.lang if whole else None,
+            whole_lines=whole,
+        )
         with contextlib.ExitStack() as stack:
             if player is not None:
                 stack.enter_context(player)
-            bar = stack.enter_context(Bar("speaking", total=total, unit="chunk"))
+            bar = stack.enter_context(Bar("speaking", total=total, unit="sentence"))
+            sentences = [line.strip() for line in lines.split("\n") if line.strip()]
+            done = 0
             for chunk in chunks:
                 if player is not None:
                     player.write(chunk.audio)
                 pieces.append(chunk.audio)
-                bar.advance(1)
+                done = _sentences_done(chunk.phonemes, sentences, done) if whole else done + 1
+                bar.to(min(done, total))
+            bar.to(total)
             elapsed = time.perf_counter() - t0
     audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
     if output is not None:
@@ -680,10 +695,21 @@ def _cmd_say(args: argparse.Namespace) -> int:
         parts.append("stdout" if output == "-" else output)
     print(
         f"eliza: {' and '.join(parts)}: {seconds:.2f} s of audio in {elapsed:.2f} s (RTF {rtf}), "
-        f"{len(pieces)} chunks",
+        f"{len(pieces)} chunk{'' if len(pieces) == 1 else 's'}",
         file=sys.stderr,
     )
     return 0
+
+
+def _sentences_done(chunk_phonemes: str, sentences: list[str], done: int) -> int:
+    """The count of the G2P's ``sentences`` spoken once a whole-lines chunk
+    (their join) is, from ``done`` before it: the progress of ``say``
+    written to a file. A chunk counts at least one."""
+    rest, n = chunk_phonemes.strip(), done
+    while n < len(sentences) and rest.startswith(sentences[n]):
+        rest = rest[len(sentences[n]) :].lstrip()
+        n += 1
+    return max(n, done + 1)
 
 
 def _say_player(args: argparse.Namespace, rate: int) -> Any:
