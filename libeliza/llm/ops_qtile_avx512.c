@@ -210,7 +210,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     float out[EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_ktile_unpack(w, g0, n_rows, tiles);
+        ez_llm_ktile_unpack_avx2(w, g0, n_rows, tiles);
         for (int64_t m = 0; m < M; m += 16) {
             const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
             if (per32) x16k32_rows(nsb, tiles, xa, xb, out);
