@@ -67,8 +67,9 @@ static int is_family(uint32_t t, ez_llm_tile_family f) {
 /* Unpacked group: Q32 codes[b][r][32], then scale[b][r] and min[b][r] for
  * nb blocks; K quants ez_llm_ktile[sb][r] for nb super-blocks. */
 size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols) {
+    /* K quants: two row groups' tiles (the AVX-512 kernel's pairs). */
     if (is_family(w_type, EZ_LLM_TILE_QK))
-        return (size_t)(n_cols / EZ_QK_K) * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
+        return (size_t)(n_cols / EZ_QK_K) * 2 * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
     return (size_t)(n_cols / EZ_QK) * EZ_LLM_TILE_ROWS * (EZ_QK + 2 * sizeof(float)) + 64;
 }
 
