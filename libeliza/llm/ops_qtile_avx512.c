@@ -143,6 +143,53 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
+/* x16k_rows for two row groups at once (ta: rows 0-3, tb: rows 4-7 of
+ * out), as x16k32_rows8. */
+static void x16k_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
+                       const ez_llm_x8k_block *x1, int wide, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+    enum { R8 = 2 * EZ_LLM_TILE_ROWS };
+    __m512 acc[R8];
+    for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const ez_llm_ktile *t[R8];
+        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
+        __m512i is[R8];
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            t[r] = ta + sb * EZ_LLM_TILE_ROWS + r;
+            t[r + EZ_LLM_TILE_ROWS] = tb + sb * EZ_LLM_TILE_ROWS + r;
+        }
+        for (int r = 0; r < R8; r++) is[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 16; j++) {
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
+            for (int r = 0; r < R8; r++) {
+                const uint8_t *c = t[r]->codes + 16 * j;
+                const __m512i sc = _mm512_set1_epi16(t[r]->scale[j / 2][(j % 2) * 8]);
+                const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
+                const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
+                const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
+                const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
+                __m512i s4;
+                if (wide == 2)
+                    s4 = _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(p0, sc), _mm512_madd_epi16(p1, sc)),
+                                          _mm512_add_epi32(_mm512_madd_epi16(p2, sc), _mm512_madd_epi16(p3, sc)));
+                else if (wide)
+                    s4 = _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc),
+                                          _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc));
+                else
+                    s4 = _mm512_madd_epi16(_mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3)), sc);
+                is[r] = _mm512_add_epi32(is[r], s4);
+            }
+        }
+        {
+            __m512i bs[8];
+            load_bsums(x0 + sb, x1 + sb, bs);
+            for (int r = 0; r < R8; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
+        }
+    }
+    for (int r = 0; r < R8; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
 /* The types whose scale is one per 32 elements (`scale32`; IQ4_XS's codes to
  * 241 need it): eight vpdpbusd sum a
  * sub-block's unsigned codes times the activations in 32 bits, one vpmulld
@@ -255,8 +302,8 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
     }
 }
 
-/* The scale32 types take two row groups at a time (x16k32_rows8) while
- * eight or more rows are left; the scratch holds both groups' tiles. */
+/* Two row groups at a time (x16k32_rows8, x16k_rows8) while eight or more
+ * rows are left; the scratch holds both groups' tiles. */
 static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
                        int64_t ldy, void *scratch) {
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
@@ -267,12 +314,13 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     ez_llm_ktile *tiles_b = tiles + nsb * EZ_LLM_TILE_ROWS;
     float out[2 * EZ_LLM_TILE_ROWS][16];
     for (int64_t g0 = r0; g0 < r1;) {
-        if (per32 && r1 - g0 >= 2 * EZ_LLM_TILE_ROWS) {
+        if (r1 - g0 >= 2 * EZ_LLM_TILE_ROWS) {
             ez_llm_ktile_unpack_avx2(w, g0, EZ_LLM_TILE_ROWS, tiles);
             ez_llm_ktile_unpack_avx2(w, g0 + EZ_LLM_TILE_ROWS, EZ_LLM_TILE_ROWS, tiles_b);
             for (int64_t m = 0; m < M; m += 16) {
                 const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
-                x16k32_rows8(nsb, tiles, tiles_b, xa, xb, out);
+                if (per32) x16k32_rows8(nsb, tiles, tiles_b, xa, xb, out);
+                else x16k_rows8(nsb, tiles, tiles_b, xa, xb, wide, out);
                 store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), 2 * EZ_LLM_TILE_ROWS,
                            y + m * ldy + g0, ldy);
             }
