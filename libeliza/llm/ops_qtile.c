@@ -67,8 +67,9 @@ static int is_family(uint32_t t, ez_llm_tile_family f) {
 /* Unpacked group: Q32 codes[b][r][32], then scale[b][r] and min[b][r] for
  * nb blocks; K quants ez_llm_ktile[sb][r] for nb super-blocks. */
 size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols) {
+    /* K quants: two row groups' tiles (the AVX-512 kernel's pairs). */
     if (is_family(w_type, EZ_LLM_TILE_QK))
-        return (size_t)(n_cols / EZ_QK_K) * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
+        return (size_t)(n_cols / EZ_QK_K) * 2 * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
     return (size_t)(n_cols / EZ_QK) * EZ_LLM_TILE_ROWS * (EZ_QK + 2 * sizeof(float)) + 64;
 }
 
@@ -222,6 +223,36 @@ static void unpack_iq_super(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) 
     t->c = 0.0f;
 }
 
+void ez_llm_ksuper_scales(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
+    int k, l;
+    if (type == EZ_TYPE_Q6_K) {
+        const ez_block_q6_k *b = (const ez_block_q6_k *)blk;
+        for (k = 0; k < 16; k++) t->offset[k] = b->scales[k];
+        for (k = 0; k < 8; k++)
+            for (l = 0; l < 16; l++) t->scale[k][l] = b->scales[2 * k + l / 8];
+        t->zp = 32;
+        t->d = ez_f16_to_f32(b->d);
+        t->c = 0.0f;
+        return;
+    }
+    {
+        /* Q4_K and Q5_K share the scales. */
+        const ez_block_q4_k *b4 = (const ez_block_q4_k *)blk;
+        const ez_block_q5_k *b5 = (const ez_block_q5_k *)blk;
+        const uint8_t *scales = type == EZ_TYPE_Q4_K ? b4->scales : b5->scales;
+        const uint16_t d = type == EZ_TYPE_Q4_K ? b4->d : b5->d, dmin = type == EZ_TYPE_Q4_K ? b4->dmin : b5->dmin;
+        for (k = 0; k < 8; k++) {
+            int sc, m;
+            scale_min_k4(scales, k, &sc, &m);
+            for (l = 0; l < 16; l++) t->scale[k][l] = (int16_t)sc;
+            t->offset[2 * k] = t->offset[2 * k + 1] = (int16_t)m;
+        }
+        t->zp = 0;
+        t->d = ez_f16_to_f32(d);
+        t->c = ez_f16_to_f32(dmin);
+    }
+}
+
 static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
     int k, l, j;
     if (type != EZ_TYPE_Q2_K && type != EZ_TYPE_Q3_K && type != EZ_TYPE_TQ2_0 && type != EZ_TYPE_Q6_K &&
@@ -264,36 +295,19 @@ static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
                 c[l + 96] = (uint8_t)((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
             }
         }
-        for (j = 0; j < 16; j++) t->offset[j] = b->scales[j];
-        for (k = 0; k < 8; k++)
-            for (l = 0; l < 16; l++) t->scale[k][l] = b->scales[2 * k + l / 8];
-        t->zp = 32;
-        t->d = ez_f16_to_f32(b->d);
-        t->c = 0.0f;
-        return;
-    }
-    {
-        /* Q4_K and Q5_K share the scales and the nibble layout. */
+    } else {
+        /* Q4_K and Q5_K share the nibble layout. */
         const ez_block_q4_k *b4 = (const ez_block_q4_k *)blk;
         const ez_block_q5_k *b5 = (const ez_block_q5_k *)blk;
-        const uint8_t *scales = type == EZ_TYPE_Q4_K ? b4->scales : b5->scales;
         const uint8_t *qs = type == EZ_TYPE_Q4_K ? b4->qs : b5->qs;
-        const uint16_t d = type == EZ_TYPE_Q4_K ? b4->d : b5->d, dmin = type == EZ_TYPE_Q4_K ? b4->dmin : b5->dmin;
-        for (k = 0; k < 8; k++) {
-            int sc, m;
-            scale_min_k4(scales, k, &sc, &m);
+        for (k = 0; k < 8; k++)
             for (l = 0; l < 32; l++) {
                 int v = (qs[32 * (k / 2) + l] >> (4 * (k % 2))) & 15;
                 if (type == EZ_TYPE_Q5_K) v |= ((b5->qh[l] >> k) & 1) << 4;
                 t->codes[32 * k + l] = (uint8_t)v;
             }
-            for (l = 0; l < 16; l++) t->scale[k][l] = (int16_t)sc;
-            t->offset[2 * k] = t->offset[2 * k + 1] = (int16_t)m;
-        }
-        t->zp = 0;
-        t->d = ez_f16_to_f32(d);
-        t->c = ez_f16_to_f32(dmin);
     }
+    ez_llm_ksuper_scales(type, blk, t);
 }
 
 void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles) {

@@ -60,6 +60,67 @@ static inline __m256i fifth_bits(const uint8_t qh_bytes[4]) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
+/* Q4_K / Q5_K codes: 32 bytes of nibbles per pair of 32-element
+ * sub-blocks, low nibbles first; Q5_K's fifth bit k of qh[l] for
+ * sub-block k. */
+static void ksuper_codes_k45(uint32_t type, const uint8_t *blk, uint8_t *codes) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), b5 = _mm256_set1_epi8(0x10);
+    const uint8_t *qs = type == EZ_TYPE_Q4_K ? ((const ez_block_q4_k *)blk)->qs : ((const ez_block_q5_k *)blk)->qs;
+    const __m256i qh = type == EZ_TYPE_Q5_K ? _mm256_loadu_si256((const __m256i *)((const ez_block_q5_k *)blk)->qh)
+                                            : _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * p));
+        __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        if (type == EZ_TYPE_Q5_K) {
+            const __m256i bl = _mm256_set1_epi8((char)(1 << (2 * p))), bh = _mm256_set1_epi8((char)(2 << (2 * p)));
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bl), bl), b5));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bh), bh), b5));
+        }
+        _mm256_storeu_si256((__m256i *)(codes + 64 * p), lo);
+        _mm256_storeu_si256((__m256i *)(codes + 64 * p + 32), hi);
+    }
+}
+
+/* Q6_K codes: per half, ql's nibbles below two bits of qh. */
+static void ksuper_codes_q6k(const ez_block_q6_k *b, uint8_t *codes) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    for (int h = 0; h < 2; h++) {
+        const __m256i l0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+        const __m256i l1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+        uint8_t *c = codes + 128 * h;
+        _mm256_storeu_si256((__m256i *)c,
+                            _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2)));
+        _mm256_storeu_si256((__m256i *)(c + 32),
+                            _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2)));
+        _mm256_storeu_si256((__m256i *)(c + 64),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2)));
+        _mm256_storeu_si256((__m256i *)(c + 96), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                                 _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2)));
+    }
+}
+
+void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles) {
+    const int64_t nsb = w->n_cols / EZ_QK_K;
+    const size_t bsize = w->row_bytes / (size_t)nsb;
+    if (w->type != EZ_TYPE_Q4_K && w->type != EZ_TYPE_Q5_K && w->type != EZ_TYPE_Q6_K) {
+        ez_llm_ktile_unpack(w, r0, n_rows, tiles);
+        return;
+    }
+    for (int64_t sb = 0; sb < nsb; sb++)
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            ez_llm_ktile *t = &tiles[sb * EZ_LLM_TILE_ROWS + r];
+            const uint8_t *blk = w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)sb * bsize;
+            if (r >= n_rows) {
+                memset(t, 0, sizeof *t);
+                continue;
+            }
+            if (w->type == EZ_TYPE_Q6_K) ksuper_codes_q6k((const ez_block_q6_k *)blk, t->codes);
+            else ksuper_codes_k45(w->type, blk, t->codes);
+            ez_llm_ksuper_scales(w->type, blk, t);
+        }
+}
+
 void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, uint8_t *codes, float *scales,
                              float *mins) {
     const int64_t nb = w->n_cols / EZ_QK;
@@ -451,7 +512,7 @@ static void x8k_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void 
     float out[EZ_LLM_TILE_ROWS][8];
     for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_ktile_unpack(w, g0, n_rows, tiles);
+        ez_llm_ktile_unpack_avx2(w, g0, n_rows, tiles);
         for (int64_t m = 0; m < M; m += 8) {
             const int n_acts = (int)EZ_MIN((int64_t)8, M - m);
             x8k_rows(nsb, tiles, x + (m / 8) * nsb, wide, out);
@@ -531,7 +592,7 @@ static void ktile_avx2(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uin
     float out[EZ_LLM_TILE_ROWS];
     for (int64_t g = r0; g < r1; g += EZ_LLM_TILE_ROWS) {
         const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g);
-        ez_llm_ktile_unpack(w, g, n_rows, tiles);
+        ez_llm_ktile_unpack_avx2(w, g, n_rows, tiles);
         for (int64_t m = 0; m < M; m++) {
             krow4(nsb, tiles, (const ez_block_q8_k *)(x + (size_t)m * x_row_bytes), out);
             for (int r = 0; r < n_rows; r++) y[m * ldy + g + r] = out[r];
@@ -565,6 +626,10 @@ ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type) {
 }
 
 #else
+
+void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles) {
+    ez_llm_ktile_unpack(w, r0, n_rows, tiles);
+}
 
 ez_llm_x8_fn ez_llm_x8_avx2(uint32_t w_type) {
     (void)w_type;

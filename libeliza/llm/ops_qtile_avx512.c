@@ -77,15 +77,19 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
     _mm512_storeu_ps(out[3], a3);
 }
 
+/* A super-block's packed bsums of both groups, loaded once for its rows. */
+static inline void load_bsums(const ez_llm_x8k_block *x0, const ez_llm_x8k_block *x1, __m512i bs[8]) {
+    for (int i = 0; i < 8; i++) bs[i] = halves(x0->bsums[i], x1->bsums[i]);
+}
+
 /* One super-block's integer sum of a row into its float accumulator: the
  * offsets (mins, or the zero point) from the packed bsums, then d and c. */
-static inline __m512 ksuper_add(const ez_llm_ktile *t, const ez_llm_x8k_block *x0, const ez_llm_x8k_block *x1,
-                                __m512 dx, __m512i is, __m512 acc) {
+static inline __m512 ksuper_add(const ez_llm_ktile *t, const __m512i bs[8], __m512 dx, __m512i is, __m512 acc) {
     __m512i o = _mm512_setzero_si512();
     for (int i = 0; i < 8; i++) {
         int32_t pair;
         memcpy(&pair, &t->offset[2 * i], 4);
-        o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), halves(x0->bsums[i], x1->bsums[i])));
+        o = _mm512_add_epi32(o, _mm512_madd_epi16(_mm512_set1_epi32(pair), bs[i]));
     }
     is = _mm512_sub_epi32(is, _mm512_mullo_epi32(o, _mm512_set1_epi32(t->zp)));
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), _mm512_mul_ps(dx, _mm512_set1_ps(t->d)), acc);
@@ -130,9 +134,60 @@ static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_b
                 }
             }
         }
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], x0 + sb, x1 + sb, dx, is[r], acc[r]);
+        {
+            __m512i bs[8];
+            load_bsums(x0 + sb, x1 + sb, bs);
+            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], bs, dx, is[r], acc[r]);
+        }
     }
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
+/* x16k_rows for two row groups at once (ta: rows 0-3, tb: rows 4-7 of
+ * out), as x16k32_rows8. */
+static void x16k_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
+                       const ez_llm_x8k_block *x1, int wide, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+    enum { R8 = 2 * EZ_LLM_TILE_ROWS };
+    __m512 acc[R8];
+    for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const ez_llm_ktile *t[R8];
+        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
+        __m512i is[R8];
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            t[r] = ta + sb * EZ_LLM_TILE_ROWS + r;
+            t[r + EZ_LLM_TILE_ROWS] = tb + sb * EZ_LLM_TILE_ROWS + r;
+        }
+        for (int r = 0; r < R8; r++) is[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 16; j++) {
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
+            for (int r = 0; r < R8; r++) {
+                const uint8_t *c = t[r]->codes + 16 * j;
+                const __m512i sc = _mm512_set1_epi16(t[r]->scale[j / 2][(j % 2) * 8]);
+                const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
+                const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
+                const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
+                const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
+                __m512i s4;
+                if (wide == 2)
+                    s4 = _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(p0, sc), _mm512_madd_epi16(p1, sc)),
+                                          _mm512_add_epi32(_mm512_madd_epi16(p2, sc), _mm512_madd_epi16(p3, sc)));
+                else if (wide)
+                    s4 = _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc),
+                                          _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc));
+                else
+                    s4 = _mm512_madd_epi16(_mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3)), sc);
+                is[r] = _mm512_add_epi32(is[r], s4);
+            }
+        }
+        {
+            __m512i bs[8];
+            load_bsums(x0 + sb, x1 + sb, bs);
+            for (int r = 0; r < R8; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
+        }
+    }
+    for (int r = 0; r < R8; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
 /* The types whose scale is one per 32 elements (`scale32`; IQ4_XS's codes to
@@ -166,14 +221,61 @@ static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k
                                                                    _mm512_set1_epi32(t[r].scale[s][0])));
             }
         }
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], x0 + sb, x1 + sb, dx, is[r], acc[r]);
+        {
+            __m512i bs[8];
+            load_bsums(x0 + sb, x1 + sb, bs);
+            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], bs, dx, is[r], acc[r]);
+        }
     }
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
 }
 
+/* x16k32_rows for two row groups at once (ta: rows 0-3, tb: rows 4-7 of
+ * out): each pair of activation registers serves eight rows, half the
+ * activation loads and inserts per product of x16k32_rows. */
+static void x16k32_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
+                         const ez_llm_x8k_block *x1, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+    enum { R8 = 2 * EZ_LLM_TILE_ROWS };
+    __m512 acc[R8];
+    for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; sb++) {
+        const ez_llm_ktile *t[R8];
+        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
+        __m512i is[R8];
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+            t[r] = ta + sb * EZ_LLM_TILE_ROWS + r;
+            t[r + EZ_LLM_TILE_ROWS] = tb + sb * EZ_LLM_TILE_ROWS + r;
+        }
+        for (int r = 0; r < R8; r++) is[r] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            __m512i q[8];
+            for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
+            for (int r = 0; r < R8; r++) {
+                const uint8_t *c = t[r]->codes + 32 * s;
+                __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
+                __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
+                e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
+                o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
+                is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(_mm512_add_epi32(e, o),
+                                                                   _mm512_set1_epi32(t[r]->scale[s][0])));
+            }
+        }
+        {
+            __m512i bs[8];
+            load_bsums(x0 + sb, x1 + sb, bs);
+            for (int r = 0; r < R8; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
+        }
+    }
+    for (int r = 0; r < R8; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
 /* Activation rows m .. m + 15 from groups m / 8 and m / 8 + 1; a last lone
  * group runs in both halves and the second half's results are dropped. */
-static void store_rows(const float out[EZ_LLM_TILE_ROWS][16], int n_acts, int n_rows, float *y, int64_t ldy) {
+static void store_rows(const float (*out)[16], int n_acts, int n_rows, float *y, int64_t ldy) {
     for (int a = 0; a < n_acts; a++)
         for (int r = 0; r < n_rows; r++) y[a * ldy + r] = out[r][a];
 }
@@ -200,6 +302,8 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
     }
 }
 
+/* Two row groups at a time (x16k32_rows8, x16k_rows8) while eight or more
+ * rows are left; the scratch holds both groups' tiles. */
 static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
                        int64_t ldy, void *scratch) {
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
@@ -207,15 +311,32 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
     const int wide = ez_llm_tile_traits_of(w->type)->wide;
     const int per32 = ez_llm_tile_traits_of(w->type)->scale32;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    float out[EZ_LLM_TILE_ROWS][16];
-    for (int64_t g0 = r0; g0 < r1; g0 += EZ_LLM_TILE_ROWS) {
-        const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
-        ez_llm_ktile_unpack(w, g0, n_rows, tiles);
-        for (int64_t m = 0; m < M; m += 16) {
-            const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
-            if (per32) x16k32_rows(nsb, tiles, xa, xb, out);
-            else x16k_rows(nsb, tiles, xa, xb, wide, out);
-            store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
+    ez_llm_ktile *tiles_b = tiles + nsb * EZ_LLM_TILE_ROWS;
+    float out[2 * EZ_LLM_TILE_ROWS][16];
+    for (int64_t g0 = r0; g0 < r1;) {
+        if (r1 - g0 >= 2 * EZ_LLM_TILE_ROWS) {
+            ez_llm_ktile_unpack_avx2(w, g0, EZ_LLM_TILE_ROWS, tiles);
+            ez_llm_ktile_unpack_avx2(w, g0 + EZ_LLM_TILE_ROWS, EZ_LLM_TILE_ROWS, tiles_b);
+            for (int64_t m = 0; m < M; m += 16) {
+                const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
+                if (per32) x16k32_rows8(nsb, tiles, tiles_b, xa, xb, out);
+                else x16k_rows8(nsb, tiles, tiles_b, xa, xb, wide, out);
+                store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), 2 * EZ_LLM_TILE_ROWS,
+                           y + m * ldy + g0, ldy);
+            }
+            g0 += 2 * EZ_LLM_TILE_ROWS;
+            continue;
+        }
+        {
+            const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, r1 - g0);
+            ez_llm_ktile_unpack_avx2(w, g0, n_rows, tiles);
+            for (int64_t m = 0; m < M; m += 16) {
+                const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
+                if (per32) x16k32_rows(nsb, tiles, xa, xb, out);
+                else x16k_rows(nsb, tiles, xa, xb, wide, out);
+                store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
+            }
+            g0 += n_rows;
         }
     }
 }

@@ -550,6 +550,43 @@ static void test_llm_x8_kernels_match_dots(void) {
     CHECK(bad == 0);
 }
 
+/* The AVX2 K-quant tile unpack writes the reference's tiles byte for byte:
+ * every K type (the ones without AVX2 codes pass through), whole and
+ * ragged row groups (the rows past n_rows zeroed). */
+static void test_llm_ktile_unpack_matches_reference(void) {
+    static const uint32_t types[] = {EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,  EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,
+                                     EZ_TYPE_TQ2_0,  EZ_TYPE_IQ2_XS, EZ_TYPE_IQ4_XS};
+    enum { K = 768, R = 7, NSB = K / 256 };
+    ez_llm_ktile *want = (ez_llm_ktile *)malloc(NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
+    ez_llm_ktile *got = (ez_llm_ktile *)malloc(NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
+    if (!(ez_cpu_features() & EZ_CPU_AVX2)) {
+        free(want);
+        free(got);
+        return;
+    }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        ez_llm_matrix w;
+        w.name = "w";
+        w.type = types[ti];
+        w.n_rows = R;
+        w.n_cols = K;
+        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
+        w.data = random_rows(types[ti], R, K);
+        for (int r0 = 0; r0 < R; r0 += EZ_LLM_TILE_ROWS) {
+            const int n_rows = R - r0 < EZ_LLM_TILE_ROWS ? R - r0 : EZ_LLM_TILE_ROWS;
+            memset(want, 0xa5, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
+            memset(got, 0xa5, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
+            ez_llm_ktile_unpack(&w, r0, n_rows, want);
+            ez_llm_ktile_unpack_avx2(&w, r0, n_rows, got);
+            CHECK_MSG(!memcmp(want, got, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile)),
+                      "type %u rows %d..%d: AVX2 tiles differ", types[ti], r0, r0 + n_rows);
+        }
+        free((void *)w.data);
+    }
+    free(want);
+    free(got);
+}
+
 /* ---- sampler ---------------------------------------------------------------------------- */
 
 static ez_sampler_params greedy_params(void) {
@@ -722,6 +759,7 @@ int main(void) {
     test_llm_matmul_group_matches_single_dots();
     test_llm_tile_kernels_match_dots();
     test_llm_x8_kernels_match_dots();
+    test_llm_ktile_unpack_matches_reference();
     test_llm_sampler_contract();
     if (g_failed) {
         fprintf(stderr, "test_llm_ops: FAILED\n");
