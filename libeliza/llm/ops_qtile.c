@@ -42,17 +42,17 @@
 _Static_assert(sizeof(ez_llm_ktile) % 32 == 0, "K tiles must keep their codes 32-byte aligned");
 
 static const ez_llm_tile_traits g_tile_traits[EZ_TYPE_COUNT] = {
-    [EZ_TYPE_Q4_0] = {EZ_LLM_TILE_Q32, 8, 0, 0, 0},    [EZ_TYPE_Q5_0] = {EZ_LLM_TILE_Q32, 16, 0, 0, 0},
+    [EZ_TYPE_Q4_0] = {EZ_LLM_TILE_Q32, 8, 0, 0, 0, 0}, [EZ_TYPE_Q5_0] = {EZ_LLM_TILE_Q32, 16, 0, 0, 0, 0},
     [EZ_TYPE_Q4_1] = {EZ_LLM_TILE_Q32, 0, 0, 0, 0, 1}, [EZ_TYPE_Q5_1] = {EZ_LLM_TILE_Q32, 0, 0, 0, 0, 1},
-    [EZ_TYPE_Q8_0] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},    [EZ_TYPE_IQ4_NL] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},
-    [EZ_TYPE_MXFP4] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0},   [EZ_TYPE_Q2_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},
-    [EZ_TYPE_Q3_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},     [EZ_TYPE_Q4_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},
-    [EZ_TYPE_Q5_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},     [EZ_TYPE_Q6_K] = {EZ_LLM_TILE_QK, 0, 0, 1, 0},
-    [EZ_TYPE_TQ2_0] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},    [EZ_TYPE_TQ1_0] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},
-    [EZ_TYPE_IQ1_S] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},    [EZ_TYPE_IQ1_M] = {EZ_LLM_TILE_QK, 0, 0, 0, 0},
-    [EZ_TYPE_IQ3_S] = {EZ_LLM_TILE_QK, 0, 0, 0, 1},    [EZ_TYPE_IQ2_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2, 1},
-    [EZ_TYPE_IQ2_XS] = {EZ_LLM_TILE_QK, 0, 0, 2, 0},   [EZ_TYPE_IQ2_S] = {EZ_LLM_TILE_QK, 0, 0, 2, 0},
-    [EZ_TYPE_IQ3_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2, 1},  [EZ_TYPE_IQ4_XS] = {EZ_LLM_TILE_QK, 0, 0, 3, 1},
+    [EZ_TYPE_Q8_0] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0, 0}, [EZ_TYPE_IQ4_NL] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0, 0},
+    [EZ_TYPE_MXFP4] = {EZ_LLM_TILE_Q32, 0, 1, 0, 0, 0}, [EZ_TYPE_Q2_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0, 0},
+    [EZ_TYPE_Q3_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 0, 0}, [EZ_TYPE_Q4_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 1, 0},
+    [EZ_TYPE_Q5_K] = {EZ_LLM_TILE_QK, 0, 0, 0, 1, 0}, [EZ_TYPE_Q6_K] = {EZ_LLM_TILE_QK, 0, 0, 1, 0, 0},
+    [EZ_TYPE_TQ2_0] = {EZ_LLM_TILE_QK, 0, 0, 0, 0, 0}, [EZ_TYPE_TQ1_0] = {EZ_LLM_TILE_QK, 0, 0, 0, 1, 0},
+    [EZ_TYPE_IQ1_S] = {EZ_LLM_TILE_QK, 0, 0, 0, 1, 0}, [EZ_TYPE_IQ1_M] = {EZ_LLM_TILE_QK, 0, 0, 0, 0, 0},
+    [EZ_TYPE_IQ3_S] = {EZ_LLM_TILE_QK, 0, 0, 0, 1, 0}, [EZ_TYPE_IQ2_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2, 1, 0},
+    [EZ_TYPE_IQ2_XS] = {EZ_LLM_TILE_QK, 0, 0, 2, 0, 0}, [EZ_TYPE_IQ2_S] = {EZ_LLM_TILE_QK, 0, 0, 2, 0, 0},
+    [EZ_TYPE_IQ3_XXS] = {EZ_LLM_TILE_QK, 0, 0, 2, 1, 0}, [EZ_TYPE_IQ4_XS] = {EZ_LLM_TILE_QK, 0, 0, 3, 1, 0},
 };
 
 const ez_llm_tile_traits *ez_llm_tile_traits_of(uint32_t w_type) {
