@@ -37,6 +37,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,7 +167,8 @@ def prefix_report(results: dict[str, Any], ctx: int, prefixes: list[int]) -> dic
                 continue
             mean, err = paired(r["nll"][: n * per_chunk], base[: n * per_chunk])
             row[t] = {"pct": 100 * (np.exp(mean) - 1), "pct_error": 100 * err}
-            print(f"libeliza  first {n:3d} chunks {t:7s} vs f16: {row[t]['pct']:+.3f}% +/- {row[t]['pct_error']:.3f}%")
+            print(f"libeliza  first {n:3d} chunks {t:7s} vs f16: "
+                  f"{row[t]['pct']:+.3f}% +/- {row[t]['pct_error']:.3f}%")
         out[str(n)] = row
     return out
 
@@ -242,7 +244,7 @@ def compare_caches(model: Path, text: str, specs: list[str], ctx: int, chunks: i
 
 
 def llama_cpp_perplexity(exe: Path, model: Path, text_file: Path, kv_type: str, ctx: int, chunks: int,
-                         threads: int, extra: list[str]) -> dict[str, Any]:
+                         threads: int, extra: Sequence[str] = ()) -> dict[str, Any]:
     cmd = [str(exe), "-m", str(model), "-f", str(text_file), "-c", str(ctx), "-b", str(ctx),
            "--chunks", str(chunks), "-t", str(threads), "-fa", "on", "-ctk", kv_type, "-ctv", kv_type, *extra]
     t0 = time.perf_counter()
@@ -275,7 +277,8 @@ def main() -> int:
     ap.add_argument("--prefixes", default="",
                     help="also compare each type with F16 over the first N chunks, e.g. 16,32,64")
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--nll", type=Path, help="save each type's per-token NLL (.npz), to compare runs token by token")
+    ap.add_argument("--nll", type=Path,
+                    help="save each type's per-token NLL (.npz), to compare runs token by token")
     args = ap.parse_args()
     sys.path.insert(0, str(REPO / "sdk"))
 
@@ -283,8 +286,9 @@ def main() -> int:
     text_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"eliza_ppl_{args.text}.txt"
     text_file.write_text(text, encoding="utf-8")
     types = [t for t in args.types.split(",") if t]
-    results: dict[str, Any] = {"model": str(args.model), "text": args.text, "ctx": args.ctx, "chunks": args.chunks,
-                               "machine": platform.machine(), "eliza": {}, "llama.cpp": {}}
+    results: dict[str, Any] = {"model": str(args.model), "text": args.text, "ctx": args.ctx,
+                               "chunks": args.chunks, "machine": platform.machine(), "eliza": {},
+                               "llama.cpp": {}}
     if args.no_kl:
         for t in types:
             k, v = cache_spec(t)

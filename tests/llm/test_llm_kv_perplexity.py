@@ -79,8 +79,14 @@ def test_gemma_perplexity_against_llama_cpp(runs: dict[str, Any], gemma_path: Pa
         pytest.skip("no llama.cpp build (python tests/tools/llama_cpp.py)")
     text_file = tmp_path / "text.txt"
     text_file.write_text(runs["text"], encoding="utf-8")
-    # Measured on 8 chunks: f16 -0.15%, q4_0 +0.17%.
-    for t, bound in (("f16", 0.005), ("q8_0", 0.005), ("q4_0", 0.03)):
+    # F16 and Q8_0 are the same formats as llama.cpp's: equal within 0.5%.
+    # Q4_0 is llama.cpp's block and Hadamard rotation plus our
+    # query-weighted key smoothing, which llama.cpp lacks: lower than its
+    # (8 chunks, 2026-12-03: 21.81 against 23.37, 6.7% lower).
+    for t, bound in (("f16", 0.005), ("q8_0", 0.005)):
         theirs = bench.llama_cpp_perplexity(exe, gemma_path, text_file, t, CTX, CHUNKS, 2)["ppl"]
         ours = runs["eliza"][t]["ppl"]
         assert abs(ours / theirs - 1) < bound, f"{t}: libeliza {ours:.4f}, llama.cpp {theirs:.4f}"
+    theirs = bench.llama_cpp_perplexity(exe, gemma_path, text_file, "q4_0", CTX, CHUNKS, 2)["ppl"]
+    ours = runs["eliza"]["q4_0"]["ppl"]
+    assert ours < theirs, f"q4_0: libeliza {ours:.4f}, llama.cpp {theirs:.4f}"
