@@ -58,6 +58,15 @@ def test_goldens_cover_every_builtin_name_and_the_conversations() -> None:
     assert [c["label"] for c in CASES[:len(gen.BUILTIN_NAMES)]] == list(gen.BUILTIN_NAMES)
     assert _DATA["conversations"] == [[list(t) for t in conv] for conv in gen.CONVERSATIONS]
     assert len(JINJA_CASES) >= 30
+    assert [c["label"] for c in CASES if c["label"].startswith("markers:")] == [
+        f"markers:{name}" for name in gen.MARKERS]
+
+
+@pytest.mark.parametrize("name", list(gen.MARKERS))
+def test_each_detection_rule_names_its_template(name: str) -> None:
+    # The goldens hold llama.cpp's rendering of each marker text; this holds
+    # libeliza's detection of it to the name llama.cpp's rule gives.
+    assert chat.template_name(gen.MARKERS[name]) == name
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["label"] for c in CASES])
