@@ -15,7 +15,7 @@
  *    each, as llama-bench's pp and tg (from an empty context) report them;
  * 3. where the time goes: one more decode step and one prompt pass
  *    recorded with timestamps, the milliseconds per kernel summed over the
- *    pass.
+ *    pass, and each op of the first block and the last three in us.
  *
  *   bench_gpu_llm MODEL.gguf [N_CHECK [N_DECODE [N_PROMPT]]]   (defaults 8, 128, 512;
  *                                                              ELIZA_GPU_DEVICE picks the device)
@@ -170,6 +170,11 @@ static void print_ops(const char *what, const double *ms, const char *const *nam
     printf("device time of %s, %d ops: %.3f ms in kernels\n", what, n, total);
     for (int k = 0; k < n_kinds; k++)
         printf("  %-12s %4d ops %8.3f ms %5.1f%%\n", kinds[k], count[k], sum[k], 100.0 * sum[k] / total);
+    /* Each op of the first block (after the pass's copies and first norm) and the last three, in us. */
+    printf("  ops 4..15 and the last 3 (us):");
+    for (int i = 4; i < n && i < 16 && i < MAX_OPS; i++) printf(" %s %.1f", names[i], ms[i] * 1e3);
+    for (int i = EZ_MAX(16, n - 3); i < n && i < MAX_OPS; i++) printf(" %s %.1f", names[i], ms[i] * 1e3);
+    printf("\n");
 }
 
 /* One decode step with timestamps. */

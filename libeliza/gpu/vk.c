@@ -433,6 +433,14 @@ static int32_t create_device(ez_gpu *g, uint32_t family) {
 
 void ez_gpu_params_default(ez_gpu_params *p) { memset(p, 0, sizeof *p); }
 
+/* $name as a power of two in [lo, hi], else dflt (unset or out of range). */
+static uint32_t env_pow2(const char *name, uint32_t lo, uint32_t hi, uint32_t dflt) {
+    const char *e = getenv(name);
+    const long v = e ? strtol(e, NULL, 10) : 0;
+    if (v < (long)lo || v > (long)hi || (v & (v - 1)) != 0) return dflt;
+    return (uint32_t)v;
+}
+
 int32_t ez_gpu_open(const ez_gpu_params *params, ez_gpu **out) {
     ez_gpu_params p;
     ez_gpu *g;
@@ -458,10 +466,31 @@ int32_t ez_gpu_open(const ez_gpu_params *params, ez_gpu **out) {
     }
     g->max_binding = g->info.max_binding_bytes;
     if (p.max_binding_bytes && p.max_binding_bytes < g->max_binding) g->max_binding = p.max_binding_bytes;
+    /* Tuning switches of the matvecs (docs/gpu.md): their workgroup, and a
+     * cap on the lanes of a K-quant row group. */
+    g->mv_workgroup = env_pow2("ELIZA_GPU_MV_WG", 64u, 256u, EZ_GPU_MV_WORKGROUP);
+    if (g->mv_workgroup > g->info.max_workgroup_invocations) g->mv_workgroup = EZ_GPU_MV_WORKGROUP;
+    g->mv_lanes_k = env_pow2("ELIZA_GPU_MV_LANES", 4u, 256u, 0u);
+    /* A GPU's fence is polled (its wake-up after a sleep costs more than a
+     * step's last kernels); a CPU device's is slept on, leaving it the cores. */
+    {
+        const char *w = getenv("ELIZA_GPU_WAIT");
+        g->spin_wait = w && strcmp(w, "block") == 0  ? 0
+                       : w && strcmp(w, "spin") == 0 ? 1
+                                                     : strcmp(g->info.type, "cpu") != 0;
+    }
+    {
+        VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        const VkResult r = g->vk.vkCreateFence(g->device, &fci, NULL, &g->fence);
+        if (r != VK_SUCCESS) {
+            ez_gpu_close(g);
+            return ez_vk_fail(r, "vkCreateFence");
+        }
+    }
     /* The matvecs' subgroup builds where the device has subgroup arithmetic
      * and a power-of-two subgroup no wider than their workgroup. */
     if (g->info.subgroup_arith && !p.no_subgroup && !ez_env_flag("ELIZA_GPU_NO_SUBGROUP") &&
-        g->info.subgroup_size >= 4 && g->info.subgroup_size <= EZ_GPU_MV_WORKGROUP &&
+        g->info.subgroup_size >= 4 && g->info.subgroup_size <= g->mv_workgroup &&
         (g->info.subgroup_size & (g->info.subgroup_size - 1)) == 0)
         g->mv_subgroup = g->info.subgroup_size;
     ez_log(ELIZA_LOG_INFO, "GPU: Vulkan device '%s' (%s, driver %s)%s%s", g->info.name, g->info.type, g->info.driver,
@@ -475,6 +504,7 @@ void ez_gpu_close(ez_gpu *g) {
     if (g->device) {
         g->vk.vkDeviceWaitIdle(g->device);
         ez_gpu_pipes_destroy(g);
+        if (g->fence) g->vk.vkDestroyFence(g->device, g->fence, NULL);
         if (g->pool) g->vk.vkDestroyCommandPool(g->device, g->pool, NULL);
         g->vk.vkDestroyDevice(g->device, NULL);
     }
@@ -508,18 +538,27 @@ int32_t ez_vk_oneshot_begin(ez_gpu *g, VkCommandBuffer *cb) {
     return ELIZA_OK;
 }
 
+/* One pause of a polling loop. */
+static void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 int32_t ez_vk_submit_wait(ez_gpu *g, VkCommandBuffer cb) {
-    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    VkFence fence;
-    VkResult r = g->vk.vkCreateFence(g->device, &fci, NULL, &fence);
-    if (r != VK_SUCCESS) return ez_vk_fail(r, "vkCreateFence");
+    VkResult r = g->vk.vkResetFences(g->device, 1, &g->fence);
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cb;
-    r = g->vk.vkQueueSubmit(g->queue, 1, &si, fence);
-    if (r == VK_SUCCESS) r = g->vk.vkWaitForFences(g->device, 1, &fence, VK_TRUE, UINT64_MAX);
-    g->vk.vkDestroyFence(g->device, fence, NULL);
-    if (r != VK_SUCCESS) return ez_vk_fail(r, "vkQueueSubmit / vkWaitForFences");
+    if (r == VK_SUCCESS) r = g->vk.vkQueueSubmit(g->queue, 1, &si, g->fence);
+    if (r == VK_SUCCESS && g->spin_wait) {
+        while ((r = g->vk.vkGetFenceStatus(g->device, g->fence)) == VK_NOT_READY) spin_pause();
+    } else if (r == VK_SUCCESS) {
+        r = g->vk.vkWaitForFences(g->device, 1, &g->fence, VK_TRUE, UINT64_MAX);
+    }
+    if (r != VK_SUCCESS) return ez_vk_fail(r, "vkQueueSubmit / waiting for its fence");
     return ez_vk_check_validation(g);
 }
 

@@ -82,7 +82,7 @@ static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     VkPipelineLayoutCreateInfo pli = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     VkComputePipelineCreateInfo cpi = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-    uint32_t workgroup = kd->workgroup;
+    uint32_t workgroup = k <= EZ_GPU_K_MV_Q6_K ? g->mv_workgroup : kd->workgroup;
     VkSpecializationMapEntry spec_entry = {0, 0, sizeof workgroup};
     VkSpecializationInfo spec = {1, &spec_entry, sizeof workgroup, &workgroup};
     VkShaderModule module;

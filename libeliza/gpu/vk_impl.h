@@ -70,6 +70,7 @@
     X(vkDestroyFence)                           \
     X(vkResetFences)                            \
     X(vkWaitForFences)                          \
+    X(vkGetFenceStatus)                         \
     X(vkQueueSubmit)                            \
     X(vkDeviceWaitIdle)
 
@@ -127,6 +128,10 @@ struct ez_gpu {
     uint64_t max_binding;       /* the limit buffers are held to */
     ez_gpu_pipe pipes[EZ_GPU_K_COUNT];
     uint32_t mv_subgroup;       /* the matvecs run their `_sg` shaders at lanes >= this; 0: the tree */
+    uint32_t mv_workgroup;      /* the matvecs' workgroup: EZ_GPU_MV_WORKGROUP, or $ELIZA_GPU_MV_WG */
+    uint32_t mv_lanes_k;        /* at most this many lanes per K-quant row group ($ELIZA_GPU_MV_LANES); 0: no cap */
+    int spin_wait;              /* poll the fence instead of sleeping on it (not on CPU devices; $ELIZA_GPU_WAIT) */
+    VkFence fence;              /* every submission's, reset before each */
     int timestamps_off;         /* ez_gpu_set_timestamps(g, 0): recordings without them */
     int validation_errors;      /* messages of error severity */
     int validation_reported;    /* errors already turned into a failed call */

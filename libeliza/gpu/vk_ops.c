@@ -48,7 +48,9 @@ static ez_gpu_kernel matvec_kernel(uint32_t type) {
  * lanes, 0.267 ms at 128). At least the subgroup where the shaders reduce
  * with subgroup arithmetic. A unit is a quad (4 elements), but the K
  * quants' shaders read 16-byte runs of slices: 32 elements for Q4_K
- * (mv_q4_k.comp), 64 for Q6_K (mv_q6_k.comp). */
+ * (mv_q4_k.comp), 64 for Q6_K (mv_q6_k.comp). The workgroup (g->mv_workgroup)
+ * and, for the K quants, a cap on lanes (g->mv_lanes_k) are tuning switches
+ * read at open (docs/gpu.md). */
 #define MV_ROWS 2
 #define MV_MANY_ROWS 16384u
 #define MV_MANY_UNITS 4u
@@ -59,9 +61,9 @@ static uint32_t matvec_unit(uint32_t type) {
 
 static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, uint32_t n_rows) {
     const uint32_t unit = matvec_unit(type), units = n_cols / unit;
-    const uint32_t most = unit == 4u && n_rows >= MV_MANY_ROWS ? units / MV_MANY_UNITS : units;
-    uint32_t lanes = 1;
-    while (lanes * 2 <= most && lanes < EZ_GPU_MV_WORKGROUP) lanes *= 2;
+    uint32_t most = unit == 4u && n_rows >= MV_MANY_ROWS ? units / MV_MANY_UNITS : units, lanes = 1;
+    if (unit != 4u && g->mv_lanes_k && most > g->mv_lanes_k) most = g->mv_lanes_k;
+    while (lanes * 2 <= most && lanes < g->mv_workgroup) lanes *= 2;
     return EZ_MAX(EZ_MAX(lanes, MV_ROWS), g->mv_subgroup);
 }
 
@@ -88,7 +90,7 @@ static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *
                                   step ? step_word : EZ_GPU_NO_WORD};
         /* Without a step buffer the binding is there but never read: x fills it. */
         ez_gpu_buf *bufs[4] = {w->parts[i], x, y, step ? step : x};
-        const uint32_t rows_per_group = EZ_GPU_MV_WORKGROUP / lanes * MV_ROWS;
+        const uint32_t rows_per_group = w->parts[i]->g->mv_workgroup / lanes * MV_ROWS;
         uint32_t gx, gy;
         grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
         rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 4, push, sizeof push, gx, gy);
