@@ -59,6 +59,28 @@ def test_real_evaluation_scores_inside_the_uem(tmp_path: Path) -> None:
     silent = evaluate_real.evaluate(lambda wav: [], files)
     assert silent["overall"]["der_0"] == pytest.approx(1.0)
     assert [r["found_speakers"] for r in silent["files"]] == [0, 0]
+    # The components add up: every missed second of the silent system is
+    # speech it left undetected (1.5 s of speaker time in trn01's UEM).
+    assert silent["overall"]["missed_detection"] == pytest.approx(silent["overall"]["total"])
+    assert silent["files"][1]["miss_undetected"] == pytest.approx(1.5, abs=0.02)
+
+
+def test_miss_breakdown_separates_undetected_overlap_and_beyond_two() -> None:
+    from pyannote.core import Annotation, Segment, Timeline
+
+    ref = Annotation()
+    ref[Segment(0.0, 4.0)] = "A"
+    ref[Segment(1.0, 3.0)] = "B"
+    ref[Segment(2.0, 3.0)] = "C"
+    hyp = Annotation()
+    hyp[Segment(0.0, 2.0)] = "x"
+    uem = Timeline([Segment(0.0, 4.0)])
+    got = evaluate_real.miss_breakdown(ref, hyp, uem)
+    # 2..4 s: nobody in the output (A 2 s + B 1 s + C 1 s); 1..2 s: one of
+    # A and B; 2..3 s: three speakers, one beyond two.
+    assert got["miss_undetected"] == pytest.approx(4.0, abs=0.02)
+    assert got["miss_overlap"] == pytest.approx(1.0, abs=0.02)
+    assert got["miss_beyond_two"] == pytest.approx(1.0, abs=0.02)
 
 
 @pytest.mark.reference

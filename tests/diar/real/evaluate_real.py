@@ -25,7 +25,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 VERSION = "4.0.7"
 __all__ = [
-    "COLLARS", "cache_dir", "eliza_system", "evaluate", "fetch", "load_split", "print_report",
+    "COLLARS",
+    "cache_dir",
+    "eliza_system",
+    "evaluate",
+    "fetch",
+    "load_split",
+    "miss_breakdown",
+    "print_components",
+    "print_report",
     "to_annotation",
 ]
 
@@ -120,21 +128,59 @@ def load_split(data: Path, split: str) -> list[dict[str, Any]]:
     return files
 
 
-def evaluate(system: System, files: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def miss_breakdown(ref: Any, hyp: Any, uem: Any, step: float = 0.01) -> dict[str, float]:
+    """Missed speaker time (seconds, on a grid of ``step``) where the output
+    has nobody speaking ("undetected") and where it has fewer speakers than
+    the reference but someone ("overlap"), and the reference speaker time
+    beyond two at once ("beyond_two"), which no output of a segmentation
+    model with at most two speakers per frame can recover."""
+    import numpy as np
+
+    end = max(s.end for s in uem)
+    n = int(np.ceil(end / step))
+    t = (np.arange(n) + 0.5) * step
+    inside = np.zeros(n, bool)
+    for s in uem:
+        inside |= (t >= s.start) & (t < s.end)
+
+    def count(ann: Any) -> Any:
+        c = np.zeros(n, int)
+        for seg, _, _ in ann.itertracks(yield_label=True):
+            c += (t >= seg.start) & (t < seg.end)
+        return c
+
+    r, h = count(ref), count(hyp)
+    undetected = float(np.sum(r[inside & (h == 0)]) * step)
+    overlap = float(np.sum(np.maximum(r - h, 0)[inside & (h > 0)]) * step)
+    beyond_two = float(np.sum(np.maximum(r - 2, 0)[inside]) * step)
+    return {"miss_undetected": undetected, "miss_overlap": overlap, "miss_beyond_two": beyond_two}
+
+
+def evaluate(
+    system: System, files: Sequence[dict[str, Any]], oracle_count: Callable[[int], System] | None = None
+) -> dict[str, Any]:
+    """Scores system on files; oracle_count (num_speakers -> system), when
+    given, runs each file with its reference speaker count instead."""
     from pyannote.metrics.diarization import DiarizationErrorRate
 
     metrics = {k: DiarizationErrorRate(collar=c, skip_overlap=False) for k, c in COLLARS.items()}
+    components = DiarizationErrorRate(collar=0.0, skip_overlap=False)
     rows = []
     total_audio = total_time = 0.0
     for f in files:
+        run = oracle_count(len(f["ref"].labels())) if oracle_count else system
         t0 = time.perf_counter()
-        turns = system(f["wav"])
+        turns = run(f["wav"])
         elapsed = time.perf_counter() - t0
         hyp = to_annotation(turns, f["uri"])
         duration = float(f["uem"].duration())
         row: dict[str, Any] = {"name": f["uri"], "seconds": elapsed, "duration": duration}
         for key, metric in metrics.items():
             row[f"der_{key}"] = float(metric(f["ref"], hyp, uem=f["uem"]))
+        detail = components(f["ref"], hyp, uem=f["uem"], detailed=True)
+        for key in ("missed detection", "false alarm", "confusion", "total"):
+            row[key.replace(" ", "_")] = float(detail[key])
+        row.update(miss_breakdown(f["ref"], hyp, f["uem"]))
         row["true_speakers"] = len(f["ref"].labels())
         row["found_speakers"] = len(hyp.labels())
         rows.append(row)
@@ -145,6 +191,16 @@ def evaluate(system: System, files: Sequence[dict[str, Any]]) -> dict[str, Any]:
         len(rows), 1
     )
     overall["rtf"] = total_time / max(total_audio, 1e-9)
+    for key in (
+        "missed_detection",
+        "false_alarm",
+        "confusion",
+        "total",
+        "miss_undetected",
+        "miss_overlap",
+        "miss_beyond_two",
+    ):
+        overall[key] = sum(r[key] for r in rows)
     return {"files": rows, "overall": overall}
 
 
@@ -163,6 +219,21 @@ def print_report(result: dict[str, Any], title: str) -> None:
     )
 
 
+def print_components(result: dict[str, Any], title: str) -> None:
+    """Seconds of each DER component (collar 0) per file and in all."""
+    print(f"== {title}: seconds of reference speaker time, collar 0")
+    print(
+        f"{'file':10} {'ref':>6} {'missed':>7} {'(none)':>7} {'(ovl)':>7} {'(>2)':>6} "
+        f"{'f.alarm':>7} {'confus':>7}"
+    )
+    for r in [*result["files"], {"name": "overall", **result["overall"]}]:
+        print(
+            f"{r['name']:10} {r['total']:6.1f} {r['missed_detection']:7.2f} {r['miss_undetected']:7.2f} "
+            f"{r['miss_overlap']:7.2f} {r['miss_beyond_two']:6.2f} {r['false_alarm']:7.2f} "
+            f"{r['confusion']:7.2f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -173,17 +244,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live", action="store_true", help="score the live stream (Diarizer.stream)")
     parser.add_argument("--step", type=float, default=None, help="window step, seconds")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--components", action="store_true", help="also print missed / false alarm / confusion seconds"
+    )
+    parser.add_argument(
+        "--oracle-count", action="store_true", help="give each file its reference speaker count (diagnosis)"
+    )
     args = parser.parse_args(argv)
     data = fetch()
     options = {k: v for k, v in (("threshold", args.threshold), ("step", args.step)) if v is not None}
-    system = (live_system if args.live else eliza_system)(args.threads, **options)
+    make = live_system if args.live else eliza_system
+    system = make(args.threads, **options)
+    oracle = (lambda k: make(args.threads, num_speakers=k, **options)) if args.oracle_count else None
     groups = {"train": ["train"], "heldout": ["development", "test"]}
     chosen = ["train", "heldout"] if args.split == "all" else [args.split]
     results = {}
     for name in chosen:
         files = [f for split in groups[name] for f in load_split(data, split)]
-        results[name] = evaluate(system, files)
+        results[name] = evaluate(system, files, oracle)
         print_report(results[name], f"libeliza on the {name} split ({len(files)} files)")
+        if args.components:
+            print_components(results[name], name)
     if args.json:
         args.json.write_text(json.dumps({"options": options, "splits": results}, indent=2) + "\n")
     return 0
