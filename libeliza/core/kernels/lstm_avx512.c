@@ -19,17 +19,49 @@ static inline __m512 start16(const float *xp, const float *bias, int64_t n) {
     return bias ? _mm512_add_ps(_mm512_loadu_ps(xp + n), _mm512_loadu_ps(bias + n)) : _mm512_loadu_ps(xp + n);
 }
 
-/* gates[nr rows][n0 .. n0 + 16) for nr = 1..8 (constant where inlined); wp:
- * the panel of columns n0 .. n0 + 16, row k at wp + k * stride. */
-static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int64_t G, const float *const *xp, const float *bias,
-                                         const float *wp, int64_t stride, const float *h, float *gates, int64_t n0) {
-    __m512 a[8];
-    for (int r = 0; r < nr; r++) a[r] = start16(xp[r], bias, n0);
+/* gates[nr rows][n0 .. n0 + 16 np) for nr = 1..8 and np = 1 or 2 panels
+ * of one group (constants where inlined: nr np independent chains, each
+ * broadcast of h feeding np FMAs); wp: the first panel, row k at wp + k *
+ * stride, the second panel's row after it. */
+static EZ_ALWAYS_INLINE void rows_cols(const int nr, const int np, int H, int64_t G, const float *const *xp,
+                                       const float *bias, const float *wp, int64_t stride, const float *h,
+                                       float *gates, int64_t n0) {
+    __m512 a[8][2];
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < np; v++) a[r][v] = start16(xp[r], bias, n0 + 16 * v);
     for (int k = 0; k < H; k++) {
-        const __m512 w = _mm512_loadu_ps(wp + (int64_t)k * stride);
-        for (int r = 0; r < nr; r++) a[r] = _mm512_fmadd_ps(_mm512_set1_ps(h[(int64_t)r * H + k]), w, a[r]);
+        const float *row = wp + (int64_t)k * stride;
+        const __m512 w0 = _mm512_loadu_ps(row), w1 = np > 1 ? _mm512_loadu_ps(row + 16) : w0;
+        for (int r = 0; r < nr; r++) {
+            const __m512 x = _mm512_set1_ps(h[(int64_t)r * H + k]);
+            a[r][0] = _mm512_fmadd_ps(x, w0, a[r][0]);
+            if (np > 1) a[r][1] = _mm512_fmadd_ps(x, w1, a[r][1]);
+        }
     }
-    for (int r = 0; r < nr; r++) _mm512_storeu_ps(gates + (int64_t)r * G + n0, a[r]);
+    for (int r = 0; r < nr; r++)
+        for (int v = 0; v < np; v++) _mm512_storeu_ps(gates + (int64_t)r * G + n0 + 16 * v, a[r][v]);
+}
+
+/* rows_cols over every row: blocks of 8, then the rest. */
+static EZ_ALWAYS_INLINE void all_rows(const int np, int nb, int H, int64_t G, const float *const *xp,
+                                      const float *bias, const float *wp, int64_t stride, const float *h,
+                                      float *gates, int64_t n0) {
+    const int b8 = nb / 8 * 8;
+    const float *const *xr = xp + b8;
+    const float *hr = h + (int64_t)b8 * H;
+    float *gr = gates + (int64_t)b8 * G;
+    for (int b = 0; b < b8; b += 8)
+        rows_cols(8, np, H, G, xp + b, bias, wp, stride, h + (int64_t)b * H, gates + (int64_t)b * G, n0);
+    switch (nb - b8) {
+    case 1: rows_cols(1, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 2: rows_cols(2, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 3: rows_cols(3, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 4: rows_cols(4, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 5: rows_cols(5, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 6: rows_cols(6, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    case 7: rows_cols(7, np, H, G, xr, bias, wp, stride, hr, gr, n0); break;
+    default: break;
+    }
 }
 
 /* Rows of k ahead of the one read that one-sequence steps prefetch the
@@ -86,30 +118,23 @@ static void row1(int H, int u0, int u1, const float *xp, const float *bias, cons
 static void step_avx512(int nb, int H, int u0, int u1, const float *const *xp, const float *bias, const float *w,
                         const float *h_prev, float *h_out, float *c, float *gates) {
     const int64_t G = 4 * (int64_t)H;
-    const int b8 = nb / 8 * 8, rest = nb - b8;
     if (nb == 1) {
         row1(H, u0, u1, xp[0], bias, w, h_prev, gates);
     } else {
-        for (int q = 0; q < 4; q++)
-            for (int u = u0; u < u1; u += 16) {
-                const int64_t n0 = (int64_t)q * H + u;
+        /* Panels outside, rows inside: a panel (or a pair of one group)
+         * stays in L1 while every group of rows uses it. */
+        for (int q = 0; q < 4; q++) {
+            int64_t p = ((int64_t)q * H + u0) / EZ_LSTM_PANEL;
+            const int64_t end = ((int64_t)q * H + u1) / EZ_LSTM_PANEL;
+            while (p < end) {
                 int64_t st;
-                const float *wp = ez_lstm_panel(w, H, n0 / EZ_LSTM_PANEL, &st), *hr = h_prev + (int64_t)b8 * H;
-                const float *const *xr = xp + b8;
-                float *gr = gates + (int64_t)b8 * G;
-                for (int b = 0; b < b8; b += 8)
-                    rows_cols16(8, H, G, xp + b, bias, wp, st, h_prev + (int64_t)b * H, gates + (int64_t)b * G, n0);
-                switch (rest) {
-                case 1: rows_cols16(1, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 2: rows_cols16(2, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 3: rows_cols16(3, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 4: rows_cols16(4, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 5: rows_cols16(5, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 6: rows_cols16(6, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                case 7: rows_cols16(7, H, G, xr, bias, wp, st, hr, gr, n0); break;
-                default: break;
-                }
+                const float *wp = ez_lstm_panel(w, H, p, &st);
+                const int pair = p + 1 < end && (p + 1) % EZ_LSTM_GROUP != 0;
+                if (pair) all_rows(2, nb, H, G, xp, bias, wp, st, h_prev, gates, p * EZ_LSTM_PANEL);
+                else all_rows(1, nb, H, G, xp, bias, wp, st, h_prev, gates, p * EZ_LSTM_PANEL);
+                p += pair ? 2 : 1;
             }
+        }
     }
     for (int b = 0; b < nb; b++) {
         const float *gb = gates + (int64_t)b * G;
