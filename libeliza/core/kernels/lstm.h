@@ -9,8 +9,8 @@
  * k (ez_lstm_pack). Groups of EZ_LSTM_GROUP consecutive panels are
  * interleaved by k: a group's row k is its panels' 16 floats of k side by
  * side (ez_lstm_panel), so a kernel running over a whole group reads one
- * sequential stream instead of eight 8 KB apart (at H 128 that took the
- * AVX-512 one-sequence step from 2.4 to 2.1 us). A step streams each panel
+ * sequential stream instead of eight 8 KB apart (at H 128 that and a
+ * prefetch took the AVX-512 one-sequence step from 2.4 to 2.05 us). A step streams each panel
  * once with h broadcast, where the stored rows would need a horizontal sum
  * per gate row; with one sequence the kernels keep 8 (AVX2) or 8 x 16-lane
  * (AVX-512) independent accumulators, with several they reuse each panel
