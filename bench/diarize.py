@@ -63,14 +63,18 @@ def segmentation_onnx() -> Path:
     return path
 
 
-def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
+def median_seconds(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
+    """Median wall and median CPU seconds (user + system, all threads) of fn."""
     fn()  # warm-up
     times = []
+    cpu = []
     for _ in range(repeats):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        cpu.append(time.process_time() - c0)
+    return statistics.median(times), statistics.median(cpu)
 
 
 def conversation(path: Path | None) -> Path:
@@ -121,12 +125,14 @@ def main() -> int:
     result: dict[str, Any] = {"threads": args.threads, "batch": args.batch}
 
     with eliza.Diarizer(n_threads=args.threads) as d:
-        ez1 = median_seconds(lambda: d.segment(chunks[:1, 0]), args.repeats)
-        ort1 = median_seconds(lambda: session.run(None, {"input": chunks[:1]}), args.repeats)
-        ezb = median_seconds(lambda: d.segment(chunks[:, 0]), max(1, args.repeats // 2)) / args.batch
-        ortb = (
-            median_seconds(lambda: session.run(None, {"input": chunks}), max(1, args.repeats // 2))
-            / args.batch
+        ez1, ez1_cpu = median_seconds(lambda: d.segment(chunks[:1, 0]), args.repeats)
+        ort1, ort1_cpu = median_seconds(lambda: session.run(None, {"input": chunks[:1]}), args.repeats)
+        ezb, ezb_cpu = (
+            v / args.batch for v in median_seconds(lambda: d.segment(chunks[:, 0]), max(1, args.repeats // 2))
+        )
+        ortb, ortb_cpu = (
+            v / args.batch
+            for v in median_seconds(lambda: session.run(None, {"input": chunks}), max(1, args.repeats // 2))
         )
         result["segmentation_ms_per_chunk"] = {
             "eliza_batch1": 1e3 * ez1,
@@ -134,14 +140,22 @@ def main() -> int:
             "eliza_batched": 1e3 * ezb,
             "onnxruntime_batched": 1e3 * ortb,
         }
+        result["segmentation_cpu_ms_per_chunk"] = {
+            "eliza_batch1": 1e3 * ez1_cpu,
+            "onnxruntime_batch1": 1e3 * ort1_cpu,
+            "eliza_batched": 1e3 * ezb_cpu,
+            "onnxruntime_batched": 1e3 * ortb_cpu,
+        }
         wav = conversation(args.audio)
         audio, rate = eliza.diarize.read_wav(wav)
         duration = len(audio) / rate
         pipelines = []
         for step in args.steps:
+            c0 = time.process_time()
             t0 = time.perf_counter()
             turns = d.diarize(audio, rate, step=step)
             elapsed = time.perf_counter() - t0
+            cpu = time.process_time() - c0
             pipelines.append(
                 {
                     "step": step,
@@ -149,6 +163,7 @@ def main() -> int:
                     "seconds_of_audio": duration,
                     "seconds": elapsed,
                     "rtf": elapsed / duration,
+                    "cpu_seconds": cpu,
                     "speakers": len({t.speaker for t in turns}),
                     "turns": len(turns),
                 }
@@ -156,15 +171,20 @@ def main() -> int:
         result["pipeline"] = pipelines
 
     print(f"segmentation, one 10 s chunk ({args.threads} threads), ms per chunk:")
-    print(f"  batch 1   libeliza {1e3 * ez1:7.1f}   onnxruntime {1e3 * ort1:7.1f}   ratio {ort1 / ez1:5.2f}x")
+    print(
+        f"  batch 1   libeliza {1e3 * ez1:7.1f}   onnxruntime {1e3 * ort1:7.1f}   ratio {ort1 / ez1:5.2f}x"
+        f"   CPU ms {1e3 * ez1_cpu:7.1f} / {1e3 * ort1_cpu:7.1f}   CPU ratio {ort1_cpu / ez1_cpu:5.2f}x"
+    )
     print(
         f"  batch {args.batch:<3} libeliza {1e3 * ezb:7.1f}   onnxruntime {1e3 * ortb:7.1f}   "
-        f"ratio {ortb / ezb:5.2f}x"
+        f"ratio {ortb / ezb:5.2f}x   CPU ms {1e3 * ezb_cpu:7.1f} / {1e3 * ortb_cpu:7.1f}   "
+        f"CPU ratio {ortb_cpu / ezb_cpu:5.2f}x"
     )
     for p in pipelines:
         print(
             f"pipeline on {Path(p['audio']).name} ({duration:.0f} s), step {p['step']:g} s: "
-            f"{p['seconds']:.2f} s, RTF {p['rtf']:.4f}, {p['speakers']} speakers, {p['turns']} turns"
+            f"{p['seconds']:.2f} s, RTF {p['rtf']:.4f} ({p['cpu_seconds']:.2f} s CPU), {p['speakers']} speakers, "
+            f"{p['turns']} turns"
         )
     if args.baseline:
         sys.path.insert(0, str(REPO / "bench"))

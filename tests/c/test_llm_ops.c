@@ -610,6 +610,28 @@ static int32_t sample_once(const ez_sampler_params *p, const float *logits, int 
     return id;
 }
 
+/* Greedy against the running-best loop: the first index of the largest
+ * logit, NaNs never winning (a NaN at 0 gives 0), over lengths around the
+ * argmax's 16 lanes, with ties, signed zeros and NaNs planted. */
+static void test_llm_sampler_greedy_first_max(void) {
+    const ez_sampler_params p = greedy_params();
+    int bad = 0;
+    for (int n = 1; n <= 70; n++)
+        for (int v = 0; v < 8; v++) {
+            float l[70];
+            int32_t want = 0;
+            fill(l, n, 1.0f);
+            for (int i = 0; i < n; i++) l[i] = (float)(int)(3.0f * l[i]); /* few values: ties */
+            if (v & 1) l[(v * 7) % n] = NAN;
+            if (v & 2) l[n - 1] = (v & 4) ? -0.0f : 0.0f;
+            if (v == 4) l[0] = NAN;
+            for (int i = 1; i < n; i++)
+                if (l[i] > l[want]) want = i;
+            bad += sample_once(&p, l, n, NULL, 0) != want;
+        }
+    CHECK_MSG(bad == 0, "greedy differs from the running-best loop in %d cases", bad);
+}
+
 static void test_llm_sampler_contract(void) {
     enum { N = 1000 };
     float logits[N];
@@ -760,6 +782,7 @@ int main(void) {
     test_llm_tile_kernels_match_dots();
     test_llm_x8_kernels_match_dots();
     test_llm_ktile_unpack_matches_reference();
+    test_llm_sampler_greedy_first_max();
     test_llm_sampler_contract();
     if (g_failed) {
         fprintf(stderr, "test_llm_ops: FAILED\n");

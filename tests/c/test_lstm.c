@@ -1,5 +1,6 @@
 /* core's LSTM step (core/kernels/lstm.h), which TTS and diarization share:
- *  - the panel packing (padding, gate reorder) against its index formula;
+ *  - the panel packing (groups of 8 panels interleaved by k, padding, gate
+ *    reorder) against its index formula;
  *  - the scalar reference against plain double-precision math on the
  *    stored rows, odd H included;
  *  - every vector kernel this CPU runs against the reference, nb 1 to 5 (and
@@ -110,18 +111,24 @@ static void oracle_step(const problem *p, const double *h, double *c, double *h_
 
 static void test_pack_layout(void) {
     static const int perm[4] = {0, 2, 3, 1}; /* a file storing i, o, f, c */
-    const int Hs[] = {3, 16, 5};
+    /* 36 and 40: more panels than a group of 8, the last group short. */
+    const int Hs[] = {3, 16, 5, 36, 40};
     for (size_t i = 0; i < sizeof Hs / sizeof Hs[0]; i++) {
-        const int H = Hs[i], G = 4 * H;
+        const int H = Hs[i], G = 4 * H, n_panels = (G + 15) / 16;
         const size_t n = ez_lstm_panels_floats(H);
         float *w = random_floats((size_t)G * H, 1.0f), *dst = (float *)malloc(sizeof(float) * n);
         int ok = 1;
         CHECK_MSG(n == (size_t)((G + 15) / 16 * 16) * (size_t)H, "H %d: %zu panel floats", H, n);
         ez_lstm_pack(H, w, perm, dst);
-        for (int r = 0; r < (G + 15) / 16 * 16; r++)
+        for (int r = 0; r < n_panels * 16; r++)
             for (int k = 0; k < H; k++) {
+                /* Panel r / 16 in its group of 8, rows k of the group's
+                 * panels side by side. */
+                const int panel = r / 16, first = panel / 8 * 8;
+                const int width = n_panels - first < 8 ? n_panels - first : 8;
+                const size_t at = (size_t)first * 16 * H + ((size_t)k * width + (size_t)(panel - first)) * 16 + r % 16;
                 float want = r < G ? w[((size_t)perm[r / H] * H + r % H) * H + k] : 0.0f;
-                ok &= dst[((size_t)(r / 16) * H + k) * 16 + r % 16] == want;
+                ok &= dst[at] == want;
             }
         CHECK_MSG(ok, "H %d: panels do not hold the reordered rows (or the padding is not zero)", H);
         free(w), free(dst);
@@ -168,7 +175,8 @@ static void test_reference_matches_plain_math(void) {
 static double g_worst[N_ISAS];
 
 static void test_kernels_match_reference(void) {
-    const int Hs[] = {16, 128, 256}, nbs[] = {1, 2, 3, 4, 5, 8, 9, 13};
+    /* 48: 12 panels, a group of 8 and a short one, gate blocks across both. */
+    const int Hs[] = {16, 48, 128, 256}, nbs[] = {1, 2, 3, 4, 5, 8, 9, 13};
     for (size_t v = 0; v < N_ISAS; v++) {
         ez_lstm_step_fn fn = isa_kernel(v);
         if (!fn) continue;
@@ -234,6 +242,7 @@ static void test_batches_and_ranges_are_bit_identical(void) {
         check_invariances("reference", ez_lstm_step_ref, nb, 64);
         for (size_t v = 0; v < N_ISAS; v++)
             if (isa_kernel(v)) {
+                check_invariances(g_isas[v].name, isa_kernel(v), nb, 48);
                 check_invariances(g_isas[v].name, isa_kernel(v), nb, 128);
                 check_invariances(g_isas[v].name, isa_kernel(v), nb, 256);
             }

@@ -16,8 +16,9 @@ void ez_lstm_pack(int H, const float *w_hh, const int perm[4], float *dst) {
     memset(dst, 0, ez_lstm_panels_floats(H) * sizeof(float));
     for (int64_t r = 0; r < G; r++) {
         const int64_t q = r / H, src = (perm ? perm[q] : q) * (int64_t)H + r % H;
-        for (int64_t k = 0; k < H; k++)
-            dst[((r / EZ_LSTM_PANEL) * H + k) * EZ_LSTM_PANEL + r % EZ_LSTM_PANEL] = w_hh[src * H + k];
+        int64_t stride;
+        float *row = (float *)ez_lstm_panel(dst, H, r / EZ_LSTM_PANEL, &stride) + r % EZ_LSTM_PANEL;
+        for (int64_t k = 0; k < H; k++) row[k * stride] = w_hh[src * H + k];
     }
 }
 
@@ -32,9 +33,10 @@ void ez_lstm_step_ref(int nb, int H, int u0, int u1, const float *const *xp, con
         for (int q = 0; q < 4; q++)
             for (int u = u0; u < u1; u++) {
                 const int64_t r = (int64_t)q * H + u;
-                const float *wr = w + (r / EZ_LSTM_PANEL) * H * EZ_LSTM_PANEL + r % EZ_LSTM_PANEL;
+                int64_t stride;
+                const float *wr = ez_lstm_panel(w, H, r / EZ_LSTM_PANEL, &stride) + r % EZ_LSTM_PANEL;
                 float s = 0.0f;
-                for (int k = 0; k < H; k++) s += wr[(int64_t)k * EZ_LSTM_PANEL] * hb[k];
+                for (int k = 0; k < H; k++) s += wr[(int64_t)k * stride] * hb[k];
                 gb[r] = bias ? xp[b][r] + bias[r] + s : xp[b][r] + s;
             }
     }

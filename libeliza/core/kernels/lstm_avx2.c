@@ -21,16 +21,16 @@ static inline __m256 start8(const float *xp, const float *bias, int n) {
 
 /* gates[nr rows][n0 .. n0 + 16) = xp (+ bias) + h . w over k, nr = 1..4 (a
  * constant where it is inlined, so the accumulators stay in registers); wp:
- * the panel of columns n0 .. n0 + 16 ([H, 16]). */
+ * the panel of columns n0 .. n0 + 16, row k at wp + k * stride. */
 static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int64_t G, const float *const *xp, const float *bias,
-                                         const float *wp, const float *h, float *gates, int64_t n0) {
+                                         const float *wp, int64_t stride, const float *h, float *gates, int64_t n0) {
     __m256 a[4][2];
     for (int r = 0; r < nr; r++) {
         a[r][0] = start8(xp[r], bias, (int)n0);
         a[r][1] = start8(xp[r], bias, (int)n0 + 8);
     }
     for (int k = 0; k < H; k++) {
-        const float *w = wp + (int64_t)k * 16;
+        const float *w = wp + (int64_t)k * stride;
         __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
         for (int r = 0; r < nr; r++) {
             __m256 x = _mm256_broadcast_ss(h + (int64_t)r * H + k);
@@ -49,18 +49,19 @@ static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int64_t G, const f
 static inline void row1_units16(int H, const float *xp, const float *bias, const float *w, const float *h,
                                 float *gates, int u) {
     const float *p[4];
+    int64_t st[4];
     __m256 a[8];
     for (int q = 0; q < 4; q++) {
         const int n = q * H + u;
-        p[q] = w + (int64_t)n * H;
+        p[q] = ez_lstm_panel(w, H, n / EZ_LSTM_PANEL, &st[q]);
         a[2 * q] = start8(xp, bias, n);
         a[2 * q + 1] = start8(xp, bias, n + 8);
     }
     for (int k = 0; k < H; k++) {
         __m256 x = _mm256_broadcast_ss(h + k);
         for (int q = 0; q < 4; q++) {
-            a[2 * q] = _mm256_fmadd_ps(x, _mm256_loadu_ps(p[q] + k * 16), a[2 * q]);
-            a[2 * q + 1] = _mm256_fmadd_ps(x, _mm256_loadu_ps(p[q] + k * 16 + 8), a[2 * q + 1]);
+            a[2 * q] = _mm256_fmadd_ps(x, _mm256_loadu_ps(p[q] + k * st[q]), a[2 * q]);
+            a[2 * q + 1] = _mm256_fmadd_ps(x, _mm256_loadu_ps(p[q] + k * st[q] + 8), a[2 * q + 1]);
         }
     }
     for (int q = 0; q < 4; q++) {
@@ -81,13 +82,14 @@ static void step_avx2(int nb, int H, int u0, int u1, const float *const *xp, con
         for (int q = 0; q < 4; q++)
             for (int u = u0; u < u1; u += 16) {
                 const int64_t n0 = (int64_t)q * H + u;
-                const float *wp = w + n0 * H, *hr = h_prev + (int64_t)b4 * H;
+                int64_t st;
+            const float *wp = ez_lstm_panel(w, H, n0 / EZ_LSTM_PANEL, &st), *hr = h_prev + (int64_t)b4 * H;
                 float *gr = gates + (int64_t)b4 * G;
                 for (int b = 0; b < b4; b += 4)
-                    rows_cols16(4, H, G, xp + b, bias, wp, h_prev + (int64_t)b * H, gates + (int64_t)b * G, n0);
-                if (rest == 1) rows_cols16(1, H, G, xp + b4, bias, wp, hr, gr, n0);
-                if (rest == 2) rows_cols16(2, H, G, xp + b4, bias, wp, hr, gr, n0);
-                if (rest == 3) rows_cols16(3, H, G, xp + b4, bias, wp, hr, gr, n0);
+                    rows_cols16(4, H, G, xp + b, bias, wp, st, h_prev + (int64_t)b * H, gates + (int64_t)b * G, n0);
+                if (rest == 1) rows_cols16(1, H, G, xp + b4, bias, wp, st, hr, gr, n0);
+                if (rest == 2) rows_cols16(2, H, G, xp + b4, bias, wp, st, hr, gr, n0);
+                if (rest == 3) rows_cols16(3, H, G, xp + b4, bias, wp, st, hr, gr, n0);
             }
     }
     for (int b = 0; b < nb; b++) {

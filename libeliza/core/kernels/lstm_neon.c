@@ -21,14 +21,14 @@ static inline float32x4_t start4(const float *xp, const float *bias, int64_t n) 
 
 /* gates[nr rows][n0 .. n0 + 16) = xp (+ bias) + h . w over k, nr = 1..4 (a
  * constant where it is inlined, so the 16 accumulators stay in registers);
- * wp: the panel of columns n0 .. n0 + 16 ([H, 16]). */
+ * wp: the panel of columns n0 .. n0 + 16, row k at wp + k * stride. */
 static EZ_ALWAYS_INLINE void rows_cols16(const int nr, int H, int64_t G, const float *const *xp, const float *bias,
-                                         const float *wp, const float *h, float *gates, int64_t n0) {
+                                         const float *wp, int64_t stride, const float *h, float *gates, int64_t n0) {
     float32x4_t a[4][4];
     for (int r = 0; r < nr; r++)
         for (int v = 0; v < 4; v++) a[r][v] = start4(xp[r], bias, n0 + 4 * v);
     for (int k = 0; k < H; k++) {
-        const float *w = wp + (int64_t)k * 16;
+        const float *w = wp + (int64_t)k * stride;
         float32x4_t w0 = vld1q_f32(w), w1 = vld1q_f32(w + 4), w2 = vld1q_f32(w + 8), w3 = vld1q_f32(w + 12);
         for (int r = 0; r < nr; r++) {
             float32x4_t x = vdupq_n_f32(h[(int64_t)r * H + k]);
@@ -51,13 +51,14 @@ static void step_neon(int nb, int H, int u0, int u1, const float *const *xp, con
     for (int q = 0; q < 4; q++)
         for (int u = u0; u < u1; u += 16) {
             const int64_t n0 = (int64_t)q * H + u;
-            const float *wp = w + n0 * H, *hr = h_prev + (int64_t)b4 * H;
+            int64_t st;
+            const float *wp = ez_lstm_panel(w, H, n0 / EZ_LSTM_PANEL, &st), *hr = h_prev + (int64_t)b4 * H;
             float *gr = gates + (int64_t)b4 * G;
             for (int b = 0; b < b4; b += 4)
-                rows_cols16(4, H, G, xp + b, bias, wp, h_prev + (int64_t)b * H, gates + (int64_t)b * G, n0);
-            if (rest == 1) rows_cols16(1, H, G, xp + b4, bias, wp, hr, gr, n0);
-            if (rest == 2) rows_cols16(2, H, G, xp + b4, bias, wp, hr, gr, n0);
-            if (rest == 3) rows_cols16(3, H, G, xp + b4, bias, wp, hr, gr, n0);
+                rows_cols16(4, H, G, xp + b, bias, wp, st, h_prev + (int64_t)b * H, gates + (int64_t)b * G, n0);
+            if (rest == 1) rows_cols16(1, H, G, xp + b4, bias, wp, st, hr, gr, n0);
+            if (rest == 2) rows_cols16(2, H, G, xp + b4, bias, wp, st, hr, gr, n0);
+            if (rest == 3) rows_cols16(3, H, G, xp + b4, bias, wp, st, hr, gr, n0);
         }
     for (int b = 0; b < nb; b++) {
         const float *gb = gates + (int64_t)b * G;
