@@ -156,7 +156,7 @@ static inline int k_min_sum(const uint8_t mn[8], const int16_t bsums[16]) {
     const __m128i m8 = _mm_loadl_epi64((const __m128i *)mn);
     const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
     return _mm512_reduce_add_epi32(
-        _mm512_castsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), m16)));
+        _mm512_zextsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), m16)));
 }
 
 /* Lanes 0-7 scale s0, lanes 8-15 scale s1 of the 32-bit scales in sc. */
@@ -291,7 +291,7 @@ static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
         }
         d = half_to_float_f16c(a[i].d) * b[i].d;
         d *= (float)(_mm512_reduce_add_epi32(acc) -
-                     32 * _mm512_reduce_add_epi32(_mm512_castsi256_si512(offs)));
+                     32 * _mm512_reduce_add_epi32(_mm512_zextsi256_si512(offs)));
         sum += d;
     }
     return sum;
