@@ -147,14 +147,17 @@ def run_eliza(args: argparse.Namespace) -> dict[str, Any]:
         prefill_cpu = cpu_s() - c0
         after = llm.info["profile"]
         prefill_profile = {k[:-3]: after[k] - before[k] for k in after if k.endswith("_ms")}
-        # Decode CPU by differencing: a stream of one token (the prompt's
-        # pass and the first token) against the timed stream, whose first
-        # piece may come only at its end (text held back). Not in a sweep,
-        # where the prompt is long and only the speed counts.
-        c0 = cpu_s()
+        # Decode CPU by differencing: a stream of one token against the timed
+        # stream, whose first piece may come only at its end (text held
+        # back). Both come after a first stream has evaluated the prompt, so
+        # both reuse it as their prefix and pay the same for it. Not in a
+        # sweep, where the prompt is long and only the speed counts.
+        one_cpu = 0.0
         if not args.barrier:
             "".join(llm.stream(prompt, max_tokens=1, temperature=0.0))
-        one_cpu = cpu_s() - c0
+            c0 = cpu_s()
+            "".join(llm.stream(prompt, max_tokens=1, temperature=0.0))
+            one_cpu = cpu_s() - c0
         before = llm.info["profile"]
         # The first piece comes once the prompt is evaluated; the stats time
         # the library's evaluations only, not the wait at the barrier.

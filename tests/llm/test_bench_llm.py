@@ -130,3 +130,14 @@ def test_sweep_workers_meet_at_a_barrier(tmp_path: Path) -> None:
     (tmp_path / "go-libeliza-q8_0").touch()
     BENCH.barrier(worker, "libeliza")  # returns at once: its turn has come
     assert (tmp_path / "ready-libeliza-q8_0").exists()
+
+
+def test_libeliza_decode_cpu_leaves_out_the_prompt(gemma_path: Path) -> None:
+    # The timed stream reuses the prompt a first stream evaluated; the one-token
+    # stream it is differenced against must reuse it too (it once paid the whole
+    # prompt, and the decode CPU per token came out negative after long prompts).
+    args = _args("--decode-context", "600", "--decode", "6", "--prefill", "16", "--no-llama")
+    args.model = str(gemma_path)  # type: ignore[attr-defined]
+    res = BENCH.run_eliza(args)
+    assert res["generated"] == 6
+    assert 0 < res["decode_cpu_ms"] < 1000
