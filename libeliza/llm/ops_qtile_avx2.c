@@ -103,7 +103,8 @@ static void ksuper_codes_q6k(const ez_block_q6_k *b, uint8_t *codes) {
 void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles) {
     const int64_t nsb = w->n_cols / EZ_QK_K;
     const size_t bsize = w->row_bytes / (size_t)nsb;
-    if (w->type != EZ_TYPE_Q4_K && w->type != EZ_TYPE_Q5_K && w->type != EZ_TYPE_Q6_K) {
+    const ez_llm_ksuper_fn iq = ez_llm_ksuper_iq_avx2(w->type);
+    if (!iq && w->type != EZ_TYPE_Q4_K && w->type != EZ_TYPE_Q5_K && w->type != EZ_TYPE_Q6_K) {
         ez_llm_ktile_unpack(w, r0, n_rows, tiles);
         return;
     }
@@ -113,6 +114,10 @@ void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez
             const uint8_t *blk = w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)sb * bsize;
             if (r >= n_rows) {
                 memset(t, 0, sizeof *t);
+                continue;
+            }
+            if (iq) {
+                iq(blk, t);
                 continue;
             }
             if (w->type == EZ_TYPE_Q6_K) ksuper_codes_q6k((const ez_block_q6_k *)blk, t->codes);
