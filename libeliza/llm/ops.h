@@ -199,17 +199,17 @@ EZ_INTERNAL void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int
                                          float *scales, float *mins);
 /* K quants: tiles[sb * TILE_ROWS + r] for every super-block sb. */
 EZ_INTERNAL void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
-/* The same tiles, byte for byte, with AVX2 codes for Q4_K, Q5_K and Q6_K
- * and AVX2 tiles for the grid i-quants and IQ4_XS (the other types, and
- * every type off x86-64, through ez_llm_ktile_unpack; on x86-64 the caller
+/* The same tiles, byte for byte, with AVX2 codes for every K-tile type
+ * (every type off x86-64 through ez_llm_ktile_unpack; on x86-64 the caller
  * checks the CPU). */
 EZ_INTERNAL void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
-/* A Q4_K, Q5_K or Q6_K super-block's scale, offset, zp, d and c (not its codes). */
+/* A Q2_K, Q3_K, TQ2_0, Q4_K, Q5_K or Q6_K super-block's scale, offset, zp, d and c (not its codes). */
 EZ_INTERNAL void ez_llm_ksuper_scales(uint32_t type, const uint8_t *blk, ez_llm_ktile *t);
 /* One super-block of one row into its tile, every field but pad. */
 typedef void (*ez_llm_ksuper_fn)(const uint8_t *blk, ez_llm_ktile *t);
-/* AVX2 (ops_iq_unpack_avx2.c) for the grid i-quants and IQ4_XS, the tiles
- * of ez_llm_ktile_unpack byte for byte; NULL for other types and off x86-64. */
+/* AVX2 (ops_iq_unpack_avx2.c) for the grid i-quants, IQ4_XS and TQ1_0, the
+ * tiles of ez_llm_ktile_unpack byte for byte; NULL for other types and off
+ * x86-64. */
 EZ_INTERNAL ez_llm_ksuper_fn ez_llm_ksuper_iq_avx2(uint32_t w_type);
 /* NULL when the type has no tile kernel (the has_min types; or, for
  * _active, under ELIZA_FORCE_SCALAR, where the per-pair reference dots are

@@ -1,4 +1,4 @@
-/* AVX2 unpack of the grid i-quants and IQ4_XS into K tiles, byte for byte
+/* AVX2 unpack of the grid i-quants, IQ4_XS and TQ1_0 into K tiles, byte for byte
  * the tiles of ez_llm_ktile_unpack (ops_qtile.c: codes v + zp, one integer
  * scale per 16 elements, offsets equal to the scales, c = 0).
  *
@@ -189,6 +189,37 @@ static void iq4_xs(const uint8_t *blk, ez_llm_ktile *t) {
     }
 }
 
+/* TQ1_0 (layout at tq1_0_trit in quant_ref.c): codes are the trits, (q * 3)
+ * >> 8 of each byte q times its power of 3, which is [q >= 86] + [q >= 171]. */
+static inline __m256i times3(__m256i v) {
+    return _mm256_add_epi8(_mm256_add_epi8(v, v), v);
+}
+
+static inline __m256i trits(__m256i q) {
+    const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8(86)), q);
+    const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(q, _mm256_set1_epi8((char)171)), q);
+    return _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), ge86), ge171);
+}
+
+/* Elements 0-159: qs[0..31] times 1, 3, 9, 27, 81; 160-239: qs[32..47]
+ * times the same, 16 at a time; 240-255: the four qh bytes times 1, 3, 9, 27. */
+static void tq1_0(const uint8_t *blk, ez_llm_ktile *t) {
+    const ez_block_tq1_0 *b = (const ez_block_tq1_0 *)blk;
+    const __m256i h1 = _mm256_set1_epi32((int)u32_at(b->qh)), h3 = times3(h1), h9 = times3(h3);
+    /* 32-bit words: qh times 1, 3, 9, 27 */
+    const __m256i h = _mm256_blend_epi32(_mm256_blend_epi32(h1, h3, 0x2), _mm256_blend_epi32(h9, times3(h9), 0x8), 0xc);
+    __m256i q = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i p = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b->qs + 32)));
+    for (int k = 0; k < 5; k++, q = times3(q)) _mm256_storeu_si256((__m256i *)(t->codes + 32 * k), trits(q));
+    p = _mm256_blend_epi32(p, times3(p), 0xf0); /* times 1 | 3 */
+    _mm256_storeu_si256((__m256i *)(t->codes + 160), trits(p));
+    p = times3(times3(p)); /* 9 | 27 */
+    _mm256_storeu_si256((__m256i *)(t->codes + 192), trits(p));
+    p = times3(times3(p)); /* 81 in the low half */
+    _mm256_storeu_si256((__m256i *)(t->codes + 224), trits(_mm256_permute2x128_si256(p, h, 0x20)));
+    for (int ib = 0; ib < 8; ib++) store_scales(t, ib, 1, 1);
+}
+
 static void iq_super(uint32_t type, void (*codes)(const uint8_t *, ez_llm_ktile *), int zp, const uint8_t *blk,
                      ez_llm_ktile *t) {
     codes(blk, t);
@@ -207,6 +238,7 @@ IQ_SUPER(iq3_s, EZ_TYPE_IQ3_S, 16)
 IQ_SUPER(iq1_s, EZ_TYPE_IQ1_S, 16)
 IQ_SUPER(iq1_m, EZ_TYPE_IQ1_M, 16)
 IQ_SUPER(iq4_xs, EZ_TYPE_IQ4_XS, 128)
+IQ_SUPER(tq1_0, EZ_TYPE_TQ1_0, 1)
 #undef IQ_SUPER
 
 ez_llm_ksuper_fn ez_llm_ksuper_iq_avx2(uint32_t w_type) {
@@ -219,6 +251,7 @@ ez_llm_ksuper_fn ez_llm_ksuper_iq_avx2(uint32_t w_type) {
     case EZ_TYPE_IQ1_S: return iq1_s_super;
     case EZ_TYPE_IQ1_M: return iq1_m_super;
     case EZ_TYPE_IQ4_XS: return iq4_xs_super;
+    case EZ_TYPE_TQ1_0: return tq1_0_super;
     default: return NULL;
     }
 }

@@ -592,10 +592,11 @@ static void test_llm_ktile_unpack_matches_reference(void) {
                 }
             free(data);
         }
-    /* the i-quants have their own AVX2 unpack, the others not */
+    /* the i-quants and TQ1_0 have their own AVX2 unpack, the others not */
     for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
         const int iq = t == EZ_TYPE_IQ2_XXS || t == EZ_TYPE_IQ2_XS || t == EZ_TYPE_IQ2_S || t == EZ_TYPE_IQ3_XXS ||
-                       t == EZ_TYPE_IQ3_S || t == EZ_TYPE_IQ1_S || t == EZ_TYPE_IQ1_M || t == EZ_TYPE_IQ4_XS;
+                       t == EZ_TYPE_IQ3_S || t == EZ_TYPE_IQ1_S || t == EZ_TYPE_IQ1_M || t == EZ_TYPE_IQ4_XS ||
+                       t == EZ_TYPE_TQ1_0;
         CHECK_MSG((ez_llm_ksuper_iq_avx2(t) != NULL) == iq, "type %u: AVX2 i-quant unpack %s", t,
                   iq ? "missing" : "unexpected");
     }
