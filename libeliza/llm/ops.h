@@ -178,8 +178,9 @@ typedef struct {
     int wide;         /* QK, the largest code and so how the 16-bit maddubs sums may be added:
                        * 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K), two at a time;
                        * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
-                       * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2) */
-    int scale32;      /* QK: one scale per 32 elements (the AVX-512 vpdpbusd kernel; every wide 3 type) */
+                       * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2). The
+                       * AVX-512 kernels sum every K type with vpdpbusd */
+    int scale32;      /* QK: one scale per 32 elements (else per 16; every wide 3 type has it) */
     int has_min;      /* Q32: weight = d * code + m (Q4_1, Q5_1; zero point 0, Q8_1 activations):
                        * block dot = d * dx * sum code*x + m * s, s = Q8_1's dx * sum x. Only x8
                        * kernels (the tile kernels read Q8_0 rows) */
