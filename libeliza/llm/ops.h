@@ -175,11 +175,11 @@ typedef struct {
     int zero_point;   /* Q32, unsigned codes: subtracted from each code (8 for Q4_0, 16 for Q5_0) */
     int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); the x8 VNNI kernels
                        * take them as unsigned codes with zero point EZ_LLM_SIGNED_ZP */
-    int wide;         /* QK, the largest code and so how the 16-bit maddubs sums may be added:
-                       * 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K), two at a time;
-                       * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
-                       * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2). The
-                       * AVX-512 kernels sum every K type with vpdpbusd */
+    int wide;         /* QK, the largest code and so how the AVX2 kernels' 16-bit maddubs sums
+                       * may be added: 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K),
+                       * two at a time; 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255
+                       * (IQ4_XS), sums in 32 bits only: no AVX2 kernel (the AVX-512 kernels sum
+                       * every K type in 32 bits with vpdpbusd) */
     int scale32;      /* QK: one scale per 32 elements (else per 16; every wide 3 type has it) */
     int has_min;      /* Q32: weight = d * code + m (Q4_1, Q5_1; zero point 0, Q8_1 activations):
                        * block dot = d * dx * sum code*x + m * s, s = Q8_1's dx * sum x. Only x8
