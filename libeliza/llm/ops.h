@@ -175,11 +175,12 @@ typedef struct {
     int zero_point;   /* Q32, unsigned codes: subtracted from each code (8 for Q4_0, 16 for Q5_0) */
     int is_signed;    /* Q32: the codes are int8 values (Q8_0, IQ4_NL, MXFP4); the x8 VNNI kernels
                        * take them as unsigned codes with zero point EZ_LLM_SIGNED_ZP */
-    int wide;         /* QK, the largest code and so how the 16-bit maddubs sums may be added:
-                       * 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K), two at a time;
-                       * 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255 (IQ4_XS),
-                       * sums in 32 bits only (vpdpbusd: AVX-512 kernels, none at AVX2) */
-    int scale32;      /* QK: one scale per 32 elements (the AVX-512 vpdpbusd kernel; every wide 3 type) */
+    int wide;         /* QK, the largest code and so how the AVX2 kernels' 16-bit maddubs sums
+                       * may be added: 0: codes <= 31, four summed in 16 bits; 1: <= 63 (Q6_K),
+                       * two at a time; 2: <= 127 (IQ2_*, IQ3_XXS), each widened alone; 3: <= 255
+                       * (IQ4_XS), sums in 32 bits only: no AVX2 kernel (the AVX-512 kernels sum
+                       * every K type in 32 bits with vpdpbusd) */
+    int scale32;      /* QK: one scale per 32 elements (else per 16; every wide 3 type has it) */
     int has_min;      /* Q32: weight = d * code + m (Q4_1, Q5_1; zero point 0, Q8_1 activations):
                        * block dot = d * dx * sum code*x + m * s, s = Q8_1's dx * sum x. Only x8
                        * kernels (the tile kernels read Q8_0 rows) */
@@ -199,12 +200,18 @@ EZ_INTERNAL void ez_llm_tile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int
                                          float *scales, float *mins);
 /* K quants: tiles[sb * TILE_ROWS + r] for every super-block sb. */
 EZ_INTERNAL void ez_llm_ktile_unpack(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
-/* The same tiles, byte for byte, with AVX2 codes for Q4_K, Q5_K and Q6_K
- * (the other types, and every type off x86-64, through
- * ez_llm_ktile_unpack; on x86-64 the caller checks the CPU). */
+/* The same tiles, byte for byte, with AVX2 codes for every K-tile type
+ * (every type off x86-64 through ez_llm_ktile_unpack; on x86-64 the caller
+ * checks the CPU). */
 EZ_INTERNAL void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles);
-/* A Q4_K, Q5_K or Q6_K super-block's scale, offset, zp, d and c (not its codes). */
+/* A Q2_K, Q3_K, TQ2_0, Q4_K, Q5_K or Q6_K super-block's scale, offset, zp, d and c (not its codes). */
 EZ_INTERNAL void ez_llm_ksuper_scales(uint32_t type, const uint8_t *blk, ez_llm_ktile *t);
+/* One super-block of one row into its tile, every field but pad. */
+typedef void (*ez_llm_ksuper_fn)(const uint8_t *blk, ez_llm_ktile *t);
+/* AVX2 (ops_iq_unpack_avx2.c) for the grid i-quants, IQ4_XS and TQ1_0, the
+ * tiles of ez_llm_ktile_unpack byte for byte; NULL for other types and off
+ * x86-64. */
+EZ_INTERNAL ez_llm_ksuper_fn ez_llm_ksuper_iq_avx2(uint32_t w_type);
 /* NULL when the type has no tile kernel (the has_min types; or, for
  * _active, under ELIZA_FORCE_SCALAR, where the per-pair reference dots are
  * used). */

@@ -224,7 +224,25 @@ static void unpack_iq_super(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) 
 }
 
 void ez_llm_ksuper_scales(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
-    int k, l;
+    int k, l, j;
+    if (type == EZ_TYPE_Q2_K || type == EZ_TYPE_Q3_K || type == EZ_TYPE_TQ2_0) {
+        const ez_block_q2_k *b2 = (const ez_block_q2_k *)blk;
+        const ez_block_q3_k *b3 = (const ez_block_q3_k *)blk;
+        const ez_block_tq2_0 *bt = (const ez_block_tq2_0 *)blk;
+        int sc[16];
+        if (type == EZ_TYPE_Q3_K) ez_unpack_q3k_scales(b3->scales, sc);
+        for (j = 0; j < 16; j++) {
+            if (type == EZ_TYPE_Q2_K) sc[j] = b2->scales[j] & 15;
+            if (type == EZ_TYPE_TQ2_0) sc[j] = 1;
+            t->offset[j] = (int16_t)(type == EZ_TYPE_Q2_K ? b2->scales[j] >> 4 : sc[j]);
+        }
+        for (k = 0; k < 8; k++)
+            for (l = 0; l < 16; l++) t->scale[k][l] = (int16_t)sc[2 * k + l / 8];
+        t->zp = type == EZ_TYPE_Q2_K ? 0 : type == EZ_TYPE_Q3_K ? 4 : 1;
+        t->d = ez_f16_to_f32(type == EZ_TYPE_Q2_K ? b2->d : type == EZ_TYPE_Q3_K ? b3->d : bt->d);
+        t->c = type == EZ_TYPE_Q2_K ? ez_f16_to_f32(b2->dmin) : 0.0f;
+        return;
+    }
     if (type == EZ_TYPE_Q6_K) {
         const ez_block_q6_k *b = (const ez_block_q6_k *)blk;
         for (k = 0; k < 16; k++) t->offset[k] = b->scales[k];
@@ -254,7 +272,7 @@ void ez_llm_ksuper_scales(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
 }
 
 static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
-    int k, l, j;
+    int k, l;
     if (type != EZ_TYPE_Q2_K && type != EZ_TYPE_Q3_K && type != EZ_TYPE_TQ2_0 && type != EZ_TYPE_Q6_K &&
         type != EZ_TYPE_Q4_K && type != EZ_TYPE_Q5_K) {
         unpack_iq_super(type, blk, t);
@@ -264,26 +282,12 @@ static void unpack_ksuper(uint32_t type, const uint8_t *blk, ez_llm_ktile *t) {
         const ez_block_q2_k *b2 = (const ez_block_q2_k *)blk;
         const ez_block_q3_k *b3 = (const ez_block_q3_k *)blk;
         const ez_block_tq2_0 *bt = (const ez_block_tq2_0 *)blk;
-        int sc[16];
         for (l = 0; l < EZ_QK_K; l++) {
             if (type == EZ_TYPE_Q2_K) t->codes[l] = (uint8_t)two_bits(b2->qs, l);
             else if (type == EZ_TYPE_TQ2_0) t->codes[l] = (uint8_t)two_bits(bt->qs, l);
             else t->codes[l] = (uint8_t)(two_bits(b3->qs, l) + ((b3->hmask[l % 32] >> (l / 32)) & 1 ? 4 : 0));
         }
-        if (type == EZ_TYPE_Q3_K) ez_unpack_q3k_scales(b3->scales, sc);
-        for (j = 0; j < 16; j++) {
-            if (type == EZ_TYPE_Q2_K) sc[j] = b2->scales[j] & 15;
-            if (type == EZ_TYPE_TQ2_0) sc[j] = 1;
-            t->offset[j] = (int16_t)(type == EZ_TYPE_Q2_K ? b2->scales[j] >> 4 : sc[j]);
-        }
-        for (k = 0; k < 8; k++)
-            for (l = 0; l < 16; l++) t->scale[k][l] = (int16_t)sc[2 * k + l / 8];
-        t->zp = type == EZ_TYPE_Q2_K ? 0 : type == EZ_TYPE_Q3_K ? 4 : 1;
-        t->d = ez_f16_to_f32(type == EZ_TYPE_Q2_K ? b2->d : type == EZ_TYPE_Q3_K ? b3->d : bt->d);
-        t->c = type == EZ_TYPE_Q2_K ? ez_f16_to_f32(b2->dmin) : 0.0f;
-        return;
-    }
-    if (type == EZ_TYPE_Q6_K) {
+    } else if (type == EZ_TYPE_Q6_K) {
         const ez_block_q6_k *b = (const ez_block_q6_k *)blk;
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;

@@ -100,24 +100,80 @@ static void ksuper_codes_q6k(const ez_block_q6_k *b, uint8_t *codes) {
     }
 }
 
+/* Q2_K / TQ2_0 codes (bits 2s..2s+1 of qs[32h + l] for element 128h + 32s +
+ * l) and Q3_K's (the same plus 4 where bit j of hmask[l] is set, element
+ * 32j + l). */
+static void ksuper_codes_2bit(const uint8_t *qs, const uint8_t *hmask, uint8_t *codes) {
+    const __m256i m2 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    const __m256i hm = hmask ? _mm256_loadu_si256((const __m256i *)hmask) : _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * h));
+        for (int s = 0; s < 4; s++) {
+            __m256i c = _mm256_and_si256(_mm256_srli_epi16(q, 2 * s), m2);
+            if (hmask) {
+                const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + s)));
+                c = _mm256_or_si256(c, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four));
+            }
+            _mm256_storeu_si256((__m256i *)(codes + 128 * h + 32 * s), c);
+        }
+    }
+}
+
+static void ksuper_q2_k(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_2bit(((const ez_block_q2_k *)blk)->qs, NULL, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_Q2_K, blk, t);
+}
+
+static void ksuper_q3_k(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_2bit(((const ez_block_q3_k *)blk)->qs, ((const ez_block_q3_k *)blk)->hmask, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_Q3_K, blk, t);
+}
+
+static void ksuper_tq2_0(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_2bit(((const ez_block_tq2_0 *)blk)->qs, NULL, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_TQ2_0, blk, t);
+}
+
+static void ksuper_q4_k(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_k45(EZ_TYPE_Q4_K, blk, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_Q4_K, blk, t);
+}
+
+static void ksuper_q5_k(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_k45(EZ_TYPE_Q5_K, blk, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_Q5_K, blk, t);
+}
+
+static void ksuper_q6_k(const uint8_t *blk, ez_llm_ktile *t) {
+    ksuper_codes_q6k((const ez_block_q6_k *)blk, t->codes);
+    ez_llm_ksuper_scales(EZ_TYPE_Q6_K, blk, t);
+}
+
+static ez_llm_ksuper_fn ksuper_avx2(uint32_t type) {
+    switch (type) {
+    case EZ_TYPE_Q2_K: return ksuper_q2_k;
+    case EZ_TYPE_Q3_K: return ksuper_q3_k;
+    case EZ_TYPE_TQ2_0: return ksuper_tq2_0;
+    case EZ_TYPE_Q4_K: return ksuper_q4_k;
+    case EZ_TYPE_Q5_K: return ksuper_q5_k;
+    case EZ_TYPE_Q6_K: return ksuper_q6_k;
+    default: return ez_llm_ksuper_iq_avx2(type);
+    }
+}
+
 void ez_llm_ktile_unpack_avx2(const ez_llm_matrix *w, int64_t r0, int n_rows, ez_llm_ktile *tiles) {
     const int64_t nsb = w->n_cols / EZ_QK_K;
     const size_t bsize = w->row_bytes / (size_t)nsb;
-    if (w->type != EZ_TYPE_Q4_K && w->type != EZ_TYPE_Q5_K && w->type != EZ_TYPE_Q6_K) {
+    const ez_llm_ksuper_fn unpack = ksuper_avx2(w->type);
+    if (!unpack) {
         ez_llm_ktile_unpack(w, r0, n_rows, tiles);
         return;
     }
     for (int64_t sb = 0; sb < nsb; sb++)
         for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
             ez_llm_ktile *t = &tiles[sb * EZ_LLM_TILE_ROWS + r];
-            const uint8_t *blk = w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)sb * bsize;
-            if (r >= n_rows) {
-                memset(t, 0, sizeof *t);
-                continue;
-            }
-            if (w->type == EZ_TYPE_Q6_K) ksuper_codes_q6k((const ez_block_q6_k *)blk, t->codes);
-            else ksuper_codes_k45(w->type, blk, t->codes);
-            ez_llm_ksuper_scales(w->type, blk, t);
+            if (r < n_rows) unpack(w->data + (size_t)(r0 + r) * w->row_bytes + (size_t)sb * bsize, t);
+            else memset(t, 0, sizeof *t);
         }
 }
 

@@ -2,10 +2,9 @@
  * scheme with two packed groups of 8 activation rows in the two halves of
  * each register, so a weight's broadcast codes serve 16 rows per
  * instruction. The Q32 family (signed codes shifted to unsigned, see
- * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd, and so do Q4_K / Q5_K (one
- * scale per 32 elements, applied to the 32-bit sums); the other K quants
- * keep the maddubs + madd form whose 16-bit products carry the per-16
- * scales.
+ * EZ_LLM_SIGNED_ZP) sums with VNNI's vpdpbusd, and so does every K-tile
+ * type (its scales, one per 32 or per 16 elements, applied to the 32-bit
+ * sums).
  * Compiled with the AVX-512 flags; used at the avx512 level only. */
 #include "ops.h"
 
@@ -32,6 +31,19 @@ static inline __m512 halves_ps(const float *lo, const float *hi) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(lo)), _mm256_loadu_ps(hi), 1);
 }
 
+/* A row's 32 codes c against 8 + 8 activation rows (q): eight vpdpbusd in
+ * two chains, *lo (from init) over elements 0-15, *hi over 16-31. */
+static inline void dot32(const uint8_t *c, const __m512i q[8], __m512i init, __m512i *lo, __m512i *hi) {
+    __m512i l = _mm512_dpbusd_epi32(init, bcast4(c), q[0]);
+    __m512i h = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 16), q[4]);
+    l = _mm512_dpbusd_epi32(l, bcast4(c + 4), q[1]);
+    h = _mm512_dpbusd_epi32(h, bcast4(c + 20), q[5]);
+    l = _mm512_dpbusd_epi32(l, bcast4(c + 8), q[2]);
+    h = _mm512_dpbusd_epi32(h, bcast4(c + 24), q[6]);
+    *lo = _mm512_dpbusd_epi32(l, bcast4(c + 12), q[3]);
+    *hi = _mm512_dpbusd_epi32(h, bcast4(c + 28), q[7]);
+}
+
 /* out[r][0..8) for group x0's rows, out[r][8..16) for x1's. mins: NULL for
  * the types without a min (the packs hold sums), else their mins (the packs
  * hold s: one more FMA per block and row). */
@@ -47,16 +59,9 @@ static void x16_rows(int64_t nb, const uint8_t *codes, const float *scales, cons
         __m512i q[8], isum[EZ_LLM_TILE_ROWS];
         for (int k = 0; k < 8; k++) q[k] = halves(x0[b].q[k], x1[b].q[k]);
         for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-            const uint8_t *c = cb + r * EZ_QK;
-            __m512i e = _mm512_dpbusd_epi32(nz, bcast4(c), q[0]);
-            __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
-            e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
-            o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
-            e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
-            o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
-            e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
-            o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
-            isum[r] = _mm512_add_epi32(e, o);
+            __m512i lo, hi;
+            dot32(cb + r * EZ_QK, q, nz, &lo, &hi);
+            isum[r] = _mm512_add_epi32(lo, hi);
         }
         a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[0]), _mm512_mul_ps(dx, _mm512_set1_ps(s[0])), a0);
         a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[1]), _mm512_mul_ps(dx, _mm512_set1_ps(s[1])), a1);
@@ -96,107 +101,24 @@ static inline __m512 ksuper_add(const ez_llm_ktile *t, const __m512i bs[8], __m5
     return _mm512_fnmadd_ps(_mm512_cvtepi32_ps(o), _mm512_mul_ps(dx, _mm512_set1_ps(t->c)), acc);
 }
 
-/* The same for K quants, per super-block: per 16-element group four
- * maddubs summed in 16 bits (two for Q6_K's 6-bit codes, each alone for
- * codes to 127: `wide`), madds with the group's scale; then the offsets
- * from the packed bsums. */
-static void x16k_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
-                      const ez_llm_x8k_block *x1, int wide, float out[EZ_LLM_TILE_ROWS][16]) {
-    __m512 acc[EZ_LLM_TILE_ROWS];
-    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const ez_llm_ktile *t = tiles + sb * EZ_LLM_TILE_ROWS;
-        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
-        __m512i is[EZ_LLM_TILE_ROWS];
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) is[r] = _mm512_setzero_si512();
-        for (int j = 0; j < 16; j++) {
-            __m512i q[4];
-            for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
-            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-                const uint8_t *c = t[r].codes + 16 * j;
-                const int16_t scale = t[r].scale[j / 2][(j % 2) * 8];
-                {
-                    const __m512i sc = _mm512_set1_epi16(scale);
-                    const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
-                    const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
-                    const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
-                    const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
-                    __m512i s4;
-                    if (wide == 2)
-                        s4 = _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(p0, sc), _mm512_madd_epi16(p1, sc)),
-                                              _mm512_add_epi32(_mm512_madd_epi16(p2, sc), _mm512_madd_epi16(p3, sc)));
-                    else if (wide)
-                        s4 = _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc),
-                                              _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc));
-                    else
-                        s4 = _mm512_madd_epi16(_mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3)), sc);
-                    is[r] = _mm512_add_epi32(is[r], s4);
-                }
-            }
-        }
-        {
-            __m512i bs[8];
-            load_bsums(x0 + sb, x1 + sb, bs);
-            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], bs, dx, is[r], acc[r]);
-        }
-    }
-    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
+/* One 32-element sub-block of a row against 8 + 8 activation rows (q) into
+ * is, times its scale (per16: the halves' scales sc[0] and sc[8]). */
+static inline __m512i sub32_add(__m512i is, const uint8_t *c, const __m512i q[8], const int16_t sc[16], int per16) {
+    __m512i lo, hi;
+    dot32(c, q, _mm512_setzero_si512(), &lo, &hi);
+    if (per16)
+        return _mm512_add_epi32(is, _mm512_add_epi32(_mm512_mullo_epi32(lo, _mm512_set1_epi32(sc[0])),
+                                                     _mm512_mullo_epi32(hi, _mm512_set1_epi32(sc[8]))));
+    return _mm512_add_epi32(is, _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), _mm512_set1_epi32(sc[0])));
 }
 
-/* x16k_rows for two row groups at once (ta: rows 0-3, tb: rows 4-7 of
- * out), as x16k32_rows8. */
-static void x16k_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
-                       const ez_llm_x8k_block *x1, int wide, float out[2 * EZ_LLM_TILE_ROWS][16]) {
-    enum { R8 = 2 * EZ_LLM_TILE_ROWS };
-    __m512 acc[R8];
-    for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const ez_llm_ktile *t[R8];
-        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
-        __m512i is[R8];
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-            t[r] = ta + sb * EZ_LLM_TILE_ROWS + r;
-            t[r + EZ_LLM_TILE_ROWS] = tb + sb * EZ_LLM_TILE_ROWS + r;
-        }
-        for (int r = 0; r < R8; r++) is[r] = _mm512_setzero_si512();
-        for (int j = 0; j < 16; j++) {
-            __m512i q[4];
-            for (int k = 0; k < 4; k++) q[k] = halves(x0[sb].q[4 * j + k], x1[sb].q[4 * j + k]);
-            for (int r = 0; r < R8; r++) {
-                const uint8_t *c = t[r]->codes + 16 * j;
-                const __m512i sc = _mm512_set1_epi16(t[r]->scale[j / 2][(j % 2) * 8]);
-                const __m512i p0 = _mm512_maddubs_epi16(bcast4(c), q[0]);
-                const __m512i p1 = _mm512_maddubs_epi16(bcast4(c + 4), q[1]);
-                const __m512i p2 = _mm512_maddubs_epi16(bcast4(c + 8), q[2]);
-                const __m512i p3 = _mm512_maddubs_epi16(bcast4(c + 12), q[3]);
-                __m512i s4;
-                if (wide == 2)
-                    s4 = _mm512_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(p0, sc), _mm512_madd_epi16(p1, sc)),
-                                          _mm512_add_epi32(_mm512_madd_epi16(p2, sc), _mm512_madd_epi16(p3, sc)));
-                else if (wide)
-                    s4 = _mm512_add_epi32(_mm512_madd_epi16(_mm512_add_epi16(p0, p1), sc),
-                                          _mm512_madd_epi16(_mm512_add_epi16(p2, p3), sc));
-                else
-                    s4 = _mm512_madd_epi16(_mm512_add_epi16(_mm512_add_epi16(p0, p1), _mm512_add_epi16(p2, p3)), sc);
-                is[r] = _mm512_add_epi32(is[r], s4);
-            }
-        }
-        {
-            __m512i bs[8];
-            load_bsums(x0 + sb, x1 + sb, bs);
-            for (int r = 0; r < R8; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
-        }
-    }
-    for (int r = 0; r < R8; r++) _mm512_storeu_ps(out[r], acc[r]);
-}
-
-/* The types whose scale is one per 32 elements (`scale32`; IQ4_XS's codes to
- * 241 need it): eight vpdpbusd sum a
- * sub-block's unsigned codes times the activations in 32 bits, one vpmulld
- * applies its scale. The same integers as x16k_rows' maddubs form, in
- * about half the instructions. */
+/* K quants, per super-block and row: per 32-element sub-block eight vpdpbusd
+ * sum the unsigned codes times the activations in 32 bits and vpmulld
+ * applies the scale (one per 32, `scale32`, or one per half); then the
+ * offsets from the packed bsums. IQ4_XS's codes to 241 need the 32-bit
+ * sums; for the others they take fewer instructions than maddubs + madd. */
 static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
-                        const ez_llm_x8k_block *x1, float out[EZ_LLM_TILE_ROWS][16]) {
+                        const ez_llm_x8k_block *x1, int per16, float out[EZ_LLM_TILE_ROWS][16]) {
     __m512 acc[EZ_LLM_TILE_ROWS];
     for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
@@ -209,16 +131,7 @@ static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k
             for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
             for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
                 const uint8_t *c = t[r].codes + 32 * s;
-                __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
-                __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
-                is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(_mm512_add_epi32(e, o),
-                                                                   _mm512_set1_epi32(t[r].scale[s][0])));
+                is[r] = sub32_add(is[r], c, q, t[r].scale[s], per16);
             }
         }
         {
@@ -234,7 +147,7 @@ static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k
  * out): each pair of activation registers serves eight rows, half the
  * activation loads and inserts per product of x16k32_rows. */
 static void x16k32_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
-                         const ez_llm_x8k_block *x1, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+                         const ez_llm_x8k_block *x1, int per16, float out[2 * EZ_LLM_TILE_ROWS][16]) {
     enum { R8 = 2 * EZ_LLM_TILE_ROWS };
     __m512 acc[R8];
     for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
@@ -252,16 +165,7 @@ static void x16k32_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile
             for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
             for (int r = 0; r < R8; r++) {
                 const uint8_t *c = t[r]->codes + 32 * s;
-                __m512i e = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c), q[0]);
-                __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), bcast4(c + 4), q[1]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 8), q[2]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 12), q[3]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 16), q[4]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 20), q[5]);
-                e = _mm512_dpbusd_epi32(e, bcast4(c + 24), q[6]);
-                o = _mm512_dpbusd_epi32(o, bcast4(c + 28), q[7]);
-                is[r] = _mm512_add_epi32(is[r], _mm512_mullo_epi32(_mm512_add_epi32(e, o),
-                                                                   _mm512_set1_epi32(t[r]->scale[s][0])));
+                is[r] = sub32_add(is[r], c, q, t[r]->scale[s], per16);
             }
         }
         {
@@ -302,14 +206,13 @@ static void x8_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
     }
 }
 
-/* Two row groups at a time (x16k32_rows8, x16k_rows8) while eight or more
- * rows are left; the scratch holds both groups' tiles. */
+/* Two row groups at a time (x16k32_rows8) while eight or more rows are
+ * left; the scratch holds both groups' tiles. */
 static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *xv, int64_t M, float *y,
                        int64_t ldy, void *scratch) {
     const ez_llm_x8k_block *x = (const ez_llm_x8k_block *)xv;
     const int64_t nsb = w->n_cols / EZ_QK_K;
-    const int wide = ez_llm_tile_traits_of(w->type)->wide;
-    const int per32 = ez_llm_tile_traits_of(w->type)->scale32;
+    const int per16 = !ez_llm_tile_traits_of(w->type)->scale32;
     ez_llm_ktile *tiles = (ez_llm_ktile *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     ez_llm_ktile *tiles_b = tiles + nsb * EZ_LLM_TILE_ROWS;
     float out[2 * EZ_LLM_TILE_ROWS][16];
@@ -319,8 +222,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
             ez_llm_ktile_unpack_avx2(w, g0 + EZ_LLM_TILE_ROWS, EZ_LLM_TILE_ROWS, tiles_b);
             for (int64_t m = 0; m < M; m += 16) {
                 const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
-                if (per32) x16k32_rows8(nsb, tiles, tiles_b, xa, xb, out);
-                else x16k_rows8(nsb, tiles, tiles_b, xa, xb, wide, out);
+                x16k32_rows8(nsb, tiles, tiles_b, xa, xb, per16, out);
                 store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), 2 * EZ_LLM_TILE_ROWS,
                            y + m * ldy + g0, ldy);
             }
@@ -332,8 +234,7 @@ static void x8k_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const voi
             ez_llm_ktile_unpack_avx2(w, g0, n_rows, tiles);
             for (int64_t m = 0; m < M; m += 16) {
                 const ez_llm_x8k_block *xa = x + (m / 8) * nsb, *xb = m + 8 < M ? xa + nsb : xa;
-                if (per32) x16k32_rows(nsb, tiles, xa, xb, out);
-                else x16k_rows(nsb, tiles, xa, xb, wide, out);
+                x16k32_rows(nsb, tiles, xa, xb, per16, out);
                 store_rows((const float(*)[16])out, (int)EZ_MIN((int64_t)16, M - m), n_rows, y + m * ldy + g0, ldy);
             }
             g0 += n_rows;

@@ -551,37 +551,54 @@ static void test_llm_x8_kernels_match_dots(void) {
 }
 
 /* The AVX2 K-quant tile unpack writes the reference's tiles byte for byte:
- * every K type (the ones without AVX2 codes pass through), whole and
- * ragged row groups (the rows past n_rows zeroed). */
+ * every K type (the ones without AVX2 codes pass through), several
+ * super-blocks, every ragged row group (the rows past n_rows zeroed, the
+ * pad bytes untouched), on valid rows and on raw random bytes (every f16
+ * scale, infinities and NaNs included, and every bit of the scale fields). */
 static void test_llm_ktile_unpack_matches_reference(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_K,   EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,  EZ_TYPE_Q2_K,   EZ_TYPE_Q3_K,
-                                     EZ_TYPE_TQ2_0,  EZ_TYPE_IQ2_XS, EZ_TYPE_IQ4_XS};
-    enum { K = 768, R = 7, NSB = K / 256 };
-    ez_llm_ktile *want = (ez_llm_ktile *)malloc(NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
-    ez_llm_ktile *got = (ez_llm_ktile *)malloc(NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
+    static const uint32_t types[] = {EZ_TYPE_Q4_K,    EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,    EZ_TYPE_Q2_K,
+                                     EZ_TYPE_Q3_K,    EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,   EZ_TYPE_IQ2_XXS,
+                                     EZ_TYPE_IQ2_XS,  EZ_TYPE_IQ2_S,  EZ_TYPE_IQ3_XXS, EZ_TYPE_IQ3_S,
+                                     EZ_TYPE_IQ1_S,   EZ_TYPE_IQ1_M,  EZ_TYPE_IQ4_XS};
+    enum { K = 768, R = 11, NSB = K / 256 };
+    const size_t tiles_bytes = NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile);
+    ez_llm_ktile *want = (ez_llm_ktile *)malloc(tiles_bytes);
+    ez_llm_ktile *got = (ez_llm_ktile *)malloc(tiles_bytes);
     if (!(ez_cpu_features() & EZ_CPU_AVX2)) {
         free(want);
         free(got);
         return;
     }
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        ez_llm_matrix w;
-        w.name = "w";
-        w.type = types[ti];
-        w.n_rows = R;
-        w.n_cols = K;
-        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
-        w.data = random_rows(types[ti], R, K);
-        for (int r0 = 0; r0 < R; r0 += EZ_LLM_TILE_ROWS) {
-            const int n_rows = R - r0 < EZ_LLM_TILE_ROWS ? R - r0 : EZ_LLM_TILE_ROWS;
-            memset(want, 0xa5, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
-            memset(got, 0xa5, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile));
-            ez_llm_ktile_unpack(&w, r0, n_rows, want);
-            ez_llm_ktile_unpack_avx2(&w, r0, n_rows, got);
-            CHECK_MSG(!memcmp(want, got, NSB * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile)),
-                      "type %u rows %d..%d: AVX2 tiles differ", types[ti], r0, r0 + n_rows);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int raw = 0; raw < 2; raw++) {
+            ez_llm_matrix w;
+            uint8_t *data = random_rows(types[ti], R, K);
+            w.name = "w";
+            w.type = types[ti];
+            w.n_rows = R;
+            w.n_cols = K;
+            w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
+            if (raw)
+                for (size_t i = 0; i < w.row_bytes * R; i++) data[i] = (uint8_t)(frand() * 128.0f + 128.0f);
+            w.data = data;
+            for (int r0 = 0; r0 < R; r0++)
+                for (int n_rows = 1; n_rows <= EZ_LLM_TILE_ROWS && r0 + n_rows <= R; n_rows++) {
+                    memset(want, 0xa5, tiles_bytes);
+                    memset(got, 0xa5, tiles_bytes);
+                    ez_llm_ktile_unpack(&w, r0, n_rows, want);
+                    ez_llm_ktile_unpack_avx2(&w, r0, n_rows, got);
+                    CHECK_MSG(!memcmp(want, got, tiles_bytes), "type %u%s rows %d..%d: AVX2 tiles differ", types[ti],
+                              raw ? " (raw bytes)" : "", r0, r0 + n_rows);
+                }
+            free(data);
         }
-        free((void *)w.data);
+    /* the i-quants and TQ1_0 have their own AVX2 unpack, the others not */
+    for (uint32_t t = 0; t < EZ_TYPE_COUNT; t++) {
+        const int iq = t == EZ_TYPE_IQ2_XXS || t == EZ_TYPE_IQ2_XS || t == EZ_TYPE_IQ2_S || t == EZ_TYPE_IQ3_XXS ||
+                       t == EZ_TYPE_IQ3_S || t == EZ_TYPE_IQ1_S || t == EZ_TYPE_IQ1_M || t == EZ_TYPE_IQ4_XS ||
+                       t == EZ_TYPE_TQ1_0;
+        CHECK_MSG((ez_llm_ksuper_iq_avx2(t) != NULL) == iq, "type %u: AVX2 i-quant unpack %s", t,
+                  iq ? "missing" : "unexpected");
     }
     free(want);
     free(got);
