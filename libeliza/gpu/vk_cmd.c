@@ -70,10 +70,18 @@ static const ez_gpu_shader *find_shader(const char *name) {
     return NULL;
 }
 
+/* The kernels built a second time as NAME_sg with subgroup arithmetic
+ * (CMakeLists.txt): the matvecs and the row ops whose workgroup sums and
+ * maxima it shortens. */
+static int has_subgroup_build(ez_gpu_kernel k) {
+    return k <= EZ_GPU_K_MV_Q6_K || k == EZ_GPU_K_ADD_NORM || k == EZ_GPU_K_RMS_NORM || k == EZ_GPU_K_QK_ROPE ||
+           k == EZ_GPU_K_ATTN_F32 || k == EZ_GPU_K_ATTN_F16 || k == EZ_GPU_K_ATTN_PREFILL;
+}
+
 static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     const kernel_desc *kd = &KERNELS[k];
     ez_gpu_pipe *p = &g->pipes[k];
-    const int sg = g->mv_subgroup && k <= EZ_GPU_K_MV_Q6_K;
+    const int sg = g->mv_subgroup && has_subgroup_build(k);
     char sg_name[32];
     const ez_gpu_shader *sh;
     VkDescriptorSetLayoutBinding binds[EZ_GPU_MAX_BINDINGS];

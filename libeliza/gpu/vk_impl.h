@@ -127,7 +127,7 @@ struct ez_gpu {
     ez_gpu_device_info info;
     uint64_t max_binding;       /* the limit buffers are held to */
     ez_gpu_pipe pipes[EZ_GPU_K_COUNT];
-    uint32_t mv_subgroup;       /* the matvecs run their `_sg` shaders at lanes >= this; 0: the tree */
+    uint32_t mv_subgroup;       /* the `_sg` shaders run (the matvecs at lanes >= this); 0: the trees */
     uint32_t mv_workgroup;      /* the matvecs' workgroup: EZ_GPU_MV_WORKGROUP, or $ELIZA_GPU_MV_WG */
     uint32_t mv_lanes_k;        /* at most this many lanes per K-quant row group ($ELIZA_GPU_MV_LANES); 0: no cap */
     int spin_wait;              /* poll the fence instead of sleeping on it (not on CPU devices; $ELIZA_GPU_WAIT) */

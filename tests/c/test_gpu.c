@@ -1334,6 +1334,17 @@ int main(void) {
     test_gpu_recorded_step_replays_with_new_inputs();
     test_gpu_overlapped_ops_are_still_waited_for();
     test_gpu_step_words_move_a_replayed_recording();
+    if (ez_gpu_info(g_gpu)->subgroup_arith) {
+        /* The row ops' workgroup sums and maxima again on the shared-memory trees. */
+        ez_gpu *sub = g_gpu;
+        printf("  the row ops with the shared-memory reductions\n");
+        g_gpu = g_tree;
+        test_gpu_row_and_elementwise_ops_match_reference();
+        test_gpu_add_rms_norm_matches_composed_ops();
+        test_gpu_qk_rope_matches_separate_ops();
+        test_gpu_attention_matches_reference();
+        g_gpu = sub;
+    }
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
     if (p.validation) test_gpu_validation_errors_fail_the_next_call();
