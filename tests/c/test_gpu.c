@@ -158,6 +158,21 @@ static int64_t rows_per_binding(uint64_t row_bytes) {
     return per > 1 ? per & ~(int64_t)1 : per;
 }
 
+/* Runs a recorded matvec into yb and checks y[y_off ..] against ref (within
+ * 2e-6 of tol, the sums' scale) and the y_off floats before it untouched
+ * (zero); returns the largest difference. */
+static double run_matvec_check(ez_gpu_cmd *c, ez_gpu_buf *yb, float *got, uint32_t y_off, const float *ref,
+                               int64_t rows, double tol, uint32_t type, int64_t cols, const char *what) {
+    double worst;
+    CHECK_RC(run_one(c), ELIZA_OK);
+    CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
+    worst = max_abs_diff(got + y_off, ref, (size_t)rows);
+    CHECK_MSG(worst <= 2e-6 * tol + 1e-6, "matvec %s%s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
+              ez_type_traits_of(type)->name, what, (long long)rows, (long long)cols, worst, tol);
+    CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+    return worst;
+}
+
 /* One weight type at one shape: the GPU's product against the double sum
  * over the scalar dequantizer's rows, x at x_off (a multiple of 4 takes the
  * shader's vec4 loads), y at an odd offset (at x_off 3, part of it from a
@@ -196,12 +211,7 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
         } else {
             CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
         }
-        CHECK_RC(run_one(c), ELIZA_OK);
-        CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
-        worst = max_abs_diff(got + y_off, ref, (size_t)rows);
-        CHECK_MSG(worst <= 2e-6 * tol_worst + 1e-6, "matvec %s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
-                  ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol_worst);
-        CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+        worst = run_matvec_check(c, yb, got, y_off, ref, rows, tol_worst, type, cols, "");
     }
     printf("  matvec %-5s [%lld x %lld] in %d binding(s), x at %u: max |gpu - ref| %.3g\n",
            ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts, x_off, worst);
@@ -266,12 +276,7 @@ static void check_matvec_rope(uint32_t type, int64_t rows, int64_t cols, uint32_
         CHECK_RC(at_step ? ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, 2, sb, 1, &rope)
                          : ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, y_off, NULL, 0, &rope),
                  ELIZA_OK);
-        CHECK_RC(run_one(c), ELIZA_OK);
-        CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
-        worst = max_abs_diff(got + y_off, ref, (size_t)rows);
-        CHECK_MSG(worst <= 2e-6 * tol + 1e-6, "matvec %s with rope [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
-                  ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol);
-        CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+        worst = run_matvec_check(c, yb, got, y_off, ref, rows, tol, type, cols, " with rope");
     }
     printf("  matvec %-5s with rope [%lld x %lld] in %d binding(s), %u of %d dims rotated%s: max |gpu - ref| %.3g\n",
            ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts, n_rot, HD,
