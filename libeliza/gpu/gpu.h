@@ -38,8 +38,8 @@ typedef struct {
      * device's maxStorageBufferRange) so tests split small matrices. */
     const char *deny;
     uint64_t max_binding_bytes;
-    /* The matvecs' shared-memory reduction even where the device has
-     * subgroup arithmetic (also $ELIZA_GPU_NO_SUBGROUP=1). */
+    /* The shared-memory reductions (matvecs, row ops) even where the
+     * device has subgroup arithmetic (also $ELIZA_GPU_NO_SUBGROUP=1). */
     int no_subgroup;
 } ez_gpu_params;
 
