@@ -38,8 +38,8 @@ typedef struct {
      * device's maxStorageBufferRange) so tests split small matrices. */
     const char *deny;
     uint64_t max_binding_bytes;
-    /* The matvecs' shared-memory reduction even where the device has
-     * subgroup arithmetic (also $ELIZA_GPU_NO_SUBGROUP=1). */
+    /* The shared-memory reductions (matvecs, row ops) even where the
+     * device has subgroup arithmetic (also $ELIZA_GPU_NO_SUBGROUP=1). */
     int no_subgroup;
 } ez_gpu_params;
 
@@ -159,6 +159,21 @@ EZ_INTERNAL int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_g
  * (a uint32 buffer): the value's matvec writing its KV-cache row. */
 EZ_INTERNAL int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
                                         ez_gpu_buf *y, uint32_t y_off, ez_gpu_buf *step, uint32_t step_word);
+/* A query's or key's rope done by its matvec (ez_gpu_op_matvec_rope): the
+ * rows are heads of head_dim rows (GPT-J layout: dims 2 i and 2 i + 1 a
+ * pair), and dims d < n_rot of each head are rotated by the cosine and sine
+ * angles[cs_off + d], angles[cs_off + d + 1] (d even; as ez_gpu_op_qk_rope
+ * without norms). */
+typedef struct {
+    uint32_t head_dim, n_rot, cs_off;
+    ez_gpu_buf *angles;
+} ez_gpu_mv_rope;
+/* ez_gpu_op_matvec (at a step word where step is not NULL) with each row
+ * pair rotated by rope: a llama block's q, and its k written rotated into
+ * the cache row, with no qk_rope dispatch. w is not a paired matrix. */
+EZ_INTERNAL int32_t ez_gpu_op_matvec_rope(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off,
+                                          ez_gpu_buf *y, uint32_t y_off, ez_gpu_buf *step, uint32_t step_word,
+                                          const ez_gpu_mv_rope *rope);
 typedef enum { EZ_GPU_GELU_TANH = 0, EZ_GPU_SILU = 1 } ez_gpu_glu;
 /* y[y_off + i] = act(a[i] . x) * (b[i] . x), i < n_rows / 2, for a paired
  * matrix (ez_gpu_matrix_upload_pair): the gate, the up and their gated
@@ -243,9 +258,11 @@ EZ_INTERNAL uint32_t ez_gpu_argmax_scratch_words(uint32_t n);
  * n_kv) of [n_head_kv, head_dim] in F32 or F16 (kv_type), rows kv_stride
  * elements apart; query head h reads kv head h / (n_head / n_head_kv);
  * scores scaled by `scale`; out: [n_head, head_dim]; head_dim <= 512;
- * scratch holds ez_gpu_attn_scratch_floats(a) floats. Split over the
- * cache: chunks of 64 positions per workgroup, then a merge per head (two
- * dispatches). With `step` set, kv_first and n_kv are read at run
+ * scratch holds ez_gpu_attn_scratch_floats(a) floats: a counter per head,
+ * which must be 0 before the first run (ez_gpu_attn_scratch_reset) and
+ * which every run leaves 0, then the chunks' partials. Split over the
+ * cache: chunks of 64 positions per workgroup, the last of a head's chunks
+ * to finish merging them (one dispatch). With `step` set, kv_first and n_kv are read at run
  * time from its words step_word and step_word + 1 (a replayed step), and
  * the struct's n_kv is their largest sum (what the buffers must hold). */
 typedef struct {
@@ -259,6 +276,8 @@ typedef struct {
 EZ_INTERNAL int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k,
                                         ez_gpu_buf *v, ez_gpu_buf *out, ez_gpu_buf *scratch);
 EZ_INTERNAL uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a);
+/* Sets the n_head counters at the start of an attention scratch to 0. */
+EZ_INTERNAL int32_t ez_gpu_attn_scratch_reset(ez_gpu_buf *scratch, uint32_t n_head);
 
 /* Causal attention of a batch (the prompt pass) over an F32 cache that
  * already holds the batch's keys and values: q, out [n_tok, n_head,

@@ -487,14 +487,14 @@ int32_t ez_gpu_open(const ez_gpu_params *params, ez_gpu **out) {
             return ez_vk_fail(r, "vkCreateFence");
         }
     }
-    /* The matvecs' subgroup builds where the device has subgroup arithmetic
+    /* The `_sg` builds (matvecs, row ops) where the device has subgroup arithmetic
      * and a power-of-two subgroup no wider than their workgroup. */
     if (g->info.subgroup_arith && !p.no_subgroup && !ez_env_flag("ELIZA_GPU_NO_SUBGROUP") &&
         g->info.subgroup_size >= 4 && g->info.subgroup_size <= g->mv_workgroup &&
         (g->info.subgroup_size & (g->info.subgroup_size - 1)) == 0)
         g->mv_subgroup = g->info.subgroup_size;
     ez_log(ELIZA_LOG_INFO, "GPU: Vulkan device '%s' (%s, driver %s)%s%s", g->info.name, g->info.type, g->info.driver,
-           p.validation ? ", validation on" : "", g->mv_subgroup ? ", subgroup matvecs" : "");
+           p.validation ? ", validation on" : "", g->mv_subgroup ? ", subgroup reductions" : "");
     *out = g;
     return ELIZA_OK;
 }

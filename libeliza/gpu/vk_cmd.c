@@ -20,11 +20,11 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
 #define MM EZ_GPU_MM_WORKGROUP
 #define ROW EZ_GPU_ROW_WORKGROUP
 #define WG EZ_GPU_WORKGROUP
-    [EZ_GPU_K_MV_F32] = {"mv_f32", 4, MV},     [EZ_GPU_K_MV_F16] = {"mv_f16", 4, MV},
-    [EZ_GPU_K_MV_BF16] = {"mv_bf16", 4, MV},   [EZ_GPU_K_MV_Q4_0] = {"mv_q4_0", 4, MV},
-    [EZ_GPU_K_MV_Q4_1] = {"mv_q4_1", 4, MV},   [EZ_GPU_K_MV_Q5_0] = {"mv_q5_0", 4, MV},
-    [EZ_GPU_K_MV_Q8_0] = {"mv_q8_0", 4, MV},   [EZ_GPU_K_MV_Q4_K] = {"mv_q4_k", 4, MV},
-    [EZ_GPU_K_MV_Q5_K] = {"mv_q5_k", 4, MV},   [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 4, MV},
+    [EZ_GPU_K_MV_F32] = {"mv_f32", 5, MV},     [EZ_GPU_K_MV_F16] = {"mv_f16", 5, MV},
+    [EZ_GPU_K_MV_BF16] = {"mv_bf16", 5, MV},   [EZ_GPU_K_MV_Q4_0] = {"mv_q4_0", 5, MV},
+    [EZ_GPU_K_MV_Q4_1] = {"mv_q4_1", 5, MV},   [EZ_GPU_K_MV_Q5_0] = {"mv_q5_0", 5, MV},
+    [EZ_GPU_K_MV_Q8_0] = {"mv_q8_0", 5, MV},   [EZ_GPU_K_MV_Q4_K] = {"mv_q4_k", 5, MV},
+    [EZ_GPU_K_MV_Q5_K] = {"mv_q5_k", 5, MV},   [EZ_GPU_K_MV_Q6_K] = {"mv_q6_k", 5, MV},
     [EZ_GPU_K_MM_F32] = {"mm_f32", 4, MM},     [EZ_GPU_K_MM_F16] = {"mm_f16", 4, MM},
     [EZ_GPU_K_MM_BF16] = {"mm_bf16", 4, MM},   [EZ_GPU_K_MM_Q4_0] = {"mm_q4_0", 4, MM},
     [EZ_GPU_K_MM_Q4_1] = {"mm_q4_1", 4, MM},   [EZ_GPU_K_MM_Q5_0] = {"mm_q5_0", 4, MM},
@@ -34,8 +34,8 @@ static const kernel_desc KERNELS[EZ_GPU_K_COUNT] = {
     [EZ_GPU_K_RMS_NORM] = {"rms_norm", 3, ROW}, [EZ_GPU_K_ADD_NORM] = {"add_norm", 5, ROW},
     [EZ_GPU_K_ROPE] = {"rope", 2, WG},             [EZ_GPU_K_QK_ROPE] = {"qk_rope", 7, WG},
     [EZ_GPU_K_GLU] = {"glu", 2, WG},               [EZ_GPU_K_SOFTMAX] = {"softmax", 1, ROW},
-    [EZ_GPU_K_ARGMAX] = {"argmax", 3, ROW},    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 5, WG},
-    [EZ_GPU_K_ATTN_F16] = {"attn_f16", 5, WG},     [EZ_GPU_K_ATTN_MERGE] = {"attn_merge", 3, WG},
+    [EZ_GPU_K_ARGMAX] = {"argmax", 3, ROW},    [EZ_GPU_K_ATTN_F32] = {"attn_f32", 6, WG},
+    [EZ_GPU_K_ATTN_F16] = {"attn_f16", 6, WG},
     [EZ_GPU_K_ADD] = {"add", 3, WG},               [EZ_GPU_K_SOFTCAP] = {"softcap", 1, WG},
 #undef MV
 #undef MM
@@ -70,10 +70,18 @@ static const ez_gpu_shader *find_shader(const char *name) {
     return NULL;
 }
 
+/* The kernels built a second time as NAME_sg with subgroup arithmetic
+ * (CMakeLists.txt): the matvecs and the row ops whose workgroup sums and
+ * maxima it shortens. */
+static int has_subgroup_build(ez_gpu_kernel k) {
+    return k <= EZ_GPU_K_MV_Q6_K || k == EZ_GPU_K_ADD_NORM || k == EZ_GPU_K_RMS_NORM || k == EZ_GPU_K_QK_ROPE ||
+           k == EZ_GPU_K_ATTN_F32 || k == EZ_GPU_K_ATTN_F16 || k == EZ_GPU_K_ATTN_PREFILL;
+}
+
 static int32_t make_pipe_objects(ez_gpu *g, ez_gpu_kernel k) {
     const kernel_desc *kd = &KERNELS[k];
     ez_gpu_pipe *p = &g->pipes[k];
-    const int sg = g->mv_subgroup && k <= EZ_GPU_K_MV_Q6_K;
+    const int sg = g->mv_subgroup && has_subgroup_build(k);
     char sg_name[32];
     const ez_gpu_shader *sh;
     VkDescriptorSetLayoutBinding binds[EZ_GPU_MAX_BINDINGS];

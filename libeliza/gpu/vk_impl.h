@@ -95,7 +95,7 @@ typedef enum {
     EZ_GPU_K_MM_Q8_0, EZ_GPU_K_MM_Q4_K, EZ_GPU_K_MM_Q5_K, EZ_GPU_K_MM_Q6_K,
     EZ_GPU_K_ATTN_PREFILL,
     EZ_GPU_K_RMS_NORM, EZ_GPU_K_ADD_NORM, EZ_GPU_K_ROPE, EZ_GPU_K_QK_ROPE, EZ_GPU_K_GLU, EZ_GPU_K_SOFTMAX, EZ_GPU_K_ARGMAX,
-    EZ_GPU_K_ATTN_F32, EZ_GPU_K_ATTN_F16, EZ_GPU_K_ATTN_MERGE, EZ_GPU_K_ADD, EZ_GPU_K_SOFTCAP,
+    EZ_GPU_K_ATTN_F32, EZ_GPU_K_ATTN_F16, EZ_GPU_K_ADD, EZ_GPU_K_SOFTCAP,
     EZ_GPU_K_COUNT
 } ez_gpu_kernel;
 
@@ -127,7 +127,7 @@ struct ez_gpu {
     ez_gpu_device_info info;
     uint64_t max_binding;       /* the limit buffers are held to */
     ez_gpu_pipe pipes[EZ_GPU_K_COUNT];
-    uint32_t mv_subgroup;       /* the matvecs run their `_sg` shaders at lanes >= this; 0: the tree */
+    uint32_t mv_subgroup;       /* the `_sg` shaders run (the matvecs at lanes >= this); 0: the trees */
     uint32_t mv_workgroup;      /* the matvecs' workgroup: EZ_GPU_MV_WORKGROUP, or $ELIZA_GPU_MV_WG */
     uint32_t mv_lanes_k;        /* at most this many lanes per K-quant row group ($ELIZA_GPU_MV_LANES); 0: no cap */
     int spin_wait;              /* poll the fence instead of sleeping on it (not on CPU devices; $ELIZA_GPU_WAIT) */

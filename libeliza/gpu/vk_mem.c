@@ -208,7 +208,8 @@ static int32_t matrix_upload(ez_gpu *g, uint32_t type, int64_t n_rows, int64_t n
                        (unsigned long long)(((uint64_t)total * row_bytes) >> 20), g->info.name,
                        (unsigned long long)(g->info.device_local_bytes >> 20));
     rows_per_part = (int64_t)(g->max_binding / row_bytes);
-    if (paired) rows_per_part &= ~(int64_t)1;
+    /* Parts start at even rows: a pair's (and a rope pair's) rows share one. */
+    if (paired || rows_per_part > 1) rows_per_part &= ~(int64_t)1;
     if (rows_per_part == 0)
         return ez_fail(ELIZA_E_UNSUPPORTED, "%s %s row%s of %lld elements (%llu bytes) pass%s the binding limit of %llu bytes",
                        paired ? "two" : "a", tr->name, paired ? "s" : "", (long long)n_cols,

@@ -1,4 +1,5 @@
 /* The ops: argument checks, push constants and grid sizes of each kernel. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -69,9 +70,11 @@ static uint32_t matvec_lanes(const ez_gpu *g, uint32_t type, uint32_t n_cols, ui
 
 /* The matvec of w's parts; glu 0 writes every row, otherwise 1 + the
  * activation of a paired matrix's gated unit (one output per row pair);
- * with step, y_off grows by its word step_word at run time. */
+ * with step, y_off grows by its word step_word at run time; with rope, the
+ * row pairs are rotated (ez_gpu_op_matvec_rope). */
 static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
-                             uint32_t y_off, uint32_t glu, ez_gpu_buf *step, uint32_t step_word) {
+                             uint32_t y_off, uint32_t glu, ez_gpu_buf *step, uint32_t step_word,
+                             const ez_gpu_mv_rope *rope) {
     const uint32_t per_out = glu ? 2u : 1u;
     int32_t rc;
     int i;
@@ -81,19 +84,40 @@ static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *
     if ((rc = fits(y, (uint64_t)y_off + (uint64_t)w->n_rows / per_out, "matvec output")) != ELIZA_OK ||
         (step && (rc = fits(step, (uint64_t)step_word + 1, "matvec step word")) != ELIZA_OK))
         return rc;
+    if (rope) {
+        if (w->paired || !rope->angles || rope->head_dim == 0 || rope->head_dim % 2 || rope->n_rot % 2 ||
+            rope->n_rot > rope->head_dim || w->n_rows % rope->head_dim)
+            return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec with rope: %lld rows, heads of %u, %u rotated",
+                           (long long)w->n_rows, rope->head_dim, rope->n_rot);
+        for (i = 0; i < w->n_parts; i++)
+            if (w->part_row0[i] % 2)
+                return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec with rope: a part starts at odd row %lld",
+                               (long long)w->part_row0[i]);
+        if ((rc = fits(rope->angles, (uint64_t)rope->cs_off + rope->n_rot, "matvec rope angles")) != ELIZA_OK)
+            return rc;
+    }
     for (i = 0; i < w->n_parts; i++) {
         const uint32_t rows = (uint32_t)(w->part_row0[i + 1] - w->part_row0[i]);
         const uint32_t lanes = matvec_lanes(w->parts[i]->g, w->type, (uint32_t)w->n_cols,
                                              (uint32_t)(w->n_rows / per_out));
-        const uint32_t push[8] = {(uint32_t)w->n_cols, rows, (uint32_t)w->row_bytes, x_off,
-                                  y_off + (uint32_t)(w->part_row0[i] / per_out), lanes, glu,
-                                  step ? step_word : EZ_GPU_NO_WORD};
-        /* Without a step buffer the binding is there but never read: x fills it. */
-        ez_gpu_buf *bufs[4] = {w->parts[i], x, y, step ? step : x};
+        const uint32_t push[12] = {(uint32_t)w->n_cols,
+                                   rows,
+                                   (uint32_t)w->row_bytes,
+                                   x_off,
+                                   y_off + (uint32_t)(w->part_row0[i] / per_out),
+                                   lanes,
+                                   glu,
+                                   step ? step_word : EZ_GPU_NO_WORD,
+                                   rope ? rope->head_dim : 0,
+                                   rope ? rope->n_rot : 0,
+                                   rope ? rope->cs_off : 0,
+                                   (uint32_t)w->part_row0[i]};
+        /* Without a step buffer or rope their bindings are there but never read: x fills them. */
+        ez_gpu_buf *bufs[5] = {w->parts[i], x, y, step ? step : x, rope ? rope->angles : x};
         const uint32_t rows_per_group = w->parts[i]->g->mv_workgroup / lanes * MV_ROWS;
         uint32_t gx, gy;
         grid((rows + rows_per_group - 1) / rows_per_group, &gx, &gy);
-        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 4, push, sizeof push, gx, gy);
+        rc = ez_gpu_cmd_dispatch(c, matvec_kernel(w->type), bufs, 5, push, sizeof push, gx, gy);
         if (rc != ELIZA_OK) return rc;
     }
     return ELIZA_OK;
@@ -101,20 +125,26 @@ static int32_t record_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *
 
 int32_t ez_gpu_op_matvec(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
                          uint32_t y_off) {
-    return record_matvec(c, w, x, x_off, y, y_off, 0, NULL, 0);
+    return record_matvec(c, w, x, x_off, y, y_off, 0, NULL, 0, NULL);
 }
 
 int32_t ez_gpu_op_matvec_at(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
                             uint32_t y_off, ez_gpu_buf *step, uint32_t step_word) {
     if (!step) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec at a step word without a step buffer");
-    return record_matvec(c, w, x, x_off, y, y_off, 0, step, step_word);
+    return record_matvec(c, w, x, x_off, y, y_off, 0, step, step_word, NULL);
+}
+
+int32_t ez_gpu_op_matvec_rope(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
+                              uint32_t y_off, ez_gpu_buf *step, uint32_t step_word, const ez_gpu_mv_rope *rope) {
+    if (!rope) return ez_fail(ELIZA_E_INVALID_ARG, "GPU matvec with rope: no rope");
+    return record_matvec(c, w, x, x_off, y, y_off, 0, step, step_word, rope);
 }
 
 int32_t ez_gpu_op_matvec_glu(ez_gpu_cmd *c, const ez_gpu_matrix *w, ez_gpu_buf *x, uint32_t x_off, ez_gpu_buf *y,
                              uint32_t y_off, ez_gpu_glu act) {
     if (act != EZ_GPU_GELU_TANH && act != EZ_GPU_SILU)
         return ez_fail(ELIZA_E_INVALID_ARG, "GPU gated matvec: activation %d", (int)act);
-    return record_matvec(c, w, x, x_off, y, y_off, 1u + (uint32_t)act, NULL, 0);
+    return record_matvec(c, w, x, x_off, y, y_off, 1u + (uint32_t)act, NULL, 0, NULL);
 }
 
 static ez_gpu_kernel matmul_kernel(uint32_t type) {
@@ -336,7 +366,16 @@ int32_t ez_gpu_op_argmax(ez_gpu_cmd *c, ez_gpu_buf *x, uint32_t n, ez_gpu_buf *s
 static uint32_t attn_chunks(const ez_gpu_attn *a) { return (a->n_kv + EZ_GPU_WORKGROUP - 1) / EZ_GPU_WORKGROUP; }
 
 uint64_t ez_gpu_attn_scratch_floats(const ez_gpu_attn *a) {
-    return (uint64_t)a->n_head * attn_chunks(a) * ((uint64_t)a->head_dim + 2);
+    return (uint64_t)a->n_head * (1 + (uint64_t)attn_chunks(a) * ((uint64_t)a->head_dim + 2));
+}
+
+int32_t ez_gpu_attn_scratch_reset(ez_gpu_buf *scratch, uint32_t n_head) {
+    uint32_t *zeros = calloc(n_head ? n_head : 1, sizeof *zeros);
+    int32_t rc;
+    if (!zeros) return ez_fail(ELIZA_E_NOMEM, "GPU attention: %u counters", n_head);
+    rc = n_head ? ez_gpu_upload(scratch, 0, zeros, (uint64_t)n_head * sizeof *zeros) : ELIZA_OK;
+    free(zeros);
+    return rc;
 }
 
 int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, ez_gpu_buf *k, ez_gpu_buf *v,
@@ -344,10 +383,8 @@ int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, 
     const uint32_t n_chunks = attn_chunks(a), step_word = a->step ? a->step_word : EZ_GPU_NO_WORD;
     uint32_t push[9] = {a->n_head, a->n_head_kv, a->head_dim, a->n_kv, a->kv_stride, 0, a->kv_first, step_word,
                         n_chunks};
-    const uint32_t merge_push[5] = {a->n_head, a->head_dim, a->n_kv, step_word, n_chunks};
     /* Without a step buffer its binding is never read: q fills it. */
-    ez_gpu_buf *bufs[5] = {q, k, v, scratch, a->step ? a->step : q};
-    ez_gpu_buf *merge_bufs[3] = {scratch, out, a->step ? a->step : q};
+    ez_gpu_buf *bufs[6] = {q, k, v, scratch, a->step ? a->step : q, out};
     const uint64_t kv_elems =
         ((uint64_t)a->kv_first + a->n_kv - 1) * a->kv_stride + (uint64_t)a->n_head_kv * a->head_dim;
     const uint64_t kv_floats = a->kv_type == EZ_TYPE_F16 ? (kv_elems + 1) / 2 : kv_elems;
@@ -368,11 +405,8 @@ int32_t ez_gpu_op_attention(ez_gpu_cmd *c, const ez_gpu_attn *a, ez_gpu_buf *q, 
         return rc;
     memcpy(&push[5], &a->scale, sizeof a->scale);
     grid(a->n_head * n_chunks, &gx, &gy);
-    rc = ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 5, push,
-                             sizeof push, gx, gy);
-    if (rc != ELIZA_OK) return rc;
-    grid(a->n_head, &gx, &gy);
-    return ez_gpu_cmd_dispatch(c, EZ_GPU_K_ATTN_MERGE, merge_bufs, 3, merge_push, sizeof merge_push, gx, gy);
+    return ez_gpu_cmd_dispatch(c, a->kv_type == EZ_TYPE_F16 ? EZ_GPU_K_ATTN_F16 : EZ_GPU_K_ATTN_F32, bufs, 6, push,
+                               sizeof push, gx, gy);
 }
 
 int32_t ez_gpu_op_attention_batch(ez_gpu_cmd *c, const ez_gpu_attn_batch *a, ez_gpu_buf *q, ez_gpu_buf *k,

@@ -52,7 +52,7 @@ struct ez_llm_gpu {
     ez_gpu_buf *h, *o;      /* [n_embd] */
     ez_gpu_buf *q, *k, *att; /* [n_head * head_dim], [n_head_kv * head_dim], [n_head * head_dim] */
     ez_gpu_buf *f, *u;      /* [n_ff] */
-    ez_gpu_buf *scores;     /* attention's per-chunk partials (ez_gpu_attn_scratch_floats) */
+    ez_gpu_buf *scores;     /* attention's counters and per-chunk partials (ez_gpu_attn_scratch_floats) */
     ez_gpu_buf *argmax_part; /* the argmax's partial maxima */
     ez_gpu_buf *angles;     /* [n_layer * n_rot] */
     ez_gpu_buf *step;       /* uint32 STEP_WORDS */
@@ -293,6 +293,7 @@ int32_t ez_llm_gpu_create(const ez_llm_model *m, ez_gpu *g, int32_t n_ctx, ez_ll
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->f)) ||
                             (rc = scratch(g, hp->n_ff, EZ_GPU_DEVICE_LOCAL, &s->u)) ||
                             (rc = scratch(g, (int64_t)attn_scratch(hp, n_ctx), EZ_GPU_DEVICE_LOCAL, &s->scores)) ||
+                            (rc = ez_gpu_attn_scratch_reset(s->scores, (uint32_t)hp->n_head)) ||
                             (rc = scratch(g, ez_gpu_argmax_scratch_words((uint32_t)hp->n_vocab), EZ_GPU_DEVICE_LOCAL,
                                           &s->argmax_part)) ||
                             (rc = scratch(g, (int64_t)hp->n_layer * hp->n_rot, EZ_GPU_DEVICE_LOCAL, &s->angles)) ||
@@ -382,14 +383,20 @@ static int32_t record_block(ez_llm_gpu *s, ez_gpu_cmd *c, int32_t il) {
     const ez_gpu_glu act = hp->ffn_gelu ? EZ_GPU_GELU_TANH : EZ_GPU_SILU;
     const ez_gpu_qk qk = {nh, nkv, hd, nrot, hp->rope_neox, (uint32_t)il * nrot, hp->norm_eps,
                           G->q_norm, G->k_norm, s->step, STEP_CACHE_ROW, 1, 0, EZ_GPU_NO_WORD};
+    const ez_gpu_mv_rope rope = {hd, nrot, (uint32_t)il * nrot, s->angles};
     /* q, k and v read h alone: they may run at once (so may gate and up
      * where they are two matrices); the value's matvec writes its cache
-     * row. */
-    if ((rc = ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
-        (ez_gpu_cmd_overlap_next(c), rc = ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
+     * row. Without q / k norms and with GPT-J pairs (llama), q's and k's
+     * matvecs do the rope, k's writing its cache row: no qk_rope. */
+    const int rope_in_mv = !G->q_norm && !G->k_norm && !hp->rope_neox && !ez_env_flag("ELIZA_GPU_NO_FUSED_ROPE");
+    if ((rc = rope_in_mv ? ez_gpu_op_matvec_rope(c, &G->wq, s->h, 0, s->q, 0, NULL, 0, &rope)
+                         : ez_gpu_op_matvec(c, &G->wq, s->h, 0, s->q, 0)) ||
+        (ez_gpu_cmd_overlap_next(c),
+         rc = rope_in_mv ? ez_gpu_op_matvec_rope(c, &G->wk, s->h, 0, G->k_cache, 0, s->step, STEP_CACHE_ROW, &rope)
+                         : ez_gpu_op_matvec(c, &G->wk, s->h, 0, s->k, 0)) ||
         (ez_gpu_cmd_overlap_next(c),
          rc = ez_gpu_op_matvec_at(c, &G->wv, s->h, 0, G->v_cache, 0, s->step, STEP_CACHE_ROW)) ||
-        (rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache)) ||
+        (!rope_in_mv && (rc = ez_gpu_op_qk_rope(c, &qk, s->q, s->k, s->angles, G->k_cache))) ||
         (rc = ez_gpu_op_attention(c, &a, s->q, G->k_cache, G->v_cache, s->att, s->scores)) ||
         (rc = ez_gpu_op_matvec(c, &G->wo, s->att, 0, s->o, 0)))
         return rc;

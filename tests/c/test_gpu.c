@@ -131,6 +131,48 @@ static void random_rows(uint32_t type, int64_t rows, int64_t cols, uint8_t *dst)
     }
 }
 
+/* ref[r] = the double sum over the scalar dequantizer's row r times x;
+ * returns the largest sum of |w x| of a row (the error's scale). */
+static double ref_rows(uint32_t type, int64_t rows, int64_t cols, const uint8_t *w, const float *x, float *ref) {
+    const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+    float *wrow = (float *)malloc((size_t)cols * sizeof(float));
+    double tol = 0.0;
+    CHECK(wrow != NULL);
+    for (int64_t r = 0; r < rows && wrow; r++) {
+        double sum = 0.0, mag = 0.0;
+        ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
+        for (int64_t i = 0; i < cols; i++) {
+            sum += (double)wrow[i] * (double)x[i];
+            mag += fabs((double)wrow[i] * (double)x[i]);
+        }
+        ref[r] = (float)sum;
+        tol = mag > tol ? mag : tol;
+    }
+    free(wrow);
+    return tol;
+}
+
+/* Rows per binding of a matrix upload: whole pairs of rows where two fit. */
+static int64_t rows_per_binding(uint64_t row_bytes) {
+    const int64_t per = (int64_t)((g_gpu == g_wide ? WIDE_BINDING_BYTES : TEST_BINDING_BYTES) / row_bytes);
+    return per > 1 ? per & ~(int64_t)1 : per;
+}
+
+/* Runs a recorded matvec into yb and checks y[y_off ..] against ref (within
+ * 2e-6 of tol, the sums' scale) and the y_off floats before it untouched
+ * (zero); returns the largest difference. */
+static double run_matvec_check(ez_gpu_cmd *c, ez_gpu_buf *yb, float *got, uint32_t y_off, const float *ref,
+                               int64_t rows, double tol, uint32_t type, int64_t cols, const char *what) {
+    double worst;
+    CHECK_RC(run_one(c), ELIZA_OK);
+    CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
+    worst = max_abs_diff(got + y_off, ref, (size_t)rows);
+    CHECK_MSG(worst <= 2e-6 * tol + 1e-6, "matvec %s%s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
+              ez_type_traits_of(type)->name, what, (long long)rows, (long long)cols, worst, tol);
+    CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+    return worst;
+}
+
 /* One weight type at one shape: the GPU's product against the double sum
  * over the scalar dequantizer's rows, x at x_off (a multiple of 4 takes the
  * shader's vec4 loads), y at an odd offset (at x_off 3, part of it from a
@@ -139,7 +181,6 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     const uint32_t y_off = 5;
     const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
     float *x = (float *)malloc((size_t)(cols + x_off) * sizeof(float));
-    float *wrow = (float *)malloc((size_t)cols * sizeof(float));
     float *ref = (float *)malloc((size_t)rows * sizeof(float));
     float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float));
     uint8_t *w = (uint8_t *)malloc((size_t)(rows * (int64_t)row_bytes));
@@ -148,26 +189,17 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
     ez_gpu_matrix m;
     ez_gpu_cmd *c = NULL;
     double worst = 0.0, tol_worst = 0.0;
-    CHECK(x && wrow && ref && got && w && xb && yb && sb);
+    CHECK(x && ref && got && w && xb && yb && sb);
     if (sb) CHECK_RC(ez_gpu_upload(sb, 0, words, sizeof words), ELIZA_OK);
-    if (!x || !wrow || !ref || !got || !w || !xb || !yb) goto done;
+    if (!x || !ref || !got || !w || !xb || !yb) goto done;
     fill(x, (size_t)(cols + x_off), 1.0f);
     CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
     random_rows(type, rows, cols, w);
-    for (int64_t r = 0; r < rows; r++) {
-        double s = 0.0, mag = 0.0;
-        ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
-        for (int64_t i = 0; i < cols; i++) {
-            s += (double)wrow[i] * (double)x[x_off + i];
-            mag += fabs((double)wrow[i] * (double)x[x_off + i]);
-        }
-        ref[r] = (float)s;
-        tol_worst = mag > tol_worst ? mag : tol_worst;
-    }
+    tol_worst = ref_rows(type, rows, cols, w, x + x_off, ref);
     CHECK_RC(ez_gpu_matrix_upload(g_gpu, type, rows, cols, w, &m), ELIZA_OK);
-    const uint64_t binding = g_gpu == g_wide ? WIDE_BINDING_BYTES : TEST_BINDING_BYTES;
-    CHECK_MSG(m.n_parts == (int)((rows + binding / row_bytes - 1) / (binding / row_bytes)),
+    CHECK_MSG(m.n_parts == (int)((rows + rows_per_binding(row_bytes) - 1) / rows_per_binding(row_bytes)),
               "%s: %d parts", ez_type_traits_of(type)->name, m.n_parts);
+    for (int i = 0; i < m.n_parts && rows_per_binding(row_bytes) > 1; i++) CHECK(m.part_row0[i] % 2 == 0);
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
     if (c && m.n_parts) {
         CHECK_RC(ez_gpu_upload(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
@@ -179,12 +211,7 @@ static void check_matvec(uint32_t type, int64_t rows, int64_t cols, uint32_t x_o
         } else {
             CHECK_RC(ez_gpu_op_matvec(c, &m, xb, x_off, yb, y_off), ELIZA_OK);
         }
-        CHECK_RC(run_one(c), ELIZA_OK);
-        CHECK_RC(ez_gpu_download(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
-        worst = max_abs_diff(got + y_off, ref, (size_t)rows);
-        CHECK_MSG(worst <= 2e-6 * tol_worst + 1e-6, "matvec %s [%lld x %lld]: max |gpu - ref| %.3g (scale %.3g)",
-                  ez_type_traits_of(type)->name, (long long)rows, (long long)cols, worst, tol_worst);
-        CHECK(got[0] == 0.0f && got[y_off - 1] == 0.0f);
+        worst = run_matvec_check(c, yb, got, y_off, ref, rows, tol_worst, type, cols, "");
     }
     printf("  matvec %-5s [%lld x %lld] in %d binding(s), x at %u: max |gpu - ref| %.3g\n",
            ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts, x_off, worst);
@@ -195,7 +222,73 @@ done:
     ez_gpu_buf_free(yb);
     ez_gpu_buf_free(sb);
     free(x);
-    free(wrow);
+    free(ref);
+    free(got);
+    free(w);
+}
+
+/* A query's or key's matvec with its rope (ez_gpu_op_matvec_rope): heads of
+ * 64 rows, the first n_rot dims of each rotated by random angles of pair
+ * d / 2 at cs_off, against the double sums rotated on the host; with a step
+ * buffer, y_off 2 grows by its word 1 (the key's cache row). */
+static void check_matvec_rope(uint32_t type, int64_t rows, int64_t cols, uint32_t n_rot, int at_step) {
+    enum { HD = 64, CS_OFF = 6 };
+    const uint32_t y_off = 5, words[2] = {9, y_off - 2};
+    const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
+    float *x = (float *)malloc((size_t)cols * sizeof(float)), *ref = (float *)malloc((size_t)rows * sizeof(float));
+    float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float)), cs[CS_OFF + HD];
+    uint8_t *w = (uint8_t *)malloc((size_t)(rows * (int64_t)row_bytes));
+    ez_gpu_buf *xb = host_buf((size_t)cols), *yb = host_buf((size_t)(rows + y_off)), *sb = host_buf(2);
+    ez_gpu_buf *ab = host_buf(CS_OFF + HD);
+    ez_gpu_matrix m;
+    ez_gpu_cmd *c = NULL;
+    double worst = 0.0, tol = 0.0;
+    memset(&m, 0, sizeof m);
+    CHECK(x && ref && got && w && xb && yb && sb && ab);
+    if (!x || !ref || !got || !w || !xb || !yb || !sb || !ab) goto done;
+    fill(x, (size_t)cols, 1.0f);
+    for (int i = 0; i < CS_OFF + HD; i += 2) {
+        const double th = 3.0 * frand();
+        cs[i] = (float)cos(th);
+        cs[i + 1] = (float)sin(th);
+    }
+    CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)cols * sizeof(float)), ELIZA_OK);
+    CHECK_RC(ez_gpu_upload(sb, 0, words, sizeof words), ELIZA_OK);
+    CHECK_RC(ez_gpu_upload(ab, 0, cs, sizeof cs), ELIZA_OK);
+    CHECK_RC(ez_gpu_upload(yb, 0, got, (size_t)(rows + y_off) * sizeof(float)), ELIZA_OK);
+    random_rows(type, rows, cols, w);
+    tol = ref_rows(type, rows, cols, w, x, ref);
+    for (int64_t r = 0; r < rows; r += 2) {
+        const uint32_t d = (uint32_t)(r % HD);
+        const double a = ref[r], b = ref[r + 1], co = cs[CS_OFF + d], si = cs[CS_OFF + d + 1];
+        if (d >= n_rot) continue;
+        ref[r] = (float)(a * co - b * si);
+        ref[r + 1] = (float)(a * si + b * co);
+    }
+    CHECK_RC(ez_gpu_matrix_upload(g_gpu, type, rows, cols, w, &m), ELIZA_OK);
+    CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
+    if (c && m.n_parts) {
+        const ez_gpu_mv_rope rope = {HD, n_rot, CS_OFF, ab}, odd = {HD, n_rot + 1, CS_OFF, ab};
+        const ez_gpu_mv_rope past = {HD, n_rot, HD, ab};
+        CHECK_RC(ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, y_off, NULL, 0, NULL), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, y_off, NULL, 0, &odd), ELIZA_E_INVALID_ARG);
+        CHECK_RC(ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, y_off, NULL, 0, &past), ELIZA_E_INVALID_ARG);
+        CHECK_RC(at_step ? ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, 2, sb, 1, &rope)
+                         : ez_gpu_op_matvec_rope(c, &m, xb, 0, yb, y_off, NULL, 0, &rope),
+                 ELIZA_OK);
+        worst = run_matvec_check(c, yb, got, y_off, ref, rows, tol, type, cols, " with rope");
+    }
+    printf("  matvec %-5s with rope [%lld x %lld] in %d binding(s), %u of %d dims rotated%s: max |gpu - ref| %.3g\n",
+           ez_type_traits_of(type)->name, (long long)rows, (long long)cols, m.n_parts, n_rot, HD,
+           at_step ? ", at a step word" : "", worst);
+    ez_gpu_cmd_free(c);
+done:
+    ez_gpu_matrix_free(&m);
+    ez_gpu_buf_free(xb);
+    ez_gpu_buf_free(yb);
+    ez_gpu_buf_free(sb);
+    ez_gpu_buf_free(ab);
+    free(x);
     free(ref);
     free(got);
     free(w);
@@ -209,7 +302,6 @@ static void check_matvec_glu(uint32_t type, int64_t rows, int64_t cols, uint32_t
     const uint32_t y_off = 3;
     const uint64_t row_bytes = ez_row_bytes(type, (uint64_t)cols);
     float *x = (float *)malloc((size_t)(cols + x_off) * sizeof(float));
-    float *wrow = (float *)malloc((size_t)cols * sizeof(float));
     float *gate = (float *)malloc((size_t)rows * sizeof(float));
     float *up = (float *)malloc((size_t)rows * sizeof(float));
     float *got = (float *)calloc((size_t)(rows + y_off), sizeof(float));
@@ -219,21 +311,13 @@ static void check_matvec_glu(uint32_t type, int64_t rows, int64_t cols, uint32_t
     ez_gpu_cmd *c = NULL;
     double worst = 0.0, tol = 0.0;
     memset(&m, 0, sizeof m);
-    CHECK(x && wrow && gate && up && got && w && xb && yb);
-    if (!x || !wrow || !gate || !up || !got || !w || !xb || !yb) goto done;
+    CHECK(x && gate && up && got && w && xb && yb);
+    if (!x || !gate || !up || !got || !w || !xb || !yb) goto done;
     fill(x, (size_t)(cols + x_off), 1.0f);
     CHECK_RC(ez_gpu_upload(xb, 0, x, (size_t)(cols + x_off) * sizeof(float)), ELIZA_OK);
     random_rows(type, 2 * rows, cols, w);
-    for (int64_t r = 0; r < 2 * rows; r++) {
-        double sum = 0.0, mag = 0.0;
-        ez_kernels_ref(type)->dequant(w + (uint64_t)r * row_bytes, wrow, cols);
-        for (int64_t i = 0; i < cols; i++) {
-            sum += (double)wrow[i] * (double)x[x_off + i];
-            mag += fabs((double)wrow[i] * (double)x[x_off + i]);
-        }
-        (r < rows ? gate : up)[r % rows] = (float)sum;
-        tol = mag > tol ? mag : tol;
-    }
+    tol = ref_rows(type, rows, cols, w, x + x_off, gate);
+    tol = fmax(tol, ref_rows(type, rows, cols, w + (uint64_t)rows * row_bytes, x + x_off, up));
     if (act == EZ_GPU_GELU_TANH) {
         ez_llm_ops_ref()->gelu_tanh_mul(gate, up, rows);
     } else {
@@ -264,7 +348,6 @@ done:
     ez_gpu_buf_free(xb);
     ez_gpu_buf_free(yb);
     free(x);
-    free(wrow);
     free(gate);
     free(up);
     free(got);
@@ -292,6 +375,10 @@ static void test_gpu_matvec_matches_reference(void) {
             check_matvec_glu(types[t], 37, 512, 4, EZ_GPU_GELU_TANH);
             check_matvec_glu(types[t], 21, types[t] == EZ_TYPE_F32 ? 203 : 4352, 0, EZ_GPU_SILU);
         }
+        check_matvec_rope(EZ_TYPE_Q4_K, 256, 2048, 64, 0);
+        check_matvec_rope(EZ_TYPE_Q4_K, 128, 512, 32, 1);
+        check_matvec_rope(EZ_TYPE_Q6_K, 128, 512, 64, 1);
+        check_matvec_rope(EZ_TYPE_F32, 192, 256, 48, 0);
     }
     /* An output projection's many rows take fewer lanes (vk_ops.c's
      * MV_MANY_ROWS); its vectors need the wider bindings. */
@@ -833,6 +920,7 @@ static void test_gpu_attention_matches_reference(void) {
         }
         ob = host_buf(4 * 64);
         sb = host_buf((size_t)ez_gpu_attn_scratch_floats(&a));
+        if (sb) CHECK_RC(ez_gpu_attn_scratch_reset(sb, a.n_head), ELIZA_OK);
         CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
         if (c && qb && kb && vb && ob && sb) {
             CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
@@ -961,15 +1049,18 @@ static void test_gpu_overlapped_ops_are_still_waited_for(void) {
 /* ---- replay, timestamps --------------------------------------------------------------- */
 
 /* Attention's window and a copy's destination row read from a step buffer:
- * one recording, run for two positions. */
+ * one recording, run for three positions (one chunk, two, five: the merging
+ * chunk's counters set back to 0 after each run). */
 static void test_gpu_step_words_move_a_replayed_recording(void) {
-    ez_gpu_attn a = {4, 1, 64, 120, 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
+    ez_gpu *narrow = g_gpu;
+    ez_gpu_attn a = {4, 1, 64, 300, 64, EZ_TYPE_F32, 0.125f, 0, NULL, 1};
     const size_t n_kv_elems = (size_t)a.n_kv * a.kv_stride;
     float *k = (float *)malloc(n_kv_elems * sizeof(float)), *v = (float *)malloc(n_kv_elems * sizeof(float));
-    float q[4 * 64], want[4 * 64], got[4 * 64], row[8], rows[24];
-    static const uint32_t windows[2][2] = {{0, 10}, {5, 115}};
+    float q[4 * 64], want[4 * 64], got[4 * 64], row[8], rows[32];
+    static const uint32_t windows[3][2] = {{0, 10}, {5, 115}, {20, 280}};
     ez_gpu_buf *qb, *kb, *vb, *ob, *sb, *step, *rb, *db;
     ez_gpu_cmd *c = NULL;
+    g_gpu = g_wide; /* 300 cached rows pass the narrow binding limit */
     fill(q, 4 * 64, 2.0f);
     fill(k, n_kv_elems, 2.0f);
     fill(v, n_kv_elems, 1.0f);
@@ -979,9 +1070,10 @@ static void test_gpu_step_words_move_a_replayed_recording(void) {
     kb = device_buf_from(k, n_kv_elems);
     vb = device_buf_from(v, n_kv_elems);
     rb = device_buf_from(row, 8);
-    db = device_buf_from(rows, 24);
+    db = device_buf_from(rows, 32);
     ob = host_buf(4 * 64);
     sb = host_buf((size_t)ez_gpu_attn_scratch_floats(&a));
+    if (sb) CHECK_RC(ez_gpu_attn_scratch_reset(sb, a.n_head), ELIZA_OK);
     step = host_buf(4);
     a.step = step;
     CHECK_RC(ez_gpu_cmd_begin(g_gpu, &c), ELIZA_OK);
@@ -989,10 +1081,11 @@ static void test_gpu_step_words_move_a_replayed_recording(void) {
         CHECK_RC(ez_gpu_op_attention(c, &a, qb, kb, vb, ob, sb), ELIZA_OK);
         CHECK_RC(ez_gpu_op_add_at(c, rb, 0, db, 0, 8, 0, step, 3), ELIZA_OK);
         CHECK_RC(ez_gpu_cmd_end(c), ELIZA_OK);
-        for (int w = 0; w < 2; w++) {
+        for (int w = 0; w < 3; w++) {
             const uint32_t words[4] = {0, windows[w][0], windows[w][1], 8u * (uint32_t)(w + 1)};
             ez_gpu_attn ra = a;
-            float back[24];
+            float back[32];
+            uint32_t counters[4];
             ra.kv_first = windows[w][0];
             ra.n_kv = windows[w][1];
             attention_ref(&ra, q, k + (size_t)ra.kv_first * ra.kv_stride, v + (size_t)ra.kv_first * ra.kv_stride, want);
@@ -1003,6 +1096,8 @@ static void test_gpu_step_words_move_a_replayed_recording(void) {
                       windows[w][0], windows[w][1], max_abs_diff(got, want, 4 * 64));
             CHECK_RC(ez_gpu_download(db, 0, back, sizeof back), ELIZA_OK);
             CHECK(memcmp(back + 8 * (w + 1), row, sizeof row) == 0);
+            CHECK_RC(ez_gpu_download(sb, 0, counters, sizeof counters), ELIZA_OK);
+            CHECK(counters[0] == 0 && counters[1] == 0 && counters[2] == 0 && counters[3] == 0);
         }
     }
     ez_gpu_cmd_free(c);
@@ -1016,6 +1111,7 @@ static void test_gpu_step_words_move_a_replayed_recording(void) {
     ez_gpu_buf_free(db);
     free(k);
     free(v);
+    g_gpu = narrow;
 }
 
 /* rms_norm -> matvec -> argmax recorded once, run for two inputs written
@@ -1243,6 +1339,17 @@ int main(void) {
     test_gpu_recorded_step_replays_with_new_inputs();
     test_gpu_overlapped_ops_are_still_waited_for();
     test_gpu_step_words_move_a_replayed_recording();
+    if (ez_gpu_info(g_gpu)->subgroup_arith) {
+        /* The row ops' workgroup sums and maxima again on the shared-memory trees. */
+        ez_gpu *sub = g_gpu;
+        printf("  the row ops with the shared-memory reductions\n");
+        g_gpu = g_tree;
+        test_gpu_row_and_elementwise_ops_match_reference();
+        test_gpu_add_rms_norm_matches_composed_ops();
+        test_gpu_qk_rope_matches_separate_ops();
+        test_gpu_attention_matches_reference();
+        g_gpu = sub;
+    }
     test_gpu_device_choice_and_denylist();
     test_gpu_bad_sizes_fail_cleanly();
     if (p.validation) test_gpu_validation_errors_fail_the_next_call();

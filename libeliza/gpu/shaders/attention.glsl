@@ -1,20 +1,25 @@
 // One query token against n_kv cached positions from row kv_first, split
-// over the cache (flash-decoding): workgroup (h, c) takes query head h and
-// the WG positions of chunk c, and writes to the scratch buffer its chunk's
-// largest score m, sum of exp(score - m) l and exp-weighted sum of values;
-// attn_merge.comp then combines the chunks of each head. With step_word
-// set, kv_first and n_kv are words step_word and step_word + 1 of the step
-// buffer instead, so a recorded command buffer serves every position (the
-// grid holds the chunks of the largest n_kv; the others return at once).
-// The including shader defines the cache's k_at and v_at (element index ->
-// value).
+// over the cache (flash-decoding), in one dispatch: workgroup (h, c) takes
+// query head h and the WG positions of chunk c, and writes to the scratch
+// buffer its chunk's largest score m, sum of exp(score - m) l and
+// exp-weighted sum of values; the last of a head's chunks to finish (a
+// counter per head, the scratch's first n_head words, taken with an atomic
+// add) then combines them into out = sum_c exp(m_c - M) acc_c / sum_c
+// exp(m_c - M) l_c, M the largest m_c, and sets the counter back to 0, so
+// the counters must be 0 before the first run (ez_gpu_attn_scratch_reset).
+// With step_word set, kv_first and n_kv are words step_word and step_word +
+// 1 of the step buffer instead, so a recorded command buffer serves every
+// position (the grid holds the chunks of the largest n_kv; the others
+// return at once). The including shader defines the cache's k_at and v_at
+// (element index -> value).
 #include "common.glsl"
 
 #define MAX_HEAD_DIM 512
 
 layout(std430, binding = 0) readonly buffer Query { float q[]; };
-layout(std430, binding = 3) writeonly buffer Scratch { float part[]; };
+layout(std430, binding = 3) coherent buffer Scratch { uint part[]; };
 layout(std430, binding = 4) readonly buffer Step { uint st[]; };
+layout(std430, binding = 5) writeonly buffer Output { float o[]; };
 
 layout(push_constant) uniform Push {
     uint n_head;
@@ -33,6 +38,25 @@ float v_at(uint e);
 
 shared float qs[MAX_HEAD_DIM];
 shared float w[WG];
+shared bool merges;
+
+float part_at(uint i) { return uintBitsToFloat(part[i]); }
+
+// The last chunk's workgroup: the head's chunks [0, used) combined.
+void merge(uint h, uint used) {
+    const uint t = gl_LocalInvocationID.x, stride = p.head_dim + 2, base = p.n_head + h * p.n_chunks * stride;
+    float m = -1.0 / 0.0;
+    for (uint c = t; c < used; c += WG) m = max(m, part_at(base + c * stride));
+    m = wg_max(m);
+    float l = 0.0;
+    for (uint c = t; c < used; c += WG) l += exp(part_at(base + c * stride) - m) * part_at(base + c * stride + 1);
+    const float inv = 1.0 / wg_sum(l);
+    for (uint d = t; d < p.head_dim; d += WG) {
+        float acc = 0.0;
+        for (uint c = 0; c < used; c++) acc += exp(part_at(base + c * stride) - m) * part_at(base + c * stride + 2 + d);
+        o[h * p.head_dim + d] = acc * inv;
+    }
+}
 
 void main() {
     const uint gi = group_index();
@@ -56,14 +80,24 @@ void main() {
     const float e = t < count ? exp(s - m) : 0.0;
     w[t] = e;
     const float l = wg_sum(e);
-    const uint base = gi * (p.head_dim + 2);
+    const uint base = p.n_head + gi * (p.head_dim + 2);
     for (uint d = t; d < p.head_dim; d += WG) {
         float acc = 0.0;
         for (uint j = 0; j < count; j++) acc += w[j] * v_at((pos0 + j) * p.kv_stride + kvh * p.head_dim + d);
-        part[base + 2 + d] = acc;
+        part[base + 2 + d] = floatBitsToUint(acc);
     }
     if (t == 0) {
-        part[base] = m;
-        part[base + 1] = l;
+        part[base] = floatBitsToUint(m);
+        part[base + 1] = floatBitsToUint(l);
     }
+    // This chunk's partials reach memory before its count does.
+    memoryBarrierBuffer();
+    barrier();
+    const uint used = (n_kv + WG - 1) / WG;
+    if (t == 0) merges = atomicAdd(part[h], 1u) == used - 1;
+    barrier();
+    if (!merges) return;
+    memoryBarrierBuffer();
+    merge(h, used);
+    if (t == 0) part[h] = 0u;
 }

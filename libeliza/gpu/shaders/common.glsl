@@ -2,8 +2,9 @@
 // a power of two the host picks), the flat index of a workgroup in a 2-D
 // grid (a dimension holds at most 65535 groups everywhere), and a
 // workgroup sum / max in shared memory, so no shader depends on the
-// subgroup size (the matvecs' `_sg` builds, EZ_SUBGROUP, use subgroup
-// arithmetic where the device has it: mv_reduce.glsl).
+// subgroup size (the `_sg` builds, EZ_SUBGROUP, of the matvecs and of the
+// row ops below use subgroup arithmetic where the device has it:
+// mv_reduce.glsl and wg_sum / wg_max here).
 #extension GL_GOOGLE_include_directive : require
 #ifdef EZ_SUBGROUP
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -16,6 +17,30 @@ shared float red[WG];
 
 uint group_index() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 
+#ifdef EZ_SUBGROUP
+// The `_sg` builds (EZ_SUBGROUP): each subgroup's sum or maximum, then every
+// invocation combines the subgroups' results from shared memory (two
+// barriers instead of the tree's log2(WG) + 2).
+float wg_sum(float v) {
+    const float s = subgroupAdd(v);
+    if (subgroupElect()) red[gl_SubgroupID] = s;
+    barrier();
+    float r = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; i++) r += red[i];
+    barrier();
+    return r;
+}
+
+float wg_max(float v) {
+    const float s = subgroupMax(v);
+    if (subgroupElect()) red[gl_SubgroupID] = s;
+    barrier();
+    float r = red[0];
+    for (uint i = 1; i < gl_NumSubgroups; i++) r = max(r, red[i]);
+    barrier();
+    return r;
+}
+#else
 float wg_sum(float v) {
     const uint t = gl_LocalInvocationID.x;
     red[t] = v;
@@ -41,6 +66,7 @@ float wg_max(float v) {
     barrier();
     return r;
 }
+#endif
 
 // The gated units' activations: act 0 is GELU-tanh in its sigmoid form,
 // x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)); act 1 is SiLU.

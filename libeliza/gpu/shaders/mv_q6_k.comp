@@ -30,6 +30,10 @@ layout(push_constant) uniform Push {
     uint lanes;
     uint glu;
     uint step_word;
+    uint rope_hd;
+    uint n_rot;
+    uint cs_off;
+    uint rope_row0;
 } p;
 
 #include "mv_reduce.glsl"

@@ -4,8 +4,13 @@
 // matrix from ez_gpu_matrix_upload_pair) and y[y_off + i] = act(gate) * up.
 // With p.step_word other than 0xffffffff, y_off grows by that word of the
 // step buffer at binding 3 (the value's matvec writes its cache row, which
-// moves with the position). The including shader declares p (with lanes,
-// n_rows, y_off, glu, step_word), y and MV_ROWS. Built as `NAME_sg` with
+// moves with the position). With p.rope_hd other than 0 (glu 0), each row
+// pair is a GPT-J rope pair of a head of rope_hd rows: the pair's row
+// p.rope_row0 + row0 of the whole matrix is dim d of its head, and where d <
+// p.n_rot the pair is rotated by cosine and sine cs[p.cs_off + d], cs[p.cs_off
+// + d + 1] of binding 4 (as qk_rope.comp): a query or key matvec with its
+// rope. The including shader declares p (with lanes, n_rows, y_off, glu,
+// step_word, rope_hd, n_rot, cs_off, rope_row0), y and MV_ROWS. Built as `NAME_sg` with
 // EZ_SUBGROUP (where the device has subgroup arithmetic in compute): one
 // subgroupAdd per row, then the row group's p.lanes / gl_SubgroupSize
 // partial sums; subgroups are taken to be runs of consecutive invocations,
@@ -17,7 +22,18 @@ shared float sums[MV_ROWS * WG];
 
 layout(std430, binding = 3) readonly buffer Step { uint st[]; };
 
+layout(std430, binding = 4) readonly buffer Angles { float cs[]; };
+
 uint y_base() { return p.y_off + (p.step_word != 0xffffffffu ? st[p.step_word] : 0u); }
+
+// Row row0 + lane of the pair's sums v, rotated where p.rope_hd says.
+float out_row(float v[MV_ROWS], uint lane, uint row0) {
+    if (p.rope_hd == 0u) return v[lane];
+    const uint d = (p.rope_row0 + row0) % p.rope_hd;
+    if (d >= p.n_rot) return v[lane];
+    const float c = cs[p.cs_off + d], s = cs[p.cs_off + d + 1];
+    return lane == 0u ? v[0] * c - v[1] * s : v[0] * s + v[1] * c;
+}
 
 void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
 #ifdef EZ_SUBGROUP
@@ -39,9 +55,12 @@ void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
                 y[y_base() + row0 / 2] = glu_act(g, p.glu - 1) * u;
             }
         } else if (lane < MV_ROWS && row0 + lane < p.n_rows) {
-            float v = 0.0;
-            for (uint i = 0; i < per; i++) v += sums[lane * WG + first + i];
-            y[y_base() + row0 + lane] = v;
+            float v[MV_ROWS];
+            for (uint r = 0; r < MV_ROWS; r++) {
+                v[r] = 0.0;
+                for (uint i = 0; i < per; i++) v[r] += sums[r * WG + first + i];
+            }
+            y[y_base() + row0 + lane] = out_row(v, lane, row0);
         }
         return;
     }
@@ -56,6 +75,8 @@ void store_rows(float acc[MV_ROWS], uint t, uint lane, uint row0) {
     if (p.glu != 0) {
         if (lane == 0 && row0 < p.n_rows) y[y_base() + row0 / 2] = glu_act(sums[t], p.glu - 1) * sums[WG + t];
     } else if (lane < MV_ROWS && row0 + lane < p.n_rows) {
-        y[y_base() + row0 + lane] = sums[lane * WG + t - lane];
+        float v[MV_ROWS];
+        for (uint r = 0; r < MV_ROWS; r++) v[r] = sums[r * WG + t - lane];
+        y[y_base() + row0 + lane] = out_row(v, lane, row0);
     }
 }
