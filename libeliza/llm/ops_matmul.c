@@ -6,7 +6,9 @@
  *
  * Work is split over tiles of weight rows; a tile stays in L1 while all
  * activation rows pass over it, so each weight byte comes from memory once
- * per call whatever the number of tokens. The matrices of a group (q, k, v
+ * per call whatever the number of tokens; a single token (decode) takes the
+ * multi-row matvec where the type has one, several weight rows per pass over
+ * its activations, the per-row dots' sums exactly. The matrices of a group (q, k, v
  * or gate, up) share one parallel pass, which saves a pool dispatch each. */
 #include <inttypes.h>
 #include <string.h>
@@ -165,6 +167,7 @@ typedef struct {
     ez_dot_fn dot;
     ez_llm_tile_fn tile;       /* NULL: per-pair dots */
     ez_llm_x8_fn x8;           /* set: packed activations in x8_data */
+    ez_llm_gemv_fn gemv;       /* set: M = 1, several weight rows per pass over x */
     const void *x8_data;
     const uint8_t *x;
     size_t x_row_bytes;
@@ -194,6 +197,10 @@ static void mm_tiles(void *ctx, int64_t t0, int64_t t1, int thread_index) {
             const int64_t r1 = EZ_MIN(r0 + ROW_TILE, w->n_rows);
             if (pt->x8 && scratch) {
                 pt->x8(w, r0, r1, pt->x8_data, job->M, pt->y, pt->ldy, scratch);
+                continue;
+            }
+            if (pt->gemv) {
+                pt->gemv(w, r0, r1, pt->x, pt->y + r0);
                 continue;
             }
             if (pt->tile && scratch) {
@@ -230,6 +237,7 @@ int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float *x, int64_t 
         pt->w = w;
         pt->dot = ez_kernels(w->type)->dot;
         pt->tile = M >= MIN_ROWS_FOR_TILES ? ez_llm_tile_active(w->type) : NULL;
+        pt->gemv = M == 1 ? ez_llm_gemv_active(w->type) : NULL;
         if (pt->tile) job.tile_scratch = EZ_MAX(job.tile_scratch, ez_llm_tile_scratch(w->type, w->n_cols));
         pt->y = mm[i].y;
         pt->ldy = mm[i].ldy;
