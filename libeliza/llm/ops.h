@@ -295,8 +295,10 @@ EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
  * reduction. The per-row dot loop is the reference. */
 typedef void (*ez_llm_gemv_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y);
 
-/* NULL for the types without a multi-row kernel at this level (Q4_0, Q5_0,
- * Q8_0 and IQ4_NL have one), and off x86-64. Callers check the CPU. */
+/* NULL for the types without a multi-row kernel (Q4_0, Q5_0, Q8_0, IQ4_NL,
+ * Q4_K and Q5_K have one), and off x86-64. Callers check the CPU. An avx2
+ * kernel of the same design measured no faster than the avx2 dots
+ * (docs/simd.md), so that level keeps its dots. */
 EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type);
 /* The kernel of the level in use (ELIZA_SIMD), or NULL: then the per-row dots. */
 EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_active(uint32_t w_type);

@@ -18,7 +18,13 @@
 #include "core/kernels/quant_avx512.h"
 #include "core/kernels/quant_tables.h"
 
-/* Weight rows per pass: 8 accumulators and their codes fit the 32 registers. */
+/* Weight rows per pass: 8 accumulators and their codes fit the 32 registers.
+ * The rows of a pass are a quarter of the range apart (rows r0 + k q + j,
+ * k < 4, for q = (r1 - r0) / 4), so that each of the four streams reads
+ * consecutive rows: four adjacent rows a pass (four short streams a few
+ * hundred bytes apart) halved the Q8_0 output matrix's streaming rate on
+ * Zen 5, whatever the prefetch distance. The rows past 4q go through the
+ * level's dot. */
 #define GEMV_ROWS 4
 
 static inline __m512i q4_0_codes(const ez_block_q4_0 *a) { return ez_avx512_nibble_pair(a[0].qs, a[1].qs); }
@@ -49,7 +55,7 @@ static inline __m512i neg_zp_sums(__m512i y, int zp) {
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)zp), y));
 }
 
-/* Rows of GEMV_ROWS, then the rest through the level's dot. Block pairs as
+/* Block pairs as
  * in EZ_DOT_PAIRS: four blocks a step (scales of two pairs from one F16C
  * conversion), then a pair, then a lone block with a zero second scale. */
 #define EZ_GEMV_PAIRS(wtype, codes, zp, w_type)                                                                  \
@@ -58,13 +64,13 @@ static inline __m512i neg_zp_sums(__m512i y, int zp) {
     const __m512i pick01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);                   \
     const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));                                       \
     const ez_dot_fn dot = ez_kernels_avx512(w_type)->dot;                                                        \
-    int64_t r = r0;                                                                                              \
-    for (; r + GEMV_ROWS <= r1; r += GEMV_ROWS) {                                                                \
+    const int64_t q = (r1 - r0) / GEMV_ROWS;                                                                     \
+    for (int64_t j = 0; j < q; j++) {                                                                            \
         const wtype *a[GEMV_ROWS];                                                                               \
         __m512 acc0[GEMV_ROWS], acc1[GEMV_ROWS];                                                                 \
         int64_t i = 0;                                                                                           \
         for (int k = 0; k < GEMV_ROWS; k++) {                                                                    \
-            a[k] = (const wtype *)(w->data + (size_t)(r + k) * w->row_bytes);                                    \
+            a[k] = (const wtype *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes);                           \
             acc0[k] = acc1[k] = _mm512_setzero_ps();                                                             \
         }                                                                                                        \
         for (; i + 4 <= nb; i += 4) {                                                                            \
@@ -96,9 +102,9 @@ static inline __m512i neg_zp_sums(__m512i y, int zp) {
                                           _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(n0, codes(pair), y0)), acc1[k]); \
             }                                                                                                    \
         }                                                                                                        \
-        for (int k = 0; k < GEMV_ROWS; k++) y[r + k - r0] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[k], acc1[k])); \
+        for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[k], acc1[k])); \
     }                                                                                                            \
-    for (; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x)
+    for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x)
 
 static void gemv_q4_0(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
     EZ_GEMV_PAIRS(ez_block_q4_0, q4_0_codes, 8, EZ_TYPE_Q4_0);
@@ -117,12 +123,76 @@ static void gemv_iq4_nl(const ez_llm_matrix *w, int64_t r0, int64_t r1, const vo
 }
 #undef EZ_GEMV_PAIRS
 
+/* [sum of v0's lanes, .., sum of v3's]: four rows' integer sums at once
+ * where the dot reduces each alone (the same integers). */
+static inline __m128i lane_sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+static inline __m256i fold_halves(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/* Q4_K / Q5_K (quant_avx512.c's EZ_DOT_KMIN): per super-block the
+ * activation registers and bsums once, per row its codes and the lanes of
+ * its two integer sums, reduced four rows together; then each row's float
+ * term as the dot makes it. */
+#define EZ_GEMV_KMIN(wtype, codes, w_type)                                                                     \
+    const int64_t nb = w->n_cols / EZ_QK_K;                                                                  \
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;                                                       \
+    const ez_dot_fn dot = ez_kernels_avx512(w_type)->dot;                                                    \
+    const int64_t q = (r1 - r0) / GEMV_ROWS;                                                                 \
+    for (int64_t j = 0; j < q; j++) {                                                                        \
+        const wtype *a[GEMV_ROWS];                                                                           \
+        float sum[GEMV_ROWS];                                                                                \
+        for (int k = 0; k < GEMV_ROWS; k++) {                                                                \
+            a[k] = (const wtype *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes);                       \
+            sum[k] = 0.0f;                                                                                   \
+        }                                                                                                    \
+        for (int64_t i = 0; i < nb; i++) {                                                                   \
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);                              \
+            __m512i yq[4];                                                                                   \
+            __m256i is[GEMV_ROWS], ms[GEMV_ROWS];                                                            \
+            int32_t isum[GEMV_ROWS], msum[GEMV_ROWS];                                                        \
+            ez_avx512_k_y_quads(b[i].qs, yq);                                                                \
+            for (int k = 0; k < GEMV_ROWS; k++) {                                                            \
+                uint8_t sc[8], mn[8];                                                                        \
+                __m512i q[4];                                                                                \
+                ez_avx512_prefetch(&a[k][i], (int)sizeof(wtype));                                            \
+                ez_unpack_q4k_scales(a[k][i].scales, sc, mn);                                                \
+                codes(&a[k][i], q);                                                                          \
+                is[k] = fold_halves(ez_avx512_k_scaled_lanes(q, yq, sc));                                    \
+                ms[k] = ez_avx512_k_min_lanes(mn, bs);                                                       \
+            }                                                                                                \
+            _mm_storeu_si128((__m128i *)isum, lane_sums4(is[0], is[1], is[2], is[3]));                       \
+            _mm_storeu_si128((__m128i *)msum, lane_sums4(ms[0], ms[1], ms[2], ms[3]));                       \
+            for (int k = 0; k < GEMV_ROWS; k++)                                                              \
+                sum[k] += ez_avx512_kmin_block(a[k][i].d, a[k][i].dmin, b[i].d, isum[k], msum[k]);           \
+        }                                                                                                    \
+        for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = sum[k];                                           \
+    }                                                                                                        \
+    for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x)
+
+_Static_assert(GEMV_ROWS == 4, "lane_sums4 reduces four rows");
+
+static void gemv_q4_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    EZ_GEMV_KMIN(ez_block_q4_k, ez_avx512_q4k_codes, EZ_TYPE_Q4_K);
+}
+
+static void gemv_q5_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    EZ_GEMV_KMIN(ez_block_q5_k, ez_avx512_q5k_codes, EZ_TYPE_Q5_K);
+}
+#undef EZ_GEMV_KMIN
+
 ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type) {
     switch (w_type) {
     case EZ_TYPE_Q4_0: return gemv_q4_0;
     case EZ_TYPE_Q5_0: return gemv_q5_0;
     case EZ_TYPE_Q8_0: return gemv_q8_0;
     case EZ_TYPE_IQ4_NL: return gemv_iq4_nl;
+    case EZ_TYPE_Q4_K: return gemv_q4_k;
+    case EZ_TYPE_Q5_K: return gemv_q5_k;
     default: return NULL;
     }
 }

@@ -419,40 +419,45 @@ static void test_llm_matmul_group_matches_single_dots(void) {
 /* The multi-row matvec of a single activation row (decode) against the
  * per-row dots of its own level: identical floats (memcmp), for ragged row
  * counts (rows past each group of 4 go through the dot) and K whose block
- * counts end on every tail (8, 16, 136 blocks: whole steps of 4; 3, 5 and
- * 138: an odd block, a step and an odd block, a step and a pair). The
- * reference dots agree within float rounding: 1e-5 of |dot| + K / 32 (the
- * summation order of one float term per block differs). ez_llm_matmul with M = 1 takes it at the avx512 level and the
- * per-row dots below; both give each level's dot exactly. */
+ * counts end on every tail of the 32-element types (8, 16, 136 blocks:
+ * whole steps of 4; 3, 5 and 138: an odd block, a step and an odd block, a
+ * step and a pair; the K quants take 1, 2 and 17 super-blocks), where the
+ * CPU has AVX-512. The reference dots agree within float rounding: 1e-5
+ * of |dot| + K / 32 (the summation order of one float term per block
+ * differs). ez_llm_matmul with M = 1 gives the active level's dots exactly,
+ * through a kernel or the per-row dots (scalar). */
 static void test_llm_gemv_matches_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K};
     static const int Ks[] = {256, 512, 4352, 96, 160, 4416};
     static const int Rs[] = {1, 3, 4, 5, 37};
-    const int avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
+    const int has_avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
     ez_pool *pool = ez_pool_create(2);
     static float x[4416], y[40], want[40];
-    static uint8_t xq[4416 / 32 * 34];
+    static uint8_t xq[4352 / 256 * 292]; /* a Q8_K row of 4352, more than a Q8_0 row of 4416 */
     int bad = 0;
     CHECK(pool != NULL);
     fill(x, 4416, 2.0f);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        CHECK_MSG(!avx512 || ez_llm_gemv_avx512(types[ti]), "type %u: no AVX-512 gemv", types[ti]);
+        const ez_llm_gemv_fn gemv = has_avx512 ? ez_llm_gemv_avx512(types[ti]) : NULL;
+        CHECK_MSG(!has_avx512 || gemv, "type %u: no AVX-512 gemv", types[ti]);
         for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
             for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
                 const int K = Ks[ki], R = Rs[ri];
-                const ez_llm_matrix w = random_matrix(types[ti], R, K);
+                ez_llm_matrix w;
                 ez_llm_mm mm;
                 ez_llm_acts acts;
-                ez_llm_ops_active()->quant_q8_0(x, xq, K);
-                if (avx512) {
+                if (K % (int)ez_type_traits_of(types[ti])->block_size) continue;
+                w = random_matrix(types[ti], R, K);
+                llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
+                if (gemv) {
                     for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
-                    ez_llm_gemv_avx512(types[ti])(&w, 0, R, xq, y);
+                    gemv(&w, 0, R, xq, y);
                     if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
                         fprintf(stderr, "  gemv %s K=%d R=%d differs from its dots\n", ez_type_traits_of(types[ti])->name, K, R);
                         bad++;
                     }
                     if (R > 1) { /* a row range that starts inside the matrix */
-                        ez_llm_gemv_avx512(types[ti])(&w, 1, R, xq, y);
+                        gemv(&w, 1, R, xq, y);
                         bad += memcmp(y, want + 1, sizeof(float) * (size_t)(R - 1)) != 0;
                     }
                     for (int r = 0; r < R; r++) {
@@ -471,14 +476,15 @@ static void test_llm_gemv_matches_dots(void) {
                 mm.ldy = R;
                 CHECK(ez_llm_matmul(pool, &acts, x, 1, &mm, 1) == ELIZA_OK);
                 if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
-                    fprintf(stderr, "  matmul M=1 %s K=%d R=%d differs from the dots\n", ez_type_traits_of(types[ti])->name, K, R);
+                    fprintf(stderr, "  matmul M=1 %s K=%d R=%d differs from the dots\n",
+                            ez_type_traits_of(types[ti])->name, K, R);
                     bad++;
                 }
                 ez_llm_acts_free(&acts);
                 free((void *)w.data);
             }
     }
-    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL);
+    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q6_K) == NULL);
     CHECK(ez_simd_level_active() == EZ_SIMD_AVX512 || ez_llm_gemv_active(EZ_TYPE_Q8_0) == NULL);
     CHECK(bad == 0);
     ez_pool_destroy(pool);

@@ -17,8 +17,6 @@
 #if defined(EZ_ARCH_X86_64)
 #include <immintrin.h>
 
-static inline float half_to_float_f16c(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
-
 /* Sixteen int32 lanes, each the sum of four products w * y of signed bytes
  * (y in [-127, 127]). */
 static inline __m512i dot_i8_quads(__m512i w, __m512i y) {
@@ -97,108 +95,35 @@ static float dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *x) {
 
 /* ---- K-quants ---- */
 
-/* sum(min_k * bsum) over a Q4_K / Q5_K super-block (each 6-bit min covers
- * two 16-element bsums). */
-static inline int k_min_sum(const uint8_t mn[8], const int16_t bsums[16]) {
-    const __m128i m8 = _mm_loadl_epi64((const __m128i *)mn);
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    return _mm512_reduce_add_epi32(
-        _mm512_zextsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), m16)));
-}
-
-/* Lanes 0-7 scale s0, lanes 8-15 scale s1 of the 32-bit scales in sc. */
-static inline __m512i pick_scales(__m512i sc, int s0, int s1) {
-    return _mm512_permutexvar_epi32(
-        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(s0)), _mm256_set1_epi32(s1), 1), sc);
-}
-
-/* Activation bytes of sub-blocks (2c, 2c + 2) and (2c + 1, 2c + 3) for the
- * codes of chunks c, c + 1 (64 bytes of Q4_K / Q5_K qs: low nibbles are
- * sub-blocks 2c and 2c + 2, high nibbles 2c + 1 and 2c + 3). */
-static inline void k_y_pairs(const int8_t *y, __m512i *lo, __m512i *hi) {
-    const __m512i y0 = _mm512_loadu_si512((const void *)y), y1 = _mm512_loadu_si512((const void *)(y + 64));
-    *lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(1, 0, 1, 0));
-    *hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 2, 3, 2));
-}
-
-/* The super-block's integer sum of scale * code * y: codes lo/hi of chunks
- * 2h, 2h + 1 for h = 0, 1 are passed by the caller in q[4]. */
-static inline int k_scaled_sum(const __m512i q[4], const int8_t *y, const uint8_t sc8[8]) {
-    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc8));
-    __m512i acc = _mm512_setzero_si512();
-    for (int h = 0; h < 2; h++) {
-        __m512i ylo, yhi;
-        k_y_pairs(y + 128 * h, &ylo, &yhi);
-        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * h], ylo),
-                                                       pick_scales(sc, 4 * h, 4 * h + 2)));
-        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * h + 1], yhi),
-                                                       pick_scales(sc, 4 * h + 1, 4 * h + 3)));
-    }
-    return _mm512_reduce_add_epi32(acc);
-}
+/* A Q4_K / Q5_K super-block of one row: its scaled sum, its min sum and
+ * scales in float as the reference orders them (ez_avx512_kmin_block). */
+#define EZ_DOT_KMIN(wtype, codes)                                                                      \
+    const wtype *a = (const wtype *)w;                                                                 \
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;                                                 \
+    const int64_t nb = n / EZ_QK_K;                                                                    \
+    float sum = 0.0f;                                                                                  \
+    for (int64_t i = 0; i < nb; i++) {                                                                 \
+        uint8_t sc[8], mn[8];                                                                          \
+        __m512i q[4], yq[4];                                                                           \
+        ez_avx512_prefetch(&a[i], (int)sizeof(wtype));                                                 \
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);                                                     \
+        codes(&a[i], q);                                                                               \
+        ez_avx512_k_y_quads(b[i].qs, yq);                                                              \
+        sum += ez_avx512_kmin_block(a[i].d, a[i].dmin, b[i].d,                                         \
+                                    _mm512_reduce_add_epi32(ez_avx512_k_scaled_lanes(q, yq, sc)),      \
+                                    _mm512_reduce_add_epi32(_mm512_zextsi256_si512(ez_avx512_k_min_lanes( \
+                                        mn, _mm256_loadu_si256((const __m256i *)b[i].bsums)))));       \
+    }                                                                                                  \
+    return sum
 
 static float dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
-    const ez_block_q4_k *a = (const ez_block_q4_k *)w;
-    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const int64_t nb = n / EZ_QK_K;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t sc[8], mn[8];
-        __m512i q[4];
-        float d, dmin;
-        ez_avx512_prefetch(&a[i], (int)sizeof(ez_block_q4_k));
-        ez_unpack_q4k_scales(a[i].scales, sc, mn);
-        for (int h = 0; h < 2; h++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(a[i].qs + 64 * h));
-            q[2 * h] = _mm512_and_si512(v, m4);
-            q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
-        dmin = half_to_float_f16c(a[i].dmin) * b[i].d;
-        d *= (float)k_scaled_sum(q, b[i].qs, sc);
-        dmin *= (float)k_min_sum(mn, b[i].bsums);
-        sum += d - dmin;
-    }
-    return sum;
-}
-
-/* Q5_K: the fifth bit of sub-block s, element l is bit s of qh[l]. A 16-bit
- * shift by s (per 256-bit half) brings it to bit 0 of each byte. */
-static inline __m512i q5_high_bits(__m512i qh2, int s0, int s1) {
-    const __m512i shift = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)s0)),
-                                             _mm256_set1_epi16((short)s1), 1);
-    return _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh2, shift), _mm512_set1_epi8(1)), 4);
+    EZ_DOT_KMIN(ez_block_q4_k, ez_avx512_q4k_codes);
 }
 
 static float dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
-    const ez_block_q5_k *a = (const ez_block_q5_k *)w;
-    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const int64_t nb = n / EZ_QK_K;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)a[i].qh);
-        const __m512i qh2 = ez_avx512_two_256(qh, qh);
-        uint8_t sc[8], mn[8];
-        __m512i q[4];
-        float d, dmin;
-        ez_avx512_prefetch(&a[i], (int)sizeof(ez_block_q5_k));
-        ez_unpack_q4k_scales(a[i].scales, sc, mn);
-        for (int h = 0; h < 2; h++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(a[i].qs + 64 * h));
-            q[2 * h] = _mm512_or_si512(_mm512_and_si512(v, m4), q5_high_bits(qh2, 4 * h, 4 * h + 2));
-            q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                           q5_high_bits(qh2, 4 * h + 1, 4 * h + 3));
-        }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
-        dmin = half_to_float_f16c(a[i].dmin) * b[i].d;
-        d *= (float)k_scaled_sum(q, b[i].qs, sc);
-        dmin *= (float)k_min_sum(mn, b[i].bsums);
-        sum += d - dmin;
-    }
-    return sum;
+    EZ_DOT_KMIN(ez_block_q5_k, ez_avx512_q5k_codes);
 }
+#undef EZ_DOT_KMIN
 
 /* Q6_K: the unsigned 6-bit codes times the activation, scaled per 16
  * elements, then the -32 offset as 32 * sum(scale * bsum). Per 128-element
@@ -236,7 +161,7 @@ static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
             acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, y01), s01));
             acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, y23), s23));
         }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d = ez_avx512_half_to_float(a[i].d) * b[i].d;
         d *= (float)(_mm512_reduce_add_epi32(acc) -
                      32 * _mm512_reduce_add_epi32(_mm512_zextsi256_si512(offs)));
         sum += d;
