@@ -1,7 +1,8 @@
 /* LLM building blocks in isolation: the AVX2 vector ops against the scalar
  * reference (every length up to a few hundred, so every tail path runs) and
  * against double-precision formulas; rope; the grouped quantized matmul
- * against one dot per output; and the sampler's contract (greedy, top-k,
+ * against one dot per output; the decode matvec against its level's dots,
+ * bit for bit; and the sampler's contract (greedy, top-k,
  * top-p, min-p, penalties, seeds, the distribution it draws from). */
 #include <math.h>
 #include <stdio.h>
