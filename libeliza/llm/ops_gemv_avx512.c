@@ -55,9 +55,9 @@ static inline __m512i neg_zp_sums(__m512i y, int zp) {
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)zp), y));
 }
 
-/* Block pairs as
- * in EZ_DOT_PAIRS: four blocks a step (scales of two pairs from one F16C
- * conversion), then a pair, then a lone block with a zero second scale. */
+/* Block pairs as in EZ_DOT_PAIRS: four blocks a step (scales of two pairs
+ * from one F16C conversion), then a pair, then a lone block with a zero
+ * second scale. */
 #define EZ_GEMV_PAIRS(wtype, codes, zp, w_type)                                                                  \
     const int64_t nb = w->n_cols / EZ_QK;                                                                        \
     const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;                                                           \
