@@ -12,10 +12,11 @@
  * integer each, as in the reference. */
 #include "quant_kernels.h"
 #include "quant_tables.h"
-#include "quant_avx512.h"
 
 #if defined(EZ_ARCH_X86_64)
 #include <immintrin.h>
+
+#include "quant_avx512.h"
 
 /* Sixteen int32 lanes, each the sum of four products w * y of signed bytes
  * (y in [-127, 127]). */
