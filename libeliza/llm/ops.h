@@ -285,4 +285,22 @@ EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type);
 /* The fast kernel for this CPU, or NULL (also under ELIZA_FORCE_SCALAR). */
 EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
 
+/* ---- gemv: one activation row against many weight rows (decode) ---------------------
+ *
+ * y[r - r0] for weight rows [r0, r1) of w against one activation row x (in
+ * the type's vec_dot_type), the same floats, bit for bit, as the per-row dot
+ * of the same level (ez_kernels_avx512(type)->dot, ...): several weight rows
+ * go through each pass over x, sharing its loads and its per-block work, but
+ * every row keeps the dot's own accumulators, summation order and final
+ * reduction. The per-row dot loop is the reference. */
+typedef void (*ez_llm_gemv_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y);
+
+/* NULL for the types without a multi-row kernel (Q4_0, Q5_0, Q8_0, IQ4_NL,
+ * Q4_K and Q5_K have one), and off x86-64. Callers check the CPU. An avx2
+ * kernel of the same design was not clearly faster than the avx2 dots
+ * (docs/simd.md), so that level keeps its dots. */
+EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type);
+/* The kernel of the level in use (ELIZA_SIMD), or NULL: then the per-row dots. */
+EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_active(uint32_t w_type);
+
 #endif /* EZ_LLM_OPS_H */

@@ -116,65 +116,48 @@ static inline __m512i sub32_add(__m512i is, const uint8_t *c, const __m512i q[8]
  * sum the unsigned codes times the activations in 32 bits and vpmulld
  * applies the scale (one per 32, `scale32`, or one per half); then the
  * offsets from the packed bsums. IQ4_XS's codes to 241 need the 32-bit
- * sums; for the others they take fewer instructions than maddubs + madd. */
-static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
-                        const ez_llm_x8k_block *x1, int per16, float out[EZ_LLM_TILE_ROWS][16]) {
-    __m512 acc[EZ_LLM_TILE_ROWS];
-    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t sb = 0; sb < nsb; sb++) {
-        const ez_llm_ktile *t = tiles + sb * EZ_LLM_TILE_ROWS;
-        const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
-        __m512i is[EZ_LLM_TILE_ROWS];
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) is[r] = _mm512_setzero_si512();
-        for (int s = 0; s < 8; s++) {
-            __m512i q[8];
-            for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
-            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-                const uint8_t *c = t[r].codes + 32 * s;
-                is[r] = sub32_add(is[r], c, q, t[r].scale[s], per16);
-            }
-        }
-        {
-            __m512i bs[8];
-            load_bsums(x0 + sb, x1 + sb, bs);
-            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[r] = ksuper_add(&t[r], bs, dx, is[r], acc[r]);
-        }
-    }
-    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) _mm512_storeu_ps(out[r], acc[r]);
-}
-
-/* x16k32_rows for two row groups at once (ta: rows 0-3, tb: rows 4-7 of
- * out): each pair of activation registers serves eight rows, half the
- * activation loads and inserts per product of x16k32_rows. */
-static void x16k32_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
-                         const ez_llm_x8k_block *x1, int per16, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+ * sums; for the others they take fewer instructions than maddubs + madd.
+ * out[r][0..8) for group x0's rows, out[r][8..16) for x1's, r < n_rows:
+ * rows 0-3 from the tiles ta, rows 4-7 (n_rows 8) from tb, so that each pair
+ * of activation registers serves eight rows, half the activation loads and
+ * inserts per product. Inlined with a constant n_rows (x16k32_rows,
+ * x16k32_rows8). */
+static EZ_ALWAYS_INLINE void x16k32_rows_n(int n_rows, int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb,
+                                           const ez_llm_x8k_block *x0, const ez_llm_x8k_block *x1, int per16,
+                                           float out[][16]) {
     enum { R8 = 2 * EZ_LLM_TILE_ROWS };
     __m512 acc[R8];
-    for (int r = 0; r < R8; r++) acc[r] = _mm512_setzero_ps();
+    for (int r = 0; r < n_rows; r++) acc[r] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; sb++) {
         const ez_llm_ktile *t[R8];
         const __m512 dx = halves_ps(x0[sb].d, x1[sb].d);
         __m512i is[R8];
-        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
-            t[r] = ta + sb * EZ_LLM_TILE_ROWS + r;
-            t[r + EZ_LLM_TILE_ROWS] = tb + sb * EZ_LLM_TILE_ROWS + r;
+        for (int r = 0; r < n_rows; r++) {
+            t[r] = (r < EZ_LLM_TILE_ROWS ? ta : tb) + sb * EZ_LLM_TILE_ROWS + r % EZ_LLM_TILE_ROWS;
+            is[r] = _mm512_setzero_si512();
         }
-        for (int r = 0; r < R8; r++) is[r] = _mm512_setzero_si512();
         for (int s = 0; s < 8; s++) {
             __m512i q[8];
             for (int k = 0; k < 8; k++) q[k] = halves(x0[sb].q[8 * s + k], x1[sb].q[8 * s + k]);
-            for (int r = 0; r < R8; r++) {
-                const uint8_t *c = t[r]->codes + 32 * s;
-                is[r] = sub32_add(is[r], c, q, t[r]->scale[s], per16);
-            }
+            for (int r = 0; r < n_rows; r++) is[r] = sub32_add(is[r], t[r]->codes + 32 * s, q, t[r]->scale[s], per16);
         }
         {
             __m512i bs[8];
             load_bsums(x0 + sb, x1 + sb, bs);
-            for (int r = 0; r < R8; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
+            for (int r = 0; r < n_rows; r++) acc[r] = ksuper_add(t[r], bs, dx, is[r], acc[r]);
         }
     }
-    for (int r = 0; r < R8; r++) _mm512_storeu_ps(out[r], acc[r]);
+    for (int r = 0; r < n_rows; r++) _mm512_storeu_ps(out[r], acc[r]);
+}
+
+static void x16k32_rows(int64_t nsb, const ez_llm_ktile *tiles, const ez_llm_x8k_block *x0,
+                        const ez_llm_x8k_block *x1, int per16, float out[EZ_LLM_TILE_ROWS][16]) {
+    x16k32_rows_n(EZ_LLM_TILE_ROWS, nsb, tiles, tiles, x0, x1, per16, out);
+}
+
+static void x16k32_rows8(int64_t nsb, const ez_llm_ktile *ta, const ez_llm_ktile *tb, const ez_llm_x8k_block *x0,
+                         const ez_llm_x8k_block *x1, int per16, float out[2 * EZ_LLM_TILE_ROWS][16]) {
+    x16k32_rows_n(2 * EZ_LLM_TILE_ROWS, nsb, ta, tb, x0, x1, per16, out);
 }
 
 /* Activation rows m .. m + 15 from groups m / 8 and m / 8 + 1; a last lone

@@ -1,7 +1,8 @@
 /* LLM building blocks in isolation: the AVX2 vector ops against the scalar
  * reference (every length up to a few hundred, so every tail path runs) and
  * against double-precision formulas; rope; the grouped quantized matmul
- * against one dot per output; and the sampler's contract (greedy, top-k,
+ * against one dot per output; the decode matvec against its level's dots,
+ * bit for bit; and the sampler's contract (greedy, top-k,
  * top-p, min-p, penalties, seeds, the distribution it draws from). */
 #include <math.h>
 #include <stdio.h>
@@ -321,6 +322,18 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
     return d;
 }
 
+/* A matrix of R random rows of K columns of `type` (its data malloc'ed). */
+static ez_llm_matrix random_matrix(uint32_t type, int R, int K) {
+    ez_llm_matrix w;
+    w.name = "w";
+    w.type = type;
+    w.n_rows = R;
+    w.n_cols = K;
+    w.row_bytes = (size_t)ez_row_bytes(type, (uint64_t)K);
+    w.data = random_rows(type, R, K);
+    return w;
+}
+
 static int close_to(float got, float want, float scale) { return fabsf(got - want) <= 1e-5f * scale + 1e-6f; }
 
 /* The activation rows a weight type's dot reads, quantized as ez_llm_matmul
@@ -404,6 +417,80 @@ static void test_llm_matmul_group_matches_single_dots(void) {
     ez_pool_destroy(pool);
 }
 
+/* The multi-row matvec of a single activation row (decode) against the
+ * per-row dots of its own level: identical floats (memcmp), for ragged row
+ * counts (rows past each group of 4 go through the dot) and K whose block
+ * counts end on every tail of the 32-element types (8, 16, 136 blocks:
+ * whole steps of 4; 3, 5 and 138: an odd block, a step and an odd block, a
+ * step and a pair; the K quants take 1, 2 and 17 super-blocks), where the
+ * CPU has AVX-512. The reference dots agree within float rounding: 1e-5
+ * of |dot| + K / 32 (the summation order of one float term per block
+ * differs). ez_llm_matmul with M = 1 gives the active level's dots exactly,
+ * through a kernel or the per-row dots (scalar). */
+static void test_llm_gemv_matches_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K};
+    static const int Ks[] = {256, 512, 4352, 96, 160, 4416};
+    static const int Rs[] = {1, 3, 4, 5, 37};
+    const int has_avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
+    ez_pool *pool = ez_pool_create(2);
+    static float x[4416], y[40], want[40];
+    static uint8_t xq[4352 / 256 * 292]; /* a Q8_K row of 4352, more than a Q8_0 row of 4416 */
+    int bad = 0;
+    CHECK(pool != NULL);
+    fill(x, 4416, 2.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const ez_llm_gemv_fn gemv = has_avx512 ? ez_llm_gemv_avx512(types[ti]) : NULL;
+        CHECK_MSG(!has_avx512 || gemv, "type %u: no AVX-512 gemv", types[ti]);
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+            for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
+                const int K = Ks[ki], R = Rs[ri];
+                ez_llm_matrix w;
+                ez_llm_mm mm;
+                ez_llm_acts acts;
+                if (K % (int)ez_type_traits_of(types[ti])->block_size) continue;
+                w = random_matrix(types[ti], R, K);
+                llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
+                if (gemv) {
+                    for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                    gemv(&w, 0, R, xq, y);
+                    if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
+                        fprintf(stderr, "  gemv %s K=%d R=%d differs from its dots\n", ez_type_traits_of(types[ti])->name, K, R);
+                        bad++;
+                    }
+                    if (R > 1) { /* a row range that starts inside the matrix */
+                        gemv(&w, 1, R, xq, y);
+                        bad += memcmp(y, want + 1, sizeof(float) * (size_t)(R - 1)) != 0;
+                    }
+                    for (int r = 0; r < R; r++) {
+                        const float ref = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                        if (!close_to(want[r], ref, fabsf(ref) + (float)(K / 32))) {
+                            fprintf(stderr, "  %s K=%d r=%d: dot %g, reference %g\n", ez_type_traits_of(types[ti])->name, K, r, want[r], ref);
+                            bad++;
+                        }
+                    }
+                }
+                /* the matmul at the level in use: its own level's dots, bit for bit */
+                for (int r = 0; r < R; r++) want[r] = ez_kernels(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                ez_llm_acts_init(&acts);
+                mm.w = &w;
+                mm.y = y;
+                mm.ldy = R;
+                CHECK(ez_llm_matmul(pool, &acts, x, 1, &mm, 1) == ELIZA_OK);
+                if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
+                    fprintf(stderr, "  matmul M=1 %s K=%d R=%d differs from the dots\n",
+                            ez_type_traits_of(types[ti])->name, K, R);
+                    bad++;
+                }
+                ez_llm_acts_free(&acts);
+                free((void *)w.data);
+            }
+    }
+    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q6_K) == NULL);
+    CHECK(ez_simd_level_active() == EZ_SIMD_AVX512 || ez_llm_gemv_active(EZ_TYPE_Q8_0) == NULL);
+    CHECK(bad == 0);
+    ez_pool_destroy(pool);
+}
+
 /* The AVX2 tile kernel, the scalar tile reference and the per-pair
  * reference dots agree for every tile type, ragged row counts and odd M. */
 static void test_llm_tile_kernels_match_dots(void) {
@@ -424,12 +511,7 @@ static void test_llm_tile_kernels_match_dots(void) {
         const size_t xrb = (size_t)ez_row_bytes(vdt, (uint64_t)K);
         void *scratch = malloc(ez_llm_tile_scratch(types[ti], K) + 64);
         for (int m = 0; m < M; m++) ez_kernels_ref(vdt)->quant(x + m * K, xq + (size_t)m * xrb, K);
-        w.name = "w";
-        w.type = types[ti];
-        w.n_rows = R;
-        w.n_cols = K;
-        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
-        w.data = random_rows(types[ti], R, K);
+        w = random_matrix(types[ti], R, K);
         CHECK(ez_llm_tile_ref(types[ti]) != NULL);
         ez_llm_tile_ref(types[ti])(&w, 1, R, xq, xrb, M, y_ref, R, scratch);
         for (int m = 0; m < M; m++)
@@ -510,12 +592,7 @@ static void test_llm_x8_kernels_match_dots(void) {
         fns[2] = (ez_cpu_features() & EZ_CPU_AVX2) && ez_llm_cpu_has_avxvnni() ? ez_llm_x8_avx2_vnni(types[ti]) : NULL;
         fns[3] = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512 ? ez_llm_x8_avx512(types[ti]) : NULL;
         CHECK(fns[0] != NULL);
-        w.name = "w";
-        w.type = types[ti];
-        w.n_rows = R;
-        w.n_cols = K;
-        w.row_bytes = (size_t)ez_row_bytes(types[ti], (uint64_t)K);
-        w.data = random_rows(types[ti], R, K);
+        w = random_matrix(types[ti], R, K);
         for (int f = 0; f < 4; f++) {
             if (!fns[f]) continue;
             for (int i = 0; i < M * R; i++) y[i] = NAN;
@@ -801,6 +878,7 @@ int main(void) {
     test_llm_ktile_unpack_matches_reference();
     test_llm_sampler_greedy_first_max();
     test_llm_sampler_contract();
+    test_llm_gemv_matches_dots(); /* last: the random data of the tests above stays as it was */
     if (g_failed) {
         fprintf(stderr, "test_llm_ops: FAILED\n");
         return 1;

@@ -16,28 +16,7 @@
 #if defined(EZ_ARCH_X86_64)
 #include <immintrin.h>
 
-/* As in quant_avx2.c: the weights are prefetched this far ahead. */
-#define PREFETCH_AHEAD 4096
-
-static inline void prefetch_ahead(const void *p, int bytes) {
-    for (int off = 0; off < bytes; off += 64) _mm_prefetch((const char *)p + PREFETCH_AHEAD + off, _MM_HINT_T0);
-}
-
-static inline float half_to_float_f16c(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
-
-static inline float half_product(uint16_t a, uint16_t b) {
-    const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)a | ((uint32_t)b << 16))));
-    return _mm_cvtss_f32(_mm_mul_ss(v, _mm_movehdup_ps(v)));
-}
-
-/* 16 lanes: d0 in the low eight, d1 in the high eight. */
-static inline __m512 two_scales(float d0, float d1) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(d0)), _mm256_set1_ps(d1), 1);
-}
-
-static inline __m512i two_256(__m256i lo, __m256i hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
+#include "quant_avx512.h"
 
 /* Sixteen int32 lanes, each the sum of four products w * y of signed bytes
  * (y in [-127, 127]). */
@@ -46,89 +25,56 @@ static inline __m512i dot_i8_quads(__m512i w, __m512i y) {
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), ys);
 }
 
-/* The 32 codes of two 16-byte nibble arrays, in block order (low nibbles
- * are elements 0-15, high nibbles 16-31): block 0 in the low 256 bits. */
-static inline __m512i two_nibble_blocks(const uint8_t *qs0, const uint8_t *qs1) {
-    const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)qs0)),
-                                              _mm_loadu_si128((const __m128i *)qs1), 1);
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    /* 128-bit lanes (lo0, lo1, hi0, hi1) reordered to (lo0, hi0, lo1, hi1). */
-    const __m512i z = two_256(_mm256_and_si256(t, m4), _mm256_and_si256(_mm256_srli_epi16(t, 4), m4));
-    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));
-}
-
 /* Q4_0 keeps its unsigned codes c = q + 8: sum(q y) = sum(c y) - 8 sum(y),
  * the second term a vpdpbusd of its own that starts the first. */
 static inline __m512i q4_0_pair_dot(const ez_block_q4_0 *a, __m512i y) {
     const __m512i off = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), y);
-    return _mm512_dpbusd_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), off), two_nibble_blocks(a[0].qs, a[1].qs), y);
+    return _mm512_dpbusd_epi32(_mm512_sub_epi32(_mm512_setzero_si512(), off), ez_avx512_nibble_pair(a[0].qs, a[1].qs),
+                               y);
 }
 
-/* Q5_0: nibble - 16 where the fifth bit (qh bit j for element j) is clear. */
-static inline __m512i q5_0_pair(const ez_block_q5_0 *a) {
-    uint32_t h0, h1;
-    __m512i q = two_nibble_blocks(a[0].qs, a[1].qs);
-    memcpy(&h0, a[0].qh, sizeof h0);
-    memcpy(&h1, a[1].qh, sizeof h1);
-    return _mm512_mask_sub_epi8(q, ~(__mmask64)((uint64_t)h0 | ((uint64_t)h1 << 32)), q, _mm512_set1_epi8(16));
+static inline __m512i q5_0_pair_dot(const ez_block_q5_0 *a, __m512i y) {
+    return dot_i8_quads(ez_avx512_q5_0_pair(a), y);
 }
-
-static inline __m512i q8_0_pair(const ez_block_q8_0 *a) {
-    return two_256(_mm256_loadu_si256((const __m256i *)a[0].qs), _mm256_loadu_si256((const __m256i *)a[1].qs));
-}
-
-static inline __m512i q5_0_pair_dot(const ez_block_q5_0 *a, __m512i y) { return dot_i8_quads(q5_0_pair(a), y); }
 
 /* IQ4_NL: the codes of two blocks looked up in its value table. */
 static inline __m512i iq4_nl_pair_dot(const ez_block_iq4_nl *a, __m512i y) {
     const __m512i kv = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ez_kvalues_iq4nl));
-    return dot_i8_quads(_mm512_shuffle_epi8(kv, two_nibble_blocks(a[0].qs, a[1].qs)), y);
-}
-static inline __m512i q8_0_pair_dot(const ez_block_q8_0 *a, __m512i y) { return dot_i8_quads(q8_0_pair(a), y); }
-
-static inline __m512i y_pair(const ez_block_q8_0 *b) {
-    return two_256(_mm256_loadu_si256((const __m256i *)b[0].qs), _mm256_loadu_si256((const __m256i *)b[1].qs));
+    return dot_i8_quads(_mm512_shuffle_epi8(kv, ez_avx512_nibble_pair(a[0].qs, a[1].qs)), y);
 }
 
-/* The products d_w d_x of four consecutive blocks (each starting with its
- * float16 d), converted by one F16C instruction: the same floats as
- * half_product gives one at a time. */
-static inline __m128 scale_products4(const void *w, size_t w_size, const ez_block_q8_0 *b) {
-    const uint8_t *p = (const uint8_t *)w;
-    const __m256 f = _mm256_cvtph_ps(_mm_setr_epi16((short)ez_load_u16(p), (short)ez_load_u16(p + w_size),
-                                                    (short)ez_load_u16(p + 2 * w_size),
-                                                    (short)ez_load_u16(p + 3 * w_size), (short)b[0].d,
-                                                    (short)b[1].d, (short)b[2].d, (short)b[3].d));
-    return _mm_mul_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1));
+static inline __m512i q8_0_pair_dot(const ez_block_q8_0 *a, __m512i y) {
+    return dot_i8_quads(ez_avx512_q8_0_pair(a), y);
 }
 
 /* acc + (d_w d_x per block) * sum(w * x) for blocks i, i + 1. A last odd
  * block goes through the same code with a zero second scale (its second
  * block reads block i again: in bounds). */
-#define EZ_DOT_PAIRS(wtype, pair_dot)                                                             \
-    const wtype *a = (const wtype *)w;                                                            \
-    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;                                            \
-    const __m512i pick01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);    \
-    const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));                        \
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                \
-    int64_t i = 0, nb = n / EZ_QK;                                                                \
-    for (; i + 4 <= nb; i += 4) {                                                                 \
-        const __m512 d4 = _mm512_castps128_ps512(scale_products4(&a[i], sizeof(wtype), &b[i]));   \
-        prefetch_ahead(&a[i], 4 * (int)sizeof(wtype));                                            \
-        acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick01, d4),                                  \
-                               _mm512_cvtepi32_ps(pair_dot(&a[i], y_pair(&b[i]))), acc0);        \
-        acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick23, d4),                                  \
-                               _mm512_cvtepi32_ps(pair_dot(&a[i + 2], y_pair(&b[i + 2]))), acc1); \
-    }                                                                                             \
-    for (; i + 2 <= nb; i += 2)                                                                   \
-        acc0 = _mm512_fmadd_ps(two_scales(half_product(a[i].d, b[i].d), half_product(a[i + 1].d, b[i + 1].d)), \
-                               _mm512_cvtepi32_ps(pair_dot(&a[i], y_pair(&b[i]))), acc0);        \
-    if (i < nb) {                                                                                 \
-        const wtype pair[2] = {a[i], a[i]};                                                       \
-        const ez_block_q8_0 ys[2] = {b[i], b[i]};                                                 \
-        acc1 = _mm512_fmadd_ps(two_scales(half_product(a[i].d, b[i].d), 0.0f),                   \
-                               _mm512_cvtepi32_ps(pair_dot(pair, y_pair(ys))), acc1);            \
-    }                                                                                             \
+#define EZ_DOT_PAIRS(wtype, pair_dot)                                                                          \
+    const wtype *a = (const wtype *)w;                                                                         \
+    const ez_block_q8_0 *b = (const ez_block_q8_0 *)x;                                                         \
+    const __m512i pick01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);                  \
+    const __m512i pick23 = _mm512_add_epi32(pick01, _mm512_set1_epi32(2));                                     \
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();                                             \
+    int64_t i = 0, nb = n / EZ_QK;                                                                             \
+    for (; i + 4 <= nb; i += 4) {                                                                              \
+        const __m512 d4 = _mm512_castps128_ps512(ez_avx512_scale_products4(&a[i], sizeof(wtype), &b[i]));      \
+        ez_avx512_prefetch(&a[i], 4 * (int)sizeof(wtype));                                                     \
+        acc0 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick01, d4),                                              \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i], ez_avx512_q8_0_pair(&b[i]))), acc0);         \
+        acc1 = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick23, d4),                                              \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i + 2], ez_avx512_q8_0_pair(&b[i + 2]))), acc1); \
+    }                                                                                                          \
+    for (; i + 2 <= nb; i += 2)                                                                                \
+        acc0 = _mm512_fmadd_ps(ez_avx512_two_scales(ez_avx512_half_product(a[i].d, b[i].d),                    \
+                                                    ez_avx512_half_product(a[i + 1].d, b[i + 1].d)),           \
+                               _mm512_cvtepi32_ps(pair_dot(&a[i], ez_avx512_q8_0_pair(&b[i]))), acc0);         \
+    if (i < nb) {                                                                                              \
+        const wtype pair[2] = {a[i], a[i]};                                                                    \
+        const ez_block_q8_0 ys[2] = {b[i], b[i]};                                                              \
+        acc1 = _mm512_fmadd_ps(ez_avx512_two_scales(ez_avx512_half_product(a[i].d, b[i].d), 0.0f),             \
+                               _mm512_cvtepi32_ps(pair_dot(pair, ez_avx512_q8_0_pair(ys))), acc1);             \
+    }                                                                                                          \
     return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1))
 
 static float dot_q4_0_q8_0_avx512(int64_t n, const void *w, const void *x) {
@@ -150,108 +96,35 @@ static float dot_iq4_nl_q8_0_avx512(int64_t n, const void *w, const void *x) {
 
 /* ---- K-quants ---- */
 
-/* sum(min_k * bsum) over a Q4_K / Q5_K super-block (each 6-bit min covers
- * two 16-element bsums). */
-static inline int k_min_sum(const uint8_t mn[8], const int16_t bsums[16]) {
-    const __m128i m8 = _mm_loadl_epi64((const __m128i *)mn);
-    const __m256i m16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-    return _mm512_reduce_add_epi32(
-        _mm512_zextsi256_si512(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsums), m16)));
-}
-
-/* Lanes 0-7 scale s0, lanes 8-15 scale s1 of the 32-bit scales in sc. */
-static inline __m512i pick_scales(__m512i sc, int s0, int s1) {
-    return _mm512_permutexvar_epi32(
-        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(s0)), _mm256_set1_epi32(s1), 1), sc);
-}
-
-/* Activation bytes of sub-blocks (2c, 2c + 2) and (2c + 1, 2c + 3) for the
- * codes of chunks c, c + 1 (64 bytes of Q4_K / Q5_K qs: low nibbles are
- * sub-blocks 2c and 2c + 2, high nibbles 2c + 1 and 2c + 3). */
-static inline void k_y_pairs(const int8_t *y, __m512i *lo, __m512i *hi) {
-    const __m512i y0 = _mm512_loadu_si512((const void *)y), y1 = _mm512_loadu_si512((const void *)(y + 64));
-    *lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(1, 0, 1, 0));
-    *hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 2, 3, 2));
-}
-
-/* The super-block's integer sum of scale * code * y: codes lo/hi of chunks
- * 2h, 2h + 1 for h = 0, 1 are passed by the caller in q[4]. */
-static inline int k_scaled_sum(const __m512i q[4], const int8_t *y, const uint8_t sc8[8]) {
-    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)sc8));
-    __m512i acc = _mm512_setzero_si512();
-    for (int h = 0; h < 2; h++) {
-        __m512i ylo, yhi;
-        k_y_pairs(y + 128 * h, &ylo, &yhi);
-        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * h], ylo),
-                                                       pick_scales(sc, 4 * h, 4 * h + 2)));
-        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * h + 1], yhi),
-                                                       pick_scales(sc, 4 * h + 1, 4 * h + 3)));
-    }
-    return _mm512_reduce_add_epi32(acc);
-}
+/* A Q4_K / Q5_K super-block of one row: its scaled sum, its min sum and
+ * scales in float as the reference orders them (ez_avx512_kmin_block). */
+#define EZ_DOT_KMIN(wtype, codes)                                                                      \
+    const wtype *a = (const wtype *)w;                                                                 \
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;                                                 \
+    const int64_t nb = n / EZ_QK_K;                                                                    \
+    float sum = 0.0f;                                                                                  \
+    for (int64_t i = 0; i < nb; i++) {                                                                 \
+        uint8_t sc[8], mn[8];                                                                          \
+        __m512i q[4], yq[4];                                                                           \
+        ez_avx512_prefetch(&a[i], (int)sizeof(wtype));                                                 \
+        ez_unpack_q4k_scales(a[i].scales, sc, mn);                                                     \
+        codes(&a[i], q);                                                                               \
+        ez_avx512_k_y_quads(b[i].qs, yq);                                                              \
+        sum += ez_avx512_kmin_block(a[i].d, a[i].dmin, b[i].d,                                         \
+                                    _mm512_reduce_add_epi32(ez_avx512_k_scaled_lanes(q, yq, sc)),      \
+                                    _mm512_reduce_add_epi32(_mm512_zextsi256_si512(ez_avx512_k_min_lanes( \
+                                        mn, _mm256_loadu_si256((const __m256i *)b[i].bsums)))));       \
+    }                                                                                                  \
+    return sum
 
 static float dot_q4_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
-    const ez_block_q4_k *a = (const ez_block_q4_k *)w;
-    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const int64_t nb = n / EZ_QK_K;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        uint8_t sc[8], mn[8];
-        __m512i q[4];
-        float d, dmin;
-        prefetch_ahead(&a[i], (int)sizeof(ez_block_q4_k));
-        ez_unpack_q4k_scales(a[i].scales, sc, mn);
-        for (int h = 0; h < 2; h++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(a[i].qs + 64 * h));
-            q[2 * h] = _mm512_and_si512(v, m4);
-            q[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
-        dmin = half_to_float_f16c(a[i].dmin) * b[i].d;
-        d *= (float)k_scaled_sum(q, b[i].qs, sc);
-        dmin *= (float)k_min_sum(mn, b[i].bsums);
-        sum += d - dmin;
-    }
-    return sum;
-}
-
-/* Q5_K: the fifth bit of sub-block s, element l is bit s of qh[l]. A 16-bit
- * shift by s (per 256-bit half) brings it to bit 0 of each byte. */
-static inline __m512i q5_high_bits(__m512i qh2, int s0, int s1) {
-    const __m512i shift = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)s0)),
-                                             _mm256_set1_epi16((short)s1), 1);
-    return _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh2, shift), _mm512_set1_epi8(1)), 4);
+    EZ_DOT_KMIN(ez_block_q4_k, ez_avx512_q4k_codes);
 }
 
 static float dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
-    const ez_block_q5_k *a = (const ez_block_q5_k *)w;
-    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    const int64_t nb = n / EZ_QK_K;
-    float sum = 0.0f;
-    for (int64_t i = 0; i < nb; i++) {
-        const __m256i qh = _mm256_loadu_si256((const __m256i *)a[i].qh);
-        const __m512i qh2 = two_256(qh, qh);
-        uint8_t sc[8], mn[8];
-        __m512i q[4];
-        float d, dmin;
-        prefetch_ahead(&a[i], (int)sizeof(ez_block_q5_k));
-        ez_unpack_q4k_scales(a[i].scales, sc, mn);
-        for (int h = 0; h < 2; h++) {
-            const __m512i v = _mm512_loadu_si512((const void *)(a[i].qs + 64 * h));
-            q[2 * h] = _mm512_or_si512(_mm512_and_si512(v, m4), q5_high_bits(qh2, 4 * h, 4 * h + 2));
-            q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                                           q5_high_bits(qh2, 4 * h + 1, 4 * h + 3));
-        }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
-        dmin = half_to_float_f16c(a[i].dmin) * b[i].d;
-        d *= (float)k_scaled_sum(q, b[i].qs, sc);
-        dmin *= (float)k_min_sum(mn, b[i].bsums);
-        sum += d - dmin;
-    }
-    return sum;
+    EZ_DOT_KMIN(ez_block_q5_k, ez_avx512_q5k_codes);
 }
+#undef EZ_DOT_KMIN
 
 /* Q6_K: the unsigned 6-bit codes times the activation, scaled per 16
  * elements, then the -32 offset as 32 * sum(scale * bsum). Per 128-element
@@ -271,11 +144,11 @@ static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
                                                _mm256_loadu_si256((const __m256i *)b[i].bsums));
         __m512i acc = _mm512_setzero_si512();
         float d;
-        prefetch_ahead(&a[i], (int)sizeof(ez_block_q6_k));
+        ez_avx512_prefetch(&a[i], (int)sizeof(ez_block_q6_k));
         for (int h = 0; h < 2; h++) {
             const __m512i l = _mm512_loadu_si512((const void *)(a[i].ql + 64 * h));
             const __m256i h8 = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
-            const __m512i hh = two_256(h8, h8);
+            const __m512i hh = ez_avx512_two_256(h8, h8);
             const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl01), m2));
             const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
                                                 _mm512_and_si512(_mm512_srlv_epi16(hh, shr23), m2));
@@ -289,7 +162,7 @@ static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
             acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, y01), s01));
             acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, y23), s23));
         }
-        d = half_to_float_f16c(a[i].d) * b[i].d;
+        d = ez_avx512_half_to_float(a[i].d) * b[i].d;
         d *= (float)(_mm512_reduce_add_epi32(acc) -
                      32 * _mm512_reduce_add_epi32(_mm512_zextsi256_si512(offs)));
         sum += d;
@@ -318,7 +191,7 @@ static inline __m512 f32x16(const uint8_t *p, __mmask16 m) { return _mm512_maskz
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;                                     \
     int64_t i = 0;                                                                                  \
     for (; i + 64 <= n; i += 64) {                                                                  \
-        prefetch_ahead(a + (wbytes) * i, 64 * (wbytes));                                            \
+        ez_avx512_prefetch(a + (wbytes) * i, 64 * (wbytes));                                            \
         s0 = _mm512_fmadd_ps(load(a + (wbytes) * i, 0xffff), _mm512_loadu_ps(y + i), s0);           \
         s1 = _mm512_fmadd_ps(load(a + (wbytes) * (i + 16), 0xffff), _mm512_loadu_ps(y + i + 16), s1); \
         s2 = _mm512_fmadd_ps(load(a + (wbytes) * (i + 32), 0xffff), _mm512_loadu_ps(y + i + 32), s2); \
