@@ -834,6 +834,85 @@ static void test_run_silence_and_tiny_inputs(void) {
     free(zeros);
 }
 
+/* Two voices whose stand-in embeddings lie at cosine distance `dist`: the
+ * first speaks alone for `first` s, then 14.5 s of silence, then the
+ * second for 20 s, so no 10 s window holds both and nothing but the
+ * threshold keeps them apart. */
+typedef struct {
+    fake_ctx fc; /* first: fake_segment reads it */
+    float voice[2][EMB_DIM];
+} pair_ctx;
+
+static int32_t pair_embed(void *ctx, const float *pcm, size_t n, float *out) {
+    const pair_ctx *pc = (const pair_ctx *)ctx;
+    memcpy(out, pc->voice[voice_of(pcm, n) == 1], sizeof pc->voice[0]);
+    return ELIZA_OK;
+}
+
+/* How many speakers a whole run finds in that recording: offline, or live
+ * (pushed at once, 5 s latency). -1 when the run fails. */
+static int pair_speakers(double dist, double first, int live) {
+    const double start[2] = {0.5, first + 15.0}, len[2] = {first, 20.0};
+    const size_t n = (size_t)((start[1] + len[1] + 0.5) * SR);
+    pair_ctx pc;
+    ez_diar_models m;
+    eliza_diarize_options o = default_options();
+    eliza_diarize_turn *t = NULL;
+    size_t n_turns = 0;
+    float *x = (float *)calloc(n, sizeof *x);
+    int k = -1;
+    memset(&pc, 0, sizeof pc);
+    pc.voice[0][0] = 1.0f;
+    pc.voice[1][0] = (float)(1.0 - dist);
+    pc.voice[1][1] = (float)sqrt(1.0 - (1.0 - dist) * (1.0 - dist));
+    for (int v = 0; v < 2; v++)
+        for (size_t i = (size_t)(start[v] * SR); i < (size_t)((start[v] + len[v]) * SR); i++)
+            x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[v] * (double)i / SR));
+    m = fake_models(&pc.fc);
+    m.embed = pair_embed;
+    m.ctx = &pc;
+    if (!live) {
+        if (ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns, NULL) == ELIZA_OK) k = n_speakers_of(t, n_turns);
+        free(t);
+    } else {
+        ez_diar_stream *st = NULL;
+        int32_t rc = ez_diar_stream_create(&m, &o, 5.0, &st);
+        if (rc == ELIZA_OK) rc = ez_diar_stream_push(st, x, n);
+        if (rc == ELIZA_OK) rc = ez_diar_stream_finish(st);
+        k = 0;
+        while (rc == ELIZA_OK) {
+            rc = ez_diar_stream_pull(st, &t, &n_turns);
+            if (rc == ELIZA_OK || rc == ELIZA_DONE) k = EZ_MAX(k, n_speakers_of(t, n_turns));
+            free(t);
+            t = NULL;
+        }
+        if (rc != ELIZA_DONE) k = -1;
+        ez_diar_stream_free(st);
+    }
+    free(x);
+    return k;
+}
+
+/* The threshold reaches the clustering as given, offline and live: two
+ * voices 5% inside the default threshold are one speaker, 5% outside it
+ * two, so scaling it by 10% anywhere on the way (the options, the
+ * pipeline's hand-off, the cut, the stream's new-speaker test) fails here.
+ * Live, the window where the second voice begins (under 2 s of it) joins
+ * the running speaker and pulls its centroid towards the new voice by
+ * about 1/N of their distance (N windows so far): at 20 s of the first
+ * voice that pull ate the 5% margin (0.525 gave one speaker), at 80 s it
+ * leaves most of it. */
+static void test_run_threshold_separates_two_voices(void) {
+    const double t = default_options().threshold;
+    for (int live = 0; live < 2; live++) {
+        const int inside = pair_speakers(0.95 * t, 80.0, live), outside = pair_speakers(1.05 * t, 80.0, live);
+        CHECK_MSG(inside == 1, "%s: voices 5%% inside the threshold %g gave %d speakers", live ? "live" : "offline",
+                  t, inside);
+        CHECK_MSG(outside == 2, "%s: voices 5%% outside the threshold %g gave %d speakers", live ? "live" : "offline",
+                  t, outside);
+    }
+}
+
 static void test_voice_embedding_of_reference_audio(void) {
     fake_ctx fc = {0};
     ez_diar_models m = fake_models(&fc);
@@ -1040,6 +1119,7 @@ int main(void) {
     test_reconstruct_count_limits_speakers();
     test_reconstruct_exclusive_has_one_speaker_at_a_time();
     test_run_silence_and_tiny_inputs();
+    test_run_threshold_separates_two_voices();
     test_run_synthetic_conversation(SR);
     test_run_synthetic_conversation(48000);
     test_run_synthetic_conversation(8000);
