@@ -948,6 +948,56 @@ static void test_voice_embedding_of_reference_audio(void) {
     free(x);
 }
 
+/* The enrolled voices: enrol, refuse a name twice and silence (nothing
+ * changes), list, name a run's speakers, remove one, remove all. */
+static void test_voices_registry(void) {
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    ez_diar_voices v;
+    ez_diar_speakers sp;
+    ez_diar_voice_name *names = NULL;
+    float *dist = NULL, cent[2 * EMB_DIM];
+    char *list = NULL;
+    size_t n = 4 * SR;
+    float *x[2];
+    memset(&v, 0, sizeof v);
+    for (int k = 0; k < 2; k++) {
+        x[k] = (float *)calloc(n, sizeof(float));
+        for (size_t i = SR / 2; i < 7 * SR / 2; i++)
+            x[k][i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[2 * k] * (double)i / SR));
+    }
+    CHECK_MSG(ez_diar_voices_enroll(&v, &m, "ann", x[0], n, SR) == ELIZA_OK &&
+                  ez_diar_voices_enroll(&v, &m, "bob", x[1], n, SR) == ELIZA_OK && v.n == 2,
+              "enrol: %s", ez_error_message());
+    CHECK(ez_diar_voices_enroll(&v, &m, "ann", x[1], n, SR) == ELIZA_E_INVALID_ARG && v.n == 2);
+    memset(x[0], 0, n * sizeof(float));
+    CHECK(ez_diar_voices_enroll(&v, &m, "cid", x[0], n, SR) == ELIZA_E_INVALID_ARG && v.n == 2);
+    CHECK(ez_diar_voices_find(&v, "bob") == 1 && ez_diar_voices_find(&v, "cid") == -1);
+    CHECK(ez_diar_voices_list(&v, &list) == ELIZA_OK && strcmp(list, "ann\nbob\n") == 0);
+    free(list);
+    /* Speaker 0 sounds like bob, speaker 1 like ann. */
+    memcpy(cent, v.emb + EMB_DIM, sizeof(float) * EMB_DIM);
+    memcpy(cent + EMB_DIM, v.emb, sizeof(float) * EMB_DIM);
+    memset(&sp, 0, sizeof sp);
+    sp.n_speakers = 2;
+    sp.dim = EMB_DIM;
+    sp.centroids = cent;
+    CHECK(ez_diar_voices_name(&v, &sp, 0.2f, &names, &dist) == ELIZA_OK);
+    CHECK_MSG(names && strcmp(names[0], "bob") == 0 && strcmp(names[1], "ann") == 0 && dist[0] < 1e-5f,
+              "named %s, %s", names ? names[0] : "-", names ? names[1] : "-");
+    free(names);
+    free(dist);
+    CHECK(ez_diar_voices_remove(&v, "ann") == ELIZA_OK && v.n == 1 && ez_diar_voices_find(&v, "bob") == 0);
+    CHECK(memcmp(v.emb, cent, sizeof(float) * EMB_DIM) == 0);
+    CHECK(ez_diar_voices_remove(&v, "ann") == ELIZA_E_NOT_FOUND);
+    CHECK(ez_diar_voices_remove(&v, NULL) == ELIZA_OK && v.n == 0);
+    CHECK(ez_diar_voices_list(&v, &list) == ELIZA_OK && list[0] == '\0');
+    free(list);
+    ez_diar_voices_free(&v);
+    free(x[0]);
+    free(x[1]);
+}
+
 static void test_identify_is_one_to_one_under_the_threshold(void) {
     /* Speakers 0 and 1 are both nearest voice 0; 1 is nearer and takes it,
      * 0 takes voice 1; speaker 2 is near voice 1 too, but it is taken. */
@@ -1126,6 +1176,7 @@ int main(void) {
     test_run_cancel();
     test_voice_embedding_of_reference_audio();
     test_identify_is_one_to_one_under_the_threshold();
+    test_voices_registry();
     test_stream_matches_offline_and_never_revises();
     test_run_two_hours_bounded();
     printf("%d passed, %d failed\n", g_passed, g_failed);
