@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -219,6 +220,39 @@ def test_eliza_simd_pins_a_level_the_cpu_has(level: str) -> None:
     if not _LEVEL_FEATURES[level] <= cpu:
         pytest.skip(f"this CPU lacks the {level} level ({sorted(cpu)})")
     assert _capabilities_under({"ELIZA_SIMD": level})["simd"] == level
+
+
+# The capabilities' x86 feature names and the Linux /proc/cpuinfo flags of
+# the same features (the kernel lists a flag only where the OS saves its
+# registers, as the library's probe checks XCR0).
+_CPUINFO_FLAGS = {
+    "avx2": "avx2",
+    "fma": "fma",
+    "f16c": "f16c",
+    "avx512f": "avx512f",
+    "avx512bw": "avx512bw",
+    "avx512vl": "avx512vl",
+    "avx512dq": "avx512dq",
+    "avx512vnni": "avx512_vnni",
+    "avx512bf16": "avx512_bf16",
+    "avx512vbmi": "avx512vbmi",
+    "avxvnni": "avx_vnni",
+}
+
+
+def test_capabilities_cpu_list_is_the_cpus_features() -> None:
+    """One probe reports every x86 feature the kernels use, AVX-VNNI and the
+    AVX-512 sub-features included, and nothing the CPU lacks."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file() or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("needs Linux on x86-64 (/proc/cpuinfo flags)")
+    flags: set[str] = set()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    want = {name for name, flag in _CPUINFO_FLAGS.items() if flag in flags}
+    assert set(eliza.capabilities()["cpu"]) == want
 
 
 def test_eliza_simd_keeps_the_best_level_for_one_the_cpu_lacks() -> None:

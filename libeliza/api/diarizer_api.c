@@ -1,6 +1,7 @@
 /* The eliza_diarizer handle: its state, open and close, the model calls for
- * tests and inspection (segment, embed), and the pipeline call with its
- * option checks (diar/pipeline.h does the work), cancel and progress. */
+ * tests and inspection (segment, embed), the pipeline call with its option
+ * checks (diar/pipeline.h does the work), cancel and progress, and the
+ * enrolment calls' argument checks (diar/identify.h keeps the voices). */
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -20,10 +21,6 @@
 #include "diar/segmentation.h"
 #include "diar/stream.h"
 
-/* Longest enrolled name (bytes) and most enrolled voices. */
-#define VOICE_NAME_MAX 64
-#define MAX_VOICES 1024
-
 struct eliza_diarizer {
     ez_seg_model *seg;
     ez_emb_model *emb;
@@ -34,12 +31,10 @@ struct eliza_diarizer {
     ez_atomic_i64 busy;        /* DIAR_IDLE, DIAR_IN_CALL or DIAR_CLOSING */
     ez_atomic_int refs;        /* the host's handle plus one per open stream */
     ez_diar_speakers last;     /* the speakers of the last successful eliza_diarize() */
-    char (*last_name)[VOICE_NAME_MAX + 1];  /* [last.n_speakers]: the name of the voice each took, or "" */
+    ez_diar_voice_name *last_name; /* [last.n_speakers]: the name of the voice each took, or "" */
     float *last_distance;      /* [last.n_speakers]: cosine distance to it (or the nearest) */
     int have_last;
-    char (*voice_name)[VOICE_NAME_MAX + 1];  /* [n_voices] enrolled names */
-    float *voice;              /* [n_voices, emb_dim] their unit-norm embeddings */
-    int n_voices;
+    ez_diar_voices voices;     /* the enrolled voices */
 };
 
 /* The handle's one call at a time, and a close that waits for it: a call
@@ -83,8 +78,7 @@ static void release(eliza_diarizer *d) {
     ez_diar_speakers_free(&d->last);
     free(d->last_name);
     free(d->last_distance);
-    free(d->voice_name);
-    free(d->voice);
+    ez_diar_voices_free(&d->voices);
     ez_seg_free(d->seg);
     ez_emb_free(d->emb);
     free(d);
@@ -332,9 +326,8 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     ez_diar_models m;
     ez_diar_control ctl;
     ez_diar_speakers speakers;
-    int32_t *voice;
     float *distance;
-    char(*names)[VOICE_NAME_MAX + 1];
+    ez_diar_voice_name *names;
     int32_t rc;
 
     if (!pcm && n_samples)
@@ -356,20 +349,7 @@ static int32_t diarize_entered(eliza_diarizer *diarizer, const float *pcm, size_
     ctl.progress = &diarizer->progress;
     rc = ez_diar_run(&m, pcm, n_samples, sample_rate, &opt, &ctl, out_turns, out_count, &speakers);
     if (rc) return rc;
-    voice = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(speakers.n_speakers, 1));
-    distance = (float *)malloc(sizeof(float) * (size_t)EZ_MAX(speakers.n_speakers, 1));
-    names = (char(*)[VOICE_NAME_MAX + 1])malloc(sizeof *names * (size_t)EZ_MAX(speakers.n_speakers, 1));
-    if (!voice || !distance || !names)
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory naming %d speakers", speakers.n_speakers);
-    else
-        rc = ez_diar_identify(speakers.centroids, speakers.n_speakers, diarizer->voice, diarizer->n_voices,
-                              speakers.dim, opt.identify_threshold, voice, distance);
-    for (int s = 0; rc == ELIZA_OK && s < speakers.n_speakers; s++)
-        snprintf(names[s], sizeof names[s], "%s", voice[s] >= 0 ? diarizer->voice_name[voice[s]] : "");
-    free(voice);
-    if (rc) {
-        free(names);
-        free(distance);
+    if ((rc = ez_diar_voices_name(&diarizer->voices, &speakers, opt.identify_threshold, &names, &distance))) {
         ez_diar_speakers_free(&speakers);
         free(*out_turns);
         *out_turns = NULL;
@@ -443,24 +423,18 @@ float eliza_diarizer_progress(const eliza_diarizer *diarizer) {
     return (float)ez_atomic_int_load((ez_atomic_int *)&diarizer->progress) / 1e6f;
 }
 
-/* ---- enrolled voices --------------------------------------------------------------- */
+/* ---- enrolled voices (diar/identify.h keeps them) --------------------------------- */
 
-static int find_voice(const eliza_diarizer *d, const char *name) {
-    for (int v = 0; v < d->n_voices; v++)
-        if (strcmp(d->voice_name[v], name) == 0) return v;
-    return -1;
-}
-
-/* A name fit for labels and RTTM: 1..VOICE_NAME_MAX bytes of UTF-8 without
- * spaces or control characters. */
+/* A name fit for labels and RTTM: 1..EZ_DIAR_VOICE_NAME_MAX bytes of UTF-8
+ * without spaces or control characters. */
 static int32_t check_name(const char *name) {
     size_t len;
     if (!name) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: name is NULL");
     len = strlen(name);
     if (len == 0) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is empty");
-    if (len > VOICE_NAME_MAX)
+    if (len > EZ_DIAR_VOICE_NAME_MAX)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is %zu bytes, at most %d", len,
-                       VOICE_NAME_MAX);
+                       EZ_DIAR_VOICE_NAME_MAX);
     if (ez_utf8_invalid_at(name, len) != len)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: the name is not valid UTF-8 (byte %zu)",
                        ez_utf8_invalid_at(name, len));
@@ -474,15 +448,8 @@ static int32_t check_name(const char *name) {
 static int32_t enroll_entered(eliza_diarizer *d, const char *name, const float *pcm, size_t n_samples,
                               int32_t sample_rate) {
     ez_diar_models m;
-    float *emb = NULL;
-    double speech = 0.0;
     int32_t rc;
     if ((rc = check_name(name))) return rc;
-    if (find_voice(d, name) >= 0)
-        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: '%s' is already enrolled", name);
-    if (d->n_voices >= MAX_VOICES)
-        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: %d voices are enrolled already, the most",
-                       d->n_voices);
     if (!pcm && n_samples)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: pcm is NULL but n_samples is %zu", n_samples);
     if (sample_rate < MIN_RATE || sample_rate > MAX_RATE)
@@ -493,25 +460,7 @@ static int32_t enroll_entered(eliza_diarizer *d, const char *name, const float *
             return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: sample %zu is %s", i,
                            isnan(pcm[i]) ? "NaN" : "infinite");
     if ((rc = models_of(d, &m))) return rc;
-    {
-        float *voice = (float *)realloc(d->voice, sizeof(float) * (size_t)(d->n_voices + 1) * (size_t)m.emb_dim);
-        char(*names)[VOICE_NAME_MAX + 1];
-        if (voice) d->voice = voice;
-        names = (char(*)[VOICE_NAME_MAX + 1])realloc(d->voice_name, sizeof *names * (size_t)(d->n_voices + 1));
-        if (names) d->voice_name = names;
-        if (!voice || !names) return ez_fail(ELIZA_E_NOMEM, "out of memory enrolling '%s'", name);
-    }
-    emb = d->voice + (size_t)d->n_voices * (size_t)m.emb_dim;
-    rc = ez_diar_voice_embedding(&m, pcm, n_samples, sample_rate, emb, &speech);
-    if (rc == ELIZA_E_INVALID_ARG) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", ez_error_message());
-        return ez_fail(rc, "eliza_diarizer_enroll '%s': %s", name, why);
-    }
-    if (rc) return rc;
-    memcpy(d->voice_name[d->n_voices], name, strlen(name) + 1);
-    d->n_voices++;
-    return ELIZA_OK;
+    return ez_diar_voices_enroll(&d->voices, &m, name, pcm, n_samples, sample_rate);
 }
 
 int32_t eliza_diarizer_enroll(eliza_diarizer *diarizer, const char *name, const float *pcm, size_t n_samples,
@@ -530,28 +479,12 @@ int32_t eliza_diarizer_unenroll(eliza_diarizer *diarizer, const char *name) {
     ez_clear_error();
     if (!diarizer) return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_unenroll: diarizer is NULL");
     if ((rc = enter(diarizer, "eliza_diarizer_unenroll"))) return rc;
-    if (!name) {
-        diarizer->n_voices = 0;
-    } else {
-        int v = find_voice(diarizer, name);
-        int dim = ez_emb_dim(diarizer->emb);
-        if (v < 0) {
-            rc = ez_fail(ELIZA_E_NOT_FOUND, "eliza_diarizer_unenroll: no voice is enrolled as '%s'", name);
-        } else {
-            memmove(diarizer->voice_name[v], diarizer->voice_name[v + 1],
-                    sizeof *diarizer->voice_name * (size_t)(diarizer->n_voices - v - 1));
-            memmove(diarizer->voice + (size_t)v * dim, diarizer->voice + (size_t)(v + 1) * dim,
-                    sizeof(float) * (size_t)dim * (size_t)(diarizer->n_voices - v - 1));
-            diarizer->n_voices--;
-        }
-    }
+    rc = ez_diar_voices_remove(&diarizer->voices, name);
     leave(diarizer);
     return rc;
 }
 
 int32_t eliza_diarizer_enrolled(eliza_diarizer *diarizer, char **out_names, size_t *out_count) {
-    size_t len = 0;
-    char *buf;
     int32_t rc;
     ez_clear_error();
     if (out_names) *out_names = NULL;
@@ -559,29 +492,15 @@ int32_t eliza_diarizer_enrolled(eliza_diarizer *diarizer, char **out_names, size
     if (!diarizer || !out_names || !out_count)
         return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enrolled: a required pointer is NULL");
     if ((rc = enter(diarizer, "eliza_diarizer_enrolled"))) return rc;
-    for (int v = 0; v < diarizer->n_voices; v++) len += strlen(diarizer->voice_name[v]) + 1;
-    buf = (char *)malloc(len + 1);
-    if (!buf) {
-        leave(diarizer);
-        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_enrolled: no memory for %zu bytes", len + 1);
-    }
-    len = 0;
-    for (int v = 0; v < diarizer->n_voices; v++) {
-        size_t l = strlen(diarizer->voice_name[v]);
-        memcpy(buf + len, diarizer->voice_name[v], l);
-        buf[len + l] = '\n';
-        len += l + 1;
-    }
-    buf[len] = '\0';
-    *out_names = buf;
-    *out_count = (size_t)diarizer->n_voices;
+    rc = ez_diar_voices_list(&diarizer->voices, out_names);
+    if (rc == ELIZA_OK) *out_count = (size_t)diarizer->voices.n;
     leave(diarizer);
-    return ELIZA_OK;
+    return rc;
 }
 
 int32_t eliza_diarizer_speaker_name(eliza_diarizer *diarizer, int32_t speaker, char **out_name,
                                     float *out_distance) {
-    char label[VOICE_NAME_MAX + 1];
+    ez_diar_voice_name label;
     char *buf;
     int32_t rc;
     ez_clear_error();

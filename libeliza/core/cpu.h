@@ -52,6 +52,21 @@ EZ_INTERNAL ez_simd_level ez_simd_level_active(void);
  * of the active level fall back through this. */
 EZ_INTERNAL int ez_simd_at_least(ez_simd_level level);
 
+/* The one dispatch rule of every kernel table (or kernel function): the
+ * first candidate, best first, that the active level may run
+ * (ez_simd_at_least) and that this build, CPU or type has (non-NULL; pass
+ * NULL for a level with no table), else `fallback`: the scalar reference,
+ * or NULL where the caller then runs its reference itself. Under
+ * ELIZA_FORCE_SCALAR (level scalar) that is always the fallback. The
+ * candidates are calls of getters without side effects: a chosen one is
+ * evaluated twice. */
+#define EZ_SIMD_PICK(avx512, avx2, neon_dotprod, neon, fallback)                  \
+    (ez_simd_at_least(EZ_SIMD_AVX512) && (avx512)               ? (avx512)       \
+     : ez_simd_at_least(EZ_SIMD_AVX2) && (avx2)                 ? (avx2)         \
+     : ez_simd_at_least(EZ_SIMD_NEON_DOTPROD) && (neon_dotprod) ? (neon_dotprod) \
+     : ez_simd_at_least(EZ_SIMD_NEON) && (neon)                 ? (neon)         \
+                                                                : (fallback))
+
 /* "scalar", "avx2", "avx512", "neon", "neon+dotprod". */
 EZ_INTERNAL const char *ez_simd_level_name(ez_simd_level level);
 

@@ -278,27 +278,12 @@ static void gemm_packed(ez_pool *pool, const ez_gemm_kernels *kern, const ez_gem
 
 /* ---- dispatch ----------------------------------------------------------------------- */
 
+/* Each ISA's file defines both tables or neither, so the two picks agree. */
 const ez_gemm_kernels *ez_gemm_kernels_active(const ez_gemm_kernels_ext **ext) {
-    const ez_gemm_kernels *kern = NULL;
-    const ez_gemm_kernels_ext *e = NULL;
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX512:
-        kern = ez_gemm_kernels_avx512();
-        e = ez_gemm_kernels_ext_avx512();
-        break;
-    case EZ_SIMD_AVX2:
-        kern = ez_gemm_kernels_avx2();
-        e = ez_gemm_kernels_ext_avx2();
-        break;
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD:
-        kern = ez_gemm_kernels_neon();
-        e = ez_gemm_kernels_ext_neon();
-        break;
-    case EZ_SIMD_SCALAR: break;
-    }
-    if (ext) *ext = e;
-    return kern;
+    if (ext)
+        *ext = EZ_SIMD_PICK(ez_gemm_kernels_ext_avx512(), ez_gemm_kernels_ext_avx2(), NULL, ez_gemm_kernels_ext_neon(),
+                            NULL);
+    return EZ_SIMD_PICK(ez_gemm_kernels_avx512(), ez_gemm_kernels_avx2(), NULL, ez_gemm_kernels_neon(), NULL);
 }
 
 static void clear_or_keep(const gemm_problem *p) {

@@ -87,15 +87,9 @@ uint64_t ez_row_bytes(uint32_t type, uint64_t n) {
 }
 
 const ez_type_kernels *ez_kernels(uint32_t type) {
-    const ez_type_kernels *k = NULL;
-    ez_simd_level level;
     if (!ez_type_traits_of(type)) return NULL;
-    level = ez_simd_level_active();
-    if (level == EZ_SIMD_AVX512) k = ez_kernels_avx512(type);
-    if (!k && (level == EZ_SIMD_AVX2 || level == EZ_SIMD_AVX512)) k = ez_kernels_avx2(type);
-    if (level == EZ_SIMD_NEON_DOTPROD) k = ez_kernels_neon_dotprod(type);
-    if (!k && (level == EZ_SIMD_NEON || level == EZ_SIMD_NEON_DOTPROD)) k = ez_kernels_neon(type);
-    return k ? k : ez_kernels_ref(type);
+    return EZ_SIMD_PICK(ez_kernels_avx512(type), ez_kernels_avx2(type), ez_kernels_neon_dotprod(type),
+                        ez_kernels_neon(type), ez_kernels_ref(type));
 }
 
 float ez_f16_to_f32(uint16_t h) {

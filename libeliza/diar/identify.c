@@ -2,6 +2,7 @@
 #include "diar/identify.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,4 +147,102 @@ int32_t ez_diar_identify(const float *centroids, int n_speakers, const float *vo
     free(d);
     free(taken);
     return ELIZA_OK;
+}
+
+/* ---- the enrolled voices ---------------------------------------------------------- */
+
+void ez_diar_voices_free(ez_diar_voices *v) {
+    free(v->name);
+    free(v->emb);
+    memset(v, 0, sizeof *v);
+}
+
+int ez_diar_voices_find(const ez_diar_voices *v, const char *name) {
+    for (int i = 0; i < v->n; i++)
+        if (strcmp(v->name[i], name) == 0) return i;
+    return -1;
+}
+
+int32_t ez_diar_voices_enroll(ez_diar_voices *v, const ez_diar_models *m, const char *name, const float *pcm,
+                              size_t n, int sample_rate) {
+    double speech = 0.0;
+    int32_t rc;
+    if (ez_diar_voices_find(v, name) >= 0)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: '%s' is already enrolled", name);
+    if (v->n >= EZ_DIAR_MAX_VOICES)
+        return ez_fail(ELIZA_E_INVALID_ARG, "eliza_diarizer_enroll: %d voices are enrolled already, the most", v->n);
+    {
+        float *emb = (float *)realloc(v->emb, sizeof(float) * (size_t)(v->n + 1) * (size_t)m->emb_dim);
+        ez_diar_voice_name *names;
+        if (emb) v->emb = emb;
+        names = (ez_diar_voice_name *)realloc(v->name, sizeof *names * (size_t)(v->n + 1));
+        if (names) v->name = names;
+        if (!emb || !names) return ez_fail(ELIZA_E_NOMEM, "out of memory enrolling '%s'", name);
+    }
+    v->dim = m->emb_dim;
+    rc = ez_diar_voice_embedding(m, pcm, n, sample_rate, v->emb + (size_t)v->n * (size_t)v->dim, &speech);
+    if (rc == ELIZA_E_INVALID_ARG) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", ez_error_message());
+        return ez_fail(rc, "eliza_diarizer_enroll '%s': %s", name, why);
+    }
+    if (rc) return rc;
+    snprintf(v->name[v->n], sizeof v->name[v->n], "%s", name);
+    v->n++;
+    return ELIZA_OK;
+}
+
+int32_t ez_diar_voices_remove(ez_diar_voices *v, const char *name) {
+    int i;
+    if (!name) {
+        v->n = 0;
+        return ELIZA_OK;
+    }
+    if ((i = ez_diar_voices_find(v, name)) < 0)
+        return ez_fail(ELIZA_E_NOT_FOUND, "eliza_diarizer_unenroll: no voice is enrolled as '%s'", name);
+    memmove(v->name[i], v->name[i + 1], sizeof *v->name * (size_t)(v->n - i - 1));
+    memmove(v->emb + (size_t)i * v->dim, v->emb + (size_t)(i + 1) * v->dim,
+            sizeof(float) * (size_t)v->dim * (size_t)(v->n - i - 1));
+    v->n--;
+    return ELIZA_OK;
+}
+
+int32_t ez_diar_voices_list(const ez_diar_voices *v, char **out) {
+    size_t len = 0;
+    char *buf;
+    for (int i = 0; i < v->n; i++) len += strlen(v->name[i]) + 1;
+    if (!(buf = (char *)malloc(len + 1)))
+        return ez_fail(ELIZA_E_NOMEM, "eliza_diarizer_enrolled: no memory for %zu bytes", len + 1);
+    len = 0;
+    for (int i = 0; i < v->n; i++) {
+        const size_t l = strlen(v->name[i]);
+        memcpy(buf + len, v->name[i], l);
+        buf[len + l] = '\n';
+        len += l + 1;
+    }
+    buf[len] = '\0';
+    *out = buf;
+    return ELIZA_OK;
+}
+
+int32_t ez_diar_voices_name(const ez_diar_voices *v, const ez_diar_speakers *sp, float threshold,
+                            ez_diar_voice_name **names, float **distance) {
+    const size_t k = (size_t)EZ_MAX(sp->n_speakers, 1);
+    int32_t *voice = (int32_t *)malloc(sizeof(int32_t) * k), rc;
+    *names = (ez_diar_voice_name *)malloc(sizeof **names * k);
+    *distance = (float *)malloc(sizeof(float) * k);
+    if (!voice || !*names || !*distance)
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory naming %d speakers", sp->n_speakers);
+    else
+        rc = ez_diar_identify(sp->centroids, sp->n_speakers, v->emb, v->n, sp->dim, threshold, voice, *distance);
+    for (int s = 0; rc == ELIZA_OK && s < sp->n_speakers; s++)
+        snprintf((*names)[s], sizeof (*names)[s], "%s", voice[s] >= 0 ? v->name[voice[s]] : "");
+    free(voice);
+    if (rc) {
+        free(*names);
+        free(*distance);
+        *names = NULL;
+        *distance = NULL;
+    }
+    return rc;
 }

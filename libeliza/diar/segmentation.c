@@ -220,9 +220,7 @@ static int32_t load_powerset(ez_seg_model *m, const ez_gguf *g) {
     if ((rc = ez_gguf_need_u32(g, ARCH ".powerset.speaker_count", 1, 16, &n_spk)) ||
         (rc = ez_gguf_need_u32(g, ARCH ".powerset.max_speakers_per_frame", 1, n_spk, &max_per_frame)))
         return rc;
-    if (!ez_gguf_find_kv(g, ARCH ".powerset.mapping"))
-        return ez_fail(ELIZA_E_FORMAT, "metadata key '" ARCH ".powerset.mapping' is missing");
-    if ((rc = ez_gguf_get_arr(g, ARCH ".powerset.mapping", EZ_GGUF_U8, &kv))) return rc;
+    if ((rc = ez_gguf_need_arr(g, ARCH ".powerset.mapping", EZ_GGUF_U8, &kv))) return rc;
     m->n_speakers = (int)n_spk;
     if (kv->arr_len != (uint64_t)m->n_classes * n_spk)
         return ez_fail(ELIZA_E_FORMAT, ARCH ".powerset.mapping has %" PRIu64 " entries, expected %d classes x %u speakers",

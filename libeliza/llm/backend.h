@@ -2,8 +2,11 @@
  * runs, as a table an implementation fills. The CPU backend
  * (backend_cpu.c) is today's kernels: ops.h's vector ops and grouped
  * matrix products, attention.c over the KV cache, on the session's thread
- * pool. A GPU backend (DESIGN.md, "GPU backend") plugs in here with its
- * own table and takes whole steps.
+ * pool. A GPU backend (DESIGN.md, "GPU backend") is meant to plug in here
+ * with its own table; today the Vulkan decode step (gpu_step.c) records
+ * its own copy of the block beside this seam, because these calls take
+ * host arrays and per-call positions and cannot be recorded and replayed
+ * (docs/llm.md, "The backend seam", says what the seam lacks).
  *
  * Buffers. Weights are ez_llm_matrix (stored type, shape, the mapped rows),
  * the small vectors (norms, biases) F32 arrays of the model: a device

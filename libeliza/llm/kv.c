@@ -365,9 +365,6 @@ static const ez_kv_kernels KV_REF[EZ_KV_COUNT] = {
 const ez_kv_kernels *ez_kv_kernels_ref(int type) { return type >= 0 && type < EZ_KV_COUNT ? &KV_REF[type] : NULL; }
 
 const ez_kv_kernels *ez_kv_kernels_active(int type) {
-    const ez_kv_kernels *k = NULL;
-    if (ez_simd_at_least(EZ_SIMD_AVX512)) k = ez_kv_kernels_avx512(type);
-    if (!k && ez_simd_at_least(EZ_SIMD_AVX2)) k = ez_kv_kernels_avx2(type);
-    else if (ez_simd_at_least(EZ_SIMD_NEON)) k = ez_kv_kernels_neon(type);
-    return k ? k : ez_kv_kernels_ref(type);
+    return EZ_SIMD_PICK(ez_kv_kernels_avx512(type), ez_kv_kernels_avx2(type), NULL, ez_kv_kernels_neon(type),
+                        ez_kv_kernels_ref(type));
 }

@@ -129,37 +129,36 @@ static int32_t load_rope_scaling(ez_llm_keys *k, ez_llm_hparams *hp) {
     return ELIZA_OK;
 }
 
-static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_arch_def **out_arch) {
-    ez_llm_keys k;
+/* The architecture general.architecture names, from ARCHS. */
+static int32_t find_arch(const ez_gguf *g, const ez_llm_arch_def **out) {
     ez_str arch;
-    size_t i;
-    int32_t rc, n_embd_head_default;
-
-    memset(hp, 0, sizeof *hp);
+    int32_t rc;
     if (!ez_gguf_find_kv(g, "general.architecture"))
         return ez_fail(ELIZA_E_FORMAT, "not a model file: 'general.architecture' is missing");
-    rc = ez_gguf_get_str(g, "general.architecture", &arch);
-    if (rc) return rc;
-    for (i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
-        if (str_is(arch, ARCHS[i]->name)) break;
-    if (i == sizeof ARCHS / sizeof ARCHS[0])
-        return ez_fail(ELIZA_E_UNSUPPORTED,
-                       "architecture '%.*s' is not a language model this build runs (falcon-h1, gemma2, gemma3, "
-                       "gemma4, granite, llama, olmo2, phi3, qwen2, qwen3, smollm3)",
-                       (int)EZ_MIN(arch.len, 64u), arch.ptr);
-    *out_arch = ARCHS[i];
-    hp->arch_name = ARCHS[i]->name;
-    k.g = g;
-    k.arch = hp->arch_name;
+    if ((rc = ez_gguf_get_str(g, "general.architecture", &arch))) return rc;
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (str_is(arch, ARCHS[i]->name)) {
+            *out = ARCHS[i];
+            return ELIZA_OK;
+        }
+    return ez_fail(ELIZA_E_UNSUPPORTED,
+                   "architecture '%.*s' is not a language model this build runs (falcon-h1, gemma2, gemma3, "
+                   "gemma4, granite, llama, olmo2, phi3, qwen2, qwen3, smollm3)",
+                   (int)EZ_MIN(arch.len, 64u), arch.ptr);
+}
 
-    if ((rc = ez_llm_key_u32(&k, "context_length", 1, INT32_MAX, &hp->n_ctx_train)) ||
-        (rc = ez_llm_key_u32(&k, "embedding_length", 1, MAX_EMBD, &hp->n_embd)) ||
-        (rc = ez_llm_key_u32(&k, "block_count", 1, MAX_LAYERS, &hp->n_layer)) ||
-        (rc = ez_llm_key_u32(&k, "feed_forward_length", 1, MAX_FF, &hp->n_ff)) ||
-        (rc = ez_llm_key_u32(&k, "attention.head_count", 1, MAX_HEADS, &hp->n_head)))
+/* Context, widths, layers, heads, head sizes and rotated dims, and how
+ * they must relate. */
+static int32_t load_sizes(ez_llm_keys *k, ez_llm_hparams *hp) {
+    int32_t rc, n_embd_head_default;
+    if ((rc = ez_llm_key_u32(k, "context_length", 1, INT32_MAX, &hp->n_ctx_train)) ||
+        (rc = ez_llm_key_u32(k, "embedding_length", 1, MAX_EMBD, &hp->n_embd)) ||
+        (rc = ez_llm_key_u32(k, "block_count", 1, MAX_LAYERS, &hp->n_layer)) ||
+        (rc = ez_llm_key_u32(k, "feed_forward_length", 1, MAX_FF, &hp->n_ff)) ||
+        (rc = ez_llm_key_u32(k, "attention.head_count", 1, MAX_HEADS, &hp->n_head)))
         return rc;
     hp->n_head_kv = hp->n_head;
-    if ((rc = ez_llm_key_opt_u32(&k, "attention.head_count_kv", 1, MAX_HEADS, &hp->n_head_kv))) return rc;
+    if ((rc = ez_llm_key_opt_u32(k, "attention.head_count_kv", 1, MAX_HEADS, &hp->n_head_kv))) return rc;
     if (hp->n_head % hp->n_head_kv != 0)
         return ez_fail(ELIZA_E_FORMAT, "attention.head_count %d is not a multiple of head_count_kv %d", hp->n_head,
                        hp->n_head_kv);
@@ -167,8 +166,8 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
     n_embd_head_default = hp->n_embd / hp->n_head;
     hp->head_dim = n_embd_head_default;
     hp->head_dim_v = n_embd_head_default;
-    if ((rc = ez_llm_key_opt_u32(&k, "attention.key_length", 1, MAX_HEAD_DIM, &hp->head_dim)) ||
-        (rc = ez_llm_key_opt_u32(&k, "attention.value_length", 1, MAX_HEAD_DIM, &hp->head_dim_v)))
+    if ((rc = ez_llm_key_opt_u32(k, "attention.key_length", 1, MAX_HEAD_DIM, &hp->head_dim)) ||
+        (rc = ez_llm_key_opt_u32(k, "attention.value_length", 1, MAX_HEAD_DIM, &hp->head_dim_v)))
         return rc;
     if (hp->head_dim < 2 || hp->head_dim_v < 1)
         return ez_fail(ELIZA_E_FORMAT, "head size %d (n_embd %d / %d heads) is too small", hp->head_dim, hp->n_embd,
@@ -177,25 +176,40 @@ static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_a
         return ez_fail(ELIZA_E_UNSUPPORTED, "key head size %d differs from value head size %d", hp->head_dim,
                        hp->head_dim_v);
     hp->n_rot = hp->head_dim;
-    if ((rc = ez_llm_key_opt_u32(&k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
+    if ((rc = ez_llm_key_opt_u32(k, "rope.dimension_count", 2, (uint32_t)hp->head_dim, &hp->n_rot))) return rc;
     if (hp->n_rot % 2 != 0) return ez_fail(ELIZA_E_FORMAT, "rope.dimension_count %d is odd", hp->n_rot);
+    return ELIZA_OK;
+}
 
-    if ((rc = ez_gguf_need_f32(g, ez_llm_key(&k, "attention.layer_norm_rms_epsilon"), 0.0f, 1.0f, &hp->norm_eps)))
+/* The RMSNorm epsilon, the rope bases and the rope scaling. */
+static int32_t load_norm_rope(ez_llm_keys *k, ez_llm_hparams *hp) {
+    int32_t rc;
+    if ((rc = ez_gguf_need_f32(k->g, ez_llm_key(k, "attention.layer_norm_rms_epsilon"), 0.0f, 1.0f, &hp->norm_eps)))
         return rc;
     if (!(hp->norm_eps < 1.0f))
         return ez_fail(ELIZA_E_FORMAT, "RMSNorm epsilon %g is out of range", (double)hp->norm_eps);
-
     hp->rope_base = 10000.0f;
     hp->rope_base_swa = 10000.0f; /* llama.cpp's default for gemma3's local layers */
     hp->rope_freq_scale = 1.0f;
-    if ((rc = ez_llm_key_opt_f32(&k, "rope.freq_base", &hp->rope_base)) ||
-        (rc = ez_llm_key_opt_f32(&k, "rope.freq_base_swa", &hp->rope_base_swa)))
+    if ((rc = ez_llm_key_opt_f32(k, "rope.freq_base", &hp->rope_base)) ||
+        (rc = ez_llm_key_opt_f32(k, "rope.freq_base_swa", &hp->rope_base_swa)))
         return rc;
     if (!(hp->rope_base > 1.0f) || !(hp->rope_base_swa > 1.0f))
         return ez_fail(ELIZA_E_FORMAT, "rope base %g / %g must be above 1", (double)hp->rope_base,
                        (double)hp->rope_base_swa);
-    if ((rc = load_rope_scaling(&k, hp))) return rc;
+    return load_rope_scaling(k, hp);
+}
 
+/* What every architecture shares, then the architecture's own values. */
+static int32_t load_hparams(const ez_gguf *g, ez_llm_hparams *hp, const ez_llm_arch_def **out_arch) {
+    ez_llm_keys k;
+    int32_t rc;
+    memset(hp, 0, sizeof *hp);
+    if ((rc = find_arch(g, out_arch))) return rc;
+    hp->arch_name = (*out_arch)->name;
+    k.g = g;
+    k.arch = hp->arch_name;
+    if ((rc = load_sizes(&k, hp)) || (rc = load_norm_rope(&k, hp))) return rc;
     /* The architecture's values: rope layout, activations, scales. */
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_scale = 1.0f;

@@ -139,15 +139,7 @@ static const ez_llm_ops OPS_REF = {dot_ref,          axpy_ref,          dot4_ref
 const ez_llm_ops *ez_llm_ops_ref(void) { return &OPS_REF; }
 
 const ez_llm_ops *ez_llm_ops_active(void) {
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX512:
-        if (ez_llm_ops_avx512()) return ez_llm_ops_avx512();
-        return ez_llm_ops_avx2() ? ez_llm_ops_avx2() : &OPS_REF;
-    case EZ_SIMD_AVX2: return ez_llm_ops_avx2() ? ez_llm_ops_avx2() : &OPS_REF;
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: return ez_llm_ops_neon() ? ez_llm_ops_neon() : &OPS_REF;
-    default: return &OPS_REF;
-    }
+    return EZ_SIMD_PICK(ez_llm_ops_avx512(), ez_llm_ops_avx2(), NULL, ez_llm_ops_neon(), &OPS_REF);
 }
 
 /* ---- rope ----------------------------------------------------------------------------- */

@@ -130,7 +130,5 @@ static const ez_ssm_ops SSM_REF = {conv_ref, step_ref};
 const ez_ssm_ops *ez_ssm_ops_ref(void) { return &SSM_REF; }
 
 const ez_ssm_ops *ez_ssm_ops_active(void) {
-    if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_ssm_ops_avx2()) return ez_ssm_ops_avx2();
-    if (ez_simd_at_least(EZ_SIMD_NEON) && ez_ssm_ops_neon()) return ez_ssm_ops_neon();
-    return &SSM_REF;
+    return EZ_SIMD_PICK(NULL, ez_ssm_ops_avx2(), NULL, ez_ssm_ops_neon(), &SSM_REF);
 }

@@ -77,16 +77,9 @@ static const ez_tts_kernels portable_kernels = {snake_c, mean_var_c, affine_act_
 /* NULL under ELIZA_FORCE_SCALAR or on a CPU without GEMM kernels: the
  * references run then. */
 static const ez_tts_kernels *tts_kernels(void) {
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX512:
-        if (ez_tts_kernels_avx512()) return ez_tts_kernels_avx512();
-        return ez_tts_kernels_avx2() ? ez_tts_kernels_avx2() : &portable_kernels;
-    case EZ_SIMD_AVX2: return ez_tts_kernels_avx2() ? ez_tts_kernels_avx2() : &portable_kernels;
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: return ez_tts_kernels_neon() ? ez_tts_kernels_neon() : &portable_kernels;
-    case EZ_SIMD_SCALAR: break;
-    }
-    return NULL;
+    if (ez_simd_level_active() == EZ_SIMD_SCALAR) return NULL;
+    return EZ_SIMD_PICK(ez_tts_kernels_avx512(), ez_tts_kernels_avx2(), NULL, ez_tts_kernels_neon(),
+                        &portable_kernels);
 }
 
 /* ---- working memory ------------------------------------------------------------------------ */

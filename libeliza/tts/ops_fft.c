@@ -121,9 +121,7 @@ static const ez_fft_kernels portable_kernels = {forward_block, inverse_block, to
 const ez_fft_kernels *ez_fft_kernels_portable(void) { return &portable_kernels; }
 
 static const ez_fft_kernels *fft_kernels(void) {
-    if (ez_simd_at_least(EZ_SIMD_AVX512) && ez_fft_kernels_avx512()) return ez_fft_kernels_avx512();
-    if (ez_simd_at_least(EZ_SIMD_AVX2) && ez_fft_kernels_avx2()) return ez_fft_kernels_avx2();
-    return ez_fft_kernels_portable();
+    return EZ_SIMD_PICK(ez_fft_kernels_avx512(), ez_fft_kernels_avx2(), NULL, NULL, ez_fft_kernels_portable());
 }
 
 

@@ -834,6 +834,85 @@ static void test_run_silence_and_tiny_inputs(void) {
     free(zeros);
 }
 
+/* Two voices whose stand-in embeddings lie at cosine distance `dist`: the
+ * first speaks alone for `first` s, then 14.5 s of silence, then the
+ * second for 20 s, so no 10 s window holds both and nothing but the
+ * threshold keeps them apart. */
+typedef struct {
+    fake_ctx fc; /* first: fake_segment reads it */
+    float voice[2][EMB_DIM];
+} pair_ctx;
+
+static int32_t pair_embed(void *ctx, const float *pcm, size_t n, float *out) {
+    const pair_ctx *pc = (const pair_ctx *)ctx;
+    memcpy(out, pc->voice[voice_of(pcm, n) == 1], sizeof pc->voice[0]);
+    return ELIZA_OK;
+}
+
+/* How many speakers a whole run finds in that recording: offline, or live
+ * (pushed at once, 5 s latency). -1 when the run fails. */
+static int pair_speakers(double dist, double first, int live) {
+    const double start[2] = {0.5, first + 15.0}, len[2] = {first, 20.0};
+    const size_t n = (size_t)((start[1] + len[1] + 0.5) * SR);
+    pair_ctx pc;
+    ez_diar_models m;
+    eliza_diarize_options o = default_options();
+    eliza_diarize_turn *t = NULL;
+    size_t n_turns = 0;
+    float *x = (float *)calloc(n, sizeof *x);
+    int k = -1;
+    memset(&pc, 0, sizeof pc);
+    pc.voice[0][0] = 1.0f;
+    pc.voice[1][0] = (float)(1.0 - dist);
+    pc.voice[1][1] = (float)sqrt(1.0 - (1.0 - dist) * (1.0 - dist));
+    for (int v = 0; v < 2; v++)
+        for (size_t i = (size_t)(start[v] * SR); i < (size_t)((start[v] + len[v]) * SR); i++)
+            x[i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[v] * (double)i / SR));
+    m = fake_models(&pc.fc);
+    m.embed = pair_embed;
+    m.ctx = &pc;
+    if (!live) {
+        if (ez_diar_run(&m, x, n, SR, &o, NULL, &t, &n_turns, NULL) == ELIZA_OK) k = n_speakers_of(t, n_turns);
+        free(t);
+    } else {
+        ez_diar_stream *st = NULL;
+        int32_t rc = ez_diar_stream_create(&m, &o, 5.0, &st);
+        if (rc == ELIZA_OK) rc = ez_diar_stream_push(st, x, n);
+        if (rc == ELIZA_OK) rc = ez_diar_stream_finish(st);
+        k = 0;
+        while (rc == ELIZA_OK) {
+            rc = ez_diar_stream_pull(st, &t, &n_turns);
+            if (rc == ELIZA_OK || rc == ELIZA_DONE) k = EZ_MAX(k, n_speakers_of(t, n_turns));
+            free(t);
+            t = NULL;
+        }
+        if (rc != ELIZA_DONE) k = -1;
+        ez_diar_stream_free(st);
+    }
+    free(x);
+    return k;
+}
+
+/* The threshold reaches the clustering as given, offline and live: two
+ * voices 5% inside the default threshold are one speaker, 5% outside it
+ * two, so scaling it by 10% anywhere on the way (the options, the
+ * pipeline's hand-off, the cut, the stream's new-speaker test) fails here.
+ * Live, the window where the second voice begins (under 2 s of it) joins
+ * the running speaker and pulls its centroid towards the new voice by
+ * about 1/N of their distance (N windows so far): at 20 s of the first
+ * voice that pull ate the 5% margin (0.525 gave one speaker), at 80 s it
+ * leaves most of it. */
+static void test_run_threshold_separates_two_voices(void) {
+    const double t = default_options().threshold;
+    for (int live = 0; live < 2; live++) {
+        const int inside = pair_speakers(0.95 * t, 80.0, live), outside = pair_speakers(1.05 * t, 80.0, live);
+        CHECK_MSG(inside == 1, "%s: voices 5%% inside the threshold %g gave %d speakers", live ? "live" : "offline",
+                  t, inside);
+        CHECK_MSG(outside == 2, "%s: voices 5%% outside the threshold %g gave %d speakers", live ? "live" : "offline",
+                  t, outside);
+    }
+}
+
 static void test_voice_embedding_of_reference_audio(void) {
     fake_ctx fc = {0};
     ez_diar_models m = fake_models(&fc);
@@ -867,6 +946,56 @@ static void test_voice_embedding_of_reference_audio(void) {
               "0.1 s was enrolled (%.2f s of speech)", speech);
     CHECK_MSG(ez_diar_voice_embedding(&m, x, 0, SR, emb, &speech) == ELIZA_E_INVALID_ARG, "no samples was enrolled");
     free(x);
+}
+
+/* The enrolled voices: enrol, refuse a name twice and silence (nothing
+ * changes), list, name a run's speakers, remove one, remove all. */
+static void test_voices_registry(void) {
+    fake_ctx fc = {0};
+    ez_diar_models m = fake_models(&fc);
+    ez_diar_voices v;
+    ez_diar_speakers sp;
+    ez_diar_voice_name *names = NULL;
+    float *dist = NULL, cent[2 * EMB_DIM];
+    char *list = NULL;
+    size_t n = 4 * SR;
+    float *x[2];
+    memset(&v, 0, sizeof v);
+    for (int k = 0; k < 2; k++) {
+        x[k] = (float *)calloc(n, sizeof(float));
+        for (size_t i = SR / 2; i < 7 * SR / 2; i++)
+            x[k][i] = (float)(0.5 * sin(2 * PI * VOICE_HZ[2 * k] * (double)i / SR));
+    }
+    CHECK_MSG(ez_diar_voices_enroll(&v, &m, "ann", x[0], n, SR) == ELIZA_OK &&
+                  ez_diar_voices_enroll(&v, &m, "bob", x[1], n, SR) == ELIZA_OK && v.n == 2,
+              "enrol: %s", ez_error_message());
+    CHECK(ez_diar_voices_enroll(&v, &m, "ann", x[1], n, SR) == ELIZA_E_INVALID_ARG && v.n == 2);
+    memset(x[0], 0, n * sizeof(float));
+    CHECK(ez_diar_voices_enroll(&v, &m, "cid", x[0], n, SR) == ELIZA_E_INVALID_ARG && v.n == 2);
+    CHECK(ez_diar_voices_find(&v, "bob") == 1 && ez_diar_voices_find(&v, "cid") == -1);
+    CHECK(ez_diar_voices_list(&v, &list) == ELIZA_OK && strcmp(list, "ann\nbob\n") == 0);
+    free(list);
+    /* Speaker 0 sounds like bob, speaker 1 like ann. */
+    memcpy(cent, v.emb + EMB_DIM, sizeof(float) * EMB_DIM);
+    memcpy(cent + EMB_DIM, v.emb, sizeof(float) * EMB_DIM);
+    memset(&sp, 0, sizeof sp);
+    sp.n_speakers = 2;
+    sp.dim = EMB_DIM;
+    sp.centroids = cent;
+    CHECK(ez_diar_voices_name(&v, &sp, 0.2f, &names, &dist) == ELIZA_OK);
+    CHECK_MSG(names && strcmp(names[0], "bob") == 0 && strcmp(names[1], "ann") == 0 && dist[0] < 1e-5f,
+              "named %s, %s", names ? names[0] : "-", names ? names[1] : "-");
+    free(names);
+    free(dist);
+    CHECK(ez_diar_voices_remove(&v, "ann") == ELIZA_OK && v.n == 1 && ez_diar_voices_find(&v, "bob") == 0);
+    CHECK(memcmp(v.emb, cent, sizeof(float) * EMB_DIM) == 0);
+    CHECK(ez_diar_voices_remove(&v, "ann") == ELIZA_E_NOT_FOUND);
+    CHECK(ez_diar_voices_remove(&v, NULL) == ELIZA_OK && v.n == 0);
+    CHECK(ez_diar_voices_list(&v, &list) == ELIZA_OK && list[0] == '\0');
+    free(list);
+    ez_diar_voices_free(&v);
+    free(x[0]);
+    free(x[1]);
 }
 
 static void test_identify_is_one_to_one_under_the_threshold(void) {
@@ -1040,12 +1169,14 @@ int main(void) {
     test_reconstruct_count_limits_speakers();
     test_reconstruct_exclusive_has_one_speaker_at_a_time();
     test_run_silence_and_tiny_inputs();
+    test_run_threshold_separates_two_voices();
     test_run_synthetic_conversation(SR);
     test_run_synthetic_conversation(48000);
     test_run_synthetic_conversation(8000);
     test_run_cancel();
     test_voice_embedding_of_reference_audio();
     test_identify_is_one_to_one_under_the_threshold();
+    test_voices_registry();
     test_stream_matches_offline_and_never_revises();
     test_run_two_hours_bounded();
     printf("%d passed, %d failed\n", g_passed, g_failed);

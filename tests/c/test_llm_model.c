@@ -1414,6 +1414,11 @@ static void test_llm_open_rejects_bad_files(void) {
     s.eps = NAN;
     expect_spec_refused(&s, ELIZA_E_FORMAT,
                         "metadata 'llama.attention.layer_norm_rms_epsilon' = nan is not a finite number");
+    /* The loader's stages (architecture, sizes, norm and rope) each refuse
+     * their own keys: the first two above, the third here. */
+    s = base_spec("llama");
+    s.rope_base = 1.0f;
+    expect_spec_refused(&s, ELIZA_E_FORMAT, "rope base 1 / 10000 must be above 1");
 
     /* Missing file; NULL arguments; struct_size too small. */
     CHECK_RC(eliza_llm_open("/nonexistent/model.gguf", NULL, &llm), ELIZA_E_IO);

@@ -53,14 +53,6 @@ void ez_lstm_step_ref(int nb, int H, int u0, int u1, const float *const *xp, con
 }
 
 ez_lstm_step_fn ez_lstm_step_for(int H) {
-    ez_lstm_step_fn fn = NULL;
     if (H % EZ_LSTM_PANEL) return ez_lstm_step_ref;
-    switch (ez_simd_level_active()) {
-    case EZ_SIMD_AVX512: fn = ez_lstm_step_avx512() ? ez_lstm_step_avx512() : ez_lstm_step_avx2(); break;
-    case EZ_SIMD_AVX2: fn = ez_lstm_step_avx2(); break;
-    case EZ_SIMD_NEON:
-    case EZ_SIMD_NEON_DOTPROD: fn = ez_lstm_step_neon(); break;
-    case EZ_SIMD_SCALAR: break;
-    }
-    return fn ? fn : ez_lstm_step_ref;
+    return EZ_SIMD_PICK(ez_lstm_step_avx512(), ez_lstm_step_avx2(), NULL, ez_lstm_step_neon(), ez_lstm_step_ref);
 }

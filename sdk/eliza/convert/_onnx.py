@@ -1,7 +1,8 @@
 """ONNX models as the converters read them, through the ``onnx`` package
-(the ``convert`` extra): a graph's nodes with their attributes, its
-initializers as numpy arrays on demand, and which node makes or takes each
-value. A file that is not a whole ONNX model is a FormatError.
+(a dependency: the first use of a default model converts its ONNX file): a
+graph's nodes with their attributes, its initializers as numpy arrays on
+demand, and which node makes or takes each value. A file that is not a
+whole ONNX model is a FormatError.
 
 Example::
 

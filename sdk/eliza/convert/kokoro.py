@@ -4,8 +4,8 @@ docs/kokoro.md pins the schema; the C engine (libeliza/tts) reads it.
 
 Tensor names are kokoro 0.9.4 ``KModel`` state-dict keys with every
 weight-norm pair folded into one ``.weight``; LSTMs keep PyTorch's names,
-layout and gate order (i, f, g, o). The ONNX graph is read with a small
-protobuf reader of our own (no ``onnx`` or ``onnxruntime`` needed): each
+layout and gate order (i, f, g, o). The ONNX graph is read with the
+``onnx`` package (``eliza.convert._onnx``; no ``onnxruntime`` needed): each
 quantized weight is dequantized and named after the module path that its
 consuming node carries. The GGUF is written with the ``gguf`` package.
 

