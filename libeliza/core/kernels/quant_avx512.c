@@ -127,45 +127,21 @@ static float dot_q5_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
 #undef EZ_DOT_KMIN
 
 /* Q6_K: the unsigned 6-bit codes times the activation, scaled per 16
- * elements, then the -32 offset as 32 * sum(scale * bsum). Per 128-element
- * half: runs 0-1 (low nibbles of ql[0..64) with qh bits 0-1 and 2-3) and
- * runs 2-3 (high nibbles, qh bits 4-5 and 6-7), two runs per register. */
+ * elements, then the -32 offset as 32 * sum(scale * bsum), two runs of 32
+ * per register (ez_avx512_q6k_codes). */
 static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
     const ez_block_q6_k *a = (const ez_block_q6_k *)w;
     const ez_block_q8_k *b = (const ez_block_q8_k *)x;
-    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
-    const __m512i shl01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(4)), _mm256_set1_epi16(2), 1);
-    const __m512i shr23 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
     const int64_t nb = n / EZ_QK_K;
     float sum = 0.0f;
     for (int64_t i = 0; i < nb; i++) {
-        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)a[i].scales));
-        const __m256i offs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[i].scales)),
-                                               _mm256_loadu_si256((const __m256i *)b[i].bsums));
-        __m512i acc = _mm512_setzero_si512();
-        float d;
+        __m512i q[4], yq[4];
         ez_avx512_prefetch(&a[i], (int)sizeof(ez_block_q6_k));
-        for (int h = 0; h < 2; h++) {
-            const __m512i l = _mm512_loadu_si512((const void *)(a[i].ql + 64 * h));
-            const __m256i h8 = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
-            const __m512i hh = ez_avx512_two_256(h8, h8);
-            const __m512i q01 = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl01), m2));
-            const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                                _mm512_and_si512(_mm512_srlv_epi16(hh, shr23), m2));
-            const __m512i y01 = _mm512_loadu_si512((const void *)(b[i].qs + 128 * h));
-            const __m512i y23 = _mm512_loadu_si512((const void *)(b[i].qs + 128 * h + 64));
-            /* int32 lanes 4j..4j+3 cover elements 16j..16j+15 of the two runs: scale 8h + j (+ 4). */
-            const __m512i s01 = _mm512_permutexvar_epi32(
-                _mm512_add_epi32(_mm512_set1_epi32(8 * h), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)), sc);
-            const __m512i s23 = _mm512_permutexvar_epi32(
-                _mm512_add_epi32(_mm512_set1_epi32(8 * h), _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)), sc);
-            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q01, y01), s01));
-            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q23, y23), s23));
-        }
-        d = ez_avx512_half_to_float(a[i].d) * b[i].d;
-        d *= (float)(_mm512_reduce_add_epi32(acc) -
-                     32 * _mm512_reduce_add_epi32(_mm512_zextsi256_si512(offs)));
-        sum += d;
+        ez_avx512_q6k_codes(&a[i], q);
+        ez_avx512_q6k_y(b[i].qs, yq);
+        sum += ez_avx512_q6k_block(
+            a[i].d, b[i].d, _mm512_reduce_add_epi32(ez_avx512_q6k_scaled_lanes(q, yq, a[i].scales)),
+            _mm512_reduce_add_epi32(_mm512_zextsi256_si512(ez_avx512_q6k_offset_lanes(a[i].scales, b[i].bsums))));
     }
     return sum;
 }

@@ -151,4 +151,57 @@ static inline float ez_avx512_kmin_block(uint16_t d16, uint16_t dmin16, float dx
     return d - dmin;
 }
 
+/* ---- Q6_K against Q8_K ---- */
+
+/* The unsigned 6-bit codes of a Q6_K super-block, per 128-element half h:
+ * q[2h] runs 0-1 (low nibbles of ql[64h .. 64h + 64) with qh bits 0-1 and
+ * 2-3), q[2h + 1] runs 2-3 (high nibbles, qh bits 4-5 and 6-7). */
+static inline void ez_avx512_q6k_codes(const ez_block_q6_k *a, __m512i q[4]) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x30);
+    const __m512i shl01 = ez_avx512_two_256(_mm256_set1_epi16(4), _mm256_set1_epi16(2));
+    const __m512i shr23 = ez_avx512_two_256(_mm256_setzero_si256(), _mm256_set1_epi16(2));
+    for (int h = 0; h < 2; h++) {
+        const __m512i l = _mm512_loadu_si512((const void *)(a->ql + 64 * h));
+        const __m256i h8 = _mm256_loadu_si256((const __m256i *)(a->qh + 32 * h));
+        const __m512i hh = ez_avx512_two_256(h8, h8);
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(l, m4), _mm512_and_si512(_mm512_sllv_epi16(hh, shl01), m2));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                       _mm512_and_si512(_mm512_srlv_epi16(hh, shr23), m2));
+    }
+}
+
+/* The activation bytes against those codes: y[2h] and y[2h + 1] the Q8_K
+ * codes [128h, 128h + 64) and [128h + 64, 128h + 128). */
+static inline void ez_avx512_q6k_y(const int8_t *y, __m512i yq[4]) {
+    for (int k = 0; k < 4; k++) yq[k] = _mm512_loadu_si512((const void *)(y + 64 * k));
+}
+
+/* Lanes whose sum is the super-block's integer sum of scale * code * y:
+ * int32 lanes 4j..4j+3 of q[2h] cover elements 16j..16j+15 of its two
+ * runs, scale 8h + j (q[2h + 1]: 8h + j + 4). */
+static inline __m512i ez_avx512_q6k_scaled_lanes(const __m512i q[4], const __m512i yq[4], const int8_t scales[16]) {
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)scales));
+    const __m512i run = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512i acc = _mm512_setzero_si512();
+    for (int k = 0; k < 4; k++)
+        acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[k], yq[k]),
+                                                       _mm512_permutexvar_epi32(
+                                                           _mm512_add_epi32(run, _mm512_set1_epi32(4 * k)), sc)));
+    return acc;
+}
+
+/* Lanes whose sum is sum(scale * bsum): the -32 offset's integer. */
+static inline __m256i ez_avx512_q6k_offset_lanes(const int8_t scales[16], const int16_t bsums[16]) {
+    return _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)scales)),
+                             _mm256_loadu_si256((const __m256i *)bsums));
+}
+
+/* A Q6_K super-block's float term from its two integer sums, in the
+ * reference's order. */
+static inline float ez_avx512_q6k_block(uint16_t d16, float dx, int isum, int osum) {
+    float d = ez_avx512_half_to_float(d16) * dx;
+    d *= (float)(isum - 32 * osum);
+    return d;
+}
+
 #endif /* EZ_QUANT_AVX512_H */
