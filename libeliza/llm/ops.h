@@ -296,7 +296,7 @@ EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
 typedef void (*ez_llm_gemv_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y);
 
 /* NULL for the types without a multi-row kernel (Q4_0, Q5_0, Q8_0, IQ4_NL,
- * Q4_K and Q5_K have one), and off x86-64. Callers check the CPU. An avx2
+ * Q4_K, Q5_K and Q6_K have one), and off x86-64. Callers check the CPU. An avx2
  * kernel of the same design was not clearly faster than the avx2 dots
  * (docs/simd.md), so that level keeps its dots. */
 EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type);

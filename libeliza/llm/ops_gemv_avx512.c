@@ -1,6 +1,7 @@
 /* AVX-512 multi-row matvec (see ops.h, "gemv"): GEMV_ROWS weight rows per
- * pass over the Q8_0 activation row, for the 32-element block types whose
- * per-row dot is quant_avx512.c's EZ_DOT_PAIRS (Q4_0, Q5_0, Q8_0, IQ4_NL).
+ * pass over the activation row: a Q8_0 row for the 32-element block types
+ * whose per-row dot is quant_avx512.c's EZ_DOT_PAIRS (Q4_0, Q5_0, Q8_0,
+ * IQ4_NL), a Q8_K row for Q4_K, Q5_K and Q6_K (below).
  *
  * Per pair of blocks, the dot moves each weight's sign onto the activation
  * (four instructions a row). Here the codes are unsigned, u = c + zp (Q4_0's
@@ -185,6 +186,43 @@ static void gemv_q5_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
 }
 #undef EZ_GEMV_KMIN
 
+/* Q6_K (quant_avx512.c's dot_q6_k_q8_k_avx512): per super-block the
+ * activation registers once, per row its codes and the lanes of its scaled
+ * and offset sums, reduced four rows together; then each row's float term
+ * as the dot makes it. */
+static void gemv_q6_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    const int64_t nb = w->n_cols / EZ_QK_K;
+    const ez_block_q8_k *b = (const ez_block_q8_k *)x;
+    const ez_dot_fn dot = ez_kernels_avx512(EZ_TYPE_Q6_K)->dot;
+    const int64_t q = (r1 - r0) / GEMV_ROWS;
+    for (int64_t j = 0; j < q; j++) {
+        const ez_block_q6_k *a[GEMV_ROWS];
+        float sum[GEMV_ROWS];
+        for (int k = 0; k < GEMV_ROWS; k++) {
+            a[k] = (const ez_block_q6_k *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes);
+            sum[k] = 0.0f;
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            __m512i yq[4];
+            __m256i is[GEMV_ROWS], os[GEMV_ROWS];
+            int32_t isum[GEMV_ROWS], osum[GEMV_ROWS];
+            ez_avx512_q6k_y(b[i].qs, yq);
+            for (int k = 0; k < GEMV_ROWS; k++) {
+                __m512i c[4];
+                ez_avx512_prefetch(&a[k][i], (int)sizeof(ez_block_q6_k));
+                ez_avx512_q6k_codes(&a[k][i], c);
+                is[k] = fold_halves(ez_avx512_q6k_scaled_lanes(c, yq, a[k][i].scales));
+                os[k] = ez_avx512_q6k_offset_lanes(a[k][i].scales, b[i].bsums);
+            }
+            _mm_storeu_si128((__m128i *)isum, lane_sums4(is[0], is[1], is[2], is[3]));
+            _mm_storeu_si128((__m128i *)osum, lane_sums4(os[0], os[1], os[2], os[3]));
+            for (int k = 0; k < GEMV_ROWS; k++) sum[k] += ez_avx512_q6k_block(a[k][i].d, b[i].d, isum[k], osum[k]);
+        }
+        for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = sum[k];
+    }
+    for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x);
+}
+
 ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type) {
     switch (w_type) {
     case EZ_TYPE_Q4_0: return gemv_q4_0;
@@ -193,6 +231,7 @@ ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type) {
     case EZ_TYPE_IQ4_NL: return gemv_iq4_nl;
     case EZ_TYPE_Q4_K: return gemv_q4_k;
     case EZ_TYPE_Q5_K: return gemv_q5_k;
+    case EZ_TYPE_Q6_K: return gemv_q6_k;
     default: return NULL;
     }
 }

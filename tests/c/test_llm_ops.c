@@ -428,7 +428,8 @@ static void test_llm_matmul_group_matches_single_dots(void) {
  * differs). ez_llm_matmul with M = 1 gives the active level's dots exactly,
  * through a kernel or the per-row dots (scalar). */
 static void test_llm_gemv_matches_dots(void) {
-    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL, EZ_TYPE_Q4_K, EZ_TYPE_Q5_K};
+    static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL,
+                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
     static const int Ks[] = {256, 512, 4352, 96, 160, 4416};
     static const int Rs[] = {1, 3, 4, 5, 37};
     const int has_avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
@@ -485,7 +486,7 @@ static void test_llm_gemv_matches_dots(void) {
                 free((void *)w.data);
             }
     }
-    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q6_K) == NULL);
+    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q3_K) == NULL);
     CHECK(ez_simd_level_active() == EZ_SIMD_AVX512 || ez_llm_gemv_active(EZ_TYPE_Q8_0) == NULL);
     CHECK(bad == 0);
     ez_pool_destroy(pool);
