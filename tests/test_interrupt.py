@@ -63,6 +63,13 @@ def _cached(name: str) -> Path | None:
     return models.cache_dir() / models.MODELS[name].filename if models.is_cached(name) else None
 
 
+def _default_sigint() -> None:
+    """A child's SIGINT as a terminal's would be: a harness that started the
+    tests in the background (nohup, `cmd &` without job control) has them
+    ignore it, and children inherit that, so no signal would arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "sdk"), env.get("PYTHONPATH", "")])
@@ -142,7 +149,7 @@ def test_python_calls_raise_keyboard_interrupt_after_the_library_stops(which: st
     run = subprocess.run(
         [sys.executable, "-c", CHILD, which, str(seg), str(emb), str(kokoro), str(gemma), str(PY_ROUNDS),
          str(SEED)],
-        capture_output=True, text=True, timeout=300, env=_env(),
+        capture_output=True, text=True, timeout=300, env=_env(), preexec_fn=_default_sigint,
     )
     assert run.returncode == 0, f"rc {run.returncode}\n{run.stdout}\n{run.stderr[-3000:]}"
     results = json.loads(run.stdout.strip().splitlines()[-1])
@@ -183,7 +190,8 @@ def test_cli_exits_within_two_seconds_of_sigint_without_a_crash(which: str, tmp_
     rng = random.Random(SEED + len(which))
     for i in range(CLI_ROUNDS[which]):
         cmd, out = _cli(which, tmp_path, i)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env())
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(),
+                                preexec_fn=_default_sigint)
         time.sleep(rng.uniform(0.3, 3.0))
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
