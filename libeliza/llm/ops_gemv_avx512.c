@@ -124,58 +124,146 @@ static void gemv_iq4_nl(const ez_llm_matrix *w, int64_t r0, int64_t r1, const vo
 }
 #undef EZ_GEMV_PAIRS
 
-/* [sum of v0's lanes, .., sum of v3's]: four rows' integer sums at once
- * where the dot reduces each alone (the same integers). */
-static inline __m128i lane_sums4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+/* The K-quant matvecs below reach the dots' integer sums by another route:
+ * a vpdpbusd lane (four code * activation products) stays below 2^15 in
+ * magnitude (Q4_K 4 * 15 * 128, Q5_K 4 * 31 * 128, Q6_K 4 * 63 * 128), so
+ * two such vectors pack into int16 exactly and one vpdpwssd multiplies each
+ * word by its sub-block's scale and accumulates: the same integer as the
+ * dot's scaled int32 lanes. The float term of each super-block is then made
+ * for four rows at once, lane r the dot's operations for row r in its order,
+ * so every y[r] is still the dot's float bit for bit. */
+
+/* [sum of v0's lanes, .., sum of v3's]. */
+static inline __m128i lane_sums4(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+    /* each 128-bit lane: its part of the four sums */
+    const __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(t), _mm512_extracti64x4_epi64(t, 1));
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-static inline __m256i fold_halves(__m512i v) {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+/* Word indices into a register of per-row scale words for vpermw: in each
+ * 128-bit lane L, four words of scale lo[L] then four of hi[L], plus `base`. */
+static inline __m512i scale_words_index(const int lo[4], const int hi[4], int base) {
+    int16_t idx[32];
+    for (int L = 0; L < 4; L++)
+        for (int e = 0; e < 4; e++) {
+            idx[8 * L + e] = (int16_t)(base + lo[L]);
+            idx[8 * L + 4 + e] = (int16_t)(base + hi[L]);
+        }
+    return _mm512_loadu_si512((const void *)idx);
+}
+
+/* The packed int16 of two vpdpbusd products, each word times its scale
+ * word, added into acc. */
+static inline __m512i scaled_pair(__m512i acc, const __m512i q[2], const __m512i yq[2], __m512i scales) {
+    const __m512i z = _mm512_setzero_si512();
+    return _mm512_dpwssd_epi32(
+        acc, _mm512_packs_epi32(_mm512_dpbusd_epi32(z, q[0], yq[0]), _mm512_dpbusd_epi32(z, q[1], yq[1])), scales);
+}
+
+/* The first 16 bytes of four blocks, one per 128-bit lane. */
+static inline __m512i heads4(const void *p0, const void *p1, const void *p2, const void *p3) {
+    __m512i v = _mm512_zextsi128_si512(_mm_loadu_si128((const __m128i *)p0));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p1), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p2), 2);
+    return _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)p3), 3);
+}
+
+/* Q4_K / Q5_K heads (d, dmin, scales[12] as 32-bit words e0..e3) to the
+ * eight 6-bit scales (bytes 0-7) and mins (bytes 8-15) of each lane, as
+ * ez_unpack_q4k_scales makes them from w = e1..e3. */
+static inline __m512i q4k_unpack4(__m512i h) {
+    const __m512i lo = _mm512_and_si512(
+        _mm512_srlv_epi32(_mm512_shuffle_epi32(h, _MM_SHUFFLE(3, 2, 3, 1)), _mm512_setr_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4)),
+        _mm512_broadcast_i32x4(_mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)));
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi32(_mm512_shuffle_epi32(h, _MM_SHUFFLE(2, 2, 1, 1)), 2),
+                                        _mm512_broadcast_i32x4(_mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
+    return _mm512_or_si512(lo, hi);
+}
+
+/* The vpshufb control that makes bytes first .. first + 7 of each 128-bit
+ * lane eight words. */
+static inline __m512i byte_words_control(int first) {
+    int8_t ctl[16];
+    for (int j = 0; j < 8; j++) {
+        ctl[2 * j] = (int8_t)(first + j);
+        ctl[2 * j + 1] = (int8_t)0x80;
+    }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)ctl));
+}
+
+/* Element 0 of each 128-bit lane, then the sum of each lane's four, as
+ * [lane 0, .., lane 3]. */
+static inline __m128i lane_heads(__m512i v) {
+    return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12), v));
+}
+
+static inline __m128i lane_totals(__m512i v) {
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return lane_heads(_mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1))));
+}
+
+/* y[k q + j] = lane k of sum. */
+static inline void store_rows(float *y, int64_t q, int64_t j, __m128 sum) {
+    float s[GEMV_ROWS];
+    _mm_storeu_ps(s, sum);
+    for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = s[k];
 }
 
 /* Q4_K / Q5_K (quant_avx512.c's EZ_DOT_KMIN): per super-block the
- * activation registers and bsums once, per row its codes and the lanes of
- * its two integer sums, reduced four rows together; then each row's float
- * term as the dot makes it. */
+ * activation registers and the sums of bsum pairs (one per min) once; the
+ * four rows' heads in one register, their scales and mins unpacked
+ * together; per row its codes and one int32 register whose lanes sum to its
+ * scaled integer. */
 #define EZ_GEMV_KMIN(wtype, codes, w_type)                                                                     \
+    static const int lo0[4] = {0, 0, 2, 2}, hi0[4] = {1, 1, 3, 3}, lo1[4] = {4, 4, 6, 6}, hi1[4] = {5, 5, 7, 7}; \
     const int64_t nb = w->n_cols / EZ_QK_K;                                                                  \
     const ez_block_q8_k *b = (const ez_block_q8_k *)x;                                                       \
     const ez_dot_fn dot = ez_kernels_avx512(w_type)->dot;                                                    \
     const int64_t q = (r1 - r0) / GEMV_ROWS;                                                                 \
+    const __m512i sc_words = byte_words_control(0), mn_words = byte_words_control(8);                       \
+    __m512i sidx[GEMV_ROWS][2];                                                                              \
+    for (int k = 0; k < GEMV_ROWS; k++) {                                                                    \
+        sidx[k][0] = scale_words_index(lo0, hi0, 8 * k);                                                     \
+        sidx[k][1] = scale_words_index(lo1, hi1, 8 * k);                                                     \
+    }                                                                                                        \
     for (int64_t j = 0; j < q; j++) {                                                                        \
         const wtype *a[GEMV_ROWS];                                                                           \
-        float sum[GEMV_ROWS];                                                                                \
-        for (int k = 0; k < GEMV_ROWS; k++) {                                                                \
-            a[k] = (const wtype *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes);                       \
-            sum[k] = 0.0f;                                                                                   \
-        }                                                                                                    \
+        __m128 sum = _mm_setzero_ps();                                                                       \
+        for (int k = 0; k < GEMV_ROWS; k++) a[k] = (const wtype *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes); \
         for (int64_t i = 0; i < nb; i++) {                                                                   \
-            const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);                              \
-            __m512i yq[4];                                                                                   \
-            __m256i is[GEMV_ROWS], ms[GEMV_ROWS];                                                            \
-            int32_t isum[GEMV_ROWS], msum[GEMV_ROWS];                                                        \
+            const __m512i h = heads4(&a[0][i], &a[1][i], &a[2][i], &a[3][i]), u = q4k_unpack4(h);            \
+            const __m512i sc = _mm512_shuffle_epi8(u, sc_words);                                                         \
+            const __m128i pairs = _mm256_cvtepi32_epi16(                                                     \
+                _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b[i].bsums), _mm256_set1_epi16(1)));   \
+            const __m128i msum = lane_totals(_mm512_madd_epi16(_mm512_shuffle_epi8(u, mn_words), _mm512_broadcast_i32x4(pairs))); \
+            const __m256 dm = _mm256_cvtph_ps(_mm_shuffle_epi8(lane_heads(h),                                \
+                                                               _mm_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15))); \
+            const __m128 dx = _mm_set1_ps(b[i].d);                                                           \
+            __m512i yq[4], is[GEMV_ROWS];                                                                    \
+            __m128 d, dmin;                                                                                  \
             ez_avx512_k_y_quads(b[i].qs, yq);                                                                \
             for (int k = 0; k < GEMV_ROWS; k++) {                                                            \
-                uint8_t sc[8], mn[8];                                                                        \
-                __m512i q[4];                                                                                \
+                __m512i c[4];                                                                                \
                 ez_avx512_prefetch(&a[k][i], (int)sizeof(wtype));                                            \
-                ez_unpack_q4k_scales(a[k][i].scales, sc, mn);                                                \
-                codes(&a[k][i], q);                                                                          \
-                is[k] = fold_halves(ez_avx512_k_scaled_lanes(q, yq, sc));                                    \
-                ms[k] = ez_avx512_k_min_lanes(mn, bs);                                                       \
+                codes(&a[k][i], c);                                                                          \
+                is[k] = scaled_pair(scaled_pair(_mm512_setzero_si512(), c, yq, _mm512_permutexvar_epi16(sidx[k][0], sc)), \
+                                    c + 2, yq + 2, _mm512_permutexvar_epi16(sidx[k][1], sc));                \
             }                                                                                                \
-            _mm_storeu_si128((__m128i *)isum, lane_sums4(is[0], is[1], is[2], is[3]));                       \
-            _mm_storeu_si128((__m128i *)msum, lane_sums4(ms[0], ms[1], ms[2], ms[3]));                       \
-            for (int k = 0; k < GEMV_ROWS; k++)                                                              \
-                sum[k] += ez_avx512_kmin_block(a[k][i].d, a[k][i].dmin, b[i].d, isum[k], msum[k]);           \
+            /* ez_avx512_kmin_block, four rows */                                                            \
+            d = _mm_mul_ps(_mm256_castps256_ps128(dm), dx);                                                  \
+            dmin = _mm_mul_ps(_mm256_extractf128_ps(dm, 1), dx);                                             \
+            d = _mm_mul_ps(d, _mm_cvtepi32_ps(lane_sums4(is[0], is[1], is[2], is[3])));                      \
+            dmin = _mm_mul_ps(dmin, _mm_cvtepi32_ps(msum));                                                  \
+            sum = _mm_add_ps(sum, _mm_sub_ps(d, dmin));                                                      \
         }                                                                                                    \
-        for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = sum[k];                                           \
+        store_rows(y, q, j, sum);                                                                            \
     }                                                                                                        \
     for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x)
 
-_Static_assert(GEMV_ROWS == 4, "lane_sums4 reduces four rows");
+_Static_assert(GEMV_ROWS == 4, "the K-quant matvecs hold four rows' heads in one register");
 
 static void gemv_q4_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
     EZ_GEMV_KMIN(ez_block_q4_k, ez_avx512_q4k_codes, EZ_TYPE_Q4_K);
@@ -187,38 +275,43 @@ static void gemv_q5_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
 #undef EZ_GEMV_KMIN
 
 /* Q6_K (quant_avx512.c's dot_q6_k_q8_k_avx512): per super-block the
- * activation registers once, per row its codes and the lanes of its scaled
- * and offset sums, reduced four rows together; then each row's float term
- * as the dot makes it. */
+ * activation registers once; per row its codes, its sixteen scales as
+ * words (for the scaled sum and the -32 offset's sum(scale * bsum)) and one
+ * int32 register whose lanes sum to its scaled integer. */
 static void gemv_q6_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    static const int lo0[4] = {0, 1, 2, 3}, hi0[4] = {4, 5, 6, 7}, lo1[4] = {8, 9, 10, 11}, hi1[4] = {12, 13, 14, 15};
     const int64_t nb = w->n_cols / EZ_QK_K;
     const ez_block_q8_k *b = (const ez_block_q8_k *)x;
     const ez_dot_fn dot = ez_kernels_avx512(EZ_TYPE_Q6_K)->dot;
     const int64_t q = (r1 - r0) / GEMV_ROWS;
+    const __m512i sidx0 = scale_words_index(lo0, hi0, 0), sidx1 = scale_words_index(lo1, hi1, 0);
     for (int64_t j = 0; j < q; j++) {
         const ez_block_q6_k *a[GEMV_ROWS];
-        float sum[GEMV_ROWS];
-        for (int k = 0; k < GEMV_ROWS; k++) {
+        __m128 sum = _mm_setzero_ps();
+        for (int k = 0; k < GEMV_ROWS; k++)
             a[k] = (const ez_block_q6_k *)(w->data + (size_t)(r0 + k * q + j) * w->row_bytes);
-            sum[k] = 0.0f;
-        }
         for (int64_t i = 0; i < nb; i++) {
-            __m512i yq[4];
-            __m256i is[GEMV_ROWS], os[GEMV_ROWS];
-            int32_t isum[GEMV_ROWS], osum[GEMV_ROWS];
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)b[i].bsums);
+            const __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)a[0][i].d, (short)a[1][i].d, (short)a[2][i].d,
+                                                         (short)a[3][i].d, 0, 0, 0, 0));
+            __m512i yq[4], is[GEMV_ROWS], os[GEMV_ROWS];
             ez_avx512_q6k_y(b[i].qs, yq);
             for (int k = 0; k < GEMV_ROWS; k++) {
                 __m512i c[4];
+                const __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[k][i].scales));
+                const __m512i sc = _mm512_zextsi256_si512(s16);
                 ez_avx512_prefetch(&a[k][i], (int)sizeof(ez_block_q6_k));
                 ez_avx512_q6k_codes(&a[k][i], c);
-                is[k] = fold_halves(ez_avx512_q6k_scaled_lanes(c, yq, a[k][i].scales));
-                os[k] = ez_avx512_q6k_offset_lanes(a[k][i].scales, b[i].bsums);
+                is[k] = scaled_pair(scaled_pair(_mm512_setzero_si512(), c, yq, _mm512_permutexvar_epi16(sidx0, sc)),
+                                    c + 2, yq + 2, _mm512_permutexvar_epi16(sidx1, sc));
+                os[k] = _mm512_zextsi256_si512(_mm256_madd_epi16(s16, bs));
             }
-            _mm_storeu_si128((__m128i *)isum, lane_sums4(is[0], is[1], is[2], is[3]));
-            _mm_storeu_si128((__m128i *)osum, lane_sums4(os[0], os[1], os[2], os[3]));
-            for (int k = 0; k < GEMV_ROWS; k++) sum[k] += ez_avx512_q6k_block(a[k][i].d, b[i].d, isum[k], osum[k]);
+            /* ez_avx512_q6k_block, four rows: d * (isum - 32 osum) */
+            sum = _mm_add_ps(sum, _mm_mul_ps(_mm_mul_ps(d, _mm_set1_ps(b[i].d)),
+                                             _mm_cvtepi32_ps(_mm_sub_epi32(lane_sums4(is[0], is[1], is[2], is[3]),
+                                                                           _mm_slli_epi32(lane_sums4(os[0], os[1], os[2], os[3]), 5)))));
         }
-        for (int k = 0; k < GEMV_ROWS; k++) y[k * q + j] = sum[k];
+        store_rows(y, q, j, sum);
     }
     for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x);
 }
