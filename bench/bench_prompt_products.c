@@ -4,9 +4,12 @@
  * best of the runs), which other load on the machine inflates less than
  * wall time.
  *
- *   bench_prompt_products [threads, default 1] [rows M, default 256] [TYPE ...]
+ *   bench_prompt_products [-m MATRICES] [threads, default 1] [rows M, default 256] [TYPE ...]
  *
  * TYPE: weight type names (Q8_0, IQ2_XXS, ...), default Q8_0 Q4_0 Q4_K Q6_K.
+ * -m N: each run passes over N different matrices of that size (default 1,
+ * which stays in L2): with N = 64 the weights (75 MB of Q4_K) come from
+ * memory as a decode step's do; the time printed is then that of all N.
  *
  * ELIZA_SIMD=avx2 / avx512 compares the levels. Built by the
  * ELIZA_BUILD_BENCH CMake option; links the static library. */
@@ -68,16 +71,18 @@ static uint32_t type_named(const char *name) {
 int main(int argc, char **argv) {
     uint32_t types[EZ_TYPE_COUNT] = {EZ_TYPE_Q8_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_K, EZ_TYPE_Q6_K};
     size_t n_types = 4;
-    const int threads = argc > 1 ? atoi(argv[1]) : 1;
-    const int64_t M = argc > 2 ? atoll(argv[2]) : 256;
+    const int skip = argc > 2 && strcmp(argv[1], "-m") == 0 ? 2 : 0;
+    const int n_mat = skip ? atoi(argv[2]) : 1;
+    const int threads = argc > 1 + skip ? atoi(argv[1 + skip]) : 1;
+    const int64_t M = argc > 2 + skip ? atoll(argv[2 + skip]) : 256;
     ez_pool *pool = ez_pool_create(threads);
     float *x = (float *)malloc(sizeof(float) * (size_t)(M * COLS)), *y = (float *)malloc(sizeof(float) * (size_t)(M * ROWS));
-    if (!pool || !x || !y || M < 1) {
+    if (!pool || !x || !y || M < 1 || n_mat < 1) {
         fprintf(stderr, "bench_prompt_products: bad arguments or out of memory\n");
         return 1;
     }
-    if (argc > 3) n_types = 0;
-    for (int a = 3; a < argc && n_types < EZ_TYPE_COUNT; a++) {
+    if (argc > 3 + skip) n_types = 0;
+    for (int a = 3 + skip; a < argc && n_types < EZ_TYPE_COUNT; a++) {
         types[n_types] = type_named(argv[a]);
         if (types[n_types] == EZ_TYPE_COUNT || !ez_type_traits_of(types[n_types])->type_size) {
             fprintf(stderr, "bench_prompt_products: no weight type %s\n", argv[a]);
@@ -86,27 +91,33 @@ int main(int argc, char **argv) {
         n_types++;
     }
     for (int64_t i = 0; i < M * COLS; i++) x[i] = (float)((double)(rng_u64() >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-    printf("simd level %s, %d thread(s), %lld activation rows x %d x %d\n", ez_simd_level_name(ez_simd_level_active()),
-           threads, (long long)M, ROWS, COLS);
+    printf("simd level %s, %d thread(s), %lld activation rows x %d x %d, %d matrices\n",
+           ez_simd_level_name(ez_simd_level_active()), threads, (long long)M, ROWS, COLS, n_mat);
     for (size_t t = 0; t < n_types; t++) {
         ez_llm_matrix w = {"w", types[t], ROWS, COLS, (size_t)ez_row_bytes(types[t], COLS), NULL};
         ez_llm_mm mm = {&w, y, ROWS};
         ez_llm_acts acts;
         double best = 1e30;
-        uint8_t *data = random_matrix(types[t], w.row_bytes);
+        uint8_t **data = (uint8_t **)calloc((size_t)n_mat, sizeof *data);
         if (!data) return 1;
-        w.data = data;
+        for (int i = 0; i < n_mat; i++)
+            if (!(data[i] = random_matrix(types[t], w.row_bytes))) return 1;
         ez_llm_acts_init(&acts);
         for (int r = 0; r < RUNS; r++) {
             const double c0 = cpu_s();
             double s;
-            if (ez_llm_matmul(pool, &acts, x, M, &mm, 1) != ELIZA_OK) return 1;
+            for (int i = 0; i < n_mat; i++) {
+                w.data = data[i];
+                if (ez_llm_matmul(pool, &acts, x, M, &mm, 1) != ELIZA_OK) return 1;
+            }
             s = cpu_s() - c0;
             if (s < best) best = s;
         }
-        printf("%-5s %8.2f ms CPU  %6.1f G multiply-adds per CPU second\n", ez_type_traits_of(types[t])->name,
-               best * 1e3, (double)M * ROWS * COLS / best * 1e-9);
+        printf("%-5s %8.2f ms CPU  %6.1f G multiply-adds per CPU second  %5.1f GB of weights per CPU second\n",
+               ez_type_traits_of(types[t])->name, best * 1e3, (double)n_mat * M * ROWS * COLS / best * 1e-9,
+               (double)n_mat * ROWS * w.row_bytes / best * 1e-9);
         ez_llm_acts_free(&acts);
+        for (int i = 0; i < n_mat; i++) free(data[i]);
         free(data);
     }
     ez_pool_destroy(pool);
