@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from tts_digest import print_or_compare
 
 REPO = Path(__file__).resolve().parents[1]
 DATASET = REPO / "tests" / "diar" / "dataset"
@@ -96,14 +97,7 @@ def main() -> int:
     ap.add_argument("--compare", type=Path, help="a previous run's output: report the cases that differ")
     args = ap.parse_args()
     now = digests(args.threads, [c for c in args.conversations.split(",") if c])
-    if not args.compare:
-        print(json.dumps(now, indent=1))
-        return 0
-    before = json.loads(args.compare.read_text(encoding="utf-8"))
-    differ = [name for name in now if before.get(name) != now[name]]
-    for name in now:
-        print(f"{name:36s} {'DIFFERS' if name in differ else 'identical'}")
-    return 1 if differ else 0
+    return print_or_compare(now, args.compare, 36)
 
 
 if __name__ == "__main__":
