@@ -95,14 +95,19 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compare", type=Path, help="a previous run's output: report the cases that differ")
     args = ap.parse_args()
-    now = digests(args.threads)
-    if not args.compare:
+    return print_or_compare(digests(args.threads), args.compare)
+
+
+def print_or_compare(now: dict[str, Any], compare: Path | None, width: int = 16) -> int:
+    """Prints the digests as JSON, or with ``compare`` (an earlier run's
+    output) whether each case is identical; 1 when some case differs."""
+    if not compare:
         print(json.dumps(now, indent=1))
         return 0
-    before = json.loads(args.compare.read_text(encoding="utf-8"))
+    before = json.loads(compare.read_text(encoding="utf-8"))
     differ = [name for name in now if before.get(name) != now[name]]
     for name in now:
-        print(f"{name:16s} {'DIFFERS' if name in differ else 'identical'}")
+        print(f"{name:{width}s} {'DIFFERS' if name in differ else 'identical'}")
     return 1 if differ else 0
 
 

@@ -154,14 +154,6 @@ bad:
                    "LSTM gate order '%.8s' is not four distinct gates of i, f, o, c (or g), e.g. \"iofc\"", order);
 }
 
-/* Copies the 4 gate blocks of `rows` rows (each of `cols` floats) from the
- * file's order into i, f, g, o. */
-static void reorder_gates(const float *src, float *dst, const int perm[4], int64_t rows, int64_t cols) {
-    for (int k = 0; k < 4; k++)
-        memcpy(dst + (int64_t)k * rows * cols, src + (int64_t)perm[k] * rows * cols,
-               (size_t)(rows * cols) * sizeof(float));
-}
-
 static int identity_order(const int perm[4]) { return perm[0] == 0 && perm[1] == 1 && perm[2] == 2 && perm[3] == 3; }
 
 void ez_nn_lstm_free(ez_nn_lstm *l) {
@@ -170,22 +162,6 @@ void ez_nn_lstm_free(ez_nn_lstm *l) {
     free(l->bias);
     ez_aligned_free(l->w_hh);
     memset(l, 0, sizeof *l);
-}
-
-/* A weight of n_dirs directions, [4H, cols] each, in i, f, g, o order: the
- * file's rows in place when it stores that order, else a reordered copy in
- * *own. */
-static int32_t gate_rows(const float *file, const int perm[4], int n_dirs, int64_t H, int64_t cols,
-                         const char *what, const float **out, float **own) {
-    const int64_t n = 4 * H * cols;
-    *own = NULL;
-    *out = file;
-    if (identity_order(perm)) return ELIZA_OK;
-    *own = (float *)malloc((size_t)(n_dirs * n) * sizeof(float));
-    if (!*own) return ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its weights", what);
-    for (int d = 0; d < n_dirs; d++) reorder_gates(file + d * n, *own + d * n, perm, H, cols);
-    *out = *own;
-    return ELIZA_OK;
 }
 
 int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_order, int n_dirs, int n_in,
@@ -212,10 +188,11 @@ int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const char *gate_o
     out->n_in = n_in;
     out->H = H;
     out->n_dirs = n_dirs;
-    /* The input projection reads w_ih as stored (in place when the file's
-     * gate order is the internal one); the recurrence reads w_hh in panels. */
-    if ((rc = gate_rows(w_ih, perm, n_dirs, H, n_in, prefix, &out->w_ih, &out->own_ih))) goto done;
-    if (own[0] && !out->own_ih) out->own_ih = own[0], own[0] = NULL;
+    memcpy(out->perm, perm, sizeof perm);
+    /* The input projection reads w_ih as stored; the recurrence reads w_hh in panels. */
+    out->w_ih = w_ih;
+    out->own_ih = own[0];
+    own[0] = NULL;
     out->bias = (float *)malloc((size_t)(n_dirs * G) * sizeof(float));
     if (!out->bias) {
         rc = ez_fail(ELIZA_E_NOMEM, "LSTM '%s': no memory for its biases", prefix);
@@ -243,9 +220,23 @@ done:
 
 /* ---- LSTM: forward ----------------------------------------------------------------- */
 
+/* Each output element is the same dot product whichever columns its GEMM
+ * call covers (core/gemm.h), so projecting a run of gate blocks at a time
+ * gives the bits one GEMM over reordered rows gave. */
 void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const float *x, int64_t rows, float *xp) {
-    int64_t N = (int64_t)l->n_dirs * 4 * l->H;
-    ez_gemm_f32(pool, rows, N, l->n_in, x, l->n_in, l->w_ih, l->n_in, 1, xp, N, 0);
+    const int64_t H = l->H, G = 4 * H, N = (int64_t)l->n_dirs * G;
+    if (identity_order(l->perm)) {
+        ez_gemm_f32(pool, rows, N, l->n_in, x, l->n_in, l->w_ih, l->n_in, 1, xp, N, 0);
+        return;
+    }
+    for (int d = 0; d < l->n_dirs; d++)
+        for (int k = 0; k < 4;) {
+            const float *w = l->w_ih + (d * G + l->perm[k] * H) * l->n_in;
+            int run = 1;
+            while (k + run < 4 && l->perm[k + run] == l->perm[k] + run) run++;
+            ez_gemm_f32(pool, rows, run * H, l->n_in, x, l->n_in, w, l->n_in, 1, xp + d * G + k * H, N, 0);
+            k += run;
+        }
 }
 
 /* One work item: the whole recurrence of one direction for sequences

@@ -60,18 +60,20 @@ EZ_INTERNAL void ez_nn_arena_free(ez_nn_arena *a);
 
 /* ---- LSTM ------------------------------------------------------------------ */
 
-/* w_ih is read in place from the file's mapping when the file stores the
- * internal gate order, else reordered once into a copy (own_ih). w_hh is
- * always a copy: the step kernels read it in panels (core/kernels/lstm.h),
+/* w_ih is read in place from the file's mapping, in the file's gate order:
+ * the input projection computes each gate block (or run of consecutive
+ * blocks) into its internal place (perm). w_hh is a copy, the only one a
+ * layer keeps: the step kernels read it in panels (core/kernels/lstm.h),
  * reordered on the way; each step streams every panel once with h
  * broadcast, where the stored rows would need a horizontal sum per gate row
- * (docs/diarization.md). */
+ * (docs/diarization.md has the figures). */
 typedef struct {
     int n_in, H, n_dirs;
-    const float *w_ih;  /* [n_dirs * 4H, n_in], gate blocks i, f, g, o per direction */
-    float *bias;        /* [n_dirs * 4H], b_ih + b_hh */
+    int perm[4];        /* perm[k]: the file's block of internal gate k (i, f, g, o) */
+    const float *w_ih;  /* [n_dirs * 4H, n_in], gate blocks in the file's order per direction */
+    float *bias;        /* [n_dirs * 4H], b_ih + b_hh, gate blocks i, f, g, o */
     float *w_hh;        /* n_dirs x ez_lstm_panels_floats(H): w_hh of each direction in panels */
-    float *own_ih;      /* the copy w_ih points to, or NULL (freed with the layer) */
+    float *own_ih;      /* a copy w_ih points to (a file aligned to less than a float), or NULL */
 } ez_nn_lstm;
 
 /* Parses a gate order: four distinct letters of i, f, o and c (or g, the
@@ -86,8 +88,8 @@ EZ_INTERNAL int32_t ez_nn_lstm_load(const ez_gguf *g, const char *prefix, const 
                                     int n_in, int H, ez_nn_lstm *out);
 EZ_INTERNAL void ez_nn_lstm_free(ez_nn_lstm *l);
 
-/* xp[rows, n_dirs * 4H] = x[rows, n_in] . w_ih^T (the bias is added by the
- * recurrence, saving a pass over xp). */
+/* xp[rows, n_dirs * 4H] = x[rows, n_in] . w_ih^T, gate blocks i, f, g, o
+ * (the bias is added by the recurrence, saving a pass over xp). */
 EZ_INTERNAL void ez_nn_lstm_project(const ez_nn_lstm *l, ez_pool *pool, const float *x, int64_t rows,
                                     float *xp);
 

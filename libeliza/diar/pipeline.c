@@ -141,92 +141,115 @@ static int32_t finish_turns(turn_list *l, const ez_diar_recon *r, eliza_diarize_
     return ELIZA_OK;
 }
 
-int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
-    const int K = r->n_clusters, F = r->n_frames, L = r->n_local;
-    int64_t T = 0;
-    uint16_t *cover = NULL, *count = NULL, *hard = NULL;
-    float *soft = NULL, *value = NULL;
-    uint8_t *n_active = NULL, *on = NULL;
-    int64_t *open = NULL;
-    turn_list turns = {0};
-    int32_t rc = ELIZA_OK;
+void ez_diar_frame_sums_free(ez_diar_frame_sums *s) {
+    free(s->cover);
+    free(s->count);
+    free(s->hard);
+    free(s->soft);
+    memset(s, 0, sizeof *s);
+}
 
-    *out = NULL;
-    *n_out = 0;
-    if (r->n_windows > 0) T = r->start_frame[r->n_windows - 1] + F;
-    cover = (uint16_t *)calloc((size_t)EZ_MAX(T, 1), sizeof *cover);
-    count = (uint16_t *)calloc((size_t)EZ_MAX(T, 1), sizeof *count);
-    hard = (uint16_t *)calloc((size_t)EZ_MAX(T, 1) * (size_t)EZ_MAX(K, 1), sizeof *hard);
-    soft = (float *)calloc((size_t)EZ_MAX(T, 1) * (size_t)EZ_MAX(K, 1), sizeof *soft);
-    n_active = (uint8_t *)malloc((size_t)r->n_classes);
-    on = (uint8_t *)malloc((size_t)EZ_MAX(K, 1));
-    open = (int64_t *)malloc(sizeof(int64_t) * (size_t)EZ_MAX(K, 1));
-    value = (float *)malloc(sizeof(float) * 2 * (size_t)EZ_MAX(K, 1));
-    if (!cover || !count || !hard || !soft || !n_active || !on || !open || !value) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory reconstructing %lld frames x %d speakers", (long long)T, K);
+/* Adds window w's frames to s; value: [2K] scratch. */
+static void sum_window(const ez_diar_recon *r, const uint8_t *n_active, int64_t w, float *value,
+                       ez_diar_frame_sums *s) {
+    const int K = r->n_clusters, F = r->n_frames, L = r->n_local;
+    const uint8_t *cls = r->cls + (size_t)w * F;
+    const uint8_t *sp = r->soft + (size_t)w * F * L;
+    const int32_t *cl = r->cluster + (size_t)w * L;
+    for (int f = 0; f < F; f++) {
+        int64_t t = r->start_frame[w] + f;
+        s->cover[t]++;
+        s->count[t] += n_active[cls[f]];
+        for (int k = 0; k < K; k++) value[2 * k] = value[2 * k + 1] = -1.0f;
+        for (int l = 0; l < L; l++) {
+            int k = cl[l];
+            if (k < 0) continue;
+            value[2 * k] = EZ_MAX(value[2 * k], (float)(r->powerset[cls[f] * L + l] != 0));
+            value[2 * k + 1] = EZ_MAX(value[2 * k + 1], sp[(size_t)f * L + l] / 255.0f);
+        }
+        for (int k = 0; k < K; k++) {
+            if (value[2 * k] < 0) continue;
+            s->hard[t * K + k] += (uint16_t)value[2 * k];
+            s->soft[t * K + k] += value[2 * k + 1];
+        }
+    }
+}
+
+int32_t ez_diar_sum_windows(const ez_diar_recon *r, ez_diar_frame_sums *s) {
+    const size_t K = (size_t)EZ_MAX(r->n_clusters, 1);
+    uint8_t *n_active = (uint8_t *)malloc((size_t)EZ_MAX(r->n_classes, 1));
+    float *value = (float *)malloc(sizeof(float) * 2 * K);
+    size_t T;
+    int32_t rc = ELIZA_OK;
+    memset(s, 0, sizeof *s);
+    s->n_frames = r->n_windows > 0 ? r->start_frame[r->n_windows - 1] + r->n_frames : 0;
+    s->n_clusters = r->n_clusters;
+    T = (size_t)EZ_MAX(s->n_frames, 1);
+    s->cover = (uint16_t *)calloc(T, sizeof *s->cover);
+    s->count = (uint16_t *)calloc(T, sizeof *s->count);
+    s->hard = (uint16_t *)calloc(T * K, sizeof *s->hard);
+    s->soft = (float *)calloc(T * K, sizeof *s->soft);
+    if (!n_active || !value || !s->cover || !s->count || !s->hard || !s->soft) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory reconstructing %lld frames x %d speakers", (long long)s->n_frames,
+                     r->n_clusters);
         goto done;
     }
     for (int c = 0; c < r->n_classes; c++) {
         n_active[c] = 0;
-        for (int s = 0; s < L; s++) n_active[c] += r->powerset[c * L + s] != 0;
+        for (int l = 0; l < r->n_local; l++) n_active[c] += r->powerset[c * r->n_local + l] != 0;
     }
+    for (int64_t w = 0; w < r->n_windows; w++) sum_window(r, n_active, w, value, s);
+done:
+    free(n_active);
+    free(value);
+    return rc;
+}
 
-    /* Sum over windows: coverage, active local speakers, and each cluster's
-     * activity (the union of its local speakers in a window). */
-    for (int64_t w = 0; w < r->n_windows; w++) {
-        const uint8_t *cls = r->cls + (size_t)w * F;
-        const uint8_t *sp = r->soft + (size_t)w * F * L;
-        const int32_t *cl = r->cluster + (size_t)w * L;
-        int64_t t0 = r->start_frame[w];
-        for (int f = 0; f < F; f++) {
-            int64_t t = t0 + f;
-            cover[t]++;
-            count[t] += n_active[cls[f]];
-            for (int k = 0; k < K; k++) value[2 * k] = value[2 * k + 1] = -1.0f;
-            for (int s = 0; s < L; s++) {
-                int k = cl[s];
-                if (k < 0) continue;
-                value[2 * k] = EZ_MAX(value[2 * k], (float)(r->powerset[cls[f] * L + s] != 0));
-                value[2 * k + 1] = EZ_MAX(value[2 * k + 1], sp[(size_t)f * L + s] / 255.0f);
-            }
-            for (int k = 0; k < K; k++) {
-                if (value[2 * k] < 0) continue;
-                hard[t * K + k] += (uint16_t)value[2 * k];
-                soft[t * K + k] += value[2 * k + 1];
-            }
+void ez_diar_pick_speakers(const uint16_t *hard, const float *soft, int K, int n, uint8_t *on) {
+    memset(on, 0, (size_t)EZ_MAX(K, 0));
+    for (int i = 0; i < n; i++) {
+        int best = -1;
+        for (int k = 0; k < K; k++) {
+            if (on[k] || !hard[k]) continue;
+            if (best < 0 || hard[k] > hard[best] || (hard[k] == hard[best] && soft[k] > soft[best])) best = k;
         }
+        if (best < 0) break;
+        on[best] = 1;
     }
+}
 
-    /* Per frame, the `count` most active clusters; runs become turns. */
+/* Per frame, the `count` most active clusters; runs of a cluster's frames
+ * become turns (raw: before gaps and short turns are handled). */
+static int32_t frames_to_turns(const ez_diar_recon *r, const ez_diar_frame_sums *s, turn_list *turns) {
+    const int K = r->n_clusters;
+    uint8_t *on = (uint8_t *)malloc((size_t)EZ_MAX(K, 1));
+    int64_t *open = (int64_t *)malloc(sizeof(int64_t) * (size_t)EZ_MAX(K, 1));
+    int32_t rc = ELIZA_OK;
+    if (!on || !open) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d speakers", K);
+        goto done;
+    }
     for (int k = 0; k < K; k++) open[k] = -1;
-    for (int64_t t = 0; t < T; t++) {
-        int n_speakers = cover[t] ? (int)nearbyint((double)count[t] / cover[t]) : 0;
+    for (int64_t t = 0; t < s->n_frames; t++) {
+        int n_speakers = s->cover[t] ? (int)nearbyint((double)s->count[t] / s->cover[t]) : 0;
         double ts = (double)t * r->frame_step + 0.5 * r->frame_duration;
         if (r->max_per_frame > 0) n_speakers = EZ_MIN(n_speakers, r->max_per_frame);
         if (r->exclusive) n_speakers = EZ_MIN(n_speakers, 1);
-        memset(on, 0, (size_t)K);
-        for (int i = 0; i < n_speakers; i++) {
-            int best = -1;
-            for (int k = 0; k < K; k++) {
-                const uint16_t *h = hard + t * K;
-                const float *sf = soft + t * K;
-                if (on[k] || !h[k]) continue;
-                if (best < 0 || h[k] > h[best] || (h[k] == h[best] && sf[k] > sf[best])) best = k;
-            }
-            if (best < 0) break;
-            on[best] = 1;
-        }
+        ez_diar_pick_speakers(s->hard + t * K, s->soft + t * K, K, n_speakers, on);
         for (int k = 0; k < K; k++) {
             if (on[k] && open[k] < 0) {
                 raw_turn nt = {k, ts, ts, 0.0, 0};
-                if (!push_turn(&turns, nt)) goto nomem;
-                open[k] = (int64_t)turns.n - 1;
+                if (!push_turn(turns, nt)) {
+                    rc = ez_fail(ELIZA_E_NOMEM, "out of memory for turns");
+                    goto done;
+                }
+                open[k] = (int64_t)turns->n - 1;
             }
             if (on[k]) {
-                turns.v[open[k]].conf_sum += soft[t * K + k] / cover[t];
-                turns.v[open[k]].n_frames++;
+                turns->v[open[k]].conf_sum += s->soft[t * K + k] / s->cover[t];
+                turns->v[open[k]].n_frames++;
             } else if (open[k] >= 0) {
-                turns.v[open[k]].end = ts;
+                turns->v[open[k]].end = ts;
                 open[k] = -1;
             }
         }
@@ -234,21 +257,23 @@ int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, si
     /* Still active at the last frame: the turn ends at that frame, as
      * pyannote's Binarize ends it. */
     for (int k = 0; k < K; k++)
-        if (open[k] >= 0) turns.v[open[k]].end = (double)(T - 1) * r->frame_step + 0.5 * r->frame_duration;
-    rc = finish_turns(&turns, r, out, n_out);
-    goto done;
-nomem:
-    rc = ez_fail(ELIZA_E_NOMEM, "out of memory for turns");
+        if (open[k] >= 0) turns->v[open[k]].end = (double)(s->n_frames - 1) * r->frame_step + 0.5 * r->frame_duration;
 done:
-    free(turns.v);
-    free(cover);
-    free(count);
-    free(hard);
-    free(soft);
-    free(n_active);
     free(on);
     free(open);
-    free(value);
+    return rc;
+}
+
+int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
+    ez_diar_frame_sums s;
+    turn_list turns = {0};
+    int32_t rc;
+    *out = NULL;
+    *n_out = 0;
+    if ((rc = ez_diar_sum_windows(r, &s)) == ELIZA_OK && (rc = frames_to_turns(r, &s, &turns)) == ELIZA_OK)
+        rc = finish_turns(&turns, r, out, n_out);
+    free(turns.v);
+    ez_diar_frame_sums_free(&s);
     return rc;
 }
 
@@ -256,16 +281,7 @@ done:
 /* The run                                                                   */
 /* ------------------------------------------------------------------------ */
 
-typedef struct {
-    float *v;        /* [n, dim] */
-    int32_t *window; /* [n] */
-    uint8_t *local;  /* [n] local speaker */
-    uint8_t *train;  /* [n] enough clean speech to take part in the clustering */
-    size_t n, cap;
-    int dim;
-} emb_list;
-
-static int emb_reserve(emb_list *e) {
+static int emb_reserve(ez_diar_embs *e) {
     size_t cap;
     float *v;
     int32_t *window;
@@ -285,7 +301,7 @@ static int emb_reserve(emb_list *e) {
     return 1;
 }
 
-static void emb_free(emb_list *e) {
+static void emb_free(ez_diar_embs *e) {
     free(e->v);
     free(e->window);
     free(e->local);
@@ -506,7 +522,7 @@ static int32_t want_partials(embed_state *st, int64_t w, const float *chunk, con
  * mean of the grid partials inside the window where the speaker is (nearly)
  * alone; without one, the embedding of the speaker's non-overlapped frames
  * (all its frames when those are too few), at most two partials long. */
-static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, const uint8_t *cls, emb_list *embs) {
+static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, const uint8_t *cls, ez_diar_embs *embs) {
     const ez_diar_models *m = st->m;
     const int F = m->n_frames, L = m->n_local, dim = m->emb_dim;
     const double fss = m->frame_step * m->sample_rate;
@@ -556,10 +572,9 @@ static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, cons
     return ELIZA_OK;
 }
 
-/* Clusters the embeddings and writes every local speaker's cluster. */
-static int32_t cluster_speakers(const ez_diar_models *m, const eliza_diarize_options *opt, int64_t n_windows,
-                                const emb_list *embs, int32_t *cluster, int *out_k) {
-    const int dim = m->emb_dim;
+int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_embs *embs, int64_t n_windows,
+                             int n_local, int32_t *cluster, int *out_k) {
+    const int dim = embs->dim;
     size_t n_train = 0;
     int64_t stride = 1;
     int any_train = 0, k = 0;
@@ -569,6 +584,8 @@ static int32_t cluster_speakers(const ez_diar_models *m, const eliza_diarize_opt
     int32_t rc;
 
     *out_k = 0;
+    for (int64_t i = 0; i < n_windows * n_local; i++) cluster[i] = -1;
+    if (embs->n == 0) return ELIZA_OK;
     for (size_t i = 0; i < embs->n; i++) any_train |= embs->train[i];
     /* Thin the training set to one window in `stride` when it is too large
      * (neighbouring windows overlap by 1 - step/10 and repeat each other). */
@@ -603,8 +620,7 @@ static int32_t cluster_speakers(const ez_diar_models *m, const eliza_diarize_opt
     for (size_t i = 0; i < embs->n; i++) group[i] = embs->window[i];
     rc = ez_cluster_assign(embs->v, (int)embs->n, dim, group, centroids, k, labels);
     if (rc) goto done;
-    for (int64_t i = 0; i < n_windows * m->n_local; i++) cluster[i] = -1;
-    for (size_t i = 0; i < embs->n; i++) cluster[(size_t)embs->window[i] * m->n_local + embs->local[i]] = labels[i];
+    for (size_t i = 0; i < embs->n; i++) cluster[(size_t)embs->window[i] * n_local + embs->local[i]] = labels[i];
     *out_k = k;
 done:
     free(x);
@@ -620,7 +636,7 @@ typedef struct {
     uint8_t *cls;          /* [n_windows, F]: powerset class of each frame */
     uint8_t *soft;         /* [n_windows, F, L]: each local speaker's soft activity */
     int64_t *start_frame;  /* [n_windows]: first frame on the global grid */
-    emb_list embs;         /* one embedding per (window, local speaker) that speaks */
+    ez_diar_embs embs;         /* one embedding per (window, local speaker) that speaks */
 } window_pass;
 
 static void window_pass_free(window_pass *wp) {
@@ -833,7 +849,7 @@ void ez_diar_speakers_free(ez_diar_speakers *s) {
 
 /* Each cluster's centroid ([k, dim] into *out): the mean direction of the
  * embeddings of the local speakers assigned to it. */
-static int32_t cluster_centroids(const ez_diar_models *m, const emb_list *embs, const int32_t *cluster, int k,
+static int32_t cluster_centroids(const ez_diar_models *m, const ez_diar_embs *embs, const int32_t *cluster, int k,
                                  float **out) {
     int32_t *labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
     int32_t rc;
@@ -845,9 +861,8 @@ static int32_t cluster_centroids(const ez_diar_models *m, const emb_list *embs, 
     return rc;
 }
 
-/* The clusters' centroids ([k, dim]) renumbered as the turns' speakers. */
-static int32_t speakers_of_turns(const float *centroids, int k, int dim, const int32_t *speaker_of,
-                                 ez_diar_speakers *sp) {
+int32_t ez_diar_speakers_of_turns(const float *centroids, int k, int dim, const int32_t *speaker_of,
+                                  ez_diar_speakers *sp) {
     int n = 0;
     for (int c = 0; c < k; c++) n = EZ_MAX(n, speaker_of[c] + 1);
     sp->dim = dim;
@@ -860,89 +875,103 @@ static int32_t speakers_of_turns(const float *centroids, int k, int dim, const i
     return ELIZA_OK;
 }
 
-int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
-                    const eliza_diarize_options *opt, const ez_diar_control *ctl, eliza_diarize_turn **out,
-                    size_t *n_out, ez_diar_speakers *speakers) {
-    const int F = m->n_frames, L = m->n_local;
-    ez_resampler *rs = NULL;
-    batch_state b;
-    window_pass wp;
-    int32_t *cluster = NULL, *speaker_of = NULL;
-    float *centroids = NULL;
-    int k = 0;
-    int32_t rc = ELIZA_OK;
+/* The audio as the window pass reads it: at the models' rate through a
+ * resampler (*rs, for the caller to free) when sample_rate is another. */
+static int32_t open_audio(batch_state *b, const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
+                          const eliza_diarize_options *opt, ez_resampler **rs) {
+    int32_t rc;
+    *rs = NULL;
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    b->pcm = pcm;
+    b->n = n;
+    b->sample_rate = sample_rate;
+    b->B = opt->batch_size;
+    b->n16 = n;
+    b->step = EZ_MAX((int64_t)1, (int64_t)llround((double)opt->step * m->sample_rate));
+    if (sample_rate == m->sample_rate) return ELIZA_OK;
+    if ((rc = ez_resampler_create(sample_rate, m->sample_rate, 0, rs))) return rc;
+    b->rs = *rs;
+    b->n16 = ez_resampler_out_len(*rs, n);
+    return ELIZA_OK;
+}
 
-    *out = NULL;
-    *n_out = 0;
-    if (speakers) memset(speakers, 0, sizeof *speakers);
-    memset(&b, 0, sizeof b);
-    memset(&wp, 0, sizeof wp);
-    set_progress(ctl, 0.0);
-    if (m->n_classes > 256 || L > 255 || m->emb_dim < 1 || F < 1 || m->chunk_samples < 1)
-        return ez_fail(ELIZA_E_INTERNAL, "diarization models with %d classes, %d local speakers, %d frames",
-                       m->n_classes, L, F);
-    b.m = m;
-    b.pcm = pcm;
-    b.n = n;
-    b.sample_rate = sample_rate;
-    b.B = opt->batch_size;
-    b.n16 = n;
-    if (sample_rate != m->sample_rate) {
-        if ((rc = ez_resampler_create(sample_rate, m->sample_rate, 0, &rs))) return rc;
-        b.rs = rs;
-        b.n16 = ez_resampler_out_len(rs, n);
-    }
-    if (b.n16 == 0) {
-        ez_resampler_free(rs);
-        *out = (eliza_diarize_turn *)malloc(sizeof **out);
-        if (!*out) return ez_fail(ELIZA_E_NOMEM, "out of memory for the turns");
-        if (speakers) speakers->dim = m->emb_dim;
-        set_progress(ctl, 1.0);
-        return ELIZA_OK;
-    }
-    b.step = EZ_MAX((int64_t)1, (int64_t)llround((double)opt->step * m->sample_rate));
-    wp.n_windows = ez_diar_n_windows(b.n16, m->chunk_samples, b.step);
-    wp.embs.dim = m->emb_dim;
-    wp.cls = (uint8_t *)malloc((size_t)wp.n_windows * (size_t)F);
-    wp.soft = (uint8_t *)malloc((size_t)wp.n_windows * (size_t)F * (size_t)L);
-    wp.start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)wp.n_windows);
-    cluster = (int32_t *)malloc(sizeof(int32_t) * (size_t)wp.n_windows * (size_t)L);
-    if (!wp.cls || !wp.soft || !wp.start_frame || !cluster) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)wp.n_windows);
-        goto done;
-    }
-    if ((rc = run_windows(&b, ctl, &wp))) goto done;
-    if (cancelled(ctl)) {
-        rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled before clustering");
-        goto done;
-    }
-    if (wp.embs.n > 0) {
-        if ((rc = cluster_speakers(m, opt, wp.n_windows, &wp.embs, cluster, &k))) goto done;
-    } else {
-        for (int64_t i = 0; i < wp.n_windows * L; i++) cluster[i] = -1;
-    }
-    speaker_of = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(k, 1));
-    if (!speaker_of) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory for %d speakers", k);
-        goto done;
-    }
-    if (speakers && (rc = cluster_centroids(m, &wp.embs, cluster, k, &centroids))) goto done;
-    emb_free(&wp.embs);
-    rc = reconstruct(m, opt, &wp, cluster, k, (double)n / sample_rate, speaker_of, out, n_out);
-    if (rc == ELIZA_OK && speakers) rc = speakers_of_turns(centroids, k, m->emb_dim, speaker_of, speakers);
-    if (rc == ELIZA_OK) {
-        set_progress(ctl, 1.0);
-    } else {
+/* The window pass's outputs for n16 samples, and the clusters' table
+ * ([n_windows, n_local] into *cluster). */
+static int32_t window_pass_init(window_pass *wp, const ez_diar_models *m, uint64_t n16, int64_t step,
+                                int32_t **cluster) {
+    const size_t F = (size_t)m->n_frames, L = (size_t)m->n_local;
+    memset(wp, 0, sizeof *wp);
+    wp->n_windows = ez_diar_n_windows(n16, m->chunk_samples, step);
+    wp->embs.dim = m->emb_dim;
+    wp->cls = (uint8_t *)malloc((size_t)wp->n_windows * F);
+    wp->soft = (uint8_t *)malloc((size_t)wp->n_windows * F * L);
+    wp->start_frame = (int64_t *)malloc(sizeof(int64_t) * (size_t)wp->n_windows);
+    *cluster = (int32_t *)malloc(sizeof(int32_t) * (size_t)wp->n_windows * L);
+    if (!wp->cls || !wp->soft || !wp->start_frame || !*cluster)
+        return ez_fail(ELIZA_E_NOMEM, "out of memory for %lld windows", (long long)wp->n_windows);
+    return ELIZA_OK;
+}
+
+/* The turns (into *out) and their speakers (speakers: NULL, not wanted) of
+ * the window pass's k clusters. Frees the embeddings first (the
+ * centroids taken): reconstruction then has their memory. */
+static int32_t turns_and_speakers(const ez_diar_models *m, const eliza_diarize_options *opt, window_pass *wp,
+                                  const int32_t *cluster, int k, double duration, eliza_diarize_turn **out,
+                                  size_t *n_out, ez_diar_speakers *speakers) {
+    int32_t *speaker_of = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(k, 1));
+    float *centroids = NULL;
+    int32_t rc;
+    if (!speaker_of) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d speakers", k);
+    if (speakers && (rc = cluster_centroids(m, &wp->embs, cluster, k, &centroids))) goto done;
+    emb_free(&wp->embs);
+    rc = reconstruct(m, opt, wp, cluster, k, duration, speaker_of, out, n_out);
+    if (rc == ELIZA_OK && speakers) rc = ez_diar_speakers_of_turns(centroids, k, m->emb_dim, speaker_of, speakers);
+    if (rc) {
         free(*out);
         *out = NULL;
         *n_out = 0;
         ez_diar_speakers_free(speakers);
     }
 done:
+    free(speaker_of);
+    free(centroids);
+    return rc;
+}
+
+int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
+                    const eliza_diarize_options *opt, const ez_diar_control *ctl, eliza_diarize_turn **out,
+                    size_t *n_out, ez_diar_speakers *speakers) {
+    ez_resampler *rs = NULL;
+    batch_state b;
+    window_pass wp;
+    int32_t *cluster = NULL;
+    int k = 0;
+    int32_t rc;
+
+    *out = NULL;
+    *n_out = 0;
+    if (speakers) memset(speakers, 0, sizeof *speakers);
+    memset(&wp, 0, sizeof wp);
+    set_progress(ctl, 0.0);
+    if (m->n_classes > 256 || m->n_local > 255 || m->emb_dim < 1 || m->n_frames < 1 || m->chunk_samples < 1)
+        return ez_fail(ELIZA_E_INTERNAL, "diarization models with %d classes, %d local speakers, %d frames",
+                       m->n_classes, m->n_local, m->n_frames);
+    if ((rc = open_audio(&b, m, pcm, n, sample_rate, opt, &rs))) return rc;
+    if (b.n16 == 0) {
+        /* No audio: no turns, an empty (non-NULL) array. */
+        *out = (eliza_diarize_turn *)malloc(sizeof **out);
+        if (!*out) rc = ez_fail(ELIZA_E_NOMEM, "out of memory for the turns");
+        if (speakers) speakers->dim = m->emb_dim;
+    } else if ((rc = window_pass_init(&wp, m, b.n16, b.step, &cluster)) == ELIZA_OK &&
+               (rc = run_windows(&b, ctl, &wp)) == ELIZA_OK) {
+        if (cancelled(ctl)) rc = ez_fail(ELIZA_E_CANCELLED, "diarization cancelled before clustering");
+        else if ((rc = ez_diar_cluster_embs(opt, &wp.embs, wp.n_windows, m->n_local, cluster, &k)) == ELIZA_OK)
+            rc = turns_and_speakers(m, opt, &wp, cluster, k, (double)n / sample_rate, out, n_out, speakers);
+    }
+    if (rc == ELIZA_OK) set_progress(ctl, 1.0);
     ez_resampler_free(rs);
     window_pass_free(&wp);
     free(cluster);
-    free(speaker_of);
-    free(centroids);
     return rc;
 }

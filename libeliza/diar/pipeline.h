@@ -142,8 +142,32 @@ typedef struct {
 
 /* Frame-level reconstruction and binarization into turns sorted by start,
  * speakers renumbered by first appearance. *out (malloc'ed, never NULL on
- * success) holds *n_out turns. ELIZA_E_NOMEM. */
+ * success) holds *n_out turns. ELIZA_E_NOMEM. The stages: the sums over
+ * the windows (ez_diar_sum_windows), each frame's speakers
+ * (ez_diar_pick_speakers), runs of frames into turns, then gaps, short
+ * turns and numbering. */
 EZ_INTERNAL int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out);
+
+/* What the windows say of each frame of the global grid, summed over the
+ * windows that cover it. */
+typedef struct {
+    int64_t n_frames;   /* T: the last window's end */
+    int n_clusters;     /* K */
+    uint16_t *cover;    /* [T]: windows covering the frame */
+    uint16_t *count;    /* [T]: their active local speakers (argmax class), summed */
+    uint16_t *hard;     /* [T, K]: windows in which cluster k is active (one of its local speakers is) */
+    float *soft;        /* [T, K]: cluster k's soft activity (its most active local speaker's), summed */
+} ez_diar_frame_sums;
+
+/* The sums of r's windows into *s (freed with ez_diar_frame_sums_free,
+ * also after a failure). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_sum_windows(const ez_diar_recon *r, ez_diar_frame_sums *s);
+EZ_INTERNAL void ez_diar_frame_sums_free(ez_diar_frame_sums *s);
+
+/* The n most active of K clusters of one frame into on[K] (1: speaks):
+ * active in the most windows first (hard), ties broken by soft activity; a
+ * cluster active in no window is never picked, so fewer than n may be. */
+EZ_INTERNAL void ez_diar_pick_speakers(const uint16_t *hard, const float *soft, int K, int n, uint8_t *on);
 
 /* Who the speakers of a run are, by their number in the turns. */
 typedef struct {
@@ -155,9 +179,34 @@ typedef struct {
 
 EZ_INTERNAL void ez_diar_speakers_free(ez_diar_speakers *s);
 
+/* The embeddings of a run: one per (window, local speaker) that speaks. */
+typedef struct {
+    float *v;        /* [n, dim] */
+    int32_t *window; /* [n] */
+    uint8_t *local;  /* [n] local speaker */
+    uint8_t *train;  /* [n] enough clean speech to take part in the clustering */
+    size_t n, cap;
+    int dim;
+} ez_diar_embs;
+
+/* Clusters the embeddings (step 5 above; opt: threshold, speaker counts,
+ * step) and writes the cluster of every local speaker of every window into
+ * cluster[n_windows * n_local] (-1: no embedding); *k: the clusters (0
+ * without embeddings). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_embs *e, int64_t n_windows,
+                                         int n_local, int32_t *cluster, int *k);
+
+/* The speakers of the turns from the k clusters' centroids ([k, dim]):
+ * speaker speaker_of[c] (ez_diar_recon.speaker_of; -1: no turns) gets
+ * centroid c. ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_speakers_of_turns(const float *centroids, int k, int dim, const int32_t *speaker_of,
+                                              ez_diar_speakers *sp);
+
 /* The whole pipeline on n samples of pcm (finite, checked by the caller) at
  * sample_rate (checked), with validated options. speakers (NULL: not
- * wanted) receives the speakers of the turns. */
+ * wanted) receives the speakers of the turns. The stages: the window pass
+ * (steps 1-4), ez_diar_cluster_embs, ez_diar_reconstruct with
+ * ez_diar_speakers_of_turns. */
 EZ_INTERNAL int32_t ez_diar_run(const ez_diar_models *m, const float *pcm, size_t n, int sample_rate,
                                 const eliza_diarize_options *opt, const ez_diar_control *ctl,
                                 eliza_diarize_turn **out, size_t *n_out, ez_diar_speakers *speakers);

@@ -10,7 +10,8 @@
  * Activations are time-major ([T, C], row t holds the C channels of frame
  * t), so every convolution is one GEMM whose A rows are overlapping windows
  * of its input (row t starts at t * stride * C: no im2col copy), with the
- * weights reordered at load to [C_out, k, C_in]. */
+ * weights of conv 1 and 2 reordered at load to [C_out, k, C_in] (the
+ * SincNet filters, one input channel, are that order as stored). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,11 @@
 /* Floats of an instance_norm_lrelu workspace for the widest layer. */
 #define STATS_FLOATS(m) ROUND16(6 * (size_t)EZ_MAX((m)->chan[0], EZ_MAX((m)->chan[1], (m)->chan[2])))
 
+typedef struct {
+    int f0, n;                        /* filters f0 .. f0 + n - 1 */
+    int sym;                          /* 1 symmetric, 0 antisymmetric */
+} sinc_run;
+
 struct ez_seg_model {
     ez_gguf *gguf;                    /* the file, mapped: the LSTMs read their weights there */
     int sample_rate, chunk_samples;
@@ -45,16 +51,18 @@ struct ez_seg_model {
     int n_layers, H, n_lin0, n_lin1, n_classes, n_speakers;
     float eps, slope;
     float wav_w, wav_b;               /* the waveform InstanceNorm's affine step */
-    float *conv_w[N_CONV];            /* [chan, kernel, chan_in] ([80, 251] for SincNet) */
+    const float *conv_w[N_CONV];      /* [chan, kernel, chan_in] ([80, 251] for SincNet, in place) */
+    float *conv_own[N_CONV];          /* the re-laid-out copies conv_w points to (conv 1, 2), or NULL */
     const float *conv_b[N_CONV];      /* [chan]; NULL for SincNet (no bias) */
     /* SincNet's filters come in pairs, a cosine band-pass that is exactly
      * symmetric and a sine one that is exactly antisymmetric (the right half
      * is built as the mirror of the left). The fast path adds (subtracts)
-     * mirrored input samples first and multiplies by half filters: half the
-     * multiply-adds. NULL when some stored filter is neither. */
-    float *sinc_sym, *sinc_anti;      /* [n_sym, (K + 1) / 2], [n_anti, K / 2] */
-    int n_sym, n_anti;
-    int *sinc_col;                    /* [chan[0]]: filter c's column in the folded output */
+     * mirrored input samples first and multiplies the stored filters' left
+     * halves, read in place: half the multiply-adds. One product per run of
+     * consecutive filters of one parity (segmentation-3.0: 40 symmetric,
+     * then 40 antisymmetric); no runs when some stored filter is neither. */
+    sinc_run *sinc_runs;              /* [n_sinc_runs] */
+    int n_sinc_runs;
     double *sinc_sum;                 /* [chan[0]]: the sum of filter c's taps */
     /* Biases, norms and linear layers are read in place from the mapping
      * (copies only in `owned`, for a file aligned to less than a float). */
@@ -74,14 +82,10 @@ struct ez_seg_model {
 void ez_seg_free(ez_seg_model *m) {
     if (!m) return;
     free(m->sinc_sum);
-    for (int i = 0; i < N_CONV; i++) {
-        free(m->conv_w[i]);
-    }
+    for (int i = 0; i < N_CONV; i++) free(m->conv_own[i]);
     ez_nn_owned_free(&m->owned);
     for (int l = 0; l < MAX_LSTM_LAYERS; l++) ez_nn_lstm_free(&m->lstm[l]);
-    free(m->sinc_sym);
-    free(m->sinc_anti);
-    free(m->sinc_col);
+    free(m->sinc_runs);
     free(m->powerset);
     ez_nn_arena_free(&m->work);
     ez_nn_arena_free(&m->span_work);
@@ -128,27 +132,36 @@ static int stage_frames(const ez_seg_model *m, int64_t n, int64_t t[6]) {
     return len > INT32_MAX ? 0 : (int)len;
 }
 
-static int32_t load_conv(ez_seg_model *m, const ez_gguf *g, int i, int c_in) {
-    char name[64];
-    float *w = NULL;
+/* The weight of conv i, [out, in, k] as stored, as [out, k, in]: the GEMM's
+ * A row is k frames of in channels. One input channel (SincNet) is that
+ * order already and is read in place. */
+static int32_t load_conv_weight(ez_seg_model *m, const ez_gguf *g, const char *name, int i, int c_in) {
+    const int64_t dims[3] = {m->chan[i], c_in, m->kernel[i]};
+    float *w = NULL, *t;
     int32_t rc;
-    snprintf(name, sizeof name, i == 0 ? "sincnet.filterbank.weight" : "sincnet.conv.%d.weight", i);
-    if ((rc = outer_dim(g, name, 4096, &m->chan[i])) || (rc = inner_dim(g, name, 65536, &m->kernel[i]))) return rc;
-    {
-        int64_t dims[3] = {m->chan[i], c_in, m->kernel[i]};
-        if ((rc = ez_nn_tensor(g, name, 3, dims, &w))) return rc;
-    }
-    /* [out, in, k] -> [out, k, in]: the GEMM's A row is k frames of in channels. */
-    m->conv_w[i] = (float *)malloc((size_t)m->chan[i] * (size_t)m->kernel[i] * (size_t)c_in * sizeof(float));
-    if (!m->conv_w[i]) {
+    if (c_in == 1) return ez_nn_weight(g, name, 3, dims, &m->conv_w[i], &m->owned);
+    if ((rc = ez_nn_tensor(g, name, 3, dims, &w))) return rc;
+    t = (float *)malloc((size_t)m->chan[i] * (size_t)m->kernel[i] * (size_t)c_in * sizeof(float));
+    if (!t) {
         free(w);
         return ez_fail(ELIZA_E_NOMEM, "no memory for '%s'", name);
     }
     for (int o = 0; o < m->chan[i]; o++)
         for (int c = 0; c < c_in; c++)
             for (int k = 0; k < m->kernel[i]; k++)
-                m->conv_w[i][((int64_t)o * m->kernel[i] + k) * c_in + c] = w[((int64_t)o * c_in + c) * m->kernel[i] + k];
+                t[((int64_t)o * m->kernel[i] + k) * c_in + c] = w[((int64_t)o * c_in + c) * m->kernel[i] + k];
     free(w);
+    m->conv_w[i] = m->conv_own[i] = t;
+    return ELIZA_OK;
+}
+
+static int32_t load_conv(ez_seg_model *m, const ez_gguf *g, int i, int c_in) {
+    char name[64];
+    int32_t rc;
+    snprintf(name, sizeof name, i == 0 ? "sincnet.filterbank.weight" : "sincnet.conv.%d.weight", i);
+    if ((rc = outer_dim(g, name, 4096, &m->chan[i])) || (rc = inner_dim(g, name, 65536, &m->kernel[i])) ||
+        (rc = load_conv_weight(m, g, name, i, c_in)))
+        return rc;
     if (i > 0) {
         int64_t dims[1] = {m->chan[i]};
         snprintf(name, sizeof name, "sincnet.conv.%d.bias", i);
@@ -174,28 +187,24 @@ static int filter_parity(const float *w, int K) {
     return sym ? 1 : anti ? -1 : 0;
 }
 
+/* The runs of filters of one parity, or none when some filter has neither. */
 static int32_t fold_sincnet(ez_seg_model *m) {
-    int F = m->chan[0], K = m->kernel[0], hs = (K + 1) / 2, ha = K / 2, js = 0, ja = 0;
+    const int F = m->chan[0], K = m->kernel[0];
+    int n = 0;
+    for (int f = 0; f < F; f++)
+        if (filter_parity(m->conv_w[0] + (int64_t)f * K, K) == 0) return ELIZA_OK;
+    if (!(m->sinc_runs = (sinc_run *)malloc((size_t)F * sizeof *m->sinc_runs)))
+        return ez_fail(ELIZA_E_NOMEM, "no memory for the SincNet filters");
     for (int f = 0; f < F; f++) {
-        int par = filter_parity(m->conv_w[0] + (int64_t)f * K, K);
-        if (par == 0) return ELIZA_OK;
-        if (par > 0) m->n_sym++;
-        else m->n_anti++;
-    }
-    m->sinc_sym = (float *)malloc((size_t)EZ_MAX(m->n_sym, 1) * (size_t)hs * sizeof(float));
-    m->sinc_anti = (float *)malloc((size_t)EZ_MAX(m->n_anti, 1) * (size_t)EZ_MAX(ha, 1) * sizeof(float));
-    m->sinc_col = (int *)malloc((size_t)F * sizeof(int));
-    if (!m->sinc_sym || !m->sinc_anti || !m->sinc_col) return ez_fail(ELIZA_E_NOMEM, "no memory for the SincNet filters");
-    for (int f = 0; f < F; f++) {
-        const float *w = m->conv_w[0] + (int64_t)f * K;
-        if (filter_parity(w, K) > 0) {
-            memcpy(m->sinc_sym + (int64_t)js * hs, w, (size_t)hs * sizeof(float));
-            m->sinc_col[f] = js++;
+        int sym = filter_parity(m->conv_w[0] + (int64_t)f * K, K) > 0;
+        if (n > 0 && m->sinc_runs[n - 1].sym == sym) {
+            m->sinc_runs[n - 1].n++;
         } else {
-            memcpy(m->sinc_anti + (int64_t)ja * ha, w, (size_t)ha * sizeof(float));
-            m->sinc_col[f] = m->n_sym + ja++;
+            sinc_run r = {f, 1, sym};
+            m->sinc_runs[n++] = r;
         }
     }
+    m->n_sinc_runs = n;
     return ELIZA_OK;
 }
 
@@ -429,17 +438,15 @@ static void max_pool(const float *x, int64_t T_out, int C, int k, float *y) {
     }
 }
 
-/* The same over |x|, where channel c of y is column col[c] of x (col NULL:
- * column c). */
-static void max_abs_pool(const float *x, int64_t T_out, int C, int k, const int *col, float *y) {
+/* The same over |x|. */
+static void max_abs_pool(const float *x, int64_t T_out, int C, int k, float *y) {
     for (int64_t t = 0; t < T_out; t++) {
         const float *r = x + t * k * C;
         float *o = y + t * C;
         for (int c = 0; c < C; c++) {
-            int src = col ? col[c] : c;
-            float v = fabsf(r[src]);
+            float v = fabsf(r[c]);
             for (int j = 1; j < k; j++) {
-                float a = fabsf(r[j * C + src]);
+                float a = fabsf(r[j * C + c]);
                 v = a > v ? a : v;
             }
             o[c] = v;
@@ -476,8 +483,7 @@ static void conv_gemm(const ez_seg_model *m, ez_pool *pool, int i, const float *
 }
 
 /* The filterbank (no bias) of `rows` rows of x, row r reading x[r * stride
- * ..], into blk [rows, chan[0]]: folded columns (sinc_col) when folded.
- * fold: [rows, kernel[0]] scratch. */
+ * ..], into blk [rows, chan[0]]. fold: [rows, kernel[0]] scratch. */
 static void filterbank(const ez_seg_model *m, ez_pool *pool, const float *x, int64_t rows, int folded, float *fold,
                        float *blk) {
     int F = m->chan[0];
@@ -493,12 +499,18 @@ static void filterbank(const ez_seg_model *m, ez_pool *pool, const float *x, int
             }
             if (K % 2) o[hs - 1] = xr[hs - 1];
         }
-        if (m->n_sym) ez_gemm_f32(pool, rows, m->n_sym, hs, fold, K, m->sinc_sym, hs, 1, blk, F, 0);
-        if (m->n_anti) ez_gemm_f32(pool, rows, m->n_anti, ha, fold + hs, K, m->sinc_anti, ha, 1, blk + m->n_sym, F, 0);
+        for (int i = 0; i < m->n_sinc_runs; i++) {
+            const sinc_run *r = &m->sinc_runs[i];
+            ez_gemm_f32(pool, rows, r->n, r->sym ? hs : ha, r->sym ? fold : fold + hs, K,
+                        m->conv_w[0] + (int64_t)r->f0 * K, K, 1, blk + r->f0, F, 0);
+        }
     } else {
         ez_gemm_f32(pool, rows, F, m->kernel[0], x, m->stride, m->conv_w[0], m->kernel[0], 1, blk, F, 0);
     }
 }
+
+/* The folded filterbank runs unless the scalar reference is forced. */
+static int sinc_folded(const ez_seg_model *m) { return m->n_sinc_runs > 0 && ez_simd_level_active() != EZ_SIMD_SCALAR; }
 
 /* The waveform InstanceNorm of a chunk as wav = pcm * scale + shift. */
 static void wav_norm(const ez_seg_model *m, const float *pcm, int n, double *scale, double *shift) {
@@ -534,7 +546,7 @@ static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, co
     float *blk = wav + n, *fold = blk + (size_t)SINC_BLOCK_ROWS * F;
     float *p0 = fold + (size_t)SINC_BLOCK_ROWS * m->kernel[0];
     double scale, shift;
-    int folded = m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR;
+    int folded = sinc_folded(m);
 
     wav_norm(m, pcm, n, &scale, &shift);
     for (int i = 0; i < n; i++) wav[i] = (float)(pcm[i] * scale + shift);
@@ -543,7 +555,7 @@ static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, co
     for (int64_t r0 = 0; r0 < t[1] * k; r0 += SINC_BLOCK_ROWS) {
         int64_t rows = EZ_MIN((int64_t)SINC_BLOCK_ROWS, t[1] * k - r0);
         filterbank(m, pool, wav + r0 * m->stride, rows, folded, fold, blk);
-        max_abs_pool(blk, rows / k, F, k, folded ? m->sinc_col : NULL, p0 + r0 / k * F);
+        max_abs_pool(blk, rows / k, F, k, p0 + r0 / k * F);
     }
     sincnet_rest(m, pool, p, ws, p0, feat);
 }
@@ -553,28 +565,25 @@ static void sincnet(const ez_seg_model *m, ez_pool *pool, const sinc_plan *p, co
  * (ez_seg_forward_span): the filterbank is linear, so the waveform
  * InstanceNorm becomes a per-filter affine step on them. */
 static void sincnet_shared(const ez_seg_model *m, const sinc_plan *p, const float *pcm, int n, double centre,
-                           const float *bank, int folded, ez_pool *pool, float *ws, float *feat) {
+                           const float *bank, ez_pool *pool, float *ws, float *feat) {
     const int64_t *t = p->t;
     const int F = m->chan[0], k = m->pool;
-    float *shift = ws + STATS_FLOATS(m);
-    float *row = shift + ROUND16(F), *p0 = row + ROUND16(F);
+    float *shift = ws + STATS_FLOATS(m), *p0 = shift + ROUND16(F);
     double scale, offset;
     float a;
     wav_norm(m, pcm, n, &scale, &offset);
-    /* filter . (pcm scale + offset) = scale filter . (pcm - centre) + (offset + centre scale) sum(filter);
-     * shift and row are in the bank's column order. */
+    /* filter . (pcm scale + offset) = scale filter . (pcm - centre) + (offset + centre scale) sum(filter) */
     a = (float)scale;
-    for (int f = 0; f < F; f++) shift[folded ? m->sinc_col[f] : f] = (float)((offset + centre * scale) * m->sinc_sum[f]);
+    for (int f = 0; f < F; f++) shift[f] = (float)((offset + centre * scale) * m->sinc_sum[f]);
     for (int64_t r = 0; r < t[1]; r++) {
         const float *b = bank + r * k * F;
         float *o = p0 + r * F;
-        for (int j = 0; j < F; j++) row[j] = fabsf(a * b[j] + shift[j]);
+        for (int j = 0; j < F; j++) o[j] = fabsf(a * b[j] + shift[j]);
         for (int i = 1; i < k; i++)
             for (int j = 0; j < F; j++) {
                 float u = fabsf(a * b[i * F + j] + shift[j]);
-                row[j] = u > row[j] ? u : row[j];
+                o[j] = u > o[j] ? u : o[j];
             }
-        for (int f = 0; f < F; f++) o[f] = row[folded ? m->sinc_col[f] : f];
     }
     sincnet_rest(m, pool, p, ws, p0, feat);
 }
@@ -611,8 +620,7 @@ static void sinc_chunks(void *ctx, int64_t c0, int64_t c1, int thread_index) {
         float *feat = job->feat + i * frames * C;
         if (src->offset)
             sincnet_shared(job->m, job->plan, src->pcm + src->offset[c], job->n, src->centre,
-                           src->bank + src->offset[c] / src->stride * job->m->chan[0],
-                           job->m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR, job->pool, ws, feat);
+                           src->bank + src->offset[c] / src->stride * job->m->chan[0], job->pool, ws, feat);
         else
             sincnet(job->m, job->pool, job->plan, src->pcm + c * job->n, job->n, ws, feat);
     }
@@ -760,7 +768,7 @@ int32_t ez_seg_forward_span(ez_seg_model *m, ez_pool *pool, const float *span, i
     bj.m = m;
     bj.pool = pool;
     bj.rows = (end - m->kernel[0]) / m->stride + 1;
-    bj.folded = m->sinc_col && ez_simd_level_active() != EZ_SIMD_SCALAR;
+    bj.folded = sinc_folded(m);
     n_blocks = (bj.rows + SINC_BLOCK_ROWS - 1) / SINC_BLOCK_ROWS;
     x = ez_nn_arena_get(&m->span_work,
                         ROUND16((size_t)end) + (size_t)threads * SINC_BLOCK_ROWS * (size_t)m->kernel[0] +

@@ -260,16 +260,7 @@ static int32_t decide_frame(ez_diar_stream *s) {
     if (s->opt.num_speakers > 0) n_speakers = EZ_MIN(n_speakers, s->opt.num_speakers);
     if (s->opt.max_speakers > 0) n_speakers = EZ_MIN(n_speakers, s->opt.max_speakers);
     if (s->opt.exclusive) n_speakers = EZ_MIN(n_speakers, 1);
-    memset(on, 0, sizeof on);
-    for (int i = 0; i < n_speakers; i++) {
-        int best = -1;
-        for (int k = 0; k < s->k; k++) {
-            if (on[k] || !h[k]) continue;
-            if (best < 0 || h[k] > h[best] || (h[k] == h[best] && sf[k] > sf[best])) best = k;
-        }
-        if (best < 0) break;
-        on[best] = 1;
-    }
+    ez_diar_pick_speakers(h, sf, s->k, n_speakers, on);
     for (int k = 0; k < s->k; k++) {
         if (on[k] && s->open[k] < 0) {
             live_turn nt = {k, ts, ts, 0.0, 0};

@@ -43,6 +43,8 @@ static float next_f32(void) {
     return (float)((g_rng * 0x2545f4914f6cdd1dull) >> 40) / 8388608.0f - 1.0f;
 }
 
+static ez_pool *g_pool2; /* two threads */
+
 static float *random_floats(size_t n, float scale) {
     float *p = (float *)malloc(sizeof(float) * (n ? n : 1));
     for (size_t i = 0; i < n; i++) p[i] = scale * next_f32();
@@ -78,6 +80,7 @@ static void fill_layer(ez_nn_lstm *l, int n_dirs, int n_in, int H) {
     l->n_in = n_in;
     l->H = H;
     l->n_dirs = n_dirs;
+    for (int k = 0; k < 4; k++) l->perm[k] = k;
     l->own_ih = random_floats((size_t)n_dirs * G * n_in, 0.3f);
     l->w_ih = l->own_ih;
     l->bias = random_floats((size_t)n_dirs * G, 0.5f);
@@ -131,6 +134,40 @@ static void test_recurrence_matches_plain_loop(void) {
     for (int i = 0; i < 3; i++) free(got[i]);
     free(x), free(xp), free(want);
     ez_nn_lstm_free(&l);
+}
+
+/* w_ih read in the file's gate order ("iofc", one GEMM per run of blocks)
+ * projects to the bits of the same rows reordered into i, f, g, o, for the
+ * small-M and the packed products, both directions. */
+static void test_projection_reads_file_gate_order_in_place(void) {
+    static const int H_cases[] = {32, 20};
+    static const int64_t row_cases[] = {3, 150};
+    for (int hi = 0; hi < 2; hi++)
+        for (int ri = 0; ri < 2; ri++) {
+            const int H = H_cases[hi], G = 4 * H, n_in = 24, n_dirs = 2;
+            const int64_t rows = row_cases[ri];
+            ez_nn_lstm file, internal;
+            float *x = random_floats((size_t)rows * n_in, 1.0f);
+            float *want = (float *)malloc(sizeof(float) * (size_t)rows * n_dirs * G);
+            float *got = (float *)malloc(sizeof(float) * (size_t)rows * n_dirs * G);
+            float *reordered;
+            fill_layer(&file, n_dirs, n_in, H);
+            CHECK_RC(ez_nn_gate_order("iofc", file.perm), ELIZA_OK);
+            memcpy(&internal, &file, sizeof internal);
+            for (int k = 0; k < 4; k++) internal.perm[k] = k;
+            reordered = (float *)malloc(sizeof(float) * (size_t)n_dirs * G * n_in);
+            for (int d = 0; d < n_dirs; d++)
+                for (int k = 0; k < 4; k++)
+                    memcpy(reordered + ((size_t)d * G + (size_t)k * H) * n_in,
+                           file.w_ih + ((size_t)d * G + (size_t)file.perm[k] * H) * n_in, sizeof(float) * (size_t)H * n_in);
+            internal.w_ih = reordered;
+            ez_nn_lstm_project(&internal, g_pool2, x, rows, want);
+            ez_nn_lstm_project(&file, g_pool2, x, rows, got);
+            CHECK_MSG(memcmp(got, want, sizeof(float) * (size_t)rows * n_dirs * G) == 0,
+                      "H %d, %lld rows: the in-place projection differs from the reordered one", H, (long long)rows);
+            free(x), free(want), free(got), free(reordered);
+            ez_nn_lstm_free(&file);
+        }
 }
 
 /* Deterministic voiced-sounding audio: two harmonic series with syllable-rate
@@ -291,6 +328,9 @@ int main(int argc, char **argv) {
     SKIP_IF_PINNED_LEVEL_MISSING();
     test_gate_order_parser();
     test_recurrence_matches_plain_loop();
+    g_pool2 = ez_pool_create(2);
+    test_projection_reads_file_gate_order_in_place();
+    ez_pool_destroy(g_pool2);
     printf("%d passed, %d failed\n", g_passed, g_failed);
     return g_failed != 0;
 }

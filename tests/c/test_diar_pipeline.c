@@ -1,7 +1,8 @@
 /* The diarization pipeline without the real models: the resampler
  * (passband, alias rejection, random access, both paths), clustering with
  * cannot-link and a target number, powerset decoding, frame-level
- * reconstruction into turns, and whole runs on synthetic conversations with
+ * reconstruction into turns (and its stages: the sums over windows, each
+ * frame's speakers), the run's clustering and speaker stages, and whole runs on synthetic conversations with
  * stand-in models (tones as speakers), including cancel, silence and two
  * hours of audio in bounded memory. */
 #include <math.h>
@@ -604,6 +605,128 @@ static void test_reconstruct_exclusive_has_one_speaker_at_a_time(void) {
     }
 }
 
+/* Two windows of RF frames, the second from frame RSTEP: every frame's
+ * cover, speaker count and each cluster's hard and soft sums, by hand. */
+static void test_sum_windows_adds_each_clusters_activity(void) {
+    uint8_t cls[2 * RF], soft[2 * RF * 3];
+    int64_t start[2] = {0, RSTEP};
+    int32_t cluster[2 * 3] = {0, 1, -1, 1, -1, 0}; /* window 1: slot 0 is cluster 1, slot 2 cluster 0 */
+    ez_diar_frame_sums s;
+    ez_diar_recon r;
+    memset(cls, 0, sizeof cls);
+    memset(soft, 0, sizeof soft);
+    set_frames(cls, 0, 0, RF, 4);   /* window 0: slots 0 and 1 (class {1,2}) */
+    set_frames(cls, 1, 0, 10, 1);   /* window 1: slot 0, then slot 2 (class {3}) */
+    set_frames(cls, 1, 10, RF, 3);
+    for (int f = 0; f < RF; f++) {
+        soft[(0 * RF + f) * 3 + 0] = 51;  /* 0.2 */
+        soft[(0 * RF + f) * 3 + 1] = 102; /* 0.4 */
+        soft[(1 * RF + f) * 3 + 0] = 153; /* 0.6 */
+        soft[(1 * RF + f) * 3 + 1] = 255; /* no cluster: ignored */
+        soft[(1 * RF + f) * 3 + 2] = 204; /* 0.8 */
+    }
+    memset(&r, 0, sizeof r);
+    r.n_windows = 2, r.start_frame = start, r.n_frames = RF, r.n_classes = 7, r.n_local = 3;
+    r.powerset = POWERSET, r.cls = cls, r.soft = soft, r.cluster = cluster, r.n_clusters = 2;
+    CHECK_RC(ez_diar_sum_windows(&r, &s), ELIZA_OK);
+    CHECK_MSG(s.n_frames == RSTEP + RF && s.n_clusters == 2, "%lld frames, %d clusters", (long long)s.n_frames,
+              s.n_clusters);
+    if (s.n_frames == RSTEP + RF) {
+        /* frame 2: window 0 only; 7: both, window 1 on slot 0; 20: window 1 only, slot 2 */
+        CHECK_MSG(s.cover[2] == 1 && s.count[2] == 2 && s.hard[2 * 2] == 1 && s.hard[2 * 2 + 1] == 1,
+                  "frame 2: cover %d count %d hard %d %d", s.cover[2], s.count[2], s.hard[4], s.hard[5]);
+        CHECK_MSG(fabsf(s.soft[2 * 2] - 0.2f) < 1e-6f && fabsf(s.soft[2 * 2 + 1] - 0.4f) < 1e-6f, "frame 2: soft %g %g",
+                  (double)s.soft[4], (double)s.soft[5]);
+        CHECK_MSG(s.cover[7] == 2 && s.count[7] == 3 && s.hard[7 * 2] == 1 && s.hard[7 * 2 + 1] == 2,
+                  "frame 7: cover %d count %d hard %d %d", s.cover[7], s.count[7], s.hard[14], s.hard[15]);
+        /* cluster 0 in window 1 is slot 2 (soft 0.8, silent here): 0.2 + 0.8 */
+        CHECK_MSG(fabsf(s.soft[7 * 2] - 1.0f) < 1e-6f && fabsf(s.soft[7 * 2 + 1] - 1.0f) < 1e-6f, "frame 7: soft %g %g",
+                  (double)s.soft[14], (double)s.soft[15]);
+        CHECK_MSG(s.cover[20] == 1 && s.count[20] == 1 && s.hard[20 * 2] == 1 && s.hard[20 * 2 + 1] == 0,
+                  "frame 20: cover %d count %d hard %d %d", s.cover[20], s.count[20], s.hard[40], s.hard[41]);
+    }
+    ez_diar_frame_sums_free(&s);
+}
+
+static void test_pick_speakers_most_active_first(void) {
+    const uint16_t hard[4] = {2, 1, 0, 1};
+    const float soft[4] = {0.5f, 0.3f, 9.0f, 0.9f};
+    uint8_t on[4];
+    ez_diar_pick_speakers(hard, soft, 4, 1, on);
+    CHECK_MSG(on[0] && !on[1] && !on[2] && !on[3], "one: %d %d %d %d", on[0], on[1], on[2], on[3]);
+    /* the tie between 1 and 3 goes to the larger soft sum */
+    ez_diar_pick_speakers(hard, soft, 4, 2, on);
+    CHECK_MSG(on[0] && !on[1] && !on[2] && on[3], "two: %d %d %d %d", on[0], on[1], on[2], on[3]);
+    /* cluster 2 is active in no window: never picked, whatever its soft sum */
+    ez_diar_pick_speakers(hard, soft, 4, 4, on);
+    CHECK_MSG(on[0] && on[1] && !on[2] && on[3], "four: %d %d %d %d", on[0], on[1], on[2], on[3]);
+    ez_diar_pick_speakers(hard, soft, 4, 0, on);
+    CHECK_MSG(!on[0] && !on[1] && !on[2] && !on[3], "none: %d %d %d %d", on[0], on[1], on[2], on[3]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The run's stages                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Unit vector near axis `axis`, moved by a little of every other axis
+ * (without the shared random stream, which later tests' inputs come from). */
+static void near_axis(int axis, int seed, float *v) {
+    double n = 0;
+    for (int j = 0; j < DIM; j++) {
+        v[j] = (float)((j == axis) + 0.05 * sin(7.0 * j + seed));
+        n += (double)v[j] * v[j];
+    }
+    for (int j = 0; j < DIM; j++) v[j] = (float)(v[j] / sqrt(n));
+}
+
+/* Eight windows, 4 s apart (a cluster needs 3 windows): speaker A in slot 0
+ * of every window, speaker B in slot 1 of windows 2..7, slot 2 silent. */
+static void test_cluster_embs_labels_every_local_speaker(void) {
+    float v[14 * DIM];
+    int32_t window[14], cluster[8 * 3];
+    uint8_t local[14], train[14];
+    ez_diar_embs e;
+    eliza_diarize_options o;
+    int k = -1;
+    eliza_diarize_default_options(&o);
+    o.step = 4.0f;
+    memset(&e, 0, sizeof e);
+    e.v = v, e.window = window, e.local = local, e.train = train, e.dim = DIM;
+    for (int w = 0; w < 8; w++)
+        for (int sl = 0; sl < 2; sl++) {
+            if (sl == 1 && w < 2) continue;
+            near_axis(sl, (int)e.n, v + e.n * DIM);
+            window[e.n] = w, local[e.n] = (uint8_t)sl, train[e.n] = 1;
+            e.n++;
+        }
+    CHECK_RC(ez_diar_cluster_embs(&o, &e, 8, 3, cluster, &k), ELIZA_OK);
+    CHECK_MSG(k == 2, "%d clusters", k);
+    for (int w = 0; w < 8; w++) {
+        CHECK_MSG(cluster[w * 3] == cluster[0] && cluster[w * 3 + 2] == -1, "window %d: %d %d %d", w, cluster[w * 3],
+                  cluster[w * 3 + 1], cluster[w * 3 + 2]);
+        if (w < 2) CHECK_MSG(cluster[w * 3 + 1] == -1, "window %d: slot 1 is %d", w, cluster[w * 3 + 1]);
+        else CHECK_MSG(cluster[w * 3 + 1] == cluster[2 * 3 + 1] && cluster[w * 3 + 1] != cluster[0],
+                       "window %d: slot 1 is %d", w, cluster[w * 3 + 1]);
+    }
+    e.n = 0;
+    CHECK_RC(ez_diar_cluster_embs(&o, &e, 8, 3, cluster, &k), ELIZA_OK);
+    CHECK_MSG(k == 0 && cluster[0] == -1 && cluster[3 * 3 + 1] == -1, "no embeddings: %d clusters, %d", k, cluster[0]);
+}
+
+static void test_speakers_of_turns_follow_the_renumbering(void) {
+    const float centroids[3 * 2] = {1, 0, 0, 1, 0.6f, 0.8f};
+    const int32_t speaker_of[3] = {1, -1, 0}; /* cluster 1 has no turns */
+    ez_diar_speakers sp;
+    memset(&sp, 0, sizeof sp);
+    CHECK_RC(ez_diar_speakers_of_turns(centroids, 3, 2, speaker_of, &sp), ELIZA_OK);
+    CHECK_MSG(sp.n_speakers == 2 && sp.dim == 2, "%d speakers of dim %d", sp.n_speakers, sp.dim);
+    if (sp.centroids && sp.n_speakers == 2)
+        CHECK_MSG(sp.centroids[0] == 0.6f && sp.centroids[1] == 0.8f && sp.centroids[2] == 1 && sp.centroids[3] == 0,
+                  "centroids %g %g / %g %g", (double)sp.centroids[0], (double)sp.centroids[1], (double)sp.centroids[2],
+                  (double)sp.centroids[3]);
+    ez_diar_speakers_free(&sp);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Whole runs with stand-in models                                           */
 /* ------------------------------------------------------------------------ */
@@ -1168,6 +1291,10 @@ int main(void) {
     test_reconstruct_turns_across_permuted_windows();
     test_reconstruct_count_limits_speakers();
     test_reconstruct_exclusive_has_one_speaker_at_a_time();
+    test_sum_windows_adds_each_clusters_activity();
+    test_pick_speakers_most_active_first();
+    test_cluster_embs_labels_every_local_speaker();
+    test_speakers_of_turns_follow_the_renumbering();
     test_run_silence_and_tiny_inputs();
     test_run_threshold_separates_two_voices();
     test_run_synthetic_conversation(SR);
