@@ -720,6 +720,74 @@ static int32_t load_voices(loader *L) {
     return voice_tags(L, "kokoro.voice_genders", kv->arr_len, 16, &m->voice_genders);
 }
 
+/* ---- weights prepared at open ---------------------------------------------------------- */
+
+#define MAX_PREPARED 256
+
+static void add_conv(ez_kokoro_conv **list, int *n, ez_kokoro_conv *cv) {
+    if (*n < MAX_PREPARED && cv->w.type == EZ_TYPE_F16 && (cv->c_in > 1 || cv->c_out > 1)) list[(*n)++] = cv;
+}
+
+static void add_resblk(ez_kokoro_conv **list, int *n, ez_kokoro_resblk *b) {
+    add_conv(list, n, &b->conv1);
+    add_conv(list, n, &b->conv2);
+    if (b->learned_sc) add_conv(list, n, &b->conv1x1);
+}
+
+/* The float16 Conv1d weights that run on the direct path (ez_tts_conv1d
+ * without FFT) at an ordinary chunk's lengths, laid out once as that path's
+ * GEMM panels (ez_tts_panels): the decoder's, the F0 / N blocks', the text
+ * encoder's, asr_res, the noise convolutions and conv_post, and the
+ * generator's first-stage resblocks of kernel 3 (direct below 1,000 steps,
+ * a chunk of 2.5 s). Every call used to widen each of these weights whole
+ * and gather it into panels again; now it widens the panels' slices as it
+ * multiplies them (the same operands, so the same audio). The panels hold
+ * the file's float16 values: 2 bytes per weight more in memory (about 90 MB
+ * for Kokoro-82M v1.0), the rest of the weights stay in place. Float32 and
+ * dequantized weights are read in place and not laid out. Nothing is done
+ * where the direct path has no GEMM kernels (ez_tts_panels_mr 0). */
+static int32_t prepare_panels(ez_kokoro *m) {
+    const ez_kokoro_hparams *hp = &m->hp;
+    ez_kokoro_weights *w = &m->w;
+    const int mr = ez_tts_panels_mr();
+    ez_kokoro_conv *list[MAX_PREPARED];
+    int n = 0;
+    int64_t total = 0;
+    uint16_t *dst;
+    if (mr <= 0) return ELIZA_OK;
+    add_resblk(list, &n, &w->encode);
+    for (int i = 0; i < EZ_KOKORO_N_DECODE; i++) add_resblk(list, &n, &w->decode[i]);
+    for (int i = 0; i < 3; i++) {
+        add_resblk(list, &n, &w->f0[i]);
+        add_resblk(list, &n, &w->n[i]);
+    }
+    for (int l = 0; l < hp->n_layer; l++) add_conv(list, &n, &w->te_conv[l]);
+    add_conv(list, &n, &w->asr_res);
+    for (int i = 0; i < hp->n_ups; i++) add_conv(list, &n, &w->noise_convs[i]);
+    add_conv(list, &n, &w->conv_post);
+    for (int j = 0; j < hp->n_kernels; j++)
+        if (hp->rb_kernel[j] <= 3)
+            for (int u = 0; u < 3; u++) {
+                add_conv(list, &n, &w->resblocks[j].convs1[u]);
+                add_conv(list, &n, &w->resblocks[j].convs2[u]);
+            }
+    for (int i = 0; i < n; i++) total += ez_tts_panels_count(list[i]->c_out, (int64_t)list[i]->c_in * list[i]->k, mr);
+    if (!total) return ELIZA_OK;
+    if (!(m->panels = malloc((size_t)total * sizeof *m->panels)))
+        return ez_fail(ELIZA_E_NOMEM, "Kokoro: %" PRId64 " bytes for the convolutions' panels", 2 * total);
+    m->panel_bytes = 2 * total;
+    dst = m->panels;
+    for (int i = 0; i < n; i++) {
+        ez_kokoro_conv *cv = list[i];
+        const int64_t K = (int64_t)cv->c_in * cv->k;
+        ez_tts_panels_pack((const uint16_t *)cv->w.data, cv->c_out, K, mr, dst);
+        cv->panels.h = dst;
+        cv->panels.mr = mr;
+        dst += ez_tts_panels_count(cv->c_out, K, mr);
+    }
+    return ELIZA_OK;
+}
+
 int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
     ez_gguf *g = NULL;
     ez_kokoro *m;
@@ -737,7 +805,8 @@ int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
     L.m = m;
     L.g = g;
     if ((rc = load_hparams(g, &m->hp)) || (rc = load_albert(&L)) || (rc = load_predictor(&L)) ||
-        (rc = load_text_encoder(&L)) || (rc = load_decoder(&L)) || (rc = load_vocab(&L)) || (rc = load_voices(&L))) {
+        (rc = load_text_encoder(&L)) || (rc = load_decoder(&L)) || (rc = load_vocab(&L)) || (rc = load_voices(&L)) ||
+        (rc = prepare_panels(m))) {
         ez_kokoro_free(m);
         return rc;
     }
@@ -749,6 +818,7 @@ void ez_kokoro_free(ez_kokoro *m) {
     if (!m) return;
     for (int i = 0; i < m->n_bufs; i++) free(m->bufs[i]);
     free(m->bufs);
+    free(m->panels);
     for (int i = 0; i < m->n_voices; i++) {
         free(m->voice_names[i]);
         if (m->voice_languages) free(m->voice_languages[i]);

@@ -18,6 +18,7 @@
 #include "core/gguf.h"
 #include "core/pool.h"
 #include "tts/kokoro.h"
+#include "tts/ops.h"
 
 #define EZ_KOKORO_MAX_LAYERS 16   /* n_layer: duration encoder / text encoder depth */
 #define EZ_KOKORO_MAX_UPS 4       /* generator upsampling stages */
@@ -73,6 +74,7 @@ typedef struct {
     ez_kokoro_tensor w;
     const float *b; /* may be NULL */
     int c_out, c_in, k;
+    ez_tts_panels panels; /* w laid out for the direct path at open, or h NULL (kokoro.c: prepare_panels) */
 } ez_kokoro_conv;
 
 /* One bidirectional single-layer LSTM, gates i, f, g, o; [0] forward, [1] reverse. */
@@ -167,6 +169,8 @@ struct ez_kokoro {
     int n_vocab;
     uint32_t *vocab_cp;         /* code point of each symbol */
     int32_t *vocab_id;
+    uint16_t *panels;           /* the convolutions' ez_tts_panels (kokoro.c: prepare_panels), or NULL */
+    int64_t panel_bytes;
     ez_kokoro_phases phases;    /* of the last forward */
     int bf16;                   /* the FFT convolutions in BF16 (ez_tts_conv1d_bf16; ez_tts_bf16_default) */
 };

@@ -25,7 +25,13 @@ int32_t ez_kokoro_linear_run(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const 
 int32_t ez_kokoro_conv1d_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in, int stride,
                              int pad, int dilation, float *y) {
     const int mark = c->st->n;
-    const float *w = ez_kokoro_f32(c, &cv->w);
+    const float *w;
+    /* the direct path on the panels made at open, where it would run */
+    if (cv->panels.h && !ez_tts_conv1d_prefers_fft(cv->c_in, t_in, cv->c_out, cv->k, stride, pad, dilation, 1) &&
+        ez_tts_conv1d_direct_panels(c->pool, x, cv->c_in, t_in, &cv->panels, cv->b, cv->c_out, cv->k, stride, pad,
+                                    dilation, y) == ELIZA_OK)
+        return ELIZA_OK;
+    w = ez_kokoro_f32(c, &cv->w);
     if (!w) return ELIZA_E_NOMEM;
     if (c->m->bf16)
         ez_tts_conv1d_bf16(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
