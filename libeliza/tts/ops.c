@@ -350,15 +350,20 @@ static void gemm_tasks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
     ez_aligned_free(owned);
 }
 
-/* Row blocks of at most mc rows; column blocks cut so there are a few tasks
- * per thread (for balance), no wider than GEMM_NC_BLOCKS panels of nc
- * (gemm_block packs a block's A once for all of them). */
+/* Row blocks of at most mc rows, as even as whole micro-panels make them (a
+ * decoder layer's 1,024 rows in 144-row blocks left a last block of 16: on
+ * two threads one ran four blocks while the other ran three and that one);
+ * column blocks cut so there are a few tasks per thread (for balance), no
+ * wider than GEMM_NC_BLOCKS panels of nc (gemm_block packs a block's A once
+ * for all of them). Every output sees the same depth slices whatever its
+ * block, so the blocking changes no bits. */
 #define GEMM_NC_BLOCKS 4
 
 static void gemm_plan(gemm_job *job, int n_threads) {
     const ez_gemm_kernels *kern = job->kern;
     int64_t want = 4 * (int64_t)n_threads, column_blocks;
-    job->mb = EZ_MIN(round_up(job->op.M, kern->mr), (int64_t)kern->mc);
+    job->m_blocks = (round_up(job->op.M, kern->mr) + kern->mc - 1) / kern->mc;
+    job->mb = round_up((job->op.M + job->m_blocks - 1) / job->m_blocks, kern->mr);
     job->m_blocks = (job->op.M + job->mb - 1) / job->mb;
     column_blocks = EZ_MAX((int64_t)1, (want + job->m_blocks * job->groups - 1) / (job->m_blocks * job->groups));
     job->nb = EZ_MIN(round_up((job->op.N + column_blocks - 1) / column_blocks, kern->nr),
