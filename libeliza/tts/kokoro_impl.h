@@ -80,6 +80,7 @@ typedef struct {
 /* One bidirectional single-layer LSTM, gates i, f, g, o; [0] forward, [1] reverse. */
 typedef struct {
     ez_kokoro_tensor w_ih[2], w_hh[2];
+    const float *hh_panels[2];    /* w_hh in core's step panels (ez_lstm_pack), laid out at load */
     const float *b_ih[2], *b_hh[2];
     int n_in, H;
 } ez_kokoro_bilstm;
