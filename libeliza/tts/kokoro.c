@@ -759,14 +759,17 @@ static void add_resblk(ez_kokoro_conv **list, int *n, ez_kokoro_resblk *b) {
  * without FFT) at an ordinary chunk's lengths, laid out once as that path's
  * GEMM panels (ez_tts_panels): the decoder's, the F0 / N blocks', the text
  * encoder's, asr_res, the noise convolutions and conv_post, and the
- * generator's first-stage resblocks of kernel 3 (direct below 1,000 steps,
- * a chunk of 2.5 s). Every call used to widen each of these weights whole
+ * generator's first-stage resblocks of kernel 3 (direct below 1,000 steps:
+ * chunks under 1.25 s). Every call used to widen each of these weights whole
  * and gather it into panels again; now it widens the panels' slices as it
  * multiplies them (the same operands, so the same audio). The panels hold
- * the file's float16 values: 2 bytes per weight more in memory (about 90 MB
- * for Kokoro-82M v1.0), the rest of the weights stay in place. Float32 and
+ * the file's float16 values: 2 bytes per weight more in memory (80 MB for
+ * Kokoro-82M v1.0), the rest of the weights stay in place. Float32 and
  * dequantized weights are read in place and not laid out. Nothing is done
- * where the direct path has no GEMM kernels (ez_tts_panels_mr 0). */
+ * where the direct path has no GEMM kernels (ez_tts_panels_mr 0). The
+ * generator's other convolutions run by FFT, whose filter spectra are made
+ * per call from the taps: kept, they would take 95 / k times the taps in
+ * float32 (25 MB per 256-channel layer), far past the memory there is. */
 static int32_t prepare_panels(ez_kokoro *m) {
     const ez_kokoro_hparams *hp = &m->hp;
     ez_kokoro_weights *w = &m->w;
@@ -774,6 +777,7 @@ static int32_t prepare_panels(ez_kokoro *m) {
     ez_kokoro_conv *list[MAX_PREPARED];
     int n = 0;
     int64_t total = 0;
+    uint64_t t0 = ez_time_ns();
     uint16_t *dst;
     if (mr <= 0) return ELIZA_OK;
     add_resblk(list, &n, &w->encode);
@@ -796,7 +800,6 @@ static int32_t prepare_panels(ez_kokoro *m) {
     if (!total) return ELIZA_OK;
     if (!(m->panels = malloc((size_t)total * sizeof *m->panels)))
         return ez_fail(ELIZA_E_NOMEM, "Kokoro: %" PRId64 " bytes for the convolutions' panels", 2 * total);
-    m->panel_bytes = 2 * total;
     dst = m->panels;
     for (int i = 0; i < n; i++) {
         ez_kokoro_conv *cv = list[i];
@@ -806,6 +809,8 @@ static int32_t prepare_panels(ez_kokoro *m) {
         cv->panels.mr = mr;
         dst += ez_tts_panels_count(cv->c_out, K, mr);
     }
+    ez_log(ELIZA_LOG_INFO, "Kokoro: %d convolutions laid out as GEMM panels (%.1f MB) in %.1f ms", n,
+           (double)(2 * total) / 1e6, (double)(ez_time_ns() - t0) / 1e6);
     return ELIZA_OK;
 }
 

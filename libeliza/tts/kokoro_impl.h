@@ -171,7 +171,6 @@ struct ez_kokoro {
     uint32_t *vocab_cp;         /* code point of each symbol */
     int32_t *vocab_id;
     uint16_t *panels;           /* the convolutions' ez_tts_panels (kokoro.c: prepare_panels), or NULL */
-    int64_t panel_bytes;
     ez_kokoro_phases phases;    /* of the last forward */
     int bf16;                   /* the FFT convolutions in BF16 (ez_tts_conv1d_bf16; ez_tts_bf16_default) */
 };
