@@ -393,7 +393,8 @@ static int32_t load_conv(loader *L, ez_kokoro_conv *c, const char *prefix, int c
 
 /* w_hh as core's step panels, once: every forward widened and laid it out
  * again (ez_lstm_pack). 4 MB a layer at H 256, 12.6 MB for Kokoro-82M's
- * six. */
+ * six; a float16 w_hh's pages in the mapping are then released (nothing
+ * reads it again). */
 static int32_t lstm_panels(loader *L, const ez_kokoro_tensor *w_hh, int H, const float **out) {
     float *w = malloc((size_t)w_hh->n * sizeof *w), *panels = malloc(ez_lstm_panels_floats(H) * sizeof *panels);
     int32_t rc;
@@ -405,6 +406,7 @@ static int32_t lstm_panels(loader *L, const ez_kokoro_tensor *w_hh, int H, const
     ez_kokoro_rows(w_hh, 0, 1, w_hh->n, w);
     ez_lstm_pack(H, w, NULL, panels);
     free(w);
+    if (w_hh->type == EZ_TYPE_F16) ez_map_release(w_hh->data, (size_t)w_hh->n * sizeof(uint16_t));
     if ((rc = keep(L->m, panels))) return rc;
     *out = panels;
     return ELIZA_OK;
@@ -805,6 +807,9 @@ static int32_t prepare_panels(ez_kokoro *m) {
         ez_kokoro_conv *cv = list[i];
         const int64_t K = (int64_t)cv->c_in * cv->k;
         ez_tts_panels_pack((const uint16_t *)cv->w.data, cv->c_out, K, mr, dst);
+        /* read again only where a call takes another path (FFT at a length
+         * no chunk reaches); meanwhile the panels stand in for its pages */
+        ez_map_release(cv->w.data, (size_t)cv->w.n * sizeof(uint16_t));
         cv->panels.h = dst;
         cv->panels.mr = mr;
         dst += ez_tts_panels_count(cv->c_out, K, mr);
