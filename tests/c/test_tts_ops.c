@@ -34,10 +34,10 @@
 #include "core/cpu.h"
 #include "core/platform.h"
 #include "core/pool.h"
+#include "core/quant.h"
 #include "core/kernels/lstm.h"
 #include "tts/ops.h"
 #include "tts/ops_fft.h"
-#include "core/quant.h" /* after gemm_bf16.h (ops_fft.h), whose ez_bf16_to_f32 is static */
 #include "tts_ops_golden.h"
 #include "check.h"
 
