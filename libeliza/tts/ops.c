@@ -115,7 +115,10 @@ enum { B_IM2COL, B_NK };
  *             (ez_tts_panels, made for this mr);
  *   B_IM2COL: B[ci * taps + j, n] = x[ci, n * stride - pad + j * dilation],
  *             x = b with rows of t_in, zero outside [0, t_in);
- *   B_NK:     B[k, n] = b[n * ldb + k] (a weight stored [N, K]). */
+ *   B_NK:     B[k, n] = b[n * ldb + k] (a weight stored [N, K]);
+ * and with b_packed, B's micro-panels made once for every block (pack_b of
+ * each depth slice k0 at b_packed + k0 b_n_pad, b_n_pad = N rounded up to
+ * nr). */
 typedef struct {
     int64_t M, N, K;
     const float *a;
@@ -124,6 +127,8 @@ typedef struct {
     int b_kind;
     const float *b;
     int64_t ldb, t_in;
+    const float *b_packed;
+    int64_t b_n_pad;
     int taps, stride, pad, dilation;
 } operands;
 
@@ -218,6 +223,15 @@ static void pack_b(const ez_gemm_kernels *kern, const operands *op, int64_t k0, 
     }
 }
 
+/* B's micro-panels of depth [k0, k0 + kc) x columns [n0, n0 + n_len)
+ * (n0 a multiple of nr): where op has them made already, or packed into dst. */
+static const float *b_panels(const ez_gemm_kernels *kern, const operands *op, int64_t k0, int64_t kc, int64_t n0,
+                             int64_t n_len, float *dst) {
+    if (op->b_packed) return op->b_packed + k0 * op->b_n_pad + n0 * kc;
+    pack_b(kern, op, k0, kc, n0, n_len, dst);
+    return dst;
+}
+
 /* Floats of working memory gemm_block needs. */
 static int64_t gemm_ws_floats(const ez_gemm_kernels *kern) { return (int64_t)kern->kc * (kern->mc + kern->nc); }
 
@@ -256,6 +270,7 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
                        int64_t n0, int64_t n_len, float *c, int64_t ldc, int accumulate) {
     const int mr = kern->mr;
     float *a_pack = ws, *b_pack = ws + (int64_t)kern->mc * kern->kc;
+    const float *b;
     if (op->K <= 0) {
         if (!accumulate)
             for (int64_t i = 0; i < m_len; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n_len);
@@ -267,8 +282,8 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
             pack_a(op, mr, k0, kc, m0, m_len, a_pack);
             for (int64_t nb0 = 0; nb0 < n_len; nb0 += kern->nc) {
                 int64_t nb = EZ_MIN((int64_t)kern->nc, n_len - nb0);
-                pack_b(kern, op, k0, kc, n0 + nb0, nb, b_pack);
-                gemm_tiles(kern, kc, a_pack, m_len, b_pack, nb, c + nb0, ldc, accumulate || k0 > 0);
+                b = b_panels(kern, op, k0, kc, n0 + nb0, nb, b_pack);
+                gemm_tiles(kern, kc, a_pack, m_len, b, nb, c + nb0, ldc, accumulate || k0 > 0);
             }
         }
         return;
@@ -277,11 +292,11 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
         int64_t nb = EZ_MIN((int64_t)kern->nc, n_len - nb0);
         for (int64_t k0 = 0; k0 < op->K; k0 += kern->kc) {
             int64_t kc = EZ_MIN((int64_t)kern->kc, op->K - k0);
-            pack_b(kern, op, k0, kc, n0 + nb0, nb, b_pack);
+            b = b_panels(kern, op, k0, kc, n0 + nb0, nb, b_pack);
             for (int64_t mb0 = 0; mb0 < m_len; mb0 += kern->mc) {
                 int64_t mb = EZ_MIN((int64_t)kern->mc, m_len - mb0);
                 pack_a(op, mr, k0, kc, m0 + mb0, mb, a_pack);
-                gemm_tiles(kern, kc, a_pack, mb, b_pack, nb, c + mb0 * ldc + nb0, ldc, accumulate || k0 > 0);
+                gemm_tiles(kern, kc, a_pack, mb, b, nb, c + mb0 * ldc + nb0, ldc, accumulate || k0 > 0);
             }
         }
     }
@@ -477,12 +492,36 @@ int ez_tts_bf16_default(void) {
     return ez_tts_bf16_available() && env && strcmp(env, "1") == 0;
 }
 
+/* im2col B packed once for all row blocks, up to this many floats: with
+ * several row blocks each task packed all of B again (a decoder layer's 8
+ * blocks, 3,270 x 64 floats each). */
+#define SHARED_B_FLOATS ((int64_t)1 << 21)
+
+typedef struct {
+    const ez_gemm_kernels *kern;
+    const operands *op;
+    float *dst;
+    int64_t col_items; /* items per depth slice: nc columns each */
+} shared_b_job;
+
+static void shared_b_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
+    const shared_b_job *j = (const shared_b_job *)ctx;
+    const int64_t kc_max = j->kern->kc, nc = j->kern->nc;
+    (void)thread_index;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t k0 = it / j->col_items * kc_max, n0 = it % j->col_items * nc;
+        const int64_t kc = EZ_MIN(kc_max, j->op->K - k0);
+        pack_b(j->kern, j->op, k0, kc, n0, EZ_MIN(nc, j->op->N - n0), j->dst + k0 * j->op->b_n_pad + n0 * kc);
+    }
+}
+
 /* The direct path's GEMM per group: w [c_out, c_in / groups, k] as stored,
  * or (groups 1) as panels. */
 static void conv1d_gemm(ez_pool *pool, const ez_gemm_kernels *kern, const float *x, int c_in, int t_in,
                         const float *w, const uint16_t *panels, const float *b, int c_out, int k, int stride,
                         int pad, int dilation, int groups, int t_out, float *y) {
-    int cig = c_in / groups, cog = c_out / groups;
+    int cig = c_in / groups, cog = c_out / groups, caller = ez_pool_thread_index(pool);
+    void *owned = NULL;
     operands op;
     gemm_job job;
     memset(&op, 0, sizeof op);
@@ -505,7 +544,22 @@ static void conv1d_gemm(ez_pool *pool, const ez_gemm_kernels *kern, const float 
     job.b_group = (int64_t)cig * t_in;
     job.c_group = (int64_t)cog * t_out;
     job.row_bias = b;
+    if (groups == 1 && job.m_blocks > 1) {
+        const int64_t n_pad = round_up(op.N, kern->nr), floats = n_pad * op.K;
+        float *mem = floats <= SHARED_B_FLOATS ? take_scratch(pool, caller, job.ws_bytes + sizeof(float) *
+                                                                               (size_t)floats, &owned)
+                                               : NULL;
+        if (mem) {
+            shared_b_job sb = {kern, &job.op, mem + job.ws_bytes / sizeof(float), (op.N + kern->nc - 1) / kern->nc};
+            job.op.b_n_pad = n_pad;
+            ez_pool_for(pool, (op.K + kern->kc - 1) / kern->kc * sb.col_items, 1, shared_b_items, &sb);
+            job.op.b_packed = sb.dst;
+            job.caller_index = caller;
+            job.caller_ws = mem;
+        }
+    }
     warn_starved(pool, "conv1d", gemm_run(&job));
+    ez_aligned_free(owned);
 }
 
 void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
