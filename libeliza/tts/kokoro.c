@@ -424,7 +424,8 @@ static int32_t load_bilstm(loader *L, ez_kokoro_bilstm *l, const char *prefix, i
         if ((rc = tensor_view(L, &l->w_ih[d], 2, 4 * H, n_in, 0))) return rc;
         snprintf(name, sizeof name, ".weight_hh_l0%s", sfx[d]);
         set_name(L, prefix, name);
-        if ((rc = tensor_view(L, &l->w_hh[d], 2, 4 * H, H, 0)) || (rc = lstm_panels(L, &l->w_hh[d], H, &l->hh_panels[d])))
+        if ((rc = tensor_view(L, &l->w_hh[d], 2, 4 * H, H, 0)) ||
+            (rc = lstm_panels(L, &l->w_hh[d], H, &l->hh_panels[d])))
             return rc;
         snprintf(name, sizeof name, ".bias_ih_l0%s", sfx[d]);
         if ((rc = load_vec(L, prefix, name, 4 * H, &l->b_ih[d]))) return rc;
@@ -765,8 +766,9 @@ static void add_resblk(ez_kokoro_conv **list, int *n, ez_kokoro_resblk *b) {
  * chunks under 1.25 s). Every call used to widen each of these weights whole
  * and gather it into panels again; now it widens the panels' slices as it
  * multiplies them (the same operands, so the same audio). The panels hold
- * the file's float16 values: 2 bytes per weight more in memory (80 MB for
- * Kokoro-82M v1.0), the rest of the weights stay in place. Float32 and
+ * the file's float16 values (84 MB for Kokoro-82M v1.0) in place of those
+ * weights' pages in the mapping, which are released; the rest of the
+ * weights stay in place. Float32 and
  * dequantized weights are read in place and not laid out. Nothing is done
  * where the direct path has no GEMM kernels (ez_tts_panels_mr 0). The
  * generator's other convolutions run by FFT, whose filter spectra are made

@@ -546,9 +546,8 @@ static void conv1d_gemm(ez_pool *pool, const ez_gemm_kernels *kern, const float 
     job.row_bias = b;
     if (groups == 1 && job.m_blocks > 1) {
         const int64_t n_pad = round_up(op.N, kern->nr), floats = n_pad * op.K;
-        float *mem = floats <= SHARED_B_FLOATS ? take_scratch(pool, caller, job.ws_bytes + sizeof(float) *
-                                                                               (size_t)floats, &owned)
-                                               : NULL;
+        const size_t bytes = job.ws_bytes + sizeof(float) * (size_t)floats;
+        float *mem = floats <= SHARED_B_FLOATS ? take_scratch(pool, caller, bytes, &owned) : NULL;
         if (mem) {
             shared_b_job sb = {kern, &job.op, mem + job.ws_bytes / sizeof(float), (op.N + kern->nc - 1) / kern->nc};
             job.op.b_n_pad = n_pad;
