@@ -1,6 +1,7 @@
 /* POSIX and Windows implementations of the platform seam (platform.h). */
 #if !defined(_WIN32)
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise: glibc's posix_madvise ignores POSIX_MADV_DONTNEED */
 #if defined(__APPLE__)
 #define _DARWIN_C_SOURCE
 #endif
@@ -87,6 +88,11 @@ void ez_unmap_file(ez_mapped_file *m) {
     if (m->os_handle) CloseHandle((HANDLE)m->os_handle);
     memset(m, 0, sizeof *m);
 }
+
+void ez_map_release(const void *p, size_t n) {
+    (void)p;
+    (void)n;
+}
 #else
 int32_t ez_map_file(const char *path, ez_mapped_file *out) {
     struct stat st;
@@ -127,6 +133,15 @@ void ez_unmap_file(ez_mapped_file *m) {
     if (!m) return;
     if (m->data) munmap((void *)m->data, (size_t)m->size);
     memset(m, 0, sizeof *m);
+}
+
+void ez_map_release(const void *p, size_t n) {
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t begin, end;
+    if (page <= 0 || !p) return;
+    begin = ((uintptr_t)p + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+    end = ((uintptr_t)p + n) / (uintptr_t)page * (uintptr_t)page;
+    if (end > begin) (void)madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 #endif
 

@@ -18,6 +18,12 @@ typedef struct {
 EZ_INTERNAL int32_t ez_map_file(const char *path, ez_mapped_file *out);
 EZ_INTERNAL void ez_unmap_file(ez_mapped_file *m);
 
+/* Advice that the whole pages inside [p, p + n) of a read-only file mapping
+ * will not be read again soon: they leave the process's resident set and
+ * are read back from the file if touched (POSIX madvise MADV_DONTNEED). A
+ * no-op on Windows. */
+EZ_INTERNAL void ez_map_release(const void *p, size_t n);
+
 /* 64-byte aligned allocation, freed with ez_aligned_free. Returns NULL on
  * failure or when `size` overflows. */
 EZ_INTERNAL void *ez_aligned_alloc(size_t size);

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/gguf.h"
+#include "core/kernels/lstm.h"
 #include "core/platform.h"
 #include "core/quant.h"
 #include "core/utf8.h"
@@ -390,6 +391,27 @@ static int32_t load_conv(loader *L, ez_kokoro_conv *c, const char *prefix, int c
     return load_vec(L, prefix, ".bias", c_out, &c->b);
 }
 
+/* w_hh as core's step panels, once: every forward widened and laid it out
+ * again (ez_lstm_pack). 4 MB a layer at H 256, 12.6 MB for Kokoro-82M's
+ * six; a float16 w_hh's pages in the mapping are then released (nothing
+ * reads it again). */
+static int32_t lstm_panels(loader *L, const ez_kokoro_tensor *w_hh, int H, const float **out) {
+    float *w = malloc((size_t)w_hh->n * sizeof *w), *panels = malloc(ez_lstm_panels_floats(H) * sizeof *panels);
+    int32_t rc;
+    if (!w || !panels) {
+        free(w);
+        free(panels);
+        return ez_fail(ELIZA_E_NOMEM, "Kokoro tensor '%s': no memory for its step panels", L->name);
+    }
+    ez_kokoro_rows(w_hh, 0, 1, w_hh->n, w);
+    ez_lstm_pack(H, w, NULL, panels);
+    free(w);
+    if (w_hh->type == EZ_TYPE_F16) ez_map_release(w_hh->data, (size_t)w_hh->n * sizeof(uint16_t));
+    if ((rc = keep(L->m, panels))) return rc;
+    *out = panels;
+    return ELIZA_OK;
+}
+
 static int32_t load_bilstm(loader *L, ez_kokoro_bilstm *l, const char *prefix, int n_in, int H) {
     static const char *const sfx[2] = {"", "_reverse"};
     char name[64];
@@ -402,7 +424,9 @@ static int32_t load_bilstm(loader *L, ez_kokoro_bilstm *l, const char *prefix, i
         if ((rc = tensor_view(L, &l->w_ih[d], 2, 4 * H, n_in, 0))) return rc;
         snprintf(name, sizeof name, ".weight_hh_l0%s", sfx[d]);
         set_name(L, prefix, name);
-        if ((rc = tensor_view(L, &l->w_hh[d], 2, 4 * H, H, 0))) return rc;
+        if ((rc = tensor_view(L, &l->w_hh[d], 2, 4 * H, H, 0)) ||
+            (rc = lstm_panels(L, &l->w_hh[d], H, &l->hh_panels[d])))
+            return rc;
         snprintf(name, sizeof name, ".bias_ih_l0%s", sfx[d]);
         if ((rc = load_vec(L, prefix, name, 4 * H, &l->b_ih[d]))) return rc;
         snprintf(name, sizeof name, ".bias_hh_l0%s", sfx[d]);
@@ -720,6 +744,83 @@ static int32_t load_voices(loader *L) {
     return voice_tags(L, "kokoro.voice_genders", kv->arr_len, 16, &m->voice_genders);
 }
 
+/* ---- weights prepared at open ---------------------------------------------------------- */
+
+#define MAX_PREPARED 256
+
+static void add_conv(ez_kokoro_conv **list, int *n, ez_kokoro_conv *cv) {
+    if (*n < MAX_PREPARED && cv->w.type == EZ_TYPE_F16 && (cv->c_in > 1 || cv->c_out > 1)) list[(*n)++] = cv;
+}
+
+static void add_resblk(ez_kokoro_conv **list, int *n, ez_kokoro_resblk *b) {
+    add_conv(list, n, &b->conv1);
+    add_conv(list, n, &b->conv2);
+    if (b->learned_sc) add_conv(list, n, &b->conv1x1);
+}
+
+/* The float16 Conv1d weights that run on the direct path (ez_tts_conv1d
+ * without FFT) at an ordinary chunk's lengths, laid out once as that path's
+ * GEMM panels (ez_tts_panels): the decoder's, the F0 / N blocks', the text
+ * encoder's, asr_res, the noise convolutions and conv_post, and the
+ * generator's first-stage resblocks of kernel 3 (direct below 1,000 steps:
+ * chunks under 1.25 s). Every call used to widen each of these weights whole
+ * and gather it into panels again; now it widens the panels' slices as it
+ * multiplies them (the same operands, so the same audio). The panels hold
+ * the file's float16 values (84 MB for Kokoro-82M v1.0) in place of those
+ * weights' pages in the mapping, which are released; the rest of the
+ * weights stay in place. Float32 and
+ * dequantized weights are read in place and not laid out. Nothing is done
+ * where the direct path has no GEMM kernels (ez_tts_panels_mr 0). The
+ * generator's other convolutions run by FFT, whose filter spectra are made
+ * per call from the taps: kept, they would take 95 / k times the taps in
+ * float32 (25 MB per 256-channel layer), far past the memory there is. */
+static int32_t prepare_panels(ez_kokoro *m) {
+    const ez_kokoro_hparams *hp = &m->hp;
+    ez_kokoro_weights *w = &m->w;
+    const int mr = ez_tts_panels_mr();
+    ez_kokoro_conv *list[MAX_PREPARED];
+    int n = 0;
+    int64_t total = 0;
+    uint64_t t0 = ez_time_ns();
+    uint16_t *dst;
+    if (mr <= 0) return ELIZA_OK;
+    add_resblk(list, &n, &w->encode);
+    for (int i = 0; i < EZ_KOKORO_N_DECODE; i++) add_resblk(list, &n, &w->decode[i]);
+    for (int i = 0; i < 3; i++) {
+        add_resblk(list, &n, &w->f0[i]);
+        add_resblk(list, &n, &w->n[i]);
+    }
+    for (int l = 0; l < hp->n_layer; l++) add_conv(list, &n, &w->te_conv[l]);
+    add_conv(list, &n, &w->asr_res);
+    for (int i = 0; i < hp->n_ups; i++) add_conv(list, &n, &w->noise_convs[i]);
+    add_conv(list, &n, &w->conv_post);
+    for (int j = 0; j < hp->n_kernels; j++)
+        if (hp->rb_kernel[j] <= 3)
+            for (int u = 0; u < 3; u++) {
+                add_conv(list, &n, &w->resblocks[j].convs1[u]);
+                add_conv(list, &n, &w->resblocks[j].convs2[u]);
+            }
+    for (int i = 0; i < n; i++) total += ez_tts_panels_count(list[i]->c_out, (int64_t)list[i]->c_in * list[i]->k, mr);
+    if (!total) return ELIZA_OK;
+    if (!(m->panels = malloc((size_t)total * sizeof *m->panels)))
+        return ez_fail(ELIZA_E_NOMEM, "Kokoro: %" PRId64 " bytes for the convolutions' panels", 2 * total);
+    dst = m->panels;
+    for (int i = 0; i < n; i++) {
+        ez_kokoro_conv *cv = list[i];
+        const int64_t K = (int64_t)cv->c_in * cv->k;
+        ez_tts_panels_pack((const uint16_t *)cv->w.data, cv->c_out, K, mr, dst);
+        /* read again only where a call takes another path (FFT at a length
+         * no chunk reaches); meanwhile the panels stand in for its pages */
+        ez_map_release(cv->w.data, (size_t)cv->w.n * sizeof(uint16_t));
+        cv->panels.h = dst;
+        cv->panels.mr = mr;
+        dst += ez_tts_panels_count(cv->c_out, K, mr);
+    }
+    ez_log(ELIZA_LOG_INFO, "Kokoro: %d convolutions laid out as GEMM panels (%.1f MB) in %.1f ms", n,
+           (double)(2 * total) / 1e6, (double)(ez_time_ns() - t0) / 1e6);
+    return ELIZA_OK;
+}
+
 int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
     ez_gguf *g = NULL;
     ez_kokoro *m;
@@ -737,7 +838,8 @@ int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
     L.m = m;
     L.g = g;
     if ((rc = load_hparams(g, &m->hp)) || (rc = load_albert(&L)) || (rc = load_predictor(&L)) ||
-        (rc = load_text_encoder(&L)) || (rc = load_decoder(&L)) || (rc = load_vocab(&L)) || (rc = load_voices(&L))) {
+        (rc = load_text_encoder(&L)) || (rc = load_decoder(&L)) || (rc = load_vocab(&L)) || (rc = load_voices(&L)) ||
+        (rc = prepare_panels(m))) {
         ez_kokoro_free(m);
         return rc;
     }
@@ -749,6 +851,7 @@ void ez_kokoro_free(ez_kokoro *m) {
     if (!m) return;
     for (int i = 0; i < m->n_bufs; i++) free(m->bufs[i]);
     free(m->bufs);
+    free(m->panels);
     for (int i = 0; i < m->n_voices; i++) {
         free(m->voice_names[i]);
         if (m->voice_languages) free(m->voice_languages[i]);

@@ -18,6 +18,7 @@
 #include "core/gguf.h"
 #include "core/pool.h"
 #include "tts/kokoro.h"
+#include "tts/ops.h"
 
 #define EZ_KOKORO_MAX_LAYERS 16   /* n_layer: duration encoder / text encoder depth */
 #define EZ_KOKORO_MAX_UPS 4       /* generator upsampling stages */
@@ -73,11 +74,13 @@ typedef struct {
     ez_kokoro_tensor w;
     const float *b; /* may be NULL */
     int c_out, c_in, k;
+    ez_tts_panels panels; /* w laid out for the direct path at open, or h NULL (kokoro.c: prepare_panels) */
 } ez_kokoro_conv;
 
 /* One bidirectional single-layer LSTM, gates i, f, g, o; [0] forward, [1] reverse. */
 typedef struct {
     ez_kokoro_tensor w_ih[2], w_hh[2];
+    const float *hh_panels[2];    /* w_hh in core's step panels (ez_lstm_pack), laid out at load */
     const float *b_ih[2], *b_hh[2];
     int n_in, H;
 } ez_kokoro_bilstm;
@@ -167,6 +170,7 @@ struct ez_kokoro {
     int n_vocab;
     uint32_t *vocab_cp;         /* code point of each symbol */
     int32_t *vocab_id;
+    uint16_t *panels;           /* the convolutions' ez_tts_panels (kokoro.c: prepare_panels), or NULL */
     ez_kokoro_phases phases;    /* of the last forward */
     int bf16;                   /* the FFT convolutions in BF16 (ez_tts_conv1d_bf16; ez_tts_bf16_default) */
 };

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/kernels/lstm.h"
 #include "tts/kokoro_impl.h"
 #include "tts/ops.h"
 
@@ -25,7 +24,13 @@ int32_t ez_kokoro_linear_run(ez_kokoro_ctx *c, const ez_kokoro_linear *l, const 
 int32_t ez_kokoro_conv1d_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const float *x, int t_in, int stride,
                              int pad, int dilation, float *y) {
     const int mark = c->st->n;
-    const float *w = ez_kokoro_f32(c, &cv->w);
+    const float *w;
+    /* the direct path on the panels made at open, where it would run */
+    if (cv->panels.h && !ez_tts_conv1d_prefers_fft(cv->c_in, t_in, cv->c_out, cv->k, stride, pad, dilation, 1) &&
+        ez_tts_conv1d_direct_panels(c->pool, x, cv->c_in, t_in, &cv->panels, cv->b, cv->c_out, cv->k, stride, pad,
+                                    dilation, y) == ELIZA_OK)
+        return ELIZA_OK;
+    w = ez_kokoro_f32(c, &cv->w);
     if (!w) return ELIZA_E_NOMEM;
     if (c->m->bf16)
         ez_tts_conv1d_bf16(c->pool, x, cv->c_in, t_in, w, cv->b, cv->c_out, cv->k, stride, pad, dilation, 1, y);
@@ -45,20 +50,14 @@ int32_t ez_kokoro_convt_run(ez_kokoro_ctx *c, const ez_kokoro_conv *cv, const fl
     return ELIZA_OK;
 }
 
-/* w_hh widened and laid out in core's step panels per use, like every
- * weight here (no heap copy of the model). */
+/* w_hh in the step panels laid out at load; w_ih widened per use. */
 int32_t ez_kokoro_bilstm_run(ez_kokoro_ctx *c, const ez_kokoro_bilstm *l, const float *x, int T, float *y) {
     const int mark = c->st->n;
-    const float *w_ih[2], *w_hh[2];
+    const float *w_ih[2];
     int32_t rc = ELIZA_E_NOMEM;
-    for (int d = 0; d < 2; d++) {
-        const float *w = ez_kokoro_f32(c, &l->w_hh[d]);
-        float *panels = w ? ez_kokoro_alloc(c->st, (int64_t)ez_lstm_panels_floats(l->H)) : NULL;
-        if (!panels || !(w_ih[d] = ez_kokoro_f32(c, &l->w_ih[d]))) goto done;
-        ez_lstm_pack(l->H, w, NULL, panels);
-        w_hh[d] = panels;
-    }
-    rc = ez_tts_lstm_bidir(c->pool, x, T, l->n_in, l->H, w_ih, w_hh, l->b_ih, l->b_hh, y);
+    for (int d = 0; d < 2; d++)
+        if (!(w_ih[d] = ez_kokoro_f32(c, &l->w_ih[d]))) goto done;
+    rc = ez_tts_lstm_bidir(c->pool, x, T, l->n_in, l->H, w_ih, l->hh_panels, l->b_ih, l->b_hh, y);
 done:
     ez_kokoro_release(c->st, mark);
     return rc;

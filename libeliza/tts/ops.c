@@ -37,6 +37,7 @@
 #include "core/kernels/gemm_kernels_ext.h"
 #include "core/kernels/lstm.h"
 #include "core/platform.h"
+#include "core/quant.h"
 #include "tts/ops.h"
 #include "tts/ops_kernels.h"
 
@@ -109,21 +110,32 @@ static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
 enum { B_IM2COL, B_NK };
 
 /* C[M, N] (+)= A[M, K] . B[K, N] with A and B described, not stored:
- *   A[m, k] = a[m * a_rs + k * a_cs] (row-major weights, or a transpose);
+ *   A[m, k] = a[m * a_rs + k * a_cs] (row-major weights, or a transpose),
+ *             or with a_panels: panel m / mr of them at row m % mr, depth k
+ *             (ez_tts_panels, made for this mr);
  *   B_IM2COL: B[ci * taps + j, n] = x[ci, n * stride - pad + j * dilation],
  *             x = b with rows of t_in, zero outside [0, t_in);
- *   B_NK:     B[k, n] = b[n * ldb + k] (a weight stored [N, K]). */
+ *   B_NK:     B[k, n] = b[n * ldb + k] (a weight stored [N, K]);
+ * and with b_packed, B's micro-panels made once for every block (pack_b of
+ * each depth slice k0 at b_packed + k0 b_n_pad, b_n_pad = N rounded up to
+ * nr). */
 typedef struct {
     int64_t M, N, K;
     const float *a;
     int64_t a_rs, a_cs;
+    const uint16_t *a_panels;
     int b_kind;
     const float *b;
     int64_t ldb, t_in;
+    const float *b_packed;
+    int64_t b_n_pad;
     int taps, stride, pad, dilation;
 } operands;
 
-static float a_at(const operands *op, int64_t m, int64_t k) { return op->a[m * op->a_rs + k * op->a_cs]; }
+static float a_at(const operands *op, int mr, int64_t m, int64_t k) {
+    if (op->a_panels) return ez_f16_to_f32(op->a_panels[((m / mr) * op->K + k) * mr + m % mr]);
+    return op->a[m * op->a_rs + k * op->a_cs];
+}
 
 static float b_at(const operands *op, int64_t k, int64_t n) {
     int64_t ci, j, ti;
@@ -136,6 +148,12 @@ static float b_at(const operands *op, int64_t k, int64_t n) {
 
 /* Rows [m0, m0 + m_len) x depth [k0, k0 + kc) of A as zero-padded micro-panels. */
 static void pack_a(const operands *op, int mr, int64_t k0, int64_t kc, int64_t m0, int64_t m_len, float *dst) {
+    if (op->a_panels) { /* laid out already (m0 is a multiple of mr): widen each panel's slice */
+        const ez_dequant_fn widen = ez_kernels(EZ_TYPE_F16)->dequant;
+        for (int64_t i0 = 0; i0 < m_len; i0 += mr)
+            widen(op->a_panels + ((m0 + i0) / mr * op->K + k0) * mr, dst + i0 * kc, kc * mr);
+        return;
+    }
     for (int64_t i0 = 0; i0 < m_len; i0 += mr) {
         int rows = (int)EZ_MIN((int64_t)mr, m_len - i0);
         const float *src = op->a + (m0 + i0) * op->a_rs + k0 * op->a_cs;
@@ -205,6 +223,15 @@ static void pack_b(const ez_gemm_kernels *kern, const operands *op, int64_t k0, 
     }
 }
 
+/* B's micro-panels of depth [k0, k0 + kc) x columns [n0, n0 + n_len)
+ * (n0 a multiple of nr): where op has them made already, or packed into dst. */
+static const float *b_panels(const ez_gemm_kernels *kern, const operands *op, int64_t k0, int64_t kc, int64_t n0,
+                             int64_t n_len, float *dst) {
+    if (op->b_packed) return op->b_packed + k0 * op->b_n_pad + n0 * kc;
+    pack_b(kern, op, k0, kc, n0, n_len, dst);
+    return dst;
+}
+
 /* Floats of working memory gemm_block needs. */
 static int64_t gemm_ws_floats(const ez_gemm_kernels *kern) { return (int64_t)kern->kc * (kern->mc + kern->nc); }
 
@@ -243,6 +270,7 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
                        int64_t n0, int64_t n_len, float *c, int64_t ldc, int accumulate) {
     const int mr = kern->mr;
     float *a_pack = ws, *b_pack = ws + (int64_t)kern->mc * kern->kc;
+    const float *b;
     if (op->K <= 0) {
         if (!accumulate)
             for (int64_t i = 0; i < m_len; i++) memset(c + i * ldc, 0, sizeof(float) * (size_t)n_len);
@@ -254,8 +282,8 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
             pack_a(op, mr, k0, kc, m0, m_len, a_pack);
             for (int64_t nb0 = 0; nb0 < n_len; nb0 += kern->nc) {
                 int64_t nb = EZ_MIN((int64_t)kern->nc, n_len - nb0);
-                pack_b(kern, op, k0, kc, n0 + nb0, nb, b_pack);
-                gemm_tiles(kern, kc, a_pack, m_len, b_pack, nb, c + nb0, ldc, accumulate || k0 > 0);
+                b = b_panels(kern, op, k0, kc, n0 + nb0, nb, b_pack);
+                gemm_tiles(kern, kc, a_pack, m_len, b, nb, c + nb0, ldc, accumulate || k0 > 0);
             }
         }
         return;
@@ -264,23 +292,23 @@ static void gemm_block(const ez_gemm_kernels *kern, const operands *op, float *w
         int64_t nb = EZ_MIN((int64_t)kern->nc, n_len - nb0);
         for (int64_t k0 = 0; k0 < op->K; k0 += kern->kc) {
             int64_t kc = EZ_MIN((int64_t)kern->kc, op->K - k0);
-            pack_b(kern, op, k0, kc, n0 + nb0, nb, b_pack);
+            b = b_panels(kern, op, k0, kc, n0 + nb0, nb, b_pack);
             for (int64_t mb0 = 0; mb0 < m_len; mb0 += kern->mc) {
                 int64_t mb = EZ_MIN((int64_t)kern->mc, m_len - mb0);
                 pack_a(op, mr, k0, kc, m0 + mb0, mb, a_pack);
-                gemm_tiles(kern, kc, a_pack, mb, b_pack, nb, c + mb0 * ldc + nb0, ldc, accumulate || k0 > 0);
+                gemm_tiles(kern, kc, a_pack, mb, b, nb, c + mb0 * ldc + nb0, ldc, accumulate || k0 > 0);
             }
         }
     }
 }
 
 /* gemm_block without working memory, for a thread that could not get any. */
-static void gemm_block_plain(const operands *op, int64_t m0, int64_t m_len, int64_t n0, int64_t n_len, float *c,
-                             int64_t ldc, int accumulate) {
+static void gemm_block_plain(const ez_gemm_kernels *kern, const operands *op, int64_t m0, int64_t m_len, int64_t n0,
+                             int64_t n_len, float *c, int64_t ldc, int accumulate) {
     for (int64_t i = 0; i < m_len; i++)
         for (int64_t j = 0; j < n_len; j++) {
             float s = 0.0f;
-            for (int64_t k = 0; k < op->K; k++) s += a_at(op, m0 + i, k) * b_at(op, k, n0 + j);
+            for (int64_t k = 0; k < op->K; k++) s += a_at(op, kern->mr, m0 + i, k) * b_at(op, k, n0 + j);
             c[i * ldc + j] = accumulate ? c[i * ldc + j] + s : s;
         }
 }
@@ -318,7 +346,7 @@ static void gemm_tasks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
         operands op = job->op;
         float *c = job->c + g * job->c_group + m0 * job->ldc + n0;
         int accumulate = job->accumulate;
-        op.a += g * job->a_group;
+        if (op.a) op.a += g * job->a_group; /* NULL with panels (groups 1) */
         op.b += g * job->b_group;
         if (job->row_bias) {
             for (int64_t i = 0; i < m_len; i++) {
@@ -330,22 +358,27 @@ static void gemm_tasks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
         if (ws) {
             gemm_block(job->kern, &op, ws, m0, m_len, n0, n_len, c, job->ldc, accumulate);
         } else {
-            gemm_block_plain(&op, m0, m_len, n0, n_len, c, job->ldc, accumulate);
+            gemm_block_plain(job->kern, &op, m0, m_len, n0, n_len, c, job->ldc, accumulate);
             ez_atomic_int_store(&job->starved, 1);
         }
     }
     ez_aligned_free(owned);
 }
 
-/* Row blocks of at most mc rows; column blocks cut so there are a few tasks
- * per thread (for balance), no wider than GEMM_NC_BLOCKS panels of nc
- * (gemm_block packs a block's A once for all of them). */
+/* Row blocks of at most mc rows, as even as whole micro-panels make them (a
+ * decoder layer's 1,024 rows in 144-row blocks left a last block of 16: on
+ * two threads one ran four blocks while the other ran three and that one);
+ * column blocks cut so there are a few tasks per thread (for balance), no
+ * wider than GEMM_NC_BLOCKS panels of nc (gemm_block packs a block's A once
+ * for all of them). Every output sees the same depth slices whatever its
+ * block, so the blocking changes no bits. */
 #define GEMM_NC_BLOCKS 4
 
 static void gemm_plan(gemm_job *job, int n_threads) {
     const ez_gemm_kernels *kern = job->kern;
     int64_t want = 4 * (int64_t)n_threads, column_blocks;
-    job->mb = EZ_MIN(round_up(job->op.M, kern->mr), (int64_t)kern->mc);
+    job->m_blocks = (round_up(job->op.M, kern->mr) + kern->mc - 1) / kern->mc;
+    job->mb = round_up((job->op.M + job->m_blocks - 1) / job->m_blocks, kern->mr);
     job->m_blocks = (job->op.M + job->mb - 1) / job->mb;
     column_blocks = EZ_MAX((int64_t)1, (want + job->m_blocks * job->groups - 1) / (job->m_blocks * job->groups));
     job->nb = EZ_MIN(round_up((job->op.N + column_blocks - 1) / column_blocks, kern->nr),
@@ -459,35 +492,48 @@ int ez_tts_bf16_default(void) {
     return ez_tts_bf16_available() && env && strcmp(env, "1") == 0;
 }
 
-void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
-                          int c_out, int k, int stride, int pad, int dilation, int groups, float *y) {
-    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
-    int t_out = ez_conv1d_out_len(t_in, k, stride, pad, dilation);
-    int cig = c_in / groups, cog = c_out / groups;
-    conv_job cj = {x, w, b, c_in, t_in, c_out, k, stride, pad, dilation, t_out, y};
+/* im2col B packed once for all row blocks, up to this many floats: with
+ * several row blocks each task packed all of B again (a decoder layer's 8
+ * blocks, 3,270 x 64 floats each). */
+#define SHARED_B_FLOATS ((int64_t)1 << 21)
+
+typedef struct {
+    const ez_gemm_kernels *kern;
+    const operands *op;
+    float *dst;
+    int64_t col_items; /* items per depth slice: nc columns each */
+} shared_b_job;
+
+static void shared_b_items(void *ctx, int64_t i0, int64_t i1, int thread_index) {
+    const shared_b_job *j = (const shared_b_job *)ctx;
+    const int64_t kc_max = j->kern->kc, nc = j->kern->nc;
+    (void)thread_index;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t k0 = it / j->col_items * kc_max, n0 = it % j->col_items * nc;
+        const int64_t kc = EZ_MIN(kc_max, j->op->K - k0);
+        pack_b(j->kern, j->op, k0, kc, n0, EZ_MIN(nc, j->op->N - n0), j->dst + k0 * j->op->b_n_pad + n0 * kc);
+    }
+}
+
+/* The direct path's GEMM per group: w [c_out, c_in / groups, k] as stored,
+ * or (groups 1) as panels. */
+static void conv1d_gemm(ez_pool *pool, const ez_gemm_kernels *kern, const float *x, int c_in, int t_in,
+                        const float *w, const uint16_t *panels, const float *b, int c_out, int k, int stride,
+                        int pad, int dilation, int groups, int t_out, float *y) {
+    int cig = c_in / groups, cog = c_out / groups, caller = ez_pool_thread_index(pool);
+    void *owned = NULL;
     operands op;
     gemm_job job;
-    if (t_out <= 0 || c_out <= 0) return;
-    if (!kern) {
-        if (groups == 1)
-            ez_pool_for(pool, c_out, 8, conv1d_ref_channels, &cj);
-        else
-            ez_tts_conv1d_ref(x, c_in, t_in, w, b, c_out, k, stride, pad, dilation, groups, y);
-        return;
-    }
-    if (cig == 1 && cog == 1) {
-        ez_pool_for(pool, c_out, 16, conv1d_depthwise, &cj);
-        return;
-    }
+    memset(&op, 0, sizeof op);
     op.M = cog;
     op.N = t_out;
     op.K = (int64_t)cig * k;
     op.a = w;
     op.a_rs = op.K;
     op.a_cs = 1;
+    op.a_panels = panels;
     op.b_kind = B_IM2COL;
     op.b = x;
-    op.ldb = 0;
     op.t_in = t_in;
     op.taps = k;
     op.stride = stride;
@@ -498,7 +544,66 @@ void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, con
     job.b_group = (int64_t)cig * t_in;
     job.c_group = (int64_t)cog * t_out;
     job.row_bias = b;
+    if (groups == 1 && job.m_blocks > 1) {
+        const int64_t n_pad = round_up(op.N, kern->nr), floats = n_pad * op.K;
+        const size_t bytes = job.ws_bytes + sizeof(float) * (size_t)floats;
+        float *mem = floats <= SHARED_B_FLOATS ? take_scratch(pool, caller, bytes, &owned) : NULL;
+        if (mem) {
+            shared_b_job sb = {kern, &job.op, mem + job.ws_bytes / sizeof(float), (op.N + kern->nc - 1) / kern->nc};
+            job.op.b_n_pad = n_pad;
+            ez_pool_for(pool, (op.K + kern->kc - 1) / kern->kc * sb.col_items, 1, shared_b_items, &sb);
+            job.op.b_packed = sb.dst;
+            job.caller_index = caller;
+            job.caller_ws = mem;
+        }
+    }
     warn_starved(pool, "conv1d", gemm_run(&job));
+    ez_aligned_free(owned);
+}
+
+void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, int t_in, const float *w, const float *b,
+                          int c_out, int k, int stride, int pad, int dilation, int groups, float *y) {
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
+    int t_out = ez_conv1d_out_len(t_in, k, stride, pad, dilation);
+    conv_job cj = {x, w, b, c_in, t_in, c_out, k, stride, pad, dilation, t_out, y};
+    if (t_out <= 0 || c_out <= 0) return;
+    if (!kern) {
+        if (groups == 1)
+            ez_pool_for(pool, c_out, 8, conv1d_ref_channels, &cj);
+        else
+            ez_tts_conv1d_ref(x, c_in, t_in, w, b, c_out, k, stride, pad, dilation, groups, y);
+        return;
+    }
+    if (c_in / groups == 1 && c_out / groups == 1) {
+        ez_pool_for(pool, c_out, 16, conv1d_depthwise, &cj);
+        return;
+    }
+    conv1d_gemm(pool, kern, x, c_in, t_in, w, NULL, b, c_out, k, stride, pad, dilation, groups, t_out, y);
+}
+
+/* ---- weights as panels -------------------------------------------------------------------- */
+
+int ez_tts_panels_mr(void) {
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
+    return kern ? kern->mr : 0;
+}
+
+int64_t ez_tts_panels_count(int c_out, int64_t K, int mr) { return round_up(c_out, mr) * K; }
+
+void ez_tts_panels_pack(const uint16_t *w, int c_out, int64_t K, int mr, uint16_t *dst) {
+    for (int64_t i0 = 0; i0 < c_out; i0 += mr, dst += K * mr)
+        for (int64_t k = 0; k < K; k++)
+            for (int i = 0; i < mr; i++) dst[k * mr + i] = i0 + i < c_out ? w[(i0 + i) * K + k] : 0;
+}
+
+int32_t ez_tts_conv1d_direct_panels(ez_pool *pool, const float *x, int c_in, int t_in, const ez_tts_panels *w,
+                                    const float *b, int c_out, int k, int stride, int pad, int dilation, float *y) {
+    const ez_gemm_kernels *kern = ez_gemm_kernels_active(NULL);
+    int t_out = ez_conv1d_out_len(t_in, k, stride, pad, dilation);
+    if (!kern || !w->h || w->mr != kern->mr || kern->mc % kern->mr) return ELIZA_E_UNSUPPORTED;
+    if (t_out > 0 && c_out > 0)
+        conv1d_gemm(pool, kern, x, c_in, t_in, NULL, w->h, b, c_out, k, stride, pad, dilation, 1, t_out, y);
+    return ELIZA_OK;
 }
 
 /* ---- conv_transpose1d ------------------------------------------------------------------------ */
@@ -553,6 +658,7 @@ static void convt_tasks(void *ctx, int64_t t0, int64_t t1, int thread_index) {
         int n_oc = EZ_MIN(j->cb, j->cog - o0);
         float *yrows = j->y + ((int64_t)g * j->cog + o0) * j->t_out;
         operands op;
+        memset(&op, 0, sizeof op);
         if (!ws) {
             convt_plain(j, g, o0, n_oc);
             ez_atomic_int_store(&j->starved, 1);

@@ -47,6 +47,35 @@ EZ_INTERNAL void ez_tts_conv1d_direct(ez_pool *pool, const float *x, int c_in, i
                                       const float *b, int c_out, int k, int stride, int pad, int dilation,
                                       int groups, float *y);
 
+/* A Conv1d weight w [c_out, c_in, k] of float16 values laid out once as the
+ * A operand of the direct path's GEMM (ops.c): ceil(c_out / mr) micro-panels
+ * of [c_in k][mr] values each, the rows past c_out zero. The direct path then
+ * widens contiguous runs of it per depth slice instead of widening w whole
+ * and gathering its rows on every call: the same float32 operands in the
+ * same order, so the same bits. */
+typedef struct {
+    const uint16_t *h; /* NULL: none */
+    int mr;            /* the GEMM kernels' row tile it was laid out for */
+} ez_tts_panels;
+
+/* The row tile panels are laid out for on this CPU and level (the active
+ * GEMM kernels' mr), or 0 where the direct path has no kernels to use them. */
+EZ_INTERNAL int ez_tts_panels_mr(void);
+
+/* Values (float16) of the panels of a [c_out, K] weight. */
+EZ_INTERNAL int64_t ez_tts_panels_count(int c_out, int64_t K, int mr);
+
+/* w [c_out, K] (float16 bits, row-major) laid out as panels into dst. */
+EZ_INTERNAL void ez_tts_panels_pack(const uint16_t *w, int c_out, int64_t K, int mr, uint16_t *dst);
+
+/* ez_tts_conv1d_direct with groups 1 and its weight as panels. Returns
+ * ELIZA_OK, or without touching y ELIZA_E_UNSUPPORTED when the panels were
+ * laid out for another row tile than the active kernels' (or there are
+ * none). */
+EZ_INTERNAL int32_t ez_tts_conv1d_direct_panels(ez_pool *pool, const float *x, int c_in, int t_in,
+                                                const ez_tts_panels *w, const float *b, int c_out, int k,
+                                                int stride, int pad, int dilation, float *y);
+
 /* Conv1d with stride 1 and groups 1 by overlap-save FFT (ops_fft.c), same
  * operands as ez_tts_conv1d. Returns ELIZA_OK, or without touching y:
  * ELIZA_E_UNSUPPORTED (no GEMM kernels on this CPU or under

@@ -450,17 +450,34 @@ static void test_forward_contract(ez_kokoro *m, ez_pool *pool) {
 /* ---- weights in place ---------------------------------------------------------------------- */
 
 /* Float32 and float16 weights are the file's own bytes behind the mapping;
- * only tensors of other types (Q8_0 in the tiny model) get a float32 copy. */
+ * only tensors of other types (Q8_0 in the tiny model) get a float32 copy,
+ * besides what is laid out at open: each LSTM direction's w_hh in step
+ * panels, and the direct-path convolutions' float16 weights as GEMM panels
+ * (the same values). */
 static void test_weights_read_in_place(const ez_kokoro *m) {
     const ez_gguf *g = m->file;
     const ez_gguf_tensor *t;
     const ez_kokoro_tensor *views[3] = {&m->w.word_emb, &m->w.te_lstm.w_hh[1], &m->voices[0]};
     const char *names[3] = {"bert.embeddings.word_embeddings.weight", "text_encoder.lstm.weight_hh_l0_reverse",
                             "voice.tiny_a"};
+    const ez_kokoro_conv *cv = &m->w.encode.conv1;
+    const int mr = ez_tts_panels_mr(), lstm_directions = 2 * (m->hp.n_layer + 3);
     int converted = 0, in_place = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++)
         converted += g->tensors[i].type != EZ_TYPE_F32 && g->tensors[i].type != EZ_TYPE_F16;
-    CHECK(converted > 0 && m->n_bufs == converted);
+    CHECK(converted > 0 && m->n_bufs == converted + lstm_directions);
+    CHECK(m->w.te_lstm.hh_panels[0] && m->w.te_lstm.hh_panels[1]);
+    CHECK(cv->w.type == EZ_TYPE_F16 && (cv->panels.h != NULL) == (mr > 0));
+    if (cv->panels.h) {
+        /* panel p, depth k, row i: weight row p mr + i, column k; past c_out zero */
+        const int64_t K = (int64_t)cv->c_in * cv->k;
+        const uint16_t *w = (const uint16_t *)cv->w.data;
+        int same = cv->panels.mr == mr;
+        for (int64_t o = 0; same && o < (cv->c_out + mr - 1) / mr * mr; o++)
+            for (int64_t k = 0; same && k < K; k++)
+                same = cv->panels.h[((o / mr) * K + k) * mr + o % mr] == (o < cv->c_out ? w[o * K + k] : 0);
+        CHECK(same);
+    }
     for (int i = 0; i < 3; i++) {
         t = ez_gguf_find_tensor(g, names[i]);
         CHECK(t != NULL);

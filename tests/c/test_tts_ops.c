@@ -34,6 +34,7 @@
 #include "core/cpu.h"
 #include "core/platform.h"
 #include "core/pool.h"
+#include "core/quant.h"
 #include "core/kernels/lstm.h"
 #include "tts/ops.h"
 #include "tts/ops_fft.h"
@@ -207,6 +208,78 @@ static void test_conv1d_kokoro_shapes_match_reference(void) {
         {1, 400, 1, 3, 2, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_conv1d(shapes[i], 1);
+}
+
+/* ---- conv1d on panels ---------------------------------------------------------------- */
+
+typedef struct {
+    conv_shape s;
+    const float *x, *b;
+    const ez_tts_panels *panels;
+    int32_t rc;
+} panels_ctx;
+
+static void run_conv1d_panels(void *p, ez_pool *pool, float *out) {
+    panels_ctx *c = (panels_ctx *)p;
+    c->rc = ez_tts_conv1d_direct_panels(pool, c->x, c->s.c_in, c->s.t_in, c->panels, c->b, c->s.c_out, c->s.k,
+                                        c->s.stride, c->s.pad, c->s.dilation, out);
+}
+
+/* A float16 weight laid out as panels (what Kokoro does at open) gives the
+ * bits of the direct path on the weight widened whole, for any thread count;
+ * panels made for another row tile are refused without touching y. */
+static void check_conv1d_panels(conv_shape s, int with_bias) {
+    const int mr = ez_tts_panels_mr();
+    const int64_t K = (int64_t)s.c_in * s.k, nw = (int64_t)s.c_out * K;
+    int t_out = ez_conv1d_out_len(s.t_in, s.k, s.stride, s.pad, s.dilation);
+    int64_t ny = (int64_t)s.c_out * t_out;
+    float *x = random_floats((int64_t)s.c_in * s.t_in, 1.0f), *b = with_bias ? random_floats(s.c_out, 1.0f) : NULL;
+    float *w = random_floats(nw, 0.2f), *want = filled(ny, NAN), **out = alloc3(ny);
+    uint16_t *h = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)nw), *lay;
+    ez_tts_panels panels = {NULL, mr}, other;
+    panels_ctx c = {s, x, b, &panels, ELIZA_OK};
+    char what[160];
+    snprintf(what, sizeof what, "conv1d on panels c_in=%d t_in=%d c_out=%d k=%d stride=%d pad=%d dil=%d bias=%d",
+             s.c_in, s.t_in, s.c_out, s.k, s.stride, s.pad, s.dilation, with_bias);
+    for (int64_t i = 0; i < nw; i++) {
+        h[i] = ez_f32_to_f16(w[i]);
+        w[i] = ez_f16_to_f32(h[i]);
+    }
+    lay = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)ez_tts_panels_count(s.c_out, K, mr));
+    ez_tts_panels_pack(h, s.c_out, K, mr, lay);
+    panels.h = lay;
+    ez_tts_conv1d_direct(g_pool2, x, s.c_in, s.t_in, w, b, s.c_out, s.k, s.stride, s.pad, s.dilation, 1, want);
+    run_all_pools(run_conv1d_panels, &c, out, ny, what);
+    CHECK_MSG(c.rc == ELIZA_OK, "%s: rc %d", what, (int)c.rc);
+    CHECK_MSG(memcmp(out[0], want, sizeof(float) * (size_t)ny) == 0, "%s: differs from the widened weight", what);
+    other = panels;
+    other.mr = mr + 1;
+    out[1][0] = 42.0f;
+    c.panels = &other;
+    run_conv1d_panels(&c, g_pool2, out[1]);
+    CHECK_MSG(c.rc == ELIZA_E_UNSUPPORTED && out[1][0] == 42.0f, "%s: panels for mr %d were used", what, other.mr);
+    free(x), free(b), free(w), free(want), free(h), free(lay), free3(out);
+}
+
+/* Kokoro's direct-path shapes (decoder, F0 / N, text encoder, asr_res,
+ * noise convolutions, conv_post, the generator's kernel-3 resblocks) and
+ * edges: c_out not a multiple of the row tile, a depth over several slices,
+ * strides, dilation. */
+static void test_conv1d_panels_match_widened_weights(void) {
+    static const conv_shape shapes[] = {
+        {1090, 40, 1024, 3, 1, 1, 1, 1}, {1090, 40, 1024, 1, 1, 0, 1, 1}, {514, 33, 1024, 3, 1, 1, 1, 1},
+        {512, 20, 512, 5, 1, 2, 1, 1},   {512, 150, 64, 1, 1, 0, 1, 1},   {256, 600, 256, 3, 1, 3, 3, 1},
+        {22, 3600, 256, 12, 6, 3, 1, 1}, {128, 700, 22, 7, 1, 3, 1, 1},   {3, 17, 5, 3, 1, 1, 1, 1},
+        {7, 40, 13, 5, 2, 2, 1, 1},      {300, 37, 20, 3, 1, 1, 2, 1},
+    };
+    if (ez_tts_panels_mr() == 0) {
+        printf("conv1d on panels: no GEMM kernels at this level (Kokoro makes no panels)\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        check_conv1d_panels(shapes[i], 1);
+        check_conv1d_panels(shapes[i], 0);
+    }
 }
 
 /* ---- conv1d by FFT ------------------------------------------------------------------ */
@@ -928,6 +1001,7 @@ int main(void) {
     test_references_match_pytorch();
     test_conv1d_random_shapes_match_reference();
     test_conv1d_kokoro_shapes_match_reference();
+    test_conv1d_panels_match_widened_weights();
     test_conv1d_fft_matches_reference();
     test_conv1d_fft_portable_kernels_match_reference();
     test_conv1d_fft_bf16_matches_reference();

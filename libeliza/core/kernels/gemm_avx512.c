@@ -115,9 +115,39 @@ static void tile_12x32(int64_t kc, const float *a, const float *b, float *c, int
     tile_any(kc, a, 1, MR, MR, b, c, ldc, NR, accumulate);
 }
 
+/* Rows [0, rows) (at most 4) of the tile with A read in place: each row's
+ * sums as tile_any forms them, without the 12-row tile's work on rows past
+ * the edge. */
+static void tile_direct4(int64_t kc, const float *a, int64_t lda, int rows, const float *b, float *c, int64_t ldc,
+                         int cols, int accumulate) {
+    const float *a0 = a, *a1 = rows > 1 ? a + lda : a, *a2 = rows > 2 ? a + 2 * lda : a;
+    const float *a3 = rows > 3 ? a + 3 * lda : a;
+    const __mmask16 mlo = ez_lanes_avx512(EZ_MIN(cols, 16)), mhi = ez_lanes_avx512(EZ_MAX(cols - 16, 0));
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int64_t k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(b + k * NR);
+        __m512 b1 = _mm512_loadu_ps(b + k * NR + 16);
+        TILE_ROW(a0 + k, c00, c01);
+        TILE_ROW(a1 + k, c10, c11);
+        TILE_ROW(a2 + k, c20, c21);
+        TILE_ROW(a3 + k, c30, c31);
+    }
+    store_row_part(c, c00, c01, mlo, mhi, accumulate);
+    if (rows > 1) store_row_part(c + ldc, c10, c11, mlo, mhi, accumulate);
+    if (rows > 2) store_row_part(c + 2 * ldc, c20, c21, mlo, mhi, accumulate);
+    if (rows > 3) store_row_part(c + 3 * ldc, c30, c31, mlo, mhi, accumulate);
+}
+
+/* An edge of up to 8 rows in tiles of 4 (an FFT convolution of a short chunk
+ * has 25 rows of blocks: 36 with 12-row tiles only, 28 so); the same bits. */
 static void tile_direct(int64_t kc, const float *a, int64_t lda, int rows, const float *b, float *c, int64_t ldc,
                         int cols, int accumulate) {
-    tile_any(kc, a, lda, rows, 1, b, c, ldc, cols, accumulate);
+    if (rows > 8) {
+        tile_any(kc, a, lda, rows, 1, b, c, ldc, cols, accumulate);
+        return;
+    }
+    for (int r = 0; r < rows; r += 4)
+        tile_direct4(kc, a + r * lda, lda, EZ_MIN(4, rows - r), b, c + r * ldc, ldc, cols, accumulate);
 }
 
 /* One micro-panel of a B stored [N, K]: `rows` (<= NR) rows from B, kc

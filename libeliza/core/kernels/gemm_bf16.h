@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../common.h"
+#include "../quant.h" /* ez_bf16_to_f32 */
 
 typedef uint16_t ez_bf16;
 
@@ -61,20 +62,13 @@ EZ_INTERNAL const ez_gemm_bf16_kernels *ez_gemm_bf16_kernels_avx512(void);
  * NULL (any other level, ELIZA_SIMD pinning a lower one, ELIZA_FORCE_SCALAR). */
 EZ_INTERNAL const ez_gemm_bf16_kernels *ez_gemm_bf16_kernels_active(void);
 
-/* float32 to bf16 and back, as defined above. */
+/* float32 to bf16, as defined above (back: quant.h's ez_bf16_to_f32). */
 static inline ez_bf16 ez_bf16_from_f32(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
     if ((u & 0x7f800000u) == 0) return (ez_bf16)((u >> 16) & 0x8000u);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (ez_bf16)((u >> 16) | 0x0040u);
     return (ez_bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-static inline float ez_bf16_to_f32(ez_bf16 h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
 }
 
 #endif /* EZ_GEMM_BF16_H */
