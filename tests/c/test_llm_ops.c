@@ -427,6 +427,48 @@ static void test_llm_matmul_group_matches_single_dots(void) {
  * of |dot| + K / 32 (the summation order of one float term per block
  * differs). ez_llm_matmul with M = 1 gives the active level's dots exactly,
  * through a kernel or the per-row dots (scalar). */
+/* The K-quant matvecs pack two vpdpbusd lanes (four code * activation
+ * products each) into int16: exact only while a lane stays within 2^15.
+ * The largest codes against the largest activations of either sign and the
+ * most negative Q6_K scale must still give the dots' floats bit for bit. */
+static void test_llm_gemv_extreme_codes(void) {
+    static const uint32_t types[] = {EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
+    enum { R = 8, K = 512 };
+    static float x[K], y[R], want[R];
+    static uint8_t xq[K / 256 * 292];
+    if ((ez_cpu_features() & EZ_CPU_LEVEL_AVX512) != EZ_CPU_LEVEL_AVX512) return;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        ez_llm_matrix w = random_matrix(types[ti], R, K);
+        uint8_t *data = (uint8_t *)w.data;
+        for (int64_t b = 0; b < (int64_t)R * K / 256; b++) {
+            if (types[ti] == EZ_TYPE_Q4_K) memset(((ez_block_q4_k *)data)[b].qs, 0xff, sizeof(((ez_block_q4_k *)data)[b].qs));
+            if (types[ti] == EZ_TYPE_Q5_K) {
+                ez_block_q5_k *blk = &((ez_block_q5_k *)data)[b];
+                memset(blk->qs, 0xff, sizeof blk->qs);
+                memset(blk->qh, 0xff, sizeof blk->qh);
+            }
+            if (types[ti] == EZ_TYPE_Q6_K) {
+                ez_block_q6_k *blk = &((ez_block_q6_k *)data)[b];
+                memset(blk->ql, 0xff, sizeof blk->ql);
+                memset(blk->qh, 0xff, sizeof blk->qh);
+                memset(blk->scales, 0x80, sizeof blk->scales);
+            }
+        }
+        for (int flip = 0; flip < 2; flip++) {
+            /* Q8_K scales each 256 by its largest-magnitude value m as
+             * -127 / m: a constant row quantizes to -127, and a row of 1
+             * whose last element per 256 is -1.001 to +127 (that one -127). */
+            for (int k = 0; k < K; k++) x[k] = flip && k % 256 == 255 ? -1.001f : 1.0f;
+            llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
+            for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+            ez_llm_gemv_avx512(types[ti])(&w, 0, R, xq, y);
+            CHECK_MSG(memcmp(y, want, sizeof y) == 0, "gemv %s, extreme codes (%s activations): differs from its dots",
+                      ez_type_traits_of(types[ti])->name, flip ? "+127" : "-127");
+        }
+        free((void *)w.data);
+    }
+}
+
 static void test_llm_gemv_matches_dots(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL,
                                      EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
@@ -880,6 +922,7 @@ int main(void) {
     test_llm_sampler_greedy_first_max();
     test_llm_sampler_contract();
     test_llm_gemv_matches_dots(); /* last: the random data of the tests above stays as it was */
+    test_llm_gemv_extreme_codes();
     if (g_failed) {
         fprintf(stderr, "test_llm_ops: FAILED\n");
         return 1;
