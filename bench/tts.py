@@ -28,7 +28,7 @@ time as KPipeline would (style row len(phonemes) - 1, speed 1):
 The engines alternate for --rounds rounds; the best round of each counts
 (the machine is shared and noisy); CPU s is the process's CPU time over the
 timed synthesis (all its threads). libeliza runs the library's default for
-BF16 products (on at avx512 on AMD Zen 4 / Zen 5, off elsewhere:
+BF16 products (on at avx512 on AMD Zen 4, off elsewhere:
 docs/kokoro.md); libeliza-f32 and libeliza-bf16 force them off and on
 (ELIZA_TTS_BF16=0 / 1: the generator's FFT convolutions in float32, or with
 BF16 products where the CPU has AVX512_BF16). --baseline adds an engine

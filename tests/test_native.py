@@ -281,16 +281,16 @@ def test_capabilities_cpu_id_is_the_cpus() -> None:
 
 
 def test_tts_bf16_default_is_the_cpu_rule_and_the_environment_forces_it() -> None:
-    """BF16 products are on by default exactly on AMD from family 0x19 (Zen
-    4, Zen 5) where the kernels exist; ELIZA_TTS_BF16=0 / 1 force them off /
+    """BF16 products are on by default exactly on AMD family 0x19 (Zen 4)
+    where the kernels exist; ELIZA_TTS_BF16=0 / 1 force them off /
     on where they exist; without the kernels (ELIZA_SIMD=avx2) they are off
     whatever is asked."""
     caps = _capabilities_under({"ELIZA_TTS_BF16": ""})
     bf16, cpu_id = caps["tts_bf16"], caps["cpu_id"]
     assert isinstance(bf16, dict) and isinstance(cpu_id, dict)
-    zen4_or_later = cpu_id["vendor"] == "amd" and cpu_id["family"] >= 0x19
+    zen4 = cpu_id["vendor"] == "amd" and cpu_id["family"] == 0x19
     assert bf16["available"] == ("avx512bf16" in caps["cpu"] and caps["simd"] == "avx512")  # type: ignore[operator]
-    assert bf16["on"] == (bf16["available"] and zen4_or_later)
+    assert bf16["on"] == (bf16["available"] and zen4)
     for value, on in (("0", False), ("1", True)):
         forced = _capabilities_under({"ELIZA_TTS_BF16": value})["tts_bf16"]
         assert forced["on"] == (on and bf16["available"]), (value, forced)  # type: ignore[index]

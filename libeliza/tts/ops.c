@@ -498,12 +498,11 @@ int ez_tts_bf16_rule(const ez_cpu_info *cpu, int available, const char *env, con
         on = 1, w = "on: ELIZA_TTS_BF16=1";
     else if (forced_off)
         w = "off: ELIZA_TTS_BF16=0";
-    else if (cpu->vendor == EZ_CPU_VENDOR_AMD && cpu->family >= 0x19)
-        on = 1, w = "on by default: AMD family 0x19 or later (Zen 4, Zen 5) runs vdpbf16ps at twice float32's "
-                    "multiply-add rate";
+    else if (cpu->vendor == EZ_CPU_VENDOR_AMD && cpu->family == 0x19)
+        on = 1, w = "on by default: AMD family 0x19 (Zen 4) runs vdpbf16ps at twice float32's multiply-add rate";
     else
         w = "off by default: vdpbf16ps is not known to run at full rate on this CPU (half float32's rate on the "
-            "Intel Xeon measured)";
+            "Intel Xeon measured; Zen 5 not measured)";
     if (why) *why = w;
     return on;
 }

@@ -111,12 +111,12 @@ EZ_INTERNAL int ez_tts_bf16_available(void);
  * same audio (never a timing taken at run time). With `available` 0 they
  * are off; ELIZA_TTS_BF16 (`env`, NULL when unset) "1" turns them on and
  * "0" off; otherwise they are on where vdpbf16ps is known to run at full
- * rate: AMD from family 0x19 (Zen 4, Zen 5), where its two multiply-adds
+ * rate, as measured: AMD family 0x19 (Zen 4), where its two multiply-adds
  * per lane double float32's rate. Off elsewhere: on the Intel Xeon
  * measured it retires a quarter as often as vfmadd231ps, half float32's
- * rate. *why (when not NULL) gets a static sentence saying which part of
- * the rule decided. Any env value other than "0" and "1" counts as
- * unset. */
+ * rate; Zen 5 (0x1A) was not measured. *why (when not NULL) gets a static
+ * sentence saying which part of the rule decided. Any env value other than
+ * "0" and "1" counts as unset. */
 EZ_INTERNAL int ez_tts_bf16_rule(const ez_cpu_info *cpu, int available, const char *env, const char **why);
 
 /* Whether a model opened now uses BF16 products: ez_tts_bf16_rule for
