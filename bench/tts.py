@@ -7,6 +7,7 @@ same phonemes, the same voice and the same thread count, in one run.
                         [--rounds 2] [--text "..."] [--engines libeliza,onnxruntime,pytorch]
                         [--floor]
     python bench/tts.py --reply [--threads 2] [--voice af_heart] [--rounds 3]
+    either with [--baseline OTHER/libeliza.so]
 
 --reply measures what a voice assistant feels: time to first audio of a
 three-sentence reply (text in, G2P included), libeliza's stream against
@@ -26,10 +27,14 @@ time as KPipeline would (style row len(phonemes) - 1, speed 1):
            runtime and the model
 The engines alternate for --rounds rounds; the best round of each counts
 (the machine is shared and noisy); CPU s is the process's CPU time over the
-timed synthesis (all its threads). The engine libeliza-bf16 is libeliza with
-ELIZA_TTS_BF16=1: the generator's FFT convolutions with BF16 products
-(vdpbf16ps) where the CPU has AVX512_BF16, against the default float32 ones
-in one run. Prints the figures, the ratios against
+timed synthesis (all its threads). libeliza runs the library's default for
+BF16 products (on at avx512 on AMD Zen 4, off elsewhere:
+docs/kokoro.md); libeliza-f32 and libeliza-bf16 force them off and on
+(ELIZA_TTS_BF16=0 / 1: the generator's FFT convolutions in float32, or with
+BF16 products where the CPU has AVX512_BF16). --baseline adds an engine
+"baseline" (with --reply "baseline-reply"): libeliza as the library at that
+path builds it, in the same rounds, for a before / after in one run; each
+libeliza engine's line says whether BF16 was on. Prints the figures, the ratios against
 libeliza, and where libeliza's time goes (eliza_tts_profile_json, summed
 over the chunks). The goal for libeliza: RTF <= 0.25 and >= 4x onnxruntime.
 
@@ -78,14 +83,14 @@ TEXT = (
     "exactly how he liked it."
 )
 WARMUP = "hˈɛloʊ wˈɜɹld."  # noqa: RUF001
-ENGINES = ("libeliza", "libeliza-bf16", "onnxruntime", "pytorch")
+ENGINES = ("libeliza", "libeliza-f32", "libeliza-bf16", "baseline", "onnxruntime", "pytorch")
 DEFAULT_ENGINES = ("libeliza", "onnxruntime", "pytorch")
 REPLY = (
     "Of course, I can help with that: the meeting has moved to Thursday at three in the afternoon. "
     "It will be in the small conference room on the second floor. "
     "Would you like me to send a reminder to the whole team?"
 )
-REPLY_ENGINES = ("libeliza-reply", "kokoro-onnx")
+REPLY_ENGINES = ("libeliza-reply", "baseline-reply", "kokoro-onnx")
 
 
 def peak_rss_mb() -> float:
@@ -157,7 +162,14 @@ def run_libeliza(args: argparse.Namespace, lines: list[str]) -> dict[str, Any]:
             "rss_mb": peak_rss_mb(),
             "profile_ms": profile,
             "simd": eliza.capabilities().get("simd"),
+            "bf16": bf16_on(eliza.capabilities()),
         }
+
+
+def bf16_on(caps: dict[str, Any]) -> bool:
+    """Whether a model opened now runs BF16 products (a library before
+    the "tts_bf16" entry has none)."""
+    return bool(caps.get("tts_bf16", {}).get("on", False))
 
 
 def _packs_and_vocab(args: argparse.Namespace) -> tuple[Any, dict[str, int]]:
@@ -264,7 +276,7 @@ def run_libeliza_reply(args: argparse.Namespace, lines: list[str]) -> dict[str, 
             "first_cpu_s": first_cpu,
             "first_audio_s": first_audio,
             "rss_mb": peak_rss_mb(),
-            "version": eliza.version(),
+            "version": f"{eliza.version()}, BF16 {'on' if bf16_on(eliza.capabilities()) else 'off'}",
         }
 
 
@@ -325,6 +337,13 @@ def report_reply(results: dict[str, dict[str, Any]]) -> None:
             f"{e:16s} {r['first_s']:13.3f} {r['first_cpu_s']:9.3f} {r['first_audio_s']:11.2f} "
             f"{r['audio_s']:8.2f} {r['wall_s']:7.2f} {r['rtf']:6.3f}  ({r['version']})"
         )
+    for e, r in results.items():
+        firsts = sorted(r["rounds_first_s"])
+        print(
+            f"{e:16s} first audio by round: "
+            + ", ".join(f"{v:.3f}" for v in r["rounds_first_s"])
+            + f" (median {firsts[len(firsts) // 2]:.3f} s)"
+        )
     ours, peer = results.get("libeliza-reply"), results.get("kokoro-onnx")
     if ours and peer:
         print(
@@ -335,10 +354,13 @@ def report_reply(results: dict[str, dict[str, Any]]) -> None:
 
 WORKERS = {
     "libeliza": run_libeliza,
+    "libeliza-f32": run_libeliza,
     "libeliza-bf16": run_libeliza,
+    "baseline": run_libeliza,
     "onnxruntime": run_onnxruntime,
     "pytorch": run_pytorch,
     "libeliza-reply": run_libeliza_reply,
+    "baseline-reply": run_libeliza_reply,
     "kokoro-onnx": run_kokoro_onnx,
 }
 
@@ -499,8 +521,10 @@ def child(engine: str, args: argparse.Namespace, lines_file: Path) -> dict[str, 
         args.voice,
     ]
     env = dict(os.environ)
-    if engine == "libeliza-bf16":
-        env["ELIZA_TTS_BF16"] = "1"
+    if engine in ("libeliza-f32", "libeliza-bf16"):
+        env["ELIZA_TTS_BF16"] = "1" if engine == "libeliza-bf16" else "0"
+    if engine.startswith("baseline"):
+        env["ELIZA_LIBRARY"] = str(args.baseline)
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"{engine} worker failed ({res.returncode}):\n{res.stderr[-3000:]}")
@@ -516,6 +540,8 @@ def best(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     if all("first_cpu_s" in r for r in rounds):
         out["first_cpu_s"] = min(r["first_cpu_s"] for r in rounds)
     out["rss_mb"] = min(r["rss_mb"] for r in rounds)
+    out["rounds_first_s"] = [r["first_s"] for r in rounds]
+    out["rounds_rtf"] = [r["rtf"] for r in rounds]
     return out
 
 
@@ -530,9 +556,10 @@ def report(args: argparse.Namespace, lines: list[str], results: dict[str, dict[s
         f"{'peak RSS MB':>12s}"
     )
     for e, r in results.items():
+        bf16 = f"  (BF16 {'on' if r['bf16'] else 'off'})" if "bf16" in r else ""
         print(
             f"{e:12s} {r['audio_s']:8.2f} {r['wall_s']:8.2f} {r['rtf']:7.3f} {r['cpu_s']:7.2f} "
-            f"{r['first_s']:14.3f} {r['rss_mb']:12.0f}"
+            f"{r['first_s']:14.3f} {r['rss_mb']:12.0f}{bf16}"
         )
     if "libeliza" in results:
         ours = results["libeliza"]
@@ -572,6 +599,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--floor", action="store_true", help="also count the float32 floor (needs torch)")
     ap.add_argument("--reply", action="store_true", help="time to first audio of a reply vs kokoro-onnx")
+    ap.add_argument("--baseline", type=Path, help="another libeliza library to run as engine 'baseline'")
     ap.add_argument("--worker", choices=ENGINES + REPLY_ENGINES, help=argparse.SUPPRESS)
     ap.add_argument("--lines", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -587,6 +615,13 @@ def main() -> int:
             ap.error(f"unknown engine {e!r}")
     if args.reply:
         engines = list(REPLY_ENGINES)
+    if args.baseline:
+        if not args.baseline.is_file():
+            ap.error(f"--baseline {args.baseline}: no such file")
+        if not args.reply and "baseline" not in engines:
+            engines.insert(1, "baseline")
+    else:
+        engines = [e for e in engines if not e.startswith("baseline")]
     with tempfile.TemporaryDirectory(prefix="eliza-bench-tts-") as tmp:
         args.model = args.model or default_model(Path(tmp))
         lines = [] if args.reply else phoneme_lines(args)

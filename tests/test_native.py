@@ -45,6 +45,11 @@ def test_capabilities_has_the_documented_keys() -> None:
     assert isinstance(caps["engines"], dict)
     assert isinstance(caps["espeak_ng"], bool)
     assert isinstance(caps["force_scalar"], bool)
+    assert caps["cpu_id"]["vendor"] in ("intel", "amd", "other")
+    assert isinstance(caps["cpu_id"]["family"], int) and isinstance(caps["cpu_id"]["model"], int)
+    bf16 = caps["tts_bf16"]
+    assert isinstance(bf16["available"], bool) and isinstance(bf16["on"], bool)
+    assert bf16["why"].startswith("on" if bf16["on"] else "off")
     gpu = caps["gpu"]
     assert gpu["backend"] in ("vulkan", None)
     assert isinstance(gpu["devices"], list)
@@ -253,6 +258,46 @@ def test_capabilities_cpu_list_is_the_cpus_features() -> None:
             break
     want = {name for name, flag in _CPUINFO_FLAGS.items() if flag in flags}
     assert set(eliza.capabilities()["cpu"]) == want
+
+
+def test_capabilities_cpu_id_is_the_cpus() -> None:
+    """The vendor and the family / model the one probe read (CPUID leaves 0
+    and 1) are the ones Linux shows."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file() or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("needs Linux on x86-64 (/proc/cpuinfo)")
+    fields: dict[str, str] = {}
+    for line in cpuinfo.read_text().splitlines():
+        if not line.strip():
+            break
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(fields["vendor_id"], "other")
+    assert eliza.capabilities()["cpu_id"] == {
+        "vendor": vendor,
+        "family": int(fields["cpu family"]),
+        "model": int(fields["model"]),
+    }
+
+
+def test_tts_bf16_default_is_the_cpu_rule_and_the_environment_forces_it() -> None:
+    """BF16 products are on by default exactly on AMD family 0x19 (Zen 4)
+    where the kernels exist; ELIZA_TTS_BF16=0 / 1 force them off /
+    on where they exist; without the kernels (ELIZA_SIMD=avx2) they are off
+    whatever is asked."""
+    caps = _capabilities_under({"ELIZA_TTS_BF16": ""})
+    bf16, cpu_id = caps["tts_bf16"], caps["cpu_id"]
+    assert isinstance(bf16, dict) and isinstance(cpu_id, dict)
+    zen4 = cpu_id["vendor"] == "amd" and cpu_id["family"] == 0x19
+    assert bf16["available"] == ("avx512bf16" in caps["cpu"] and caps["simd"] == "avx512")  # type: ignore[operator]
+    assert bf16["on"] == (bf16["available"] and zen4)
+    for value, on in (("0", False), ("1", True)):
+        forced = _capabilities_under({"ELIZA_TTS_BF16": value})["tts_bf16"]
+        assert forced["on"] == (on and bf16["available"]), (value, forced)  # type: ignore[index]
+        assert f"ELIZA_TTS_BF16={value}" in forced["why"]  # type: ignore[index]
+    if "avx2" in caps["cpu"]:  # type: ignore[operator]
+        at_avx2 = _capabilities_under({"ELIZA_SIMD": "avx2", "ELIZA_TTS_BF16": "1"})["tts_bf16"]
+        assert at_avx2["available"] is False and at_avx2["on"] is False  # type: ignore[index]
 
 
 def test_eliza_simd_keeps_the_best_level_for_one_the_cpu_lacks() -> None:

@@ -114,16 +114,23 @@ static void append_quant_types(ez_strbuf *sb) {
 }
 
 static const char *build_capabilities(void) {
+    const ez_cpu_info *cpu = ez_cpu_info_get();
     ez_strbuf sb = {0};
     ez_sb_printf(&sb, "{\"abi\": %d, \"version\": \"%s\", ", ELIZA_ABI_VERSION, ELIZA_VERSION_STRING);
     ez_sb_printf(&sb, "\"simd\": \"%s\", \"force_scalar\": %s, \"cpu\": ",
                  ez_simd_level_name(ez_simd_level_active()), ez_force_scalar() ? "true" : "false");
-    append_cpu_features(&sb, ez_cpu_features());
+    append_cpu_features(&sb, cpu->features);
+    ez_sb_printf(&sb, ", \"cpu_id\": {\"vendor\": \"%s\", \"family\": %u, \"model\": %u}",
+                 ez_cpu_vendor_name(cpu->vendor), cpu->family, cpu->model);
     ez_sb_printf(&sb, ", \"n_cpus\": %d, \"quant_types\": ", ez_cpu_count());
     append_quant_types(&sb);
     ez_sb_puts(&sb, ", \"engines\": {\"llm\": true, \"tts\": true, \"diarization\": true}");
-    ez_sb_printf(&sb, ", \"tts_bf16\": {\"available\": %s, \"on\": %s}", ez_tts_bf16_available() ? "true" : "false",
-                 ez_tts_bf16_default() ? "true" : "false");
+    {
+        const char *why;
+        const int on = ez_tts_bf16_default(&why);
+        ez_sb_printf(&sb, ", \"tts_bf16\": {\"available\": %s, \"on\": %s, \"why\": \"%s\"}",
+                     ez_tts_bf16_available() ? "true" : "false", on ? "true" : "false", why);
+    }
     ez_sb_puts(&sb, ", \"llm_drafters\": [");
     for (int k = EZ_DRAFT_NONE + 1, first = 1; k < EZ_DRAFT_COUNT; k++) {
         if (!ez_draft_kind_available(k)) continue;

@@ -31,17 +31,42 @@ static uint64_t xgetbv0(void) {
 }
 #endif
 
+/* Leaf 0's vendor string is EBX, EDX, ECX. */
+static ez_cpu_vendor vendor_of(const unsigned r[4]) {
+    char s[13];
+    memcpy(s, &r[1], 4);
+    memcpy(s + 4, &r[3], 4);
+    memcpy(s + 8, &r[2], 4);
+    s[12] = 0;
+    if (strcmp(s, "GenuineIntel") == 0) return EZ_CPU_VENDOR_INTEL;
+    if (strcmp(s, "AuthenticAMD") == 0) return EZ_CPU_VENDOR_AMD;
+    return EZ_CPU_VENDOR_OTHER;
+}
+
+/* Leaf 1's EAX: the family and model as Intel's and AMD's manuals compose
+ * them from the base and extended fields. */
+static void family_model(unsigned eax, ez_cpu_info *info) {
+    const unsigned base_family = (eax >> 8) & 0xf;
+    info->family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+    info->model = (eax >> 4) & 0xf;
+    if (base_family == 6 || base_family == 0xf) info->model |= ((eax >> 16) & 0xf) << 4;
+}
+
 /* XCR0 bits 1-2 (SSE, AVX state) for the YMM registers, bits 5-7 (opmask,
  * ZMM0-15 upper halves, ZMM16-31) for AVX-512. */
-static uint32_t detect(void) {
-    unsigned r[4];
+static ez_cpu_info detect(void) {
+    ez_cpu_info info = {0, EZ_CPU_VENDOR_OTHER, 0, 0};
+    unsigned r[4], max_leaf, max_sub7;
     uint32_t f = 0;
-    unsigned max_sub7;
     int osxsave, ymm_ok = 0, zmm_ok = 0;
 
     cpuid(0, 0, r);
-    if (r[0] < 7) return 0;
+    max_leaf = r[0];
+    info.vendor = vendor_of(r);
+    if (max_leaf < 1) return info;
     cpuid(1, 0, r);
+    family_model(r[0], &info);
+    if (max_leaf < 7) return info;
     osxsave = (r[2] >> 27) & 1;
     if (osxsave) {
         uint64_t xcr0 = xgetbv0();
@@ -64,7 +89,8 @@ static uint32_t detect(void) {
         if (ymm_ok && ((r[0] >> 4) & 1)) f |= EZ_CPU_AVXVNNI;
         if (zmm_ok && ((r[0] >> 5) & 1)) f |= EZ_CPU_AVX512BF16;
     }
-    return f;
+    info.features = f;
+    return info;
 }
 
 #elif defined(EZ_ARCH_AARCH64)
@@ -72,12 +98,12 @@ static uint32_t detect(void) {
 #include <sys/auxv.h>
 #define EZ_HWCAP_ASIMDHP (1UL << 10)
 #define EZ_HWCAP_ASIMDDP (1UL << 20)
-static uint32_t detect(void) {
+static ez_cpu_info detect(void) {
     unsigned long hw = getauxval(AT_HWCAP);
-    uint32_t f = EZ_CPU_NEON;
-    if (hw & EZ_HWCAP_ASIMDDP) f |= EZ_CPU_DOTPROD;
-    if (hw & EZ_HWCAP_ASIMDHP) f |= EZ_CPU_FP16;
-    return f;
+    ez_cpu_info info = {EZ_CPU_NEON, EZ_CPU_VENDOR_OTHER, 0, 0};
+    if (hw & EZ_HWCAP_ASIMDDP) info.features |= EZ_CPU_DOTPROD;
+    if (hw & EZ_HWCAP_ASIMDHP) info.features |= EZ_CPU_FP16;
+    return info;
 }
 #elif defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -86,26 +112,32 @@ static int sysctl_flag(const char *name) {
     size_t n = sizeof v;
     return sysctlbyname(name, &v, &n, NULL, 0) == 0 && v;
 }
-static uint32_t detect(void) {
-    uint32_t f = EZ_CPU_NEON;
-    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) f |= EZ_CPU_DOTPROD;
-    if (sysctl_flag("hw.optional.arm.FEAT_FP16")) f |= EZ_CPU_FP16;
-    return f;
+static ez_cpu_info detect(void) {
+    ez_cpu_info info = {EZ_CPU_NEON, EZ_CPU_VENDOR_OTHER, 0, 0};
+    if (sysctl_flag("hw.optional.arm.FEAT_DotProd")) info.features |= EZ_CPU_DOTPROD;
+    if (sysctl_flag("hw.optional.arm.FEAT_FP16")) info.features |= EZ_CPU_FP16;
+    return info;
 }
 #else
 /* Other aarch64 systems (Windows on ARM): NEON only, the safe floor. */
-static uint32_t detect(void) { return EZ_CPU_NEON; }
+static ez_cpu_info detect(void) {
+    ez_cpu_info info = {EZ_CPU_NEON, EZ_CPU_VENDOR_OTHER, 0, 0};
+    return info;
+}
 #endif
 
 #else
-static uint32_t detect(void) { return 0; }
+static ez_cpu_info detect(void) {
+    ez_cpu_info info = {0, EZ_CPU_VENDOR_OTHER, 0, 0};
+    return info;
+}
 #endif
 
 /* Written once under the global lock, then published through g_ready: the
  * kernels ask for the level on every product, so after the first call the
  * answer costs one atomic load, not a lock. */
 static ez_atomic_int g_ready;
-static uint32_t g_features;
+static ez_cpu_info g_cpu;
 static int g_force_scalar;
 static ez_simd_level g_level;
 
@@ -159,9 +191,9 @@ static void init_once(void) {
     if (ez_atomic_int_load(&g_ready)) return;
     ez_global_lock();
     if (!ez_atomic_int_load(&g_ready)) {
-        g_features = detect();
+        g_cpu = detect();
         g_force_scalar = ez_env_flag("ELIZA_FORCE_SCALAR");
-        g_level = g_force_scalar ? EZ_SIMD_SCALAR : pinned_level(best_level(g_features), &refused);
+        g_level = g_force_scalar ? EZ_SIMD_SCALAR : pinned_level(best_level(g_cpu.features), &refused);
         ez_atomic_int_store(&g_ready, 1);
     }
     ez_global_unlock();
@@ -171,9 +203,20 @@ static void init_once(void) {
                "neon+dotprod); using %s", getenv("ELIZA_SIMD"), ez_simd_level_name(g_level));
 }
 
-uint32_t ez_cpu_features(void) {
+const ez_cpu_info *ez_cpu_info_get(void) {
     init_once();
-    return g_features;
+    return &g_cpu;
+}
+
+uint32_t ez_cpu_features(void) { return ez_cpu_info_get()->features; }
+
+const char *ez_cpu_vendor_name(ez_cpu_vendor vendor) {
+    switch (vendor) {
+    case EZ_CPU_VENDOR_INTEL: return "intel";
+    case EZ_CPU_VENDOR_AMD: return "amd";
+    case EZ_CPU_VENDOR_OTHER: break;
+    }
+    return "other";
 }
 
 ez_simd_level ez_simd_level_active(void) {

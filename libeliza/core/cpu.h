@@ -38,8 +38,31 @@ typedef enum {
 #define EZ_CPU_LEVEL_AVX512 \
     (EZ_CPU_LEVEL_AVX2 | EZ_CPU_AVX512F | EZ_CPU_AVX512DQ | EZ_CPU_AVX512BW | EZ_CPU_AVX512VL | EZ_CPU_AVX512VNNI)
 
-/* Features the CPU and OS support (EZ_CPU_* bits), whatever is forced. */
+typedef enum { EZ_CPU_VENDOR_OTHER = 0, EZ_CPU_VENDOR_INTEL = 1, EZ_CPU_VENDOR_AMD = 2 } ez_cpu_vendor;
+
+/* What the one probe found. features: the EZ_CPU_* bits the CPU and OS
+ * support, whatever is forced. On x86-64 also the vendor (CPUID leaf 0)
+ * and the family and model as the vendors' manuals define them (leaf 1:
+ * the extended family added where the base family is 0xF, the extended
+ * model prepended where the family is 6 or 0xF and above; 0x19 is AMD's
+ * Zen 3 and Zen 4, 0x1A Zen 5); elsewhere those are OTHER and 0. A choice
+ * that hangs on how fast an instruction runs, not on whether it exists,
+ * reads them (the BF16 default of Kokoro, docs/kokoro.md): under a
+ * hypervisor they are what it reports. */
+typedef struct {
+    uint32_t features;
+    ez_cpu_vendor vendor;
+    unsigned family; /* e.g. 6 for Intel's Core and Xeon, 0x19 for AMD Zen 4 */
+    unsigned model;
+} ez_cpu_info;
+
+EZ_INTERNAL const ez_cpu_info *ez_cpu_info_get(void);
+
+/* ez_cpu_info_get()->features. */
 EZ_INTERNAL uint32_t ez_cpu_features(void);
+
+/* "intel", "amd", "other". */
+EZ_INTERNAL const char *ez_cpu_vendor_name(ez_cpu_vendor vendor);
 
 /* The kernel level in use: the best the CPU and this build support, the
  * level ELIZA_SIMD pins (when the CPU has it), or EZ_SIMD_SCALAR under

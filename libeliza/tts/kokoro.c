@@ -821,6 +821,17 @@ static int32_t prepare_panels(ez_kokoro *m) {
     return ELIZA_OK;
 }
 
+/* ez_tts_bf16_default, said in the log (which rule decided; a value of
+ * ELIZA_TTS_BF16 the rule ignores). */
+static int bf16_at_open(void) {
+    const char *why, *env = getenv("ELIZA_TTS_BF16");
+    const int on = ez_tts_bf16_default(&why);
+    if (env && *env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0)
+        ez_log(ELIZA_LOG_WARN, "ELIZA_TTS_BF16=%s is neither 0 nor 1: ignored", env);
+    ez_log(ELIZA_LOG_INFO, "Kokoro: BF16 products %s", why);
+    return on;
+}
+
 int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
     ez_gguf *g = NULL;
     ez_kokoro *m;
@@ -834,7 +845,7 @@ int32_t ez_kokoro_load(const char *path, ez_kokoro **out) {
         return ez_fail(ELIZA_E_NOMEM, "Kokoro model struct");
     }
     m->file = g;
-    m->bf16 = ez_tts_bf16_default();
+    m->bf16 = bf16_at_open();
     L.m = m;
     L.g = g;
     if ((rc = load_hparams(g, &m->hp)) || (rc = load_albert(&L)) || (rc = load_predictor(&L)) ||

@@ -487,9 +487,28 @@ void ez_tts_conv1d_bf16(ez_pool *pool, const float *x, int c_in, int t_in, const
 
 int ez_tts_bf16_available(void) { return ez_gemm_bf16_kernels_active() != NULL; }
 
-int ez_tts_bf16_default(void) {
-    const char *env = getenv("ELIZA_TTS_BF16");
-    return ez_tts_bf16_available() && env && strcmp(env, "1") == 0;
+int ez_tts_bf16_rule(const ez_cpu_info *cpu, int available, const char *env, const char **why) {
+    const int forced_on = env && strcmp(env, "1") == 0, forced_off = env && strcmp(env, "0") == 0;
+    const char *w;
+    int on = 0;
+    if (!available)
+        w = forced_on ? "off: ELIZA_TTS_BF16=1, but this CPU or level has no BF16 kernels (avx512 with AVX512_BF16)"
+                      : "off: no BF16 kernels at this CPU or level (avx512 with AVX512_BF16)";
+    else if (forced_on)
+        on = 1, w = "on: ELIZA_TTS_BF16=1";
+    else if (forced_off)
+        w = "off: ELIZA_TTS_BF16=0";
+    else if (cpu->vendor == EZ_CPU_VENDOR_AMD && cpu->family == 0x19)
+        on = 1, w = "on by default: AMD family 0x19 (Zen 4) runs vdpbf16ps at twice float32's multiply-add rate";
+    else
+        w = "off by default: vdpbf16ps is not known to run at full rate on this CPU (half float32's rate on the "
+            "Intel Xeon measured; Zen 5 not measured)";
+    if (why) *why = w;
+    return on;
+}
+
+int ez_tts_bf16_default(const char **why) {
+    return ez_tts_bf16_rule(ez_cpu_info_get(), ez_tts_bf16_available(), getenv("ELIZA_TTS_BF16"), why);
 }
 
 /* im2col B packed once for all row blocks, up to this many floats: with

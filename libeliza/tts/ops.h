@@ -21,6 +21,7 @@
 #define EZ_TTS_OPS_H
 
 #include "core/common.h"
+#include "core/cpu.h"
 #include "core/pool.h"
 
 /* Output length of a Conv1d / ConvTranspose1d. */
@@ -105,13 +106,22 @@ EZ_INTERNAL void ez_tts_conv1d_bf16(ez_pool *pool, const float *x, int c_in, int
  * with AVX512_BF16), else 0. */
 EZ_INTERNAL int ez_tts_bf16_available(void);
 
-/* Whether a model opened now uses them: only when the environment sets
- * ELIZA_TTS_BF16=1 and ez_tts_bf16_available(). Off by default: on the one
- * AVX512_BF16 CPU measured (an Intel Xeon with AMX) vdpbf16ps retires a
- * quarter as often as vfmadd231ps, so its two multiply-adds per lane are
- * half the float32 rate, and the BF16 convolutions are slower
- * (docs/kokoro.md). */
-EZ_INTERNAL int ez_tts_bf16_default(void);
+/* The rule for BF16 products (docs/kokoro.md, "BF16 products"), fixed
+ * by the CPU and the environment so that one machine always gives the
+ * same audio (never a timing taken at run time). With `available` 0 they
+ * are off; ELIZA_TTS_BF16 (`env`, NULL when unset) "1" turns them on and
+ * "0" off; otherwise they are on where vdpbf16ps is known to run at full
+ * rate, as measured: AMD family 0x19 (Zen 4), where its two multiply-adds
+ * per lane double float32's rate. Off elsewhere: on the Intel Xeon
+ * measured it retires a quarter as often as vfmadd231ps, half float32's
+ * rate; Zen 5 (0x1A) was not measured. *why (when not NULL) gets a static
+ * sentence saying which part of the rule decided. Any env value other than
+ * "0" and "1" counts as unset. */
+EZ_INTERNAL int ez_tts_bf16_rule(const ez_cpu_info *cpu, int available, const char *env, const char **why);
+
+/* Whether a model opened now uses BF16 products: ez_tts_bf16_rule for
+ * this CPU, ez_tts_bf16_available() and ELIZA_TTS_BF16 as set now. */
+EZ_INTERNAL int ez_tts_bf16_default(const char **why);
 
 /* Whether ez_tts_conv1d takes the FFT path for this shape (on this CPU). */
 EZ_INTERNAL int ez_tts_conv1d_prefers_fft(int c_in, int t_in, int c_out, int k, int stride, int pad,

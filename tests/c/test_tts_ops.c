@@ -400,6 +400,49 @@ static void test_conv1d_fft_bf16_matches_reference(void) {
         check_conv1d_fft_any(shapes[i], (int)(i & 1), NULL, 1);
 }
 
+/* The BF16 default is a rule of the CPU's identity and the environment,
+ * never of a timing: on for AMD family 0x19 (Zen 4, measured faster), off
+ * for the Intel Xeon measured slower, for AMD before Zen 4 and for Zen 5
+ * (family 0x1A, not measured), ELIZA_TTS_BF16
+ * "0" / "1" forcing it either way where the kernels exist, off wherever
+ * they do not; any other value of it counts as unset. */
+static void test_bf16_default_follows_the_cpu_rule(void) {
+    static const struct {
+        ez_cpu_vendor vendor;
+        unsigned family;
+        int available;
+        const char *env;
+        int on;
+    } cases[] = {
+        {EZ_CPU_VENDOR_AMD, 0x19, 1, NULL, 1},   {EZ_CPU_VENDOR_AMD, 0x1a, 1, NULL, 0},
+        {EZ_CPU_VENDOR_AMD, 0x17, 1, NULL, 0},   {EZ_CPU_VENDOR_INTEL, 6, 1, NULL, 0},
+        {EZ_CPU_VENDOR_OTHER, 0x19, 1, NULL, 0}, {EZ_CPU_VENDOR_AMD, 0x19, 1, "0", 0},
+        {EZ_CPU_VENDOR_INTEL, 6, 1, "1", 1},     {EZ_CPU_VENDOR_AMD, 0x19, 0, NULL, 0},
+        {EZ_CPU_VENDOR_AMD, 0x1a, 0, "1", 0},    {EZ_CPU_VENDOR_INTEL, 6, 0, "1", 0},
+        {EZ_CPU_VENDOR_AMD, 0x19, 1, "", 1},     {EZ_CPU_VENDOR_AMD, 0x19, 1, "yes", 1},
+        {EZ_CPU_VENDOR_INTEL, 6, 1, "on", 0},
+    };
+    const char *why = NULL, *why_again = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const ez_cpu_info cpu = {EZ_CPU_LEVEL_AVX512 | EZ_CPU_AVX512BF16, cases[i].vendor, cases[i].family, 0};
+        why = NULL;
+        CHECK_MSG(ez_tts_bf16_rule(&cpu, cases[i].available, cases[i].env, &why) == cases[i].on,
+                  "case %zu: %s family 0x%x, available %d, ELIZA_TTS_BF16=%s: expected %s", i,
+                  ez_cpu_vendor_name(cases[i].vendor), cases[i].family, cases[i].available,
+                  cases[i].env ? cases[i].env : "(unset)", cases[i].on ? "on" : "off");
+        CHECK_MSG(why && strncmp(why, cases[i].on ? "on" : "off", cases[i].on ? 2 : 3) == 0,
+                  "case %zu: the reason '%s' does not say %s", i, why ? why : "(none)", cases[i].on ? "on" : "off");
+    }
+    /* This process: the rule on the probed CPU, the same answer each time. */
+    CHECK(ez_tts_bf16_default(&why) ==
+          ez_tts_bf16_rule(ez_cpu_info_get(), ez_tts_bf16_available(), getenv("ELIZA_TTS_BF16"), &why_again));
+    CHECK(why == why_again);
+    CHECK(ez_cpu_info_get()->features == ez_cpu_features());
+    if (!(ez_cpu_features() & EZ_CPU_AVX512BF16)) CHECK(!ez_tts_bf16_available());
+    printf("bf16 default here: %s (%s family 0x%x model 0x%x)\n", why, ez_cpu_vendor_name(ez_cpu_info_get()->vendor),
+           ez_cpu_info_get()->family, ez_cpu_info_get()->model);
+}
+
 /* The BF16 kernels of this CPU (AVX-512 where it has AVX512_BF16) against
  * the scalar reference of the same arithmetic (core/kernels/gemm_bf16.h):
  * rounding (ties, subnormals, infinities, NaN) and packing bit for bit,
@@ -1006,6 +1049,7 @@ int main(void) {
     test_conv1d_fft_portable_kernels_match_reference();
     test_conv1d_fft_bf16_matches_reference();
     test_bf16_kernels_match_reference();
+    test_bf16_default_follows_the_cpu_rule();
     test_fft_kernels_match_dft();
     test_conv_transpose1d_random_shapes_match_reference();
     test_conv_transpose1d_kokoro_shapes_match_reference();
