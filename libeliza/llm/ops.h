@@ -221,6 +221,10 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type);
  * this build has no VNNI kernels. Callers check ez_llm_cpu_has_avxvnni(). */
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type);
 EZ_INTERNAL int ez_llm_cpu_has_avxvnni(void);
+/* F16 and BF16 weights against float32 activations (ops_qtile_avx512.c):
+ * each output bit-equal to ez_kernels_avx512(type)->dot; NULL for other
+ * types and off x86-64. Callers check the avx512 level. */
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_float_avx512(uint32_t w_type);
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 
 /* ---- x8 kernels: eight activation rows per vector lane ------------------------------

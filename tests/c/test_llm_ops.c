@@ -275,6 +275,13 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
         for (size_t i = 0; i < n / 4; i++) ((float *)d)[i] = frand();
     } else if (type == EZ_TYPE_F16) {
         for (size_t i = 0; i < n / 2; i++) ((uint16_t *)d)[i] = ez_f32_to_f16(frand());
+    } else if (type == EZ_TYPE_BF16) {
+        for (size_t i = 0; i < n / 2; i++) { /* a float's top half, the last of five a subnormal */
+            float f = i % 5 == 4 ? frand() * 1e-39f : frand();
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            ((uint16_t *)d)[i] = (uint16_t)(bits >> 16);
+        }
     } else {
         const ez_type_traits *tr = ez_type_traits_of(type);
         for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(frand() * 127.0f + 128.0f);
@@ -353,6 +360,7 @@ static const uint8_t *llm_activation(uint32_t vdt, const float *x, int K, uint8_
 static void test_llm_matmul_group_matches_single_dots(void) {
     static const uint32_t groups[][3] = {
         {EZ_TYPE_F32, EZ_TYPE_F32, EZ_TYPE_F32},    {EZ_TYPE_F16, EZ_TYPE_F16, EZ_TYPE_F16},
+        {EZ_TYPE_BF16, EZ_TYPE_F16, EZ_TYPE_BF16},
         {EZ_TYPE_Q4_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_0}, {EZ_TYPE_Q5_0, EZ_TYPE_Q5_0, EZ_TYPE_Q5_0},
         {EZ_TYPE_Q8_0, EZ_TYPE_Q8_0, EZ_TYPE_Q8_0}, {EZ_TYPE_Q4_1, EZ_TYPE_Q5_1, EZ_TYPE_Q4_1},
         /* Q8_0, Q8_1 and Q8_K activations in one group, twice over with F32 */
@@ -675,6 +683,43 @@ static void test_llm_x8_kernels_match_dots(void) {
  * super-blocks, every ragged row group (the rows past n_rows zeroed, the
  * pad bytes untouched), on valid rows and on raw random bytes (every f16
  * scale, infinities and NaNs included, and every bit of the scale fields). */
+/* The F16 / BF16 tile against the AVX-512 per-row dot, bit for bit (the
+ * prompt pass's sums are the decode's): row lengths with and without whole
+ * 64-element steps, 16-element chunks after them and a masked rest; activation
+ * rows short of a whole block of six and weight rows short of a group of four. */
+static void test_llm_float_tile_matches_avx512_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_F16, EZ_TYPE_BF16};
+    static const int Ks[] = {640, 64, 16, 7, 100, 200, 1000};
+    enum { R = 11, M = 13, KMAX = 1000 };
+    static float x[M * KMAX], y[M * R];
+    int bad = 0;
+    CHECK(ez_llm_tile_float_avx512(EZ_TYPE_F32) == NULL && ez_llm_tile_float_avx512(EZ_TYPE_Q8_0) == NULL);
+    if ((ez_cpu_features() & EZ_CPU_LEVEL_AVX512) != EZ_CPU_LEVEL_AVX512 || !ez_kernels_avx512(EZ_TYPE_F16)) return;
+    fill(x, M * KMAX, 3.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const int K = Ks[ki];
+            ez_llm_matrix w = random_matrix(types[ti], R, K);
+            void *scratch = malloc(ez_llm_tile_scratch(types[ti], K));
+            ez_llm_tile_fn tile = ez_llm_tile_float_avx512(types[ti]);
+            CHECK(tile != NULL && scratch != NULL);
+            for (int i = 0; i < M * R; i++) y[i] = -1.0f;
+            tile(&w, 1, R, (const uint8_t *)x, sizeof(float) * KMAX, M, y, R, scratch);
+            for (int m = 0; m < M; m++)
+                for (int r = 0; r < R; r++) {
+                    const float want = r == 0 ? -1.0f
+                                              : ez_kernels_avx512(types[ti])->dot(
+                                                    K, w.data + (size_t)r * w.row_bytes, x + (size_t)m * KMAX);
+                    if (memcmp(&y[m * R + r], &want, sizeof want) && bad++ < 5)
+                        fprintf(stderr, "  %s K=%d m=%d r=%d: tile %.9g dot %.9g\n", ez_type_traits_of(types[ti])->name,
+                                K, m, r, y[m * R + r], want);
+                }
+            free((void *)w.data);
+            free(scratch);
+        }
+    CHECK(bad == 0);
+}
+
 static void test_llm_ktile_unpack_matches_reference(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_K,    EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,    EZ_TYPE_Q2_K,
                                      EZ_TYPE_Q3_K,    EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,   EZ_TYPE_IQ2_XXS,
@@ -918,6 +963,7 @@ int main(void) {
     test_llm_matmul_group_matches_single_dots();
     test_llm_tile_kernels_match_dots();
     test_llm_x8_kernels_match_dots();
+    test_llm_float_tile_matches_avx512_dots();
     test_llm_ktile_unpack_matches_reference();
     test_llm_sampler_greedy_first_max();
     test_llm_sampler_contract();
