@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/kernels/quant_avx512.h"
 #include "core/quant.h"
 
 static inline __m512i bcast4(const uint8_t *p) {
@@ -250,9 +251,7 @@ ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
 #define FLOAT_GROUPS 4
 
 static inline __m512 widen16(uint32_t type, const uint8_t *p, __mmask16 m) {
-    const __m256i h = _mm256_maskz_loadu_epi16(m, (const void *)p);
-    if (type == EZ_TYPE_F16) return _mm512_cvtph_ps(h);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return type == EZ_TYPE_F16 ? ez_avx512_f16x16(p, m) : ez_avx512_bf16x16(p, m);
 }
 
 /* Rows [g0, g0 + n_rows) of w as float32 rows of k16 floats; rows past

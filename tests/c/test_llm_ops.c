@@ -479,8 +479,9 @@ static void test_llm_gemv_extreme_codes(void) {
 
 static void test_llm_gemv_matches_dots(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL,
-                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
-    static const int Ks[] = {256, 512, 4352, 96, 160, 4416};
+                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K, EZ_TYPE_F16, EZ_TYPE_BF16};
+    /* 100 and 7 (F16 / BF16 only): a masked rest after the whole chunks */
+    static const int Ks[] = {256, 512, 4352, 96, 160, 4416, 100, 7};
     static const int Rs[] = {1, 3, 4, 5, 37};
     const int has_avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
     ez_pool *pool = ez_pool_create(2);
@@ -498,22 +499,23 @@ static void test_llm_gemv_matches_dots(void) {
                 ez_llm_matrix w;
                 ez_llm_mm mm;
                 ez_llm_acts acts;
+                const uint8_t *xq_or_x;
                 if (K % (int)ez_type_traits_of(types[ti])->block_size) continue;
                 w = random_matrix(types[ti], R, K);
-                llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
+                xq_or_x = llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
                 if (gemv) {
-                    for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
-                    gemv(&w, 0, R, xq, y);
+                    for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
+                    gemv(&w, 0, R, xq_or_x, y);
                     if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
                         fprintf(stderr, "  gemv %s K=%d R=%d differs from its dots\n", ez_type_traits_of(types[ti])->name, K, R);
                         bad++;
                     }
                     if (R > 1) { /* a row range that starts inside the matrix */
-                        gemv(&w, 1, R, xq, y);
+                        gemv(&w, 1, R, xq_or_x, y);
                         bad += memcmp(y, want + 1, sizeof(float) * (size_t)(R - 1)) != 0;
                     }
                     for (int r = 0; r < R; r++) {
-                        const float ref = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                        const float ref = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
                         if (!close_to(want[r], ref, fabsf(ref) + (float)(K / 32))) {
                             fprintf(stderr, "  %s K=%d r=%d: dot %g, reference %g\n", ez_type_traits_of(types[ti])->name, K, r, want[r], ref);
                             bad++;
@@ -521,7 +523,7 @@ static void test_llm_gemv_matches_dots(void) {
                     }
                 }
                 /* the matmul at the level in use: its own level's dots, bit for bit */
-                for (int r = 0; r < R; r++) want[r] = ez_kernels(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                for (int r = 0; r < R; r++) want[r] = ez_kernels(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
                 ez_llm_acts_init(&acts);
                 mm.w = &w;
                 mm.y = y;
@@ -536,7 +538,7 @@ static void test_llm_gemv_matches_dots(void) {
                 free((void *)w.data);
             }
     }
-    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q3_K) == NULL);
+    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F32) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q3_K) == NULL);
     CHECK(ez_simd_level_active() == EZ_SIMD_AVX512 || ez_llm_gemv_active(EZ_TYPE_Q8_0) == NULL);
     CHECK(bad == 0);
     ez_pool_destroy(pool);
