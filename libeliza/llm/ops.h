@@ -144,7 +144,8 @@ EZ_INTERNAL int32_t ez_llm_matmul(ez_pool *pool, ez_llm_acts *acts, const float 
 
 /* A group of EZ_LLM_TILE_ROWS weight rows is unpacked once into bytes and
  * dotted with every activation row; the per-pair dots would unpack it once
- * per row. The types with tile kernels are those of ez_llm_tile_traits_of;
+ * per row. The types with tile kernels are those of ez_llm_tile_traits_of
+ * (and, at the avx512 level only, F16 and BF16: ez_llm_tile_float_avx512);
  * ops_qtile.c has the layouts. Computes y[m * ldy + r]
  * for r in [r0, r1), m in [0, M); scratch holds ez_llm_tile_scratch() bytes. */
 #define EZ_LLM_TILE_ROWS 4
@@ -221,6 +222,10 @@ EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2(uint32_t w_type);
  * this build has no VNNI kernels. Callers check ez_llm_cpu_has_avxvnni(). */
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_avx2_vnni(uint32_t w_type);
 EZ_INTERNAL int ez_llm_cpu_has_avxvnni(void);
+/* F16 and BF16 weights against float32 activations (ops_qtile_avx512.c):
+ * each output bit-equal to ez_kernels_avx512(type)->dot; NULL for other
+ * types and off x86-64. Callers check the avx512 level. */
+EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_float_avx512(uint32_t w_type);
 EZ_INTERNAL ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type);
 
 /* ---- x8 kernels: eight activation rows per vector lane ------------------------------
@@ -296,7 +301,7 @@ EZ_INTERNAL ez_llm_x8_fn ez_llm_x8_active(uint32_t w_type);
 typedef void (*ez_llm_gemv_fn)(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y);
 
 /* NULL for the types without a multi-row kernel (Q4_0, Q5_0, Q8_0, IQ4_NL,
- * Q4_K, Q5_K and Q6_K have one), and off x86-64. Callers check the CPU. An avx2
+ * Q4_K, Q5_K, Q6_K, F16 and BF16 have one), and off x86-64. Callers check the CPU. An avx2
  * kernel of the same design was not clearly faster than the avx2 dots
  * (docs/simd.md), so that level keeps its dots. */
 EZ_INTERNAL ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type);

@@ -395,8 +395,62 @@ static void gemv_q6_k(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void
     for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(w->n_cols, w->data + (size_t)r * w->row_bytes, x);
 }
 
+/* F16 / BF16 against a float row: EZ_DOT_FLOATS of quant_avx512.c (four
+ * accumulators over 64-element steps, then whole 16-element chunks into the
+ * first, the masked rest into the second) for GEMV_ROWS rows a pass, each
+ * activation chunk loaded once for all of them. */
+#define EZ_GEMV_FLOATS(load)                                                                                     \
+    const int64_t n = w->n_cols;                                                                                 \
+    const float *xf = (const float *)x;                                                                          \
+    const ez_dot_fn dot = ez_kernels_avx512(w->type)->dot;                                                       \
+    const int64_t q = (r1 - r0) / GEMV_ROWS;                                                                     \
+    for (int64_t j = 0; j < q; j++) {                                                                            \
+        const uint8_t *a[GEMV_ROWS];                                                                             \
+        __m512 s[GEMV_ROWS][4];                                                                                  \
+        int64_t i = 0;                                                                                           \
+        for (int k = 0; k < GEMV_ROWS; k++) {                                                                    \
+            a[k] = w->data + (size_t)(r0 + k * q + j) * w->row_bytes;                                            \
+            s[k][0] = s[k][1] = s[k][2] = s[k][3] = _mm512_setzero_ps();                                         \
+        }                                                                                                        \
+        for (; i + 64 <= n; i += 64) {                                                                           \
+            const __m512 x0 = _mm512_loadu_ps(xf + i), x1 = _mm512_loadu_ps(xf + i + 16);                        \
+            const __m512 x2 = _mm512_loadu_ps(xf + i + 32), x3 = _mm512_loadu_ps(xf + i + 48);                   \
+            for (int k = 0; k < GEMV_ROWS; k++) {                                                                \
+                ez_avx512_prefetch(a[k] + 2 * i, 128);                                                           \
+                s[k][0] = _mm512_fmadd_ps(load(a[k] + 2 * i, 0xffff), x0, s[k][0]);                              \
+                s[k][1] = _mm512_fmadd_ps(load(a[k] + 2 * (i + 16), 0xffff), x1, s[k][1]);                       \
+                s[k][2] = _mm512_fmadd_ps(load(a[k] + 2 * (i + 32), 0xffff), x2, s[k][2]);                       \
+                s[k][3] = _mm512_fmadd_ps(load(a[k] + 2 * (i + 48), 0xffff), x3, s[k][3]);                       \
+            }                                                                                                    \
+        }                                                                                                        \
+        for (; i + 16 <= n; i += 16) {                                                                           \
+            const __m512 x0 = _mm512_loadu_ps(xf + i);                                                           \
+            for (int k = 0; k < GEMV_ROWS; k++) s[k][0] = _mm512_fmadd_ps(load(a[k] + 2 * i, 0xffff), x0, s[k][0]); \
+        }                                                                                                        \
+        if (i < n) {                                                                                             \
+            const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);                                               \
+            const __m512 x1 = _mm512_maskz_loadu_ps(m, xf + i);                                                  \
+            for (int k = 0; k < GEMV_ROWS; k++) s[k][1] = _mm512_fmadd_ps(load(a[k] + 2 * i, m), x1, s[k][1]);   \
+        }                                                                                                        \
+        for (int k = 0; k < GEMV_ROWS; k++)                                                                      \
+            y[k * q + j] = _mm512_reduce_add_ps(                                                                 \
+                _mm512_add_ps(_mm512_add_ps(s[k][0], s[k][1]), _mm512_add_ps(s[k][2], s[k][3])));               \
+    }                                                                                                            \
+    for (int64_t r = r0 + GEMV_ROWS * q; r < r1; r++) y[r - r0] = dot(n, w->data + (size_t)r * w->row_bytes, x)
+
+static void gemv_f16(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    EZ_GEMV_FLOATS(ez_avx512_f16x16);
+}
+
+static void gemv_bf16(const ez_llm_matrix *w, int64_t r0, int64_t r1, const void *x, float *y) {
+    EZ_GEMV_FLOATS(ez_avx512_bf16x16);
+}
+#undef EZ_GEMV_FLOATS
+
 ez_llm_gemv_fn ez_llm_gemv_avx512(uint32_t w_type) {
     switch (w_type) {
+    case EZ_TYPE_F16: return gemv_f16;
+    case EZ_TYPE_BF16: return gemv_bf16;
     case EZ_TYPE_Q4_0: return gemv_q4_0;
     case EZ_TYPE_Q5_0: return gemv_q5_0;
     case EZ_TYPE_Q8_0: return gemv_q8_0;

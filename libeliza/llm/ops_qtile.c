@@ -65,8 +65,12 @@ static int is_family(uint32_t t, ez_llm_tile_family f) {
 }
 
 /* Unpacked group: Q32 codes[b][r][32], then scale[b][r] and min[b][r] for
- * nb blocks; K quants ez_llm_ktile[sb][r] for nb super-blocks. */
+ * nb blocks; K quants ez_llm_ktile[sb][r] for nb super-blocks; F16 / BF16
+ * four row groups' float32 rows padded to whole 16-lane chunks (the AVX-512
+ * kernel's FLOAT_GROUPS). */
 size_t ez_llm_tile_scratch(uint32_t w_type, int64_t n_cols) {
+    if (w_type == EZ_TYPE_F16 || w_type == EZ_TYPE_BF16)
+        return (size_t)((n_cols + 15) / 16 * 16) * 4 * EZ_LLM_TILE_ROWS * sizeof(float) + 64;
     /* K quants: two row groups' tiles (the AVX-512 kernel's pairs). */
     if (is_family(w_type, EZ_LLM_TILE_QK))
         return (size_t)(n_cols / EZ_QK_K) * 2 * EZ_LLM_TILE_ROWS * sizeof(ez_llm_ktile) + 64;
@@ -361,6 +365,7 @@ ez_llm_tile_fn ez_llm_tile_ref(uint32_t w_type) {
  * path, so there is no active tile kernel. */
 ez_llm_tile_fn ez_llm_tile_active(uint32_t w_type) {
     if (!ez_simd_at_least(EZ_SIMD_AVX2)) return NULL;
+    if (ez_simd_at_least(EZ_SIMD_AVX512) && ez_llm_tile_float_avx512(w_type)) return ez_llm_tile_float_avx512(w_type);
     if (ez_llm_cpu_has_avxvnni() && ez_llm_tile_avx2_vnni(w_type)) return ez_llm_tile_avx2_vnni(w_type);
     return ez_llm_tile_avx2(w_type);
 }

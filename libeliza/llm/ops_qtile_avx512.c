@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "core/kernels/quant_avx512.h"
 #include "core/quant.h"
 
 static inline __m512i bcast4(const uint8_t *p) {
@@ -231,9 +232,119 @@ ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
     return tt->family == EZ_LLM_TILE_Q32 ? x8_avx512 : x8k_avx512;
 }
 
+/* ---- F16 and BF16 weights (float activations) ----
+ *
+ * FLOAT_GROUPS groups of EZ_LLM_TILE_ROWS weight rows are widened once to
+ * float32 (exact for both types) into the scratch, rows padded with zeros to
+ * whole 16-lane chunks, then swept by FLOAT_ACTS activation rows at a time. Each output is
+ * the AVX-512 per-row dot's sum bit for bit (quant_avx512.c, EZ_DOT_FLOATS):
+ * that dot's four accumulators take chunks j, j + 4, j + 8, ... (j = 0..3),
+ * accumulator 0 then the whole chunks past the last 64-element step and
+ * accumulator 1 the masked rest; here each accumulator is summed over K in
+ * its own pass (one register per output and pass instead of four), with the
+ * same fused multiply-adds in the same order, and the four are added and
+ * reduced as the dot adds and reduces them. */
+
+#define FLOAT_ACTS 6
+/* Row groups widened together, each block of activation rows passing over
+ * all of them while it is in L1 (ez_llm_tile_scratch holds them). */
+#define FLOAT_GROUPS 4
+
+static inline __m512 widen16(uint32_t type, const uint8_t *p, __mmask16 m) {
+    return type == EZ_TYPE_F16 ? ez_avx512_f16x16(p, m) : ez_avx512_bf16x16(p, m);
+}
+
+/* Rows [g0, g0 + n_rows) of w as float32 rows of k16 floats; rows past
+ * n_rows zero. */
+static void widen_rows(const ez_llm_matrix *w, int64_t g0, int n_rows, int64_t k16, float *dst) {
+    const int64_t n = w->n_cols;
+    for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) {
+        float *o = dst + r * k16;
+        if (r >= n_rows) {
+            memset(o, 0, sizeof(float) * (size_t)k16);
+            continue;
+        }
+        {
+            const uint8_t *src = w->data + (size_t)(g0 + r) * w->row_bytes;
+            for (int64_t i = 0; i < k16; i += 16) {
+                const __mmask16 m = i + 16 <= n ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+                _mm512_store_ps(o + i, widen16(w->type, src + 2 * i, m));
+            }
+        }
+    }
+}
+
+/* Pass `j` of the dot (see above) of tile rows wt against activation rows
+ * x[0..FLOAT_ACTS) into out[a][r]. */
+static inline void float_pass(int j, int64_t n, int64_t k16, const float *wt, const float *const x[FLOAT_ACTS],
+                              __m512 out[FLOAT_ACTS][EZ_LLM_TILE_ROWS]) {
+    __m512 acc[FLOAT_ACTS][EZ_LLM_TILE_ROWS];
+    const int64_t steps = n / 64 * 64;
+    int64_t i;
+    for (int a = 0; a < FLOAT_ACTS; a++)
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[a][r] = _mm512_setzero_ps();
+#define EZ_FLOAT_STEP(xload)                                                                   \
+    do {                                                                                       \
+        __m512 wv[EZ_LLM_TILE_ROWS];                                                           \
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) wv[r] = _mm512_load_ps(wt + r * k16 + i);   \
+        for (int a = 0; a < FLOAT_ACTS; a++) {                                                 \
+            const __m512 xv = xload;                                                           \
+            for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) acc[a][r] = _mm512_fmadd_ps(wv[r], xv, acc[a][r]); \
+        }                                                                                      \
+    } while (0)
+    for (i = 16 * j; i < steps; i += 64) EZ_FLOAT_STEP(_mm512_loadu_ps(x[a] + i));
+    if (j == 0)
+        for (i = steps; i + 16 <= n; i += 16) EZ_FLOAT_STEP(_mm512_loadu_ps(x[a] + i));
+    if (j == 1 && n % 16) {
+        const __mmask16 m = (__mmask16)((1u << (n % 16)) - 1u);
+        i = n / 16 * 16;
+        EZ_FLOAT_STEP(_mm512_maskz_loadu_ps(m, x[a] + i));
+    }
+#undef EZ_FLOAT_STEP
+    for (int a = 0; a < FLOAT_ACTS; a++)
+        for (int r = 0; r < EZ_LLM_TILE_ROWS; r++) out[a][r] = acc[a][r];
+}
+
+static void tile_float_avx512(const ez_llm_matrix *w, int64_t r0, int64_t r1, const uint8_t *x, size_t x_row_bytes,
+                              int64_t M, float *y, int64_t ldy, void *scratch) {
+    const int64_t n = w->n_cols, k16 = (n + 15) / 16 * 16;
+    float *wt = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    __m512 s[4][FLOAT_ACTS][EZ_LLM_TILE_ROWS];
+    for (int64_t c0 = r0; c0 < r1; c0 += FLOAT_GROUPS * EZ_LLM_TILE_ROWS) {
+        const int64_t c1 = EZ_MIN(r1, c0 + FLOAT_GROUPS * EZ_LLM_TILE_ROWS);
+        for (int64_t g0 = c0; g0 < c1; g0 += EZ_LLM_TILE_ROWS)
+            widen_rows(w, g0, (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, c1 - g0), k16,
+                       wt + (g0 - c0) * k16);
+        for (int64_t m = 0; m < M; m += FLOAT_ACTS) {
+            const int n_acts = (int)EZ_MIN((int64_t)FLOAT_ACTS, M - m);
+            const float *xr[FLOAT_ACTS];
+            /* past the last row: its copies, results dropped */
+            for (int a = 0; a < FLOAT_ACTS; a++)
+                xr[a] = (const float *)(x + (size_t)(m + EZ_MIN(a, n_acts - 1)) * x_row_bytes);
+            for (int64_t g0 = c0; g0 < c1; g0 += EZ_LLM_TILE_ROWS) {
+                const int n_rows = (int)EZ_MIN((int64_t)EZ_LLM_TILE_ROWS, c1 - g0);
+                for (int j = 0; j < 4; j++) float_pass(j, n, k16, wt + (g0 - c0) * k16, xr, s[j]);
+                for (int a = 0; a < n_acts; a++)
+                    for (int r = 0; r < n_rows; r++)
+                        y[(m + a) * ldy + g0 + r] = _mm512_reduce_add_ps(_mm512_add_ps(
+                            _mm512_add_ps(s[0][a][r], s[1][a][r]), _mm512_add_ps(s[2][a][r], s[3][a][r])));
+            }
+        }
+    }
+}
+
+ez_llm_tile_fn ez_llm_tile_float_avx512(uint32_t w_type) {
+    return w_type == EZ_TYPE_F16 || w_type == EZ_TYPE_BF16 ? tile_float_avx512 : NULL;
+}
+
 #else
 
 ez_llm_x8_fn ez_llm_x8_avx512(uint32_t w_type) {
+    (void)w_type;
+    return NULL;
+}
+
+ez_llm_tile_fn ez_llm_tile_float_avx512(uint32_t w_type) {
     (void)w_type;
     return NULL;
 }

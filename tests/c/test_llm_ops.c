@@ -275,6 +275,13 @@ static uint8_t *random_rows(uint32_t type, int rows, int K) {
         for (size_t i = 0; i < n / 4; i++) ((float *)d)[i] = frand();
     } else if (type == EZ_TYPE_F16) {
         for (size_t i = 0; i < n / 2; i++) ((uint16_t *)d)[i] = ez_f32_to_f16(frand());
+    } else if (type == EZ_TYPE_BF16) {
+        for (size_t i = 0; i < n / 2; i++) { /* a float's top half, the last of five a subnormal */
+            float f = i % 5 == 4 ? frand() * 1e-39f : frand();
+            uint32_t bits;
+            memcpy(&bits, &f, 4);
+            ((uint16_t *)d)[i] = (uint16_t)(bits >> 16);
+        }
     } else {
         const ez_type_traits *tr = ez_type_traits_of(type);
         for (size_t i = 0; i < n; i++) d[i] = (uint8_t)(frand() * 127.0f + 128.0f);
@@ -353,6 +360,7 @@ static const uint8_t *llm_activation(uint32_t vdt, const float *x, int K, uint8_
 static void test_llm_matmul_group_matches_single_dots(void) {
     static const uint32_t groups[][3] = {
         {EZ_TYPE_F32, EZ_TYPE_F32, EZ_TYPE_F32},    {EZ_TYPE_F16, EZ_TYPE_F16, EZ_TYPE_F16},
+        {EZ_TYPE_BF16, EZ_TYPE_F16, EZ_TYPE_BF16},
         {EZ_TYPE_Q4_0, EZ_TYPE_Q4_0, EZ_TYPE_Q4_0}, {EZ_TYPE_Q5_0, EZ_TYPE_Q5_0, EZ_TYPE_Q5_0},
         {EZ_TYPE_Q8_0, EZ_TYPE_Q8_0, EZ_TYPE_Q8_0}, {EZ_TYPE_Q4_1, EZ_TYPE_Q5_1, EZ_TYPE_Q4_1},
         /* Q8_0, Q8_1 and Q8_K activations in one group, twice over with F32 */
@@ -471,8 +479,9 @@ static void test_llm_gemv_extreme_codes(void) {
 
 static void test_llm_gemv_matches_dots(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_0, EZ_TYPE_Q5_0, EZ_TYPE_Q8_0, EZ_TYPE_IQ4_NL,
-                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K};
-    static const int Ks[] = {256, 512, 4352, 96, 160, 4416};
+                                     EZ_TYPE_Q4_K, EZ_TYPE_Q5_K, EZ_TYPE_Q6_K, EZ_TYPE_F16, EZ_TYPE_BF16};
+    /* 100 and 7 (F16 / BF16 only): a masked rest after the whole chunks */
+    static const int Ks[] = {256, 512, 4352, 96, 160, 4416, 100, 7};
     static const int Rs[] = {1, 3, 4, 5, 37};
     const int has_avx512 = (ez_cpu_features() & EZ_CPU_LEVEL_AVX512) == EZ_CPU_LEVEL_AVX512;
     ez_pool *pool = ez_pool_create(2);
@@ -490,22 +499,23 @@ static void test_llm_gemv_matches_dots(void) {
                 ez_llm_matrix w;
                 ez_llm_mm mm;
                 ez_llm_acts acts;
+                const uint8_t *xq_or_x;
                 if (K % (int)ez_type_traits_of(types[ti])->block_size) continue;
                 w = random_matrix(types[ti], R, K);
-                llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
+                xq_or_x = llm_activation(ez_type_traits_of(types[ti])->vec_dot_type, x, K, xq);
                 if (gemv) {
-                    for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
-                    gemv(&w, 0, R, xq, y);
+                    for (int r = 0; r < R; r++) want[r] = ez_kernels_avx512(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
+                    gemv(&w, 0, R, xq_or_x, y);
                     if (memcmp(y, want, sizeof(float) * (size_t)R) != 0) {
                         fprintf(stderr, "  gemv %s K=%d R=%d differs from its dots\n", ez_type_traits_of(types[ti])->name, K, R);
                         bad++;
                     }
                     if (R > 1) { /* a row range that starts inside the matrix */
-                        gemv(&w, 1, R, xq, y);
+                        gemv(&w, 1, R, xq_or_x, y);
                         bad += memcmp(y, want + 1, sizeof(float) * (size_t)(R - 1)) != 0;
                     }
                     for (int r = 0; r < R; r++) {
-                        const float ref = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                        const float ref = ez_kernels_ref(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
                         if (!close_to(want[r], ref, fabsf(ref) + (float)(K / 32))) {
                             fprintf(stderr, "  %s K=%d r=%d: dot %g, reference %g\n", ez_type_traits_of(types[ti])->name, K, r, want[r], ref);
                             bad++;
@@ -513,7 +523,7 @@ static void test_llm_gemv_matches_dots(void) {
                     }
                 }
                 /* the matmul at the level in use: its own level's dots, bit for bit */
-                for (int r = 0; r < R; r++) want[r] = ez_kernels(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq);
+                for (int r = 0; r < R; r++) want[r] = ez_kernels(types[ti])->dot(K, w.data + (size_t)r * w.row_bytes, xq_or_x);
                 ez_llm_acts_init(&acts);
                 mm.w = &w;
                 mm.y = y;
@@ -528,7 +538,7 @@ static void test_llm_gemv_matches_dots(void) {
                 free((void *)w.data);
             }
     }
-    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F16) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q3_K) == NULL);
+    CHECK(ez_llm_gemv_avx512(EZ_TYPE_F32) == NULL && ez_llm_gemv_avx512(EZ_TYPE_Q3_K) == NULL);
     CHECK(ez_simd_level_active() == EZ_SIMD_AVX512 || ez_llm_gemv_active(EZ_TYPE_Q8_0) == NULL);
     CHECK(bad == 0);
     ez_pool_destroy(pool);
@@ -675,6 +685,43 @@ static void test_llm_x8_kernels_match_dots(void) {
  * super-blocks, every ragged row group (the rows past n_rows zeroed, the
  * pad bytes untouched), on valid rows and on raw random bytes (every f16
  * scale, infinities and NaNs included, and every bit of the scale fields). */
+/* The F16 / BF16 tile against the AVX-512 per-row dot, bit for bit (the
+ * prompt pass's sums are the decode's): row lengths with and without whole
+ * 64-element steps, 16-element chunks after them and a masked rest; activation
+ * rows short of a whole block of six and weight rows short of a group of four. */
+static void test_llm_float_tile_matches_avx512_dots(void) {
+    static const uint32_t types[] = {EZ_TYPE_F16, EZ_TYPE_BF16};
+    static const int Ks[] = {640, 64, 16, 7, 100, 200, 1000};
+    enum { R = 11, M = 13, KMAX = 1000 };
+    static float x[M * KMAX], y[M * R];
+    int bad = 0;
+    CHECK(ez_llm_tile_float_avx512(EZ_TYPE_F32) == NULL && ez_llm_tile_float_avx512(EZ_TYPE_Q8_0) == NULL);
+    if ((ez_cpu_features() & EZ_CPU_LEVEL_AVX512) != EZ_CPU_LEVEL_AVX512 || !ez_kernels_avx512(EZ_TYPE_F16)) return;
+    fill(x, M * KMAX, 3.0f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+            const int K = Ks[ki];
+            ez_llm_matrix w = random_matrix(types[ti], R, K);
+            void *scratch = malloc(ez_llm_tile_scratch(types[ti], K));
+            ez_llm_tile_fn tile = ez_llm_tile_float_avx512(types[ti]);
+            CHECK(tile != NULL && scratch != NULL);
+            for (int i = 0; i < M * R; i++) y[i] = -1.0f;
+            tile(&w, 1, R, (const uint8_t *)x, sizeof(float) * KMAX, M, y, R, scratch);
+            for (int m = 0; m < M; m++)
+                for (int r = 0; r < R; r++) {
+                    const float want = r == 0 ? -1.0f
+                                              : ez_kernels_avx512(types[ti])->dot(
+                                                    K, w.data + (size_t)r * w.row_bytes, x + (size_t)m * KMAX);
+                    if (memcmp(&y[m * R + r], &want, sizeof want) && bad++ < 5)
+                        fprintf(stderr, "  %s K=%d m=%d r=%d: tile %.9g dot %.9g\n", ez_type_traits_of(types[ti])->name,
+                                K, m, r, y[m * R + r], want);
+                }
+            free((void *)w.data);
+            free(scratch);
+        }
+    CHECK(bad == 0);
+}
+
 static void test_llm_ktile_unpack_matches_reference(void) {
     static const uint32_t types[] = {EZ_TYPE_Q4_K,    EZ_TYPE_Q5_K,   EZ_TYPE_Q6_K,    EZ_TYPE_Q2_K,
                                      EZ_TYPE_Q3_K,    EZ_TYPE_TQ2_0,  EZ_TYPE_TQ1_0,   EZ_TYPE_IQ2_XXS,
@@ -918,6 +965,7 @@ int main(void) {
     test_llm_matmul_group_matches_single_dots();
     test_llm_tile_kernels_match_dots();
     test_llm_x8_kernels_match_dots();
+    test_llm_float_tile_matches_avx512_dots();
     test_llm_ktile_unpack_matches_reference();
     test_llm_sampler_greedy_first_max();
     test_llm_sampler_contract();

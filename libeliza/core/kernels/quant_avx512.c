@@ -148,15 +148,6 @@ static float dot_q6_k_q8_k_avx512(int64_t n, const void *w, const void *x) {
 
 /* ---- float weights ---- */
 
-/* 16 weights widened to float, masked to `m` lanes (zero elsewhere). */
-static inline __m512 f16x16(const uint8_t *p, __mmask16 m) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const void *)p));
-}
-
-static inline __m512 bf16x16(const uint8_t *p, __mmask16 m) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const void *)p)), 16));
-}
-
 static inline __m512 f32x16(const uint8_t *p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, (const void *)p); }
 
 /* Four accumulators over 64 elements a step, then 16 at a time, then the
@@ -181,8 +172,8 @@ static inline __m512 f32x16(const uint8_t *p, __mmask16 m) { return _mm512_maskz
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)))
 
 static float dot_f32_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(f32x16, 4); }
-static float dot_f16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(f16x16, 2); }
-static float dot_bf16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(bf16x16, 2); }
+static float dot_f16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(ez_avx512_f16x16, 2); }
+static float dot_bf16_avx512(int64_t n, const void *w, const void *x) { EZ_DOT_FLOATS(ez_avx512_bf16x16, 2); }
 #undef EZ_DOT_FLOATS
 
 /* ---- the Q8_K activation quantizer ---- */

@@ -17,6 +17,17 @@ static inline void ez_avx512_prefetch(const void *p, int bytes) {
     for (int off = 0; off < bytes; off += 64) _mm_prefetch((const char *)p + EZ_AVX512_PREFETCH_AHEAD + off, _MM_HINT_T0);
 }
 
+/* 16 F16 / BF16 weights widened to float, masked to `m` lanes (zero
+ * elsewhere): the float dots' loads, shared with the F16 / BF16 prompt tile
+ * and matvec. */
+static inline __m512 ez_avx512_f16x16(const uint8_t *p, __mmask16 m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const void *)p));
+}
+
+static inline __m512 ez_avx512_bf16x16(const uint8_t *p, __mmask16 m) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, (const void *)p)), 16));
+}
+
 static inline float ez_avx512_half_to_float(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
 
 static inline float ez_avx512_half_product(uint16_t a, uint16_t b) {
