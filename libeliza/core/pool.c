@@ -16,9 +16,9 @@
  * Waiting spins for a short while and then sleeps on a condition variable.
  * Past its first microseconds the spin offers the core to other threads
  * between its looks at the condition (ez_thread_yield): on a machine whose
- * cores other processes hold, the scheduler often puts a woken worker on
- * the caller's core, and a plain spin there holds off the very thread it
- * waits for until the spin gives up.
+ * cores other processes hold, nearly every plain spin ran to its end (the
+ * likely reason, not traced: a worker woken onto the caller's core holds
+ * off the very thread it waits for until the spin gives up).
  * Sleeping uses a Dekker-style handshake on sequentially consistent atomics:
  * the sleeper announces itself (`sleepers` / `caller_asleep`) and re-checks
  * its condition under the mutex; the waker changes the condition and then
