@@ -64,7 +64,7 @@ static inline void cpu_relax(void) {
 #define POOL_SPIN_NS 50000u
 /* Spinning on pauses alone for this long, then yielding the core between
  * looks. Decode of the 90M-weight Q4_0 bench llama (2 threads, a 2-vCPU Zen
- * 5 VM at load 13): 4.1-4.3 ms of CPU per token with the plain spin,
+ * 4 VM at load 13): 4.1-4.3 ms of CPU per token with the plain spin,
  * 3.1-3.5 yielding after 0, 2 or 10 us; with nothing else ready to run a
  * yield returns at once, so an idle machine's short gaps see the spin as
  * it was. */
