@@ -35,6 +35,10 @@ EZ_INTERNAL uint64_t ez_time_ns(void);
 /* Sleeps the calling thread for about `ms` milliseconds. */
 EZ_INTERNAL void ez_sleep_ms(int ms);
 
+/* Offers the calling thread's core to another thread that is ready to run
+ * on it; returns at once when there is none. */
+EZ_INTERNAL void ez_thread_yield(void);
+
 /* Number of online logical CPUs (>= 1). */
 EZ_INTERNAL int ez_cpu_count(void);
 

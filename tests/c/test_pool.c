@@ -1,6 +1,7 @@
 /* Thread pool: every index visited exactly once, chunk boundaries on grain
  * multiples, many back-to-back dispatches (a lost wake-up hangs until the
- * ctest timeout), sleeping and waking, nesting, scratch, create/destroy. */
+ * ctest timeout), sleeping and waking, waiting through the yielding spin,
+ * nesting, scratch, create/destroy. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,43 @@ static void test_pool_wakes_sleeping_workers(void) {
 }
 
 typedef struct {
+    int64_t *slots;
+    uint64_t busy_ns; /* per index */
+} slow_job;
+
+static void add_index_slowly(void *ctx, int64_t begin, int64_t end, int thread_index) {
+    slow_job *job = (slow_job *)ctx;
+    (void)thread_index;
+    for (int64_t i = begin; i < end; i++) {
+        wait_ns(job->busy_ns);
+        job->slots[i] += i + 1;
+    }
+}
+
+/* Gaps and chunks that end inside the spin's yielding part (after its
+ * first 10 us of pauses, before the 50 us it gives up at): workers waiting
+ * for the next loop and the caller waiting for the workers yield their
+ * cores between looks, and must still see each loop and each leaving
+ * worker exactly once. */
+static void test_pool_gaps_in_the_yielding_spin(void) {
+    for (int nt = 2; nt <= 3; nt++) {
+        ez_pool *pool = ez_pool_create(nt);
+        int64_t slots[8] = {0};
+        slow_job job = {slots, 0};
+        int ok = 1;
+        if (!pool) continue;
+        for (int l = 0; l < 400; l++) {
+            job.busy_ns = (uint64_t)(l % 4) * 10000;
+            ez_pool_for(pool, 8, 1, add_index_slowly, &job);
+            wait_ns(15000 + (uint64_t)(l % 7) * 5000);
+        }
+        for (int i = 0; i < 8; i++) ok &= slots[i] == 400 * (int64_t)(i + 1);
+        CHECK_MSG(ok, "threads=%d: loops with gaps of 15-45 us lost or repeated work", nt);
+        ez_pool_destroy(pool);
+    }
+}
+
+typedef struct {
     ez_pool *pool;
     int64_t inner_n;
     int64_t *counts; /* [outer_n][inner_n] */
@@ -249,6 +287,7 @@ int main(void) {
     test_pool_null_runs_inline();
     test_pool_many_tiny_loops_back_to_back();
     test_pool_wakes_sleeping_workers();
+    test_pool_gaps_in_the_yielding_spin();
     test_pool_nested_loop_runs_inline();
     test_pool_scratch_is_per_thread_and_aligned();
     test_pool_repeated_create_destroy();
