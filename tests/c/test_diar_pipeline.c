@@ -678,6 +678,84 @@ static void test_pick_speakers_most_active_first(void) {
     CHECK_MSG(!on[0] && !on[1] && !on[2] && !on[3], "none: %d %d %d %d", on[0], on[1], on[2], on[3]);
 }
 
+/* The stages after the frames, each on turns made by hand. */
+static int turn_is(const ez_diar_raw_turn *t, int32_t speaker, double start, double end) {
+    return t->speaker == speaker && near(t->start, start) && near(t->end, end);
+}
+
+static void test_clip_turns_to_the_audio(void) {
+    ez_diar_raw_turn v[5] = {{0, -0.5, 1.0, 1, 1}, {1, 2.0, 3.0, 1, 1}, {0, 99.0, 101.0, 1, 1},
+                             {1, 100.5, 102.0, 1, 1}, {0, 5.0, 5.0, 1, 1}};
+    ez_diar_turns l = {v, 5, 5};
+    ez_diar_clip_turns(&l, 100.0);
+    CHECK_MSG(l.n == 3, "%zu turns left of 5 (one past the end, one empty)", l.n);
+    if (l.n == 3)
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 1.0) && turn_is(&v[1], 1, 2.0, 3.0) && turn_is(&v[2], 0, 99.0, 100.0),
+                  "clipped: %g..%g %g..%g %g..%g", v[0].start, v[0].end, v[1].start, v[1].end, v[2].start, v[2].end);
+}
+
+/* Speaker 0: 0..1 holds 0.5..0.8; 1.4 starts 0.4 after it (joins), 2.5
+ * exactly min_off after 2.0 (stays apart). Speaker 1's 0.2 gap closes. */
+static void test_fill_gaps_joins_a_speakers_close_turns(void) {
+    ez_diar_raw_turn v[6] = {{1, 5.0, 6.0, 2.0, 2}, {0, 1.4, 2.0, 3.0, 3}, {0, 0.0, 1.0, 1.0, 1},
+                             {0, 2.5, 3.0, 1.0, 1}, {1, 6.2, 6.5, 1.0, 1}, {0, 0.5, 0.8, 0.5, 1}};
+    ez_diar_turns l = {v, 6, 6};
+    ez_diar_fill_gaps(&l, 0.5);
+    CHECK_MSG(l.n == 3, "%zu turns after filling (expected 3)", l.n);
+    if (l.n == 3) {
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 2.0) && near(v[0].conf_sum, 4.5) && v[0].n_frames == 5,
+                  "first: %d %g..%g, %g over %lld frames", v[0].speaker, v[0].start, v[0].end, v[0].conf_sum,
+                  (long long)v[0].n_frames);
+        CHECK_MSG(turn_is(&v[1], 0, 2.5, 3.0), "second: %d %g..%g", v[1].speaker, v[1].start, v[1].end);
+        CHECK_MSG(turn_is(&v[2], 1, 5.0, 6.5) && near(v[2].conf_sum, 3.0) && v[2].n_frames == 3,
+                  "third: %d %g..%g, %g over %lld frames", v[2].speaker, v[2].start, v[2].end, v[2].conf_sum,
+                  (long long)v[2].n_frames);
+    }
+}
+
+static void test_drop_short_keeps_long_turns_by_start(void) {
+    ez_diar_raw_turn v[4] = {{1, 3.0, 4.0, 1, 1}, {0, 3.0, 3.5, 1, 1}, {2, 1.0, 1.2, 1, 1}, {0, 0.0, 0.5, 1, 1}};
+    ez_diar_turns l = {v, 4, 4};
+    ez_diar_drop_short(&l, 0.5);
+    CHECK_MSG(l.n == 3, "%zu turns left (0.2 s goes, exactly 0.5 s stays)", l.n);
+    if (l.n == 3)
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 0.5) && turn_is(&v[1], 0, 3.0, 3.5) && turn_is(&v[2], 1, 3.0, 4.0),
+                  "order: %d@%g %d@%g %d@%g", v[0].speaker, v[0].start, v[1].speaker, v[1].start, v[2].speaker,
+                  v[2].start);
+}
+
+/* Clusters 4, 0 speak in that order (1 and 3 never): 4 is speaker 0, 0 is
+ * speaker 1; the tie at 1.0 s then sorts by the new numbers. */
+static void test_number_turns_by_first_appearance(void) {
+    ez_diar_raw_turn v[3] = {{4, 0.0, 0.5, 1, 1}, {0, 1.0, 2.0, 1, 1}, {4, 1.0, 1.5, 1, 1}};
+    ez_diar_turns l = {v, 3, 3};
+    int32_t speaker_of[5] = {9, 9, 9, 9, 9};
+    CHECK_RC(ez_diar_number_turns(&l, 5, speaker_of), ELIZA_OK);
+    CHECK_MSG(speaker_of[0] == 1 && speaker_of[1] == -1 && speaker_of[2] == -1 && speaker_of[3] == -1 &&
+                  speaker_of[4] == 0,
+              "speaker_of %d %d %d %d %d", speaker_of[0], speaker_of[1], speaker_of[2], speaker_of[3], speaker_of[4]);
+    CHECK_MSG(turn_is(&v[0], 0, 0.0, 0.5) && turn_is(&v[1], 0, 1.0, 1.5) && turn_is(&v[2], 1, 1.0, 2.0),
+              "turns %d@%g %d@%g %d@%g", v[0].speaker, v[0].start, v[1].speaker, v[1].start, v[2].speaker, v[2].start);
+    CHECK_RC(ez_diar_number_turns(&l, 5, NULL), ELIZA_OK);
+}
+
+static void test_turns_out_confidence_is_the_frames_mean(void) {
+    ez_diar_raw_turn v[2] = {{0, 0.25, 1.35, 3.0, 4}, {1, 2.0, 3.0, 0.0, 0}};
+    ez_diar_turns l = {v, 2, 2};
+    eliza_diarize_turn *t = NULL;
+    size_t n = 0;
+    CHECK_RC(ez_diar_turns_out(&l, &t, &n), ELIZA_OK);
+    CHECK_MSG(n == 2 && t && t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 1.35) &&
+                  t[0].confidence == 0.75f && t[1].speaker == 1 && t[1].confidence == 0.0f,
+              "%zu turns, confidences %g %g", n, t ? (double)t[0].confidence : -1.0,
+              t && n > 1 ? (double)t[1].confidence : -1.0);
+    free(t);
+    l.n = 0;
+    t = NULL;
+    CHECK_MSG(ez_diar_turns_out(&l, &t, &n) == ELIZA_OK && n == 0 && t, "no turns: not an empty array");
+    free(t);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The run's stages                                                          */
 /* ------------------------------------------------------------------------ */
@@ -724,6 +802,96 @@ static void test_cluster_embs_labels_every_local_speaker(void) {
     e.n = 0;
     CHECK_RC(ez_diar_cluster_embs(&o, &e, 8, 3, cluster, &k), ELIZA_OK);
     CHECK_MSG(k == 0 && cluster[0] == -1 && cluster[3 * 3 + 1] == -1, "no embeddings: %d clusters, %d", k, cluster[0]);
+}
+
+/* 4,001 windows of one training embedding each: one window in two; 4,000
+ * fit as they are. Only those with enough clean speech train, unless none
+ * has. */
+static void test_train_set_thins_to_the_clustering_limit(void) {
+    const size_t max = EZ_CLUSTER_MAX_ITEMS;
+    float *v = (float *)malloc(sizeof(float) * 2 * (max + 1));
+    int32_t *window = (int32_t *)malloc(sizeof(int32_t) * (max + 1));
+    uint8_t *local = (uint8_t *)calloc(max + 1, 1), *train = (uint8_t *)malloc(max + 1);
+    ez_diar_embs e;
+    ez_diar_train_set t;
+    int same = 1;
+    memset(&e, 0, sizeof e);
+    e.v = v, e.window = window, e.local = local, e.train = train, e.dim = 2;
+    for (size_t i = 0; i <= max; i++) {
+        v[2 * i] = (float)i, v[2 * i + 1] = -(float)i;
+        window[i] = (int32_t)i, train[i] = 1;
+    }
+    e.n = max;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.stride == 1 && t.n == max, "%zu embeddings: stride %lld, %zu kept", max, (long long)t.stride, t.n);
+    ez_diar_train_set_free(&t);
+    e.n = max + 1;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.stride == 2 && t.n == max / 2 + 1, "%zu embeddings: stride %lld, %zu kept", max + 1,
+              (long long)t.stride, t.n);
+    for (size_t j = 0; j < t.n && same; j++)
+        same = t.group[j] == (int32_t)(2 * j) && t.x[2 * j] == (float)(2 * j) && t.x[2 * j + 1] == -(float)(2 * j);
+    CHECK_MSG(same, "the thinned set is not the even windows' embeddings");
+    ez_diar_train_set_free(&t);
+    e.n = 10;
+    for (size_t i = 0; i < 10; i++) train[i] = i % 3 == 0;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.n == 4 && t.group[0] == 0 && t.group[1] == 3 && t.group[2] == 6 && t.group[3] == 9,
+              "clean ones: %zu kept", t.n);
+    ez_diar_train_set_free(&t);
+    memset(train, 0, 10);
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.n == 10 && t.stride == 1, "none clean: %zu kept of 10", t.n);
+    ez_diar_train_set_free(&t);
+    free(v);
+    free(window);
+    free(local);
+    free(train);
+}
+
+static void test_cluster_config_follows_the_options(void) {
+    eliza_diarize_options o;
+    ez_cluster_config c;
+    eliza_diarize_default_options(&o);
+    o.num_speakers = 3, o.min_speakers = 2, o.max_speakers = 5, o.step = 1.0f;
+    c = ez_diar_cluster_config(&o, 1);
+    CHECK_MSG(c.threshold == o.threshold && c.num_clusters == 3 && c.min_clusters == 2 && c.max_clusters == 5,
+              "threshold %g, speakers %d %d %d", (double)c.threshold, c.num_clusters, c.min_clusters, c.max_clusters);
+    CHECK_MSG(c.min_cluster_size == (int)EZ_DIAR_MIN_CLUSTER_SECONDS, "step 1 s: clusters of %d", c.min_cluster_size);
+    c = ez_diar_cluster_config(&o, 2);
+    CHECK_MSG(c.min_cluster_size == (int)EZ_DIAR_MIN_CLUSTER_SECONDS / 2, "stride 2: clusters of %d",
+              c.min_cluster_size);
+    o.step = 5.0f;
+    c = ez_diar_cluster_config(&o, 1);
+    CHECK_MSG(c.min_cluster_size == (int)lround(EZ_DIAR_MIN_CLUSTER_SECONDS / 5.0), "step 5 s: clusters of %d",
+              c.min_cluster_size);
+    o.step = 30.0f;
+    c = ez_diar_cluster_config(&o, 3);
+    CHECK_MSG(c.min_cluster_size == 1, "step 30 s, stride 3: clusters of %d", c.min_cluster_size);
+}
+
+/* Window 0: slots 0 and 2; window 1: slots 0 and 1, both nearer centroid 0,
+ * so slot 1 (the farther) takes centroid 1; entries without an embedding
+ * keep what they held. */
+static void test_assign_embs_fills_each_window_slot(void) {
+    float cent[2 * DIM], v[4 * DIM];
+    int32_t window[4] = {0, 0, 1, 1}, cluster[2 * 3];
+    uint8_t local[4] = {0, 2, 0, 1}, train[4] = {1, 1, 1, 1};
+    ez_diar_embs e;
+    memset(cent, 0, sizeof cent);
+    memset(v, 0, sizeof v);
+    cent[0] = 1.0f, cent[DIM + 1] = 1.0f;
+    v[0] = 1.0f;
+    v[DIM + 1] = 1.0f;
+    v[2 * DIM] = 1.0f;
+    v[3 * DIM] = 0.8f, v[3 * DIM + 1] = 0.6f;
+    memset(&e, 0, sizeof e);
+    e.v = v, e.window = window, e.local = local, e.train = train, e.dim = DIM, e.n = 4;
+    for (int i = 0; i < 6; i++) cluster[i] = -7;
+    CHECK_RC(ez_diar_assign_embs(&e, cent, 2, 3, cluster), ELIZA_OK);
+    CHECK_MSG(cluster[0] == 0 && cluster[1] == -7 && cluster[2] == 1 && cluster[3] == 0 && cluster[4] == 1 &&
+                  cluster[5] == -7,
+              "clusters %d %d %d / %d %d %d", cluster[0], cluster[1], cluster[2], cluster[3], cluster[4], cluster[5]);
 }
 
 static void test_speakers_of_turns_follow_the_renumbering(void) {
@@ -1313,6 +1481,14 @@ int main(void) {
     test_reconstruct_exclusive_has_one_speaker_at_a_time();
     test_sum_windows_adds_each_clusters_activity();
     test_pick_speakers_most_active_first();
+    test_clip_turns_to_the_audio();
+    test_fill_gaps_joins_a_speakers_close_turns();
+    test_drop_short_keeps_long_turns_by_start();
+    test_number_turns_by_first_appearance();
+    test_turns_out_confidence_is_the_frames_mean();
+    test_train_set_thins_to_the_clustering_limit();
+    test_cluster_config_follows_the_options();
+    test_assign_embs_fills_each_window_slot();
     test_cluster_embs_labels_every_local_speaker();
     test_speakers_of_turns_follow_the_renumbering();
     test_run_silence_and_tiny_inputs();
