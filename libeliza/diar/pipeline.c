@@ -42,22 +42,10 @@ void ez_diar_decode_powerset(const float *logprobs, int n_frames, int n_classes,
 /* Reconstruction                                                            */
 /* ------------------------------------------------------------------------ */
 
-typedef struct {
-    int32_t speaker;
-    double start, end;   /* seconds */
-    double conf_sum;     /* sum of per-frame activity over the turn's frames */
-    int64_t n_frames;
-} raw_turn;
-
-typedef struct {
-    raw_turn *v;
-    size_t n, cap;
-} turn_list;
-
-static int push_turn(turn_list *l, raw_turn t) {
+static int push_turn(ez_diar_turns *l, ez_diar_raw_turn t) {
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 64;
-        raw_turn *v = (raw_turn *)realloc(l->v, cap * sizeof *v);
+        ez_diar_raw_turn *v = (ez_diar_raw_turn *)realloc(l->v, cap * sizeof *v);
         if (!v) return 0;
         l->v = v;
         l->cap = cap;
@@ -67,36 +55,34 @@ static int push_turn(turn_list *l, raw_turn t) {
 }
 
 static int by_speaker_start(const void *a, const void *b) {
-    const raw_turn *x = (const raw_turn *)a, *y = (const raw_turn *)b;
+    const ez_diar_raw_turn *x = (const ez_diar_raw_turn *)a, *y = (const ez_diar_raw_turn *)b;
     if (x->speaker != y->speaker) return x->speaker < y->speaker ? -1 : 1;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
 static int by_start_speaker(const void *a, const void *b) {
-    const raw_turn *x = (const raw_turn *)a, *y = (const raw_turn *)b;
+    const ez_diar_raw_turn *x = (const ez_diar_raw_turn *)a, *y = (const ez_diar_raw_turn *)b;
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     return x->speaker < y->speaker ? -1 : x->speaker > y->speaker;
 }
 
-/* Clips, fills short gaps, drops short turns, sorts and renumbers; hands the
- * result out as eliza_diarize_turn. */
-static int32_t finish_turns(turn_list *l, const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
+void ez_diar_clip_turns(ez_diar_turns *l, double duration) {
     size_t n = 0;
-    int32_t *rename = NULL;
-    eliza_diarize_turn *turns;
-
     for (size_t i = 0; i < l->n; i++) {
-        raw_turn t = l->v[i];
+        ez_diar_raw_turn t = l->v[i];
         t.start = EZ_MAX(t.start, 0.0);
-        t.end = EZ_MIN(t.end, r->duration);
+        t.end = EZ_MIN(t.end, duration);
         if (t.end > t.start) l->v[n++] = t;
     }
     l->n = n;
+}
+
+void ez_diar_fill_gaps(ez_diar_turns *l, double min_off) {
+    size_t n = 0;
     if (l->n) qsort(l->v, l->n, sizeof *l->v, by_speaker_start);
-    n = 0;
     for (size_t i = 0; i < l->n; i++) {
-        raw_turn *prev = n ? &l->v[n - 1] : NULL;
-        if (prev && prev->speaker == l->v[i].speaker && l->v[i].start - prev->end < r->min_duration_off) {
+        ez_diar_raw_turn *prev = n ? &l->v[n - 1] : NULL;
+        if (prev && prev->speaker == l->v[i].speaker && l->v[i].start - prev->end < min_off) {
             prev->end = EZ_MAX(prev->end, l->v[i].end);
             prev->conf_sum += l->v[i].conf_sum;
             prev->n_frames += l->v[i].n_frames;
@@ -105,37 +91,41 @@ static int32_t finish_turns(turn_list *l, const ez_diar_recon *r, eliza_diarize_
         }
     }
     l->n = n;
-    n = 0;
+}
+
+void ez_diar_drop_short(ez_diar_turns *l, double min_on) {
+    size_t n = 0;
     for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].end - l->v[i].start >= r->min_duration_on) l->v[n++] = l->v[i];
+        if (l->v[i].end - l->v[i].start >= min_on) l->v[n++] = l->v[i];
     l->n = n;
     if (l->n) qsort(l->v, l->n, sizeof *l->v, by_start_speaker);
+}
 
-    rename = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(r->n_clusters, 1));
-    turns = (eliza_diarize_turn *)malloc(sizeof *turns * EZ_MAX(l->n, (size_t)1));
-    if (!rename || !turns) {
-        free(rename);
-        free(turns);
-        return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu turns", l->n);
+int32_t ez_diar_number_turns(ez_diar_turns *l, int n_clusters, int32_t *speaker_of) {
+    int32_t *number = (int32_t *)malloc(sizeof(int32_t) * (size_t)EZ_MAX(n_clusters, 1));
+    int32_t next = 0;
+    if (!number) return ez_fail(ELIZA_E_NOMEM, "out of memory for %d speakers", n_clusters);
+    for (int k = 0; k < n_clusters; k++) number[k] = -1;
+    for (size_t i = 0; i < l->n; i++) {
+        int32_t *k = &number[l->v[i].speaker];
+        if (*k < 0) *k = next++;
+        l->v[i].speaker = *k;
     }
-    {
-        int32_t next = 0;
-        for (int k = 0; k < r->n_clusters; k++) rename[k] = -1;
-        for (size_t i = 0; i < l->n; i++) {
-            int32_t *k = &rename[l->v[i].speaker];
-            if (*k < 0) *k = next++;
-            l->v[i].speaker = *k;
-        }
-        if (r->speaker_of) memcpy(r->speaker_of, rename, sizeof(int32_t) * (size_t)r->n_clusters);
-    }
+    if (speaker_of) memcpy(speaker_of, number, sizeof(int32_t) * (size_t)n_clusters);
+    free(number);
     if (l->n) qsort(l->v, l->n, sizeof *l->v, by_start_speaker);
+    return ELIZA_OK;
+}
+
+int32_t ez_diar_turns_out(const ez_diar_turns *l, eliza_diarize_turn **out, size_t *n_out) {
+    eliza_diarize_turn *turns = (eliza_diarize_turn *)malloc(sizeof *turns * EZ_MAX(l->n, (size_t)1));
+    if (!turns) return ez_fail(ELIZA_E_NOMEM, "out of memory for %zu turns", l->n);
     for (size_t i = 0; i < l->n; i++) {
         turns[i].start = l->v[i].start;
         turns[i].end = l->v[i].end;
         turns[i].speaker = l->v[i].speaker;
         turns[i].confidence = (float)(l->v[i].n_frames ? l->v[i].conf_sum / (double)l->v[i].n_frames : 0.0);
     }
-    free(rename);
     *out = turns;
     *n_out = l->n;
     return ELIZA_OK;
@@ -220,7 +210,7 @@ void ez_diar_pick_speakers(const uint16_t *hard, const float *soft, int K, int n
 
 /* Per frame, the `count` most active clusters; runs of a cluster's frames
  * become turns (raw: before gaps and short turns are handled). */
-static int32_t frames_to_turns(const ez_diar_recon *r, const ez_diar_frame_sums *s, turn_list *turns) {
+static int32_t frames_to_turns(const ez_diar_recon *r, const ez_diar_frame_sums *s, ez_diar_turns *turns) {
     const int K = r->n_clusters;
     uint8_t *on = (uint8_t *)malloc((size_t)EZ_MAX(K, 1));
     int64_t *open = (int64_t *)malloc(sizeof(int64_t) * (size_t)EZ_MAX(K, 1));
@@ -238,7 +228,7 @@ static int32_t frames_to_turns(const ez_diar_recon *r, const ez_diar_frame_sums 
         ez_diar_pick_speakers(s->hard + t * K, s->soft + t * K, K, n_speakers, on);
         for (int k = 0; k < K; k++) {
             if (on[k] && open[k] < 0) {
-                raw_turn nt = {k, ts, ts, 0.0, 0};
+                ez_diar_raw_turn nt = {k, ts, ts, 0.0, 0};
                 if (!push_turn(turns, nt)) {
                     rc = ez_fail(ELIZA_E_NOMEM, "out of memory for turns");
                     goto done;
@@ -266,12 +256,17 @@ done:
 
 int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out) {
     ez_diar_frame_sums s;
-    turn_list turns = {0};
+    ez_diar_turns turns = {0};
     int32_t rc;
     *out = NULL;
     *n_out = 0;
-    if ((rc = ez_diar_sum_windows(r, &s)) == ELIZA_OK && (rc = frames_to_turns(r, &s, &turns)) == ELIZA_OK)
-        rc = finish_turns(&turns, r, out, n_out);
+    if ((rc = ez_diar_sum_windows(r, &s)) == ELIZA_OK && (rc = frames_to_turns(r, &s, &turns)) == ELIZA_OK) {
+        ez_diar_clip_turns(&turns, r->duration);
+        ez_diar_fill_gaps(&turns, r->min_duration_off);
+        ez_diar_drop_short(&turns, r->min_duration_on);
+        if ((rc = ez_diar_number_turns(&turns, r->n_clusters, r->speaker_of)) == ELIZA_OK)
+            rc = ez_diar_turns_out(&turns, out, n_out);
+    }
     free(turns.v);
     ez_diar_frame_sums_free(&s);
     return rc;
@@ -572,42 +567,37 @@ static int32_t embed_window(embed_state *st, int64_t w, const float *chunk, cons
     return ELIZA_OK;
 }
 
-int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_embs *embs, int64_t n_windows,
-                             int n_local, int32_t *cluster, int *out_k) {
-    const int dim = embs->dim;
-    size_t n_train = 0;
-    int64_t stride = 1;
-    int any_train = 0, k = 0;
-    float *x = NULL, *centroids = NULL;
-    int32_t *group = NULL, *labels = NULL;
-    ez_cluster_config cfg;
-    int32_t rc;
+void ez_diar_train_set_free(ez_diar_train_set *t) {
+    free(t->x);
+    free(t->group);
+    memset(t, 0, sizeof *t);
+}
 
-    *out_k = 0;
-    for (int64_t i = 0; i < n_windows * n_local; i++) cluster[i] = -1;
-    if (embs->n == 0) return ELIZA_OK;
+int32_t ez_diar_train_set_pick(const ez_diar_embs *embs, ez_diar_train_set *t) {
+    const size_t dim = (size_t)embs->dim;
+    int any_train = 0;
+    memset(t, 0, sizeof *t);
     for (size_t i = 0; i < embs->n; i++) any_train |= embs->train[i];
-    /* Thin the training set to one window in `stride` when it is too large
-     * (neighbouring windows overlap by 1 - step/10 and repeat each other). */
-    for (;; stride++) {
-        n_train = 0;
+    for (t->stride = 1;; t->stride++) {
+        t->n = 0;
         for (size_t i = 0; i < embs->n; i++)
-            n_train += (!any_train || embs->train[i]) && embs->window[i] % stride == 0;
-        if (n_train <= EZ_CLUSTER_MAX_ITEMS) break;
+            t->n += (!any_train || embs->train[i]) && embs->window[i] % t->stride == 0;
+        if (t->n <= EZ_CLUSTER_MAX_ITEMS) break;
     }
-    x = (float *)malloc(sizeof(float) * EZ_MAX(n_train, (size_t)1) * (size_t)dim);
-    group = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
-    labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
-    if (!x || !group || !labels) {
-        rc = ez_fail(ELIZA_E_NOMEM, "out of memory clustering %zu embeddings", embs->n);
-        goto done;
-    }
-    n_train = 0;
+    t->x = (float *)malloc(sizeof(float) * EZ_MAX(t->n, (size_t)1) * dim);
+    t->group = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(t->n, (size_t)1));
+    if (!t->x || !t->group) return ez_fail(ELIZA_E_NOMEM, "out of memory clustering %zu embeddings", t->n);
+    t->n = 0;
     for (size_t i = 0; i < embs->n; i++) {
-        if ((any_train && !embs->train[i]) || embs->window[i] % stride != 0) continue;
-        memcpy(x + n_train * (size_t)dim, embs->v + i * (size_t)dim, sizeof(float) * (size_t)dim);
-        group[n_train++] = embs->window[i];
+        if ((any_train && !embs->train[i]) || embs->window[i] % t->stride != 0) continue;
+        memcpy(t->x + t->n * dim, embs->v + i * dim, sizeof(float) * dim);
+        t->group[t->n++] = embs->window[i];
     }
+    return ELIZA_OK;
+}
+
+ez_cluster_config ez_diar_cluster_config(const eliza_diarize_options *opt, int64_t stride) {
+    ez_cluster_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.threshold = opt->threshold;
     cfg.num_clusters = opt->num_speakers;
@@ -615,17 +605,54 @@ int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_emb
     cfg.max_clusters = opt->max_speakers;
     cfg.min_cluster_size =
         (int)EZ_MAX(1, llround(EZ_DIAR_MIN_CLUSTER_SECONDS / ((double)opt->step * (double)stride)));
-    rc = ez_cluster_ahc(x, (int)n_train, dim, group, &cfg, labels, &centroids, &k);
-    if (rc) goto done;
+    return cfg;
+}
+
+/* The centroids ([*k, dim] into *centroids, malloc'ed) of the training
+ * set's clusters. Its labels are not kept: every embedding is assigned to
+ * a centroid afterwards. */
+static int32_t train_centroids(const eliza_diarize_options *opt, const ez_diar_train_set *t, int dim,
+                               float **centroids, int *k) {
+    const ez_cluster_config cfg = ez_diar_cluster_config(opt, t->stride);
+    int32_t *labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(t->n, (size_t)1));
+    int32_t rc;
+    if (!labels) return ez_fail(ELIZA_E_NOMEM, "out of memory clustering %zu embeddings", t->n);
+    rc = ez_cluster_ahc(t->x, (int)t->n, dim, t->group, &cfg, labels, centroids, k);
+    free(labels);
+    return rc;
+}
+
+int32_t ez_diar_assign_embs(const ez_diar_embs *embs, const float *centroids, int k, int n_local,
+                            int32_t *cluster) {
+    int32_t *group = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
+    int32_t *labels = (int32_t *)malloc(sizeof(int32_t) * EZ_MAX(embs->n, (size_t)1));
+    int32_t rc;
+    if (!group || !labels) {
+        rc = ez_fail(ELIZA_E_NOMEM, "out of memory clustering %zu embeddings", embs->n);
+        goto done;
+    }
     for (size_t i = 0; i < embs->n; i++) group[i] = embs->window[i];
-    rc = ez_cluster_assign(embs->v, (int)embs->n, dim, group, centroids, k, labels);
+    rc = ez_cluster_assign(embs->v, (int)embs->n, embs->dim, group, centroids, k, labels);
     if (rc) goto done;
     for (size_t i = 0; i < embs->n; i++) cluster[(size_t)embs->window[i] * n_local + embs->local[i]] = labels[i];
-    *out_k = k;
 done:
-    free(x);
     free(group);
     free(labels);
+    return rc;
+}
+
+int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_embs *embs, int64_t n_windows,
+                             int n_local, int32_t *cluster, int *out_k) {
+    ez_diar_train_set t;
+    float *centroids = NULL;
+    int k = 0;
+    int32_t rc;
+    *out_k = 0;
+    for (int64_t i = 0; i < n_windows * n_local; i++) cluster[i] = -1;
+    if (embs->n == 0) return ELIZA_OK;
+    if ((rc = ez_diar_train_set_pick(embs, &t)) == ELIZA_OK) rc = train_centroids(opt, &t, embs->dim, &centroids, &k);
+    ez_diar_train_set_free(&t);
+    if (rc == ELIZA_OK && (rc = ez_diar_assign_embs(embs, centroids, k, n_local, cluster)) == ELIZA_OK) *out_k = k;
     free(centroids);
     return rc;
 }

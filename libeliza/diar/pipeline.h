@@ -45,6 +45,7 @@
 
 #include "core/atomic.h"
 #include "core/common.h"
+#include "diar/cluster.h"
 
 /* The two models as the pipeline sees them: the real ones
  * (api/diarizer_api.c) or stand-ins (tests/c/test_diar_pipeline.c). */
@@ -144,9 +145,41 @@ typedef struct {
  * speakers renumbered by first appearance. *out (malloc'ed, never NULL on
  * success) holds *n_out turns. ELIZA_E_NOMEM. The stages: the sums over
  * the windows (ez_diar_sum_windows), each frame's speakers
- * (ez_diar_pick_speakers), runs of frames into turns, then gaps, short
- * turns and numbering. */
+ * (ez_diar_pick_speakers), runs of frames into turns, then, in this order,
+ * ez_diar_clip_turns, ez_diar_fill_gaps, ez_diar_drop_short,
+ * ez_diar_number_turns and ez_diar_turns_out. */
 EZ_INTERNAL int32_t ez_diar_reconstruct(const ez_diar_recon *r, eliza_diarize_turn **out, size_t *n_out);
+
+/* A turn as runs of a cluster's frames give it, before gaps and short
+ * turns are handled. */
+typedef struct {
+    int32_t speaker;     /* cluster; its speaker number after ez_diar_number_turns */
+    double start, end;   /* seconds */
+    double conf_sum;     /* sum of per-frame activity over the turn's frames */
+    int64_t n_frames;
+} ez_diar_raw_turn;
+
+typedef struct {
+    ez_diar_raw_turn *v; /* [n] of cap, malloc'ed */
+    size_t n, cap;
+} ez_diar_turns;
+
+/* The turns clipped to [0, duration]; those left empty go. */
+EZ_INTERNAL void ez_diar_clip_turns(ez_diar_turns *l, double duration);
+/* The turns sorted by speaker, then start; a turn that starts less than
+ * min_off after the end of its speaker's previous one joins it (frames and
+ * activity added). */
+EZ_INTERNAL void ez_diar_fill_gaps(ez_diar_turns *l, double min_off);
+/* Turns shorter than min_on go; the rest sorted by start, then speaker. */
+EZ_INTERNAL void ez_diar_drop_short(ez_diar_turns *l, double min_on);
+/* The clusters [0, n_clusters) of the turns (in their order) renumbered by
+ * first appearance, then the turns sorted by start and new number;
+ * speaker_of ([n_clusters] or NULL): each cluster's number, -1 for one
+ * without turns. ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_number_turns(ez_diar_turns *l, int n_clusters, int32_t *speaker_of);
+/* The turns as the ABI's into *out (malloc'ed, never NULL on success),
+ * each one's confidence the mean activity of its frames. ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_turns_out(const ez_diar_turns *l, eliza_diarize_turn **out, size_t *n_out);
 
 /* What the windows say of each frame of the global grid, summed over the
  * windows that cover it. */
@@ -189,10 +222,41 @@ typedef struct {
     int dim;
 } ez_diar_embs;
 
+/* The clustering's training set: copies of the embeddings with enough
+ * clean speech (all of them when none has), of the windows w with
+ * w % stride == 0 for the least stride that leaves at most
+ * EZ_CLUSTER_MAX_ITEMS (neighbouring windows overlap by 1 - step/10 and
+ * repeat each other). */
+typedef struct {
+    float *x;        /* [n, dim] */
+    int32_t *group;  /* [n]: each one's window (cannot-link) */
+    size_t n;
+    int64_t stride;
+} ez_diar_train_set;
+
+/* The training set of e into *t (freed with ez_diar_train_set_free, also
+ * after a failure). ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_train_set_pick(const ez_diar_embs *e, ez_diar_train_set *t);
+EZ_INTERNAL void ez_diar_train_set_free(ez_diar_train_set *t);
+
+/* opt's threshold and speaker counts; a cluster of fewer training windows
+ * than EZ_DIAR_MIN_CLUSTER_SECONDS span at opt->step, thinned to one in
+ * stride, is not a speaker of its own (at least 1). */
+EZ_INTERNAL ez_cluster_config ez_diar_cluster_config(const eliza_diarize_options *opt, int64_t stride);
+
+/* Every embedding of e to its nearest centroid ([k, dim], unit norm), the
+ * local speakers of one window to distinct ones (ez_cluster_assign), into
+ * cluster[window * n_local + local]; other entries are left as they are.
+ * ELIZA_E_NOMEM. */
+EZ_INTERNAL int32_t ez_diar_assign_embs(const ez_diar_embs *e, const float *centroids, int k, int n_local,
+                                        int32_t *cluster);
+
 /* Clusters the embeddings (step 5 above; opt: threshold, speaker counts,
  * step) and writes the cluster of every local speaker of every window into
  * cluster[n_windows * n_local] (-1: no embedding); *k: the clusters (0
- * without embeddings). ELIZA_E_NOMEM. */
+ * without embeddings). ELIZA_E_NOMEM. The stages: ez_diar_train_set_pick,
+ * ez_cluster_ahc of that set under ez_diar_cluster_config (its centroids
+ * kept), ez_diar_assign_embs. */
 EZ_INTERNAL int32_t ez_diar_cluster_embs(const eliza_diarize_options *opt, const ez_diar_embs *e, int64_t n_windows,
                                          int n_local, int32_t *cluster, int *k);
 

@@ -28,15 +28,23 @@ static inline double max_d(double a, double b) { return a > b ? a : b; }
 
 #define PI 3.14159265358979323846
 
-static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
-static double frand(void) { /* uniform in [0, 1) */
-    g_rng ^= g_rng << 13;
-    g_rng ^= g_rng >> 7;
-    g_rng ^= g_rng << 17;
-    return (double)(g_rng >> 11) / 9007199254740992.0;
+/* A xorshift64 generator. Each test that draws seeds its own, so that its
+ * inputs do not depend on which tests ran before it (one stream shared by
+ * the file let a test added earlier change a later test's conversation).
+ * The seeds are the states that shared stream had when each test began, so
+ * the inputs are those the tests were written against. */
+typedef struct {
+    uint64_t s; /* nonzero */
+} rng;
+
+static double frand(rng *r) { /* uniform in [0, 1) */
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return (double)(r->s >> 11) / 9007199254740992.0;
 }
-static double grand(void) {
-    double u = frand() + 1e-12, v = frand();
+static double grand(rng *r) {
+    double u = frand(r) + 1e-12, v = frand(r);
     return sqrt(-2.0 * log(u)) * cos(2 * PI * v);
 }
 
@@ -170,13 +178,14 @@ static void test_resampler_passband_and_alias_rejection(void) {
 
 static void test_resampler_polyphase_matches_general_and_random_access(void) {
     static const int rates[] = {44100, 48000, 8000, 22050};
+    rng r = {0x9e3779b97f4a7c15ull};
     for (size_t ri = 0; ri < sizeof rates / sizeof *rates; ri++) {
         ez_resampler *fast = NULL, *ref = NULL;
         size_t n = (size_t)rates[ri] / 2, m;
         float *in = (float *)malloc(sizeof(float) * n);
         float *y1, *y2, *part;
         double err = 0, err_part = 0;
-        for (size_t i = 0; i < n; i++) in[i] = (float)(0.3 * grand());
+        for (size_t i = 0; i < n; i++) in[i] = (float)(0.3 * grand(&r));
         ez_resampler_create(rates[ri], 16000, 0, &fast);
         ez_resampler_create(rates[ri], 16000, 1, &ref);
         m = (size_t)ez_resampler_out_len(fast, n);
@@ -209,20 +218,20 @@ static void test_resampler_polyphase_matches_general_and_random_access(void) {
 
 #define DIM 32
 
-static void random_unit(float *v) {
+static void random_unit(rng *r, float *v) {
     double n = 0;
     for (int j = 0; j < DIM; j++) {
-        v[j] = (float)grand();
+        v[j] = (float)grand(r);
         n += (double)v[j] * v[j];
     }
     for (int j = 0; j < DIM; j++) v[j] = (float)(v[j] / sqrt(n));
 }
 
 /* x = centre + noise * gaussian, renormalised. */
-static void around(const float *centre, double noise, float *x) {
+static void around(rng *r, const float *centre, double noise, float *x) {
     double n = 0;
     for (int j = 0; j < DIM; j++) {
-        x[j] = (float)(centre[j] + noise * grand());
+        x[j] = (float)(centre[j] + noise * grand(r));
         n += (double)x[j] * x[j];
     }
     for (int j = 0; j < DIM; j++) x[j] = (float)(x[j] / sqrt(n));
@@ -241,11 +250,12 @@ static void test_cluster_finds_separated_speakers(void) {
     int32_t group[60], labels[60], truth[60];
     int k = 0, consistent = 1;
     ez_cluster_config cfg = cfg_default();
-    for (int c = 0; c < 3; c++) random_unit(centres[c]);
+    rng r = {0x51d830301cdd4d0bull};
+    for (int c = 0; c < 3; c++) random_unit(&r, centres[c]);
     for (int i = 0; i < 60; i++) {
         truth[i] = i % 3;
         group[i] = i; /* no constraint */
-        around(centres[truth[i]], 0.05, x + i * DIM);
+        around(&r, centres[truth[i]], 0.05, x + i * DIM);
     }
     CHECK_MSG(ez_cluster_ahc(x, 60, DIM, group, &cfg, labels, &cent, &k) == ELIZA_OK, "clustering failed");
     CHECK_MSG(k == 3, "found %d clusters of 3", k);
@@ -287,15 +297,15 @@ static void test_cluster_finds_separated_speakers(void) {
 
 /* Two tight groups whose centroids are at cosine distance `dist`: how many
  * clusters the threshold leaves. */
-static int clusters_at_distance(double dist, float threshold) {
+static int clusters_at_distance(rng *rg, double dist, float threshold) {
     float a[DIM], r[DIM], b[DIM], x[20 * DIM], *cent = NULL;
     int32_t group[20], labels[20];
     double ra = 0, rn = 0, c = 1.0 - dist, sn = sqrt(1.0 - c * c);
     int k = -1;
     ez_cluster_config cfg = cfg_default();
     cfg.threshold = threshold;
-    random_unit(a);
-    random_unit(r);
+    random_unit(rg, a);
+    random_unit(rg, r);
     for (int j = 0; j < DIM; j++) ra += (double)r[j] * a[j];
     for (int j = 0; j < DIM; j++) {
         r[j] = (float)(r[j] - ra * a[j]);
@@ -317,13 +327,14 @@ static int clusters_at_distance(double dist, float threshold) {
 static void test_cluster_threshold_is_the_cut(void) {
     eliza_diarize_options o;
     float t;
+    rng r = {0x3fefa16cb215f52aull};
     eliza_diarize_default_options(&o);
     t = o.threshold;
-    CHECK_MSG(clusters_at_distance(0.95 * 0.5, t) == 1, "groups 5%% inside the default threshold %g stayed apart",
+    CHECK_MSG(clusters_at_distance(&r, 0.95 * 0.5, t) == 1, "groups 5%% inside the default threshold %g stayed apart",
               (double)t);
-    CHECK_MSG(clusters_at_distance(1.05 * 0.5, t) == 2, "groups 5%% outside the default threshold %g merged",
+    CHECK_MSG(clusters_at_distance(&r, 1.05 * 0.5, t) == 2, "groups 5%% outside the default threshold %g merged",
               (double)t);
-    CHECK_MSG(clusters_at_distance(0.95 * 0.3, 0.3f) == 1 && clusters_at_distance(1.05 * 0.3, 0.3f) == 2,
+    CHECK_MSG(clusters_at_distance(&r, 0.95 * 0.3, 0.3f) == 1 && clusters_at_distance(&r, 1.05 * 0.3, 0.3f) == 2,
               "threshold 0.3 is not the cut");
 }
 
@@ -335,10 +346,11 @@ static void test_cluster_cannot_link_keeps_window_speakers_apart(void) {
     int32_t group[40], labels[40], free_groups[40];
     int k = 0, apart = 1;
     ez_cluster_config cfg = cfg_default();
-    random_unit(a);
-    around(a, 0.04, b);
+    rng r = {0x0aea0283736f7d15ull};
+    random_unit(&r, a);
+    around(&r, a, 0.04, b);
     for (int i = 0; i < 40; i++) {
-        around(i % 2 ? b : a, 0.005, x + i * DIM);
+        around(&r, i % 2 ? b : a, 0.005, x + i * DIM);
         group[i] = i / 2;
         free_groups[i] = i;
     }
@@ -357,10 +369,11 @@ static void test_cluster_small_clusters_are_not_speakers(void) {
     int32_t group[31], labels[31];
     int k = 0;
     ez_cluster_config cfg = cfg_default();
-    random_unit(a);
-    random_unit(b);
-    random_unit(outlier);
-    for (int i = 0; i < 30; i++) around(i < 15 ? a : b, 0.05, x + i * DIM);
+    rng r = {0xc9b4e269e5cae2bdull};
+    random_unit(&r, a);
+    random_unit(&r, b);
+    random_unit(&r, outlier);
+    for (int i = 0; i < 30; i++) around(&r, i < 15 ? a : b, 0.05, x + i * DIM);
     memcpy(x + 30 * DIM, outlier, sizeof outlier);
     for (int i = 0; i < 31; i++) group[i] = i;
     ez_cluster_ahc(x, 31, DIM, group, &cfg, labels, &cent, &k);
@@ -390,12 +403,13 @@ static void test_cluster_centroids_are_unit_mean_directions(void) {
 static void test_cluster_assign_distinct_within_group(void) {
     float cent[2 * DIM], x[3 * DIM];
     int32_t group[3] = {0, 0, 1}, labels[3];
-    random_unit(cent);
-    random_unit(cent + DIM);
+    rng r = {0x6ddca8057bf4e456ull};
+    random_unit(&r, cent);
+    random_unit(&r, cent + DIM);
     /* Both items of group 0 are nearest to centroid 0; the closer one keeps it. */
-    around(cent, 0.01, x);
-    around(cent, 0.2, x + DIM);
-    around(cent, 0.2, x + 2 * DIM);
+    around(&r, cent, 0.01, x);
+    around(&r, cent, 0.2, x + DIM);
+    around(&r, cent, 0.2, x + 2 * DIM);
     CHECK_MSG(ez_cluster_assign(x, 3, DIM, group, cent, 2, labels) == ELIZA_OK, "assign failed");
     CHECK_MSG(labels[0] == 0 && labels[1] == 1, "group 0 got clusters %d and %d", labels[0], labels[1]);
     CHECK_MSG(labels[2] == 0, "a lone item did not take its nearest centroid (%d)", labels[2]);
@@ -664,12 +678,89 @@ static void test_pick_speakers_most_active_first(void) {
     CHECK_MSG(!on[0] && !on[1] && !on[2] && !on[3], "none: %d %d %d %d", on[0], on[1], on[2], on[3]);
 }
 
+/* The stages after the frames, each on turns made by hand. */
+static int turn_is(const ez_diar_raw_turn *t, int32_t speaker, double start, double end) {
+    return t->speaker == speaker && near(t->start, start) && near(t->end, end);
+}
+
+static void test_clip_turns_to_the_audio(void) {
+    ez_diar_raw_turn v[5] = {{0, -0.5, 1.0, 1, 1}, {1, 2.0, 3.0, 1, 1}, {0, 99.0, 101.0, 1, 1},
+                             {1, 100.5, 102.0, 1, 1}, {0, 5.0, 5.0, 1, 1}};
+    ez_diar_turns l = {v, 5, 5};
+    ez_diar_clip_turns(&l, 100.0);
+    CHECK_MSG(l.n == 3, "%zu turns left of 5 (one past the end, one empty)", l.n);
+    if (l.n == 3)
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 1.0) && turn_is(&v[1], 1, 2.0, 3.0) && turn_is(&v[2], 0, 99.0, 100.0),
+                  "clipped: %g..%g %g..%g %g..%g", v[0].start, v[0].end, v[1].start, v[1].end, v[2].start, v[2].end);
+}
+
+/* Speaker 0: 0..1 holds 0.5..0.8; 1.4 starts 0.4 after it (joins), 2.5
+ * exactly min_off after 2.0 (stays apart). Speaker 1's 0.2 gap closes. */
+static void test_fill_gaps_joins_a_speakers_close_turns(void) {
+    ez_diar_raw_turn v[6] = {{1, 5.0, 6.0, 2.0, 2}, {0, 1.4, 2.0, 3.0, 3}, {0, 0.0, 1.0, 1.0, 1},
+                             {0, 2.5, 3.0, 1.0, 1}, {1, 6.2, 6.5, 1.0, 1}, {0, 0.5, 0.8, 0.5, 1}};
+    ez_diar_turns l = {v, 6, 6};
+    ez_diar_fill_gaps(&l, 0.5);
+    CHECK_MSG(l.n == 3, "%zu turns after filling (expected 3)", l.n);
+    if (l.n == 3) {
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 2.0) && near(v[0].conf_sum, 4.5) && v[0].n_frames == 5,
+                  "first: %d %g..%g, %g over %lld frames", v[0].speaker, v[0].start, v[0].end, v[0].conf_sum,
+                  (long long)v[0].n_frames);
+        CHECK_MSG(turn_is(&v[1], 0, 2.5, 3.0), "second: %d %g..%g", v[1].speaker, v[1].start, v[1].end);
+        CHECK_MSG(turn_is(&v[2], 1, 5.0, 6.5) && near(v[2].conf_sum, 3.0) && v[2].n_frames == 3,
+                  "third: %d %g..%g, %g over %lld frames", v[2].speaker, v[2].start, v[2].end, v[2].conf_sum,
+                  (long long)v[2].n_frames);
+    }
+}
+
+static void test_drop_short_keeps_long_turns_by_start(void) {
+    ez_diar_raw_turn v[4] = {{1, 3.0, 4.0, 1, 1}, {0, 3.0, 3.5, 1, 1}, {2, 1.0, 1.2, 1, 1}, {0, 0.0, 0.5, 1, 1}};
+    ez_diar_turns l = {v, 4, 4};
+    ez_diar_drop_short(&l, 0.5);
+    CHECK_MSG(l.n == 3, "%zu turns left (0.2 s goes, exactly 0.5 s stays)", l.n);
+    if (l.n == 3)
+        CHECK_MSG(turn_is(&v[0], 0, 0.0, 0.5) && turn_is(&v[1], 0, 3.0, 3.5) && turn_is(&v[2], 1, 3.0, 4.0),
+                  "order: %d@%g %d@%g %d@%g", v[0].speaker, v[0].start, v[1].speaker, v[1].start, v[2].speaker,
+                  v[2].start);
+}
+
+/* Clusters 4, 0 speak in that order (1 and 3 never): 4 is speaker 0, 0 is
+ * speaker 1; the tie at 1.0 s then sorts by the new numbers. */
+static void test_number_turns_by_first_appearance(void) {
+    ez_diar_raw_turn v[3] = {{4, 0.0, 0.5, 1, 1}, {0, 1.0, 2.0, 1, 1}, {4, 1.0, 1.5, 1, 1}};
+    ez_diar_turns l = {v, 3, 3};
+    int32_t speaker_of[5] = {9, 9, 9, 9, 9};
+    CHECK_RC(ez_diar_number_turns(&l, 5, speaker_of), ELIZA_OK);
+    CHECK_MSG(speaker_of[0] == 1 && speaker_of[1] == -1 && speaker_of[2] == -1 && speaker_of[3] == -1 &&
+                  speaker_of[4] == 0,
+              "speaker_of %d %d %d %d %d", speaker_of[0], speaker_of[1], speaker_of[2], speaker_of[3], speaker_of[4]);
+    CHECK_MSG(turn_is(&v[0], 0, 0.0, 0.5) && turn_is(&v[1], 0, 1.0, 1.5) && turn_is(&v[2], 1, 1.0, 2.0),
+              "turns %d@%g %d@%g %d@%g", v[0].speaker, v[0].start, v[1].speaker, v[1].start, v[2].speaker, v[2].start);
+    CHECK_RC(ez_diar_number_turns(&l, 5, NULL), ELIZA_OK);
+}
+
+static void test_turns_out_confidence_is_the_frames_mean(void) {
+    ez_diar_raw_turn v[2] = {{0, 0.25, 1.35, 3.0, 4}, {1, 2.0, 3.0, 0.0, 0}};
+    ez_diar_turns l = {v, 2, 2};
+    eliza_diarize_turn *t = NULL;
+    size_t n = 0;
+    CHECK_RC(ez_diar_turns_out(&l, &t, &n), ELIZA_OK);
+    CHECK_MSG(n == 2 && t && t[0].speaker == 0 && near(t[0].start, 0.25) && near(t[0].end, 1.35) &&
+                  t[0].confidence == 0.75f && t[1].speaker == 1 && t[1].confidence == 0.0f,
+              "%zu turns, confidences %g %g", n, t ? (double)t[0].confidence : -1.0,
+              t && n > 1 ? (double)t[1].confidence : -1.0);
+    free(t);
+    l.n = 0;
+    t = NULL;
+    CHECK_MSG(ez_diar_turns_out(&l, &t, &n) == ELIZA_OK && n == 0 && t, "no turns: not an empty array");
+    free(t);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The run's stages                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* Unit vector near axis `axis`, moved by a little of every other axis
- * (without the shared random stream, which later tests' inputs come from). */
+/* Unit vector near axis `axis`, moved by a little of every other axis. */
 static void near_axis(int axis, int seed, float *v) {
     double n = 0;
     for (int j = 0; j < DIM; j++) {
@@ -713,6 +804,96 @@ static void test_cluster_embs_labels_every_local_speaker(void) {
     CHECK_MSG(k == 0 && cluster[0] == -1 && cluster[3 * 3 + 1] == -1, "no embeddings: %d clusters, %d", k, cluster[0]);
 }
 
+/* 4,001 windows of one training embedding each: one window in two; 4,000
+ * fit as they are. Only those with enough clean speech train, unless none
+ * has. */
+static void test_train_set_thins_to_the_clustering_limit(void) {
+    const size_t max = EZ_CLUSTER_MAX_ITEMS;
+    float *v = (float *)malloc(sizeof(float) * 2 * (max + 1));
+    int32_t *window = (int32_t *)malloc(sizeof(int32_t) * (max + 1));
+    uint8_t *local = (uint8_t *)calloc(max + 1, 1), *train = (uint8_t *)malloc(max + 1);
+    ez_diar_embs e;
+    ez_diar_train_set t;
+    int same = 1;
+    memset(&e, 0, sizeof e);
+    e.v = v, e.window = window, e.local = local, e.train = train, e.dim = 2;
+    for (size_t i = 0; i <= max; i++) {
+        v[2 * i] = (float)i, v[2 * i + 1] = -(float)i;
+        window[i] = (int32_t)i, train[i] = 1;
+    }
+    e.n = max;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.stride == 1 && t.n == max, "%zu embeddings: stride %lld, %zu kept", max, (long long)t.stride, t.n);
+    ez_diar_train_set_free(&t);
+    e.n = max + 1;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.stride == 2 && t.n == max / 2 + 1, "%zu embeddings: stride %lld, %zu kept", max + 1,
+              (long long)t.stride, t.n);
+    for (size_t j = 0; j < t.n && same; j++)
+        same = t.group[j] == (int32_t)(2 * j) && t.x[2 * j] == (float)(2 * j) && t.x[2 * j + 1] == -(float)(2 * j);
+    CHECK_MSG(same, "the thinned set is not the even windows' embeddings");
+    ez_diar_train_set_free(&t);
+    e.n = 10;
+    for (size_t i = 0; i < 10; i++) train[i] = i % 3 == 0;
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.n == 4 && t.group[0] == 0 && t.group[1] == 3 && t.group[2] == 6 && t.group[3] == 9,
+              "clean ones: %zu kept", t.n);
+    ez_diar_train_set_free(&t);
+    memset(train, 0, 10);
+    CHECK_RC(ez_diar_train_set_pick(&e, &t), ELIZA_OK);
+    CHECK_MSG(t.n == 10 && t.stride == 1, "none clean: %zu kept of 10", t.n);
+    ez_diar_train_set_free(&t);
+    free(v);
+    free(window);
+    free(local);
+    free(train);
+}
+
+static void test_cluster_config_follows_the_options(void) {
+    eliza_diarize_options o;
+    ez_cluster_config c;
+    eliza_diarize_default_options(&o);
+    o.num_speakers = 3, o.min_speakers = 2, o.max_speakers = 5, o.step = 1.0f;
+    c = ez_diar_cluster_config(&o, 1);
+    CHECK_MSG(c.threshold == o.threshold && c.num_clusters == 3 && c.min_clusters == 2 && c.max_clusters == 5,
+              "threshold %g, speakers %d %d %d", (double)c.threshold, c.num_clusters, c.min_clusters, c.max_clusters);
+    CHECK_MSG(c.min_cluster_size == (int)EZ_DIAR_MIN_CLUSTER_SECONDS, "step 1 s: clusters of %d", c.min_cluster_size);
+    c = ez_diar_cluster_config(&o, 2);
+    CHECK_MSG(c.min_cluster_size == (int)EZ_DIAR_MIN_CLUSTER_SECONDS / 2, "stride 2: clusters of %d",
+              c.min_cluster_size);
+    o.step = 5.0f;
+    c = ez_diar_cluster_config(&o, 1);
+    CHECK_MSG(c.min_cluster_size == (int)lround(EZ_DIAR_MIN_CLUSTER_SECONDS / 5.0), "step 5 s: clusters of %d",
+              c.min_cluster_size);
+    o.step = 30.0f;
+    c = ez_diar_cluster_config(&o, 3);
+    CHECK_MSG(c.min_cluster_size == 1, "step 30 s, stride 3: clusters of %d", c.min_cluster_size);
+}
+
+/* Window 0: slots 0 and 2; window 1: slots 0 and 1, both nearer centroid 0,
+ * so slot 1 (the farther) takes centroid 1; entries without an embedding
+ * keep what they held. */
+static void test_assign_embs_fills_each_window_slot(void) {
+    float cent[2 * DIM], v[4 * DIM];
+    int32_t window[4] = {0, 0, 1, 1}, cluster[2 * 3];
+    uint8_t local[4] = {0, 2, 0, 1}, train[4] = {1, 1, 1, 1};
+    ez_diar_embs e;
+    memset(cent, 0, sizeof cent);
+    memset(v, 0, sizeof v);
+    cent[0] = 1.0f, cent[DIM + 1] = 1.0f;
+    v[0] = 1.0f;
+    v[DIM + 1] = 1.0f;
+    v[2 * DIM] = 1.0f;
+    v[3 * DIM] = 0.8f, v[3 * DIM + 1] = 0.6f;
+    memset(&e, 0, sizeof e);
+    e.v = v, e.window = window, e.local = local, e.train = train, e.dim = DIM, e.n = 4;
+    for (int i = 0; i < 6; i++) cluster[i] = -7;
+    CHECK_RC(ez_diar_assign_embs(&e, cent, 2, 3, cluster), ELIZA_OK);
+    CHECK_MSG(cluster[0] == 0 && cluster[1] == -7 && cluster[2] == 1 && cluster[3] == 0 && cluster[4] == 1 &&
+                  cluster[5] == -7,
+              "clusters %d %d %d / %d %d %d", cluster[0], cluster[1], cluster[2], cluster[3], cluster[4], cluster[5]);
+}
+
 static void test_speakers_of_turns_follow_the_renumbering(void) {
     const float centroids[3 * 2] = {1, 0, 0, 1, 0.6f, 0.8f};
     const int32_t speaker_of[3] = {1, -1, 0}; /* cluster 1 has no turns */
@@ -746,6 +927,7 @@ typedef struct {
     int seg_calls, embed_calls, chunks_seen;
     int cancel_after;           /* > 0: raise cancel on this segment call */
     ez_atomic_int *cancel;
+    rng *noise;                 /* the test's generator, for the stand-in embedding's noise; NULL: none */
 } fake_ctx;
 
 static int voice_of(const float *x, size_t n) {
@@ -790,7 +972,7 @@ static int32_t fake_embed(void *ctx, const float *pcm, size_t n, float *out) {
     fc->embed_calls++;
     for (int j = 0; j < EMB_DIM; j++) {
         double centre = v < 0 ? 0 : 3.0 + 5.0 * v;
-        out[j] = (float)(exp(-0.5 * (j - centre) * (j - centre)) + 0.02 * frand());
+        out[j] = (float)(exp(-0.5 * (j - centre) * (j - centre)) + (fc->noise ? 0.02 * frand(fc->noise) : 0.0));
         norm += (double)out[j] * out[j];
     }
     for (int j = 0; j < EMB_DIM; j++) out[j] = (float)(out[j] / sqrt(norm));
@@ -822,7 +1004,7 @@ typedef struct {
 
 /* A conversation of n_turns turns at rate sr: voices in a fixed pattern,
  * turns of 1.5..5 s, pauses of 0.2..1 s. Returns the audio (malloc'ed). */
-static float *make_conversation(int sr, int n_turns, int n_voices, truth_turn *truth, size_t *n_out) {
+static float *make_conversation(rng *r, int sr, int n_turns, int n_voices, truth_turn *truth, size_t *n_out) {
     double t = 0.5;
     size_t n;
     float *x;
@@ -830,8 +1012,8 @@ static float *make_conversation(int sr, int n_turns, int n_voices, truth_turn *t
         truth[i].voice = (i * 2 + i / 3) % n_voices;
         if (i > 0 && truth[i].voice == truth[i - 1].voice) truth[i].voice = (truth[i].voice + 1) % n_voices;
         truth[i].start = t;
-        truth[i].end = t + 1.5 + 3.5 * frand();
-        t = truth[i].end + 0.2 + 0.8 * frand();
+        truth[i].end = t + 1.5 + 3.5 * frand(r);
+        t = truth[i].end + 0.2 + 0.8 * frand(r);
     }
     n = (size_t)((t + 0.5) * sr);
     x = (float *)calloc(n, sizeof *x);
@@ -879,11 +1061,12 @@ static int n_speakers_of(const eliza_diarize_turn *t, size_t n) {
     return k;
 }
 
-static void test_run_synthetic_conversation(int sr) {
+static void test_run_synthetic_conversation(int sr, uint64_t seed) {
     truth_turn truth[24];
     size_t n = 0, n_turns = 0;
-    float *x = make_conversation(sr, 24, 3, truth, &n);
-    fake_ctx fc = {0};
+    rng r = {seed};
+    float *x = make_conversation(&r, sr, 24, 3, truth, &n);
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     eliza_diarize_options o = default_options();
     ez_atomic_int progress = 0, cancel = 0;
@@ -1037,7 +1220,8 @@ static void test_run_threshold_separates_two_voices(void) {
 }
 
 static void test_voice_embedding_of_reference_audio(void) {
-    fake_ctx fc = {0};
+    rng r = {0x96f0b0353dbb8e7full};
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     size_t n = 4 * SR;
     float *x = (float *)calloc(n, sizeof *x), emb[EMB_DIM];
@@ -1074,7 +1258,8 @@ static void test_voice_embedding_of_reference_audio(void) {
 /* The enrolled voices: enrol, refuse a name twice and silence (nothing
  * changes), list, name a run's speakers, remove one, remove all. */
 static void test_voices_registry(void) {
-    fake_ctx fc = {0};
+    rng r = {0x4dcafc5b1f36b3eaull};
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     ez_diar_voices v;
     ez_diar_speakers sp;
@@ -1143,8 +1328,9 @@ static void test_identify_is_one_to_one_under_the_threshold(void) {
 static void test_stream_matches_offline_and_never_revises(void) {
     truth_turn truth[24];
     size_t n = 0, off = 0, n_all = 0, cap = 256;
-    float *x = make_conversation(SR, 24, 3, truth, &n);
-    fake_ctx fc = {0};
+    rng r = {0xaf38c92586f34eb2ull};
+    float *x = make_conversation(&r, SR, 24, 3, truth, &n);
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     eliza_diarize_options o = default_options();
     ez_diar_stream *st = NULL;
@@ -1156,7 +1342,7 @@ static void test_stream_matches_offline_and_never_revises(void) {
     while (off < n || rc != ELIZA_DONE) {
         size_t k;
         if (off < n) {
-            size_t chunk = (size_t)(1 + frand() * 20000);
+            size_t chunk = (size_t)(1 + frand(&r) * 20000);
             chunk = EZ_MIN(chunk, n - off);
             CHECK_MSG(ez_diar_stream_push(st, x + off, chunk) == ELIZA_OK, "push: %s", ez_error_message());
             off += chunk;
@@ -1190,7 +1376,7 @@ static void test_stream_matches_offline_and_never_revises(void) {
     free(all);
     free(x);
     /* Closing mid-stream, and a stream that never got audio. */
-    x = make_conversation(SR, 6, 2, truth, &n);
+    x = make_conversation(&r, SR, 6, 2, truth, &n);
     CHECK(ez_diar_stream_create(&m, &o, 2.0, &st) == ELIZA_OK);
     CHECK(ez_diar_stream_push(st, x, n / 2) == ELIZA_OK);
     ez_diar_stream_free(st);
@@ -1205,8 +1391,9 @@ static void test_stream_matches_offline_and_never_revises(void) {
 static void test_run_cancel(void) {
     truth_turn truth[24];
     size_t n = 0, n_turns = 5;
-    float *x = make_conversation(SR, 24, 3, truth, &n);
-    fake_ctx fc = {0};
+    rng r = {0x86741fd5b88a6411ull};
+    float *x = make_conversation(&r, SR, 24, 3, truth, &n);
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     eliza_diarize_options o = default_options();
     ez_atomic_int progress = 0, cancel = 1;
@@ -1242,7 +1429,8 @@ static void test_run_two_hours_bounded(void) {
     /* 2 h at 16 kHz, silence with a tone conversation every 10 minutes. */
     const size_t n = (size_t)7200 * SR;
     float *x = (float *)malloc(n * sizeof(float));
-    fake_ctx fc = {0};
+    rng r = {0x9a43853751d82954ull};
+    fake_ctx fc = {.noise = &r};
     ez_diar_models m = fake_models(&fc);
     eliza_diarize_options o = default_options();
     eliza_diarize_turn *t = NULL;
@@ -1293,13 +1481,21 @@ int main(void) {
     test_reconstruct_exclusive_has_one_speaker_at_a_time();
     test_sum_windows_adds_each_clusters_activity();
     test_pick_speakers_most_active_first();
+    test_clip_turns_to_the_audio();
+    test_fill_gaps_joins_a_speakers_close_turns();
+    test_drop_short_keeps_long_turns_by_start();
+    test_number_turns_by_first_appearance();
+    test_turns_out_confidence_is_the_frames_mean();
+    test_train_set_thins_to_the_clustering_limit();
+    test_cluster_config_follows_the_options();
+    test_assign_embs_fills_each_window_slot();
     test_cluster_embs_labels_every_local_speaker();
     test_speakers_of_turns_follow_the_renumbering();
     test_run_silence_and_tiny_inputs();
     test_run_threshold_separates_two_voices();
-    test_run_synthetic_conversation(SR);
-    test_run_synthetic_conversation(48000);
-    test_run_synthetic_conversation(8000);
+    test_run_synthetic_conversation(SR, 0xae86f2e3338a0f9dull);
+    test_run_synthetic_conversation(48000, 0x20cee39a4e4d1d95ull);
+    test_run_synthetic_conversation(8000, 0xc1d6b1ca7a71d471ull);
     test_run_cancel();
     test_voice_embedding_of_reference_audio();
     test_identify_is_one_to_one_under_the_threshold();
